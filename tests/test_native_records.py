@@ -1,0 +1,89 @@
+"""CUPTI record processing without a GPU: fabricated records through the tracer's parser."""
+import numpy as np
+import pytest
+
+from visprof.native import native, native_info
+from visprof.native.tracer import TraceRecords, span_check
+from visprof.records import API_DTYPE, KERNEL_DTYPE, KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET
+
+c = native()
+pytestmark = pytest.mark.skipif(native_info()["backend"] != "cuda", reason="record parsing is in the CUDA backend")
+T = c._testing
+
+
+def parse(*records: bytes, dropped: int = 0) -> TraceRecords:
+    return TraceRecords.from_native(T.parse(b"".join(records), dropped))
+
+
+def test_row_layouts_match_the_numpy_dtypes():
+    assert T.record_sizes() == (KERNEL_DTYPE.itemsize, API_DTYPE.itemsize)
+
+
+def test_kernel_fields_survive_parsing():
+    r = parse(T.kernel("gemm", 1000, 3500, device=1, stream=13, correlation=42, grid=(8, 4, 2), block=(128, 1, 1),
+                       registers=96, static_shared=1024, dynamic_shared=2048))
+    (k,) = r.kernels
+    assert k["kind"] == KIND_KERNEL
+    assert r.kernel_names[k["name_id"]] == "gemm"
+    assert (k["start_ns"], k["end_ns"], k["device"], k["stream"], k["correlation_id"]) == (1000, 3500, 1, 13, 42)
+    assert list(k["grid"]) == [8, 4, 2] and list(k["block"]) == [128, 1, 1]
+    assert k["registers"] == 96 and k["shared_mem"] == 3072
+
+
+def test_external_ids_join_kernels_and_api_calls_in_any_record_order():
+    r = parse(
+        T.kernel("a", 0, 10, correlation=1),
+        T.kernel("b", 10, 30, correlation=2),
+        T.kernel("c", 30, 40, correlation=3),  # launched with no op open: no external record
+        T.api(False, 211, 0, 5, 77, 1),
+        T.external_correlation(500, 1),  # arrives after the kernel it describes
+        T.external_correlation(501, 2),
+    )
+    assert list(r.kernels["external_id"]) == [500, 501, 0]
+    assert list(r.api_calls["external_id"]) == [500]
+    assert r.api_calls[0]["thread_id"] == 77 and r.api_calls[0]["cbid"] == 211
+    assert r.external_correlations == 2
+    assert r.linked_fraction() == pytest.approx(2 / 3)
+
+
+def test_kernel_names_are_deduplicated():
+    r = parse(*[T.kernel(name, i, i + 1, correlation=i) for i, name in enumerate(["x", "y", "x", "x", "y"])])
+    assert sorted(r.kernel_names) == ["x", "y"]
+    names = [r.kernel_names[i] for i in r.kernels["name_id"]]
+    assert names == ["x", "y", "x", "x", "y"]
+
+
+def test_memcpy_and_memset_rows_keep_their_bytes():
+    r = parse(T.memcpy(4096, 0, 100, 0, 7, 9), T.memset(512, 100, 120, 0, 7, 10))
+    assert list(r.kernels["kind"]) == [KIND_MEMCPY, KIND_MEMSET]
+    assert list(r.kernels["bytes"]) == [4096, 512]
+    assert r.kernel_time_ns() == 0  # transfers are not kernel time
+
+
+def test_driver_api_rows_are_marked():
+    r = parse(T.api(True, 307, 5, 9, 3, 4))
+    assert r.api_calls[0]["domain"] == 1
+
+
+def test_dropped_records_are_reported_never_silent():
+    assert parse(T.kernel("k", 0, 1), dropped=17).dropped == 17
+
+
+def test_kernel_time_and_span_and_span_check():
+    r = parse(T.kernel("a", 100, 200), T.kernel("b", 150, 400), T.kernel("c", 1000, 1100))
+    assert r.kernel_time_ns() == 100 + 250 + 100
+    assert r.kernel_span_ns() == 1000
+    assert span_check(r, 1020).passed
+    # A tracer whose timestamps are TSC ticks (Kineto's callback) would read ~2x too long.
+    assert not span_check(r, 500).passed
+
+
+def test_truncated_buffers_stop_cleanly():
+    whole = T.kernel("a", 0, 1) + T.kernel("b", 1, 2)
+    r = TraceRecords.from_native(T.parse(whole[:-10], 0))
+    assert len(r.kernels) == 1
+
+
+def test_empty_buffer_gives_empty_arrays_with_the_right_dtypes():
+    r = parse()
+    assert r.kernels.dtype == KERNEL_DTYPE and r.api_calls.dtype == API_DTYPE and len(r.kernels) == 0

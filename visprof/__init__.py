@@ -1,0 +1,46 @@
+"""visprof: where a vision model's GPU time and peak memory go, by operator category.
+
+    import visprof
+    result = visprof.profile("vit_base_patch16_224", batch_size=64)
+    with visprof.trace(model) as session:
+        model(x)
+
+`import visprof` stays cheap: torch, timm and the native extension load on first use.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "profile",
+    "trace",
+    "native_info",
+    "ProfileResult",
+    "CapturedTrace",
+    "CategoryTable",
+    "default_table",
+    "VisprofError",
+]
+
+_LAZY = {
+    "profile": ("visprof.profiler", "profile"),
+    "trace": ("visprof.trace_session", "trace"),
+    "native_info": ("visprof.native", "native_info"),
+    "ProfileResult": ("visprof.result", "ProfileResult"),
+    "CapturedTrace": ("visprof.records", "CapturedTrace"),
+    "CategoryTable": ("visprof.categories", "CategoryTable"),
+    "default_table": ("visprof.categories", "default_table"),
+    "VisprofError": ("visprof.errors", "VisprofError"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'visprof' has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value
+    return value

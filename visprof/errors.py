@@ -1,0 +1,187 @@
+"""Errors that visprof raises for the user to read.
+
+Every ``VisprofError`` carries a message written for the person at the terminal: the CLI
+prints it as ``visprof: error: <message>`` with no traceback, and exits with the class's
+``exit_code``. Anything that is not a ``VisprofError`` is a bug and keeps its traceback.
+
+The errors pickle with all their fields, because the memory pass runs in a subprocess and
+sends its failure back to the parent.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+# Exit codes of the CLI, one per kind of failure, so scripts driving sweeps can tell a typo
+# (don't retry) from an OOM (retry smaller) from a missing GPU (retry elsewhere).
+EXIT_FAILURE = 1
+EXIT_BAD_INPUT = 2
+EXIT_OUT_OF_MEMORY = 3
+EXIT_NO_DEVICE = 4
+
+
+def _restore(cls: type, args: tuple, state: dict) -> "VisprofError":
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
+
+
+class VisprofError(Exception):
+    """Base class: ``str(error)`` is the message shown to the user."""
+
+    exit_code = EXIT_FAILURE
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self):
+        # Subclasses take structured arguments, not the message; rebuild from the fields.
+        return _restore, (type(self), self.args, dict(self.__dict__))
+
+
+class BadInputError(VisprofError, ValueError):
+    """A batch size, image size, precision or device string that cannot be used."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class UnknownModelError(VisprofError, LookupError):
+    """A model name that timm does not know; ``suggestions`` holds close matches."""
+
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(self, name: str, suggestions: Sequence[str] = (), detail: str = ""):
+        self.name = name
+        self.suggestions = list(suggestions)
+        message = f"unknown model {name!r}"
+        if detail:
+            message += f": {detail}"
+        if self.suggestions:
+            message += "; did you mean: " + ", ".join(self.suggestions) + "?"
+        else:
+            message += " (timm.list_models() lists the names visprof accepts)"
+        super().__init__(message)
+
+
+class NoGPUError(VisprofError):
+    """A CUDA device was asked for but none is visible."""
+
+    exit_code = EXIT_NO_DEVICE
+
+    def __init__(self, reason: str = ""):
+        message = "no CUDA GPU is visible to PyTorch"
+        if reason:
+            message += f" ({reason})"
+        message += "; run on a GPU machine, or pass --device cpu for the CPU path"
+        super().__init__(message)
+        self.reason = reason
+
+
+class DeviceNotFoundError(VisprofError):
+    """A device such as ``cuda:3`` that does not exist here; lists the visible ones."""
+
+    exit_code = EXIT_NO_DEVICE
+
+    def __init__(self, device: str, visible: Sequence[str] = (), note: str = ""):
+        self.device = device
+        self.visible = list(visible)
+        shown = ", ".join(self.visible) if self.visible else "none"
+        message = f"device {device!r} does not exist; visible devices: {shown}"
+        if note:
+            message += f" ({note})"
+        super().__init__(message)
+
+
+class OutOfMemoryError(VisprofError):
+    """The model did not fit on the GPU at ``batch_size``.
+
+    ``max_batch_size`` is the largest batch found to fit. It is None when no search ran
+    (``searched=False``) or when not even batch 1 fits (``searched=True``).
+    """
+
+    exit_code = EXIT_OUT_OF_MEMORY
+
+    def __init__(
+        self,
+        batch_size: int,
+        max_batch_size: int | None = None,
+        device: str | None = None,
+        searched: bool = False,
+    ):
+        self.batch_size = batch_size
+        self.max_batch_size = max_batch_size
+        self.device = device
+        self.searched = searched
+        where = f" on {device}" if device else ""
+        message = f"out of GPU memory at batch size {batch_size}{where}"
+        if max_batch_size is not None:
+            message += f"; the largest batch that fits is {max_batch_size} (--batch-size {max_batch_size})"
+        elif searched:
+            message += "; not even batch size 1 fits (try bf16/fp16 or a smaller --img-size)"
+        elif batch_size > 1:
+            message += "; try a smaller --batch-size"
+        super().__init__(message)
+
+
+class CuptiUnavailableError(VisprofError):
+    """CUPTI is held by another profiler, so the attributed pass cannot trace kernels."""
+
+    HOLDERS = "torch.profiler, Nsight Systems (nsys) or Nsight Compute (ncu)"
+
+    def __init__(self, detail: str = ""):
+        message = (
+            "CUPTI is unavailable: another profiler holds it in this process "
+            f"({self.HOLDERS}); run visprof outside it, or skip the attributed pass "
+            "with --passes timing,memory"
+        )
+        if detail:
+            message += f" [{detail}]"
+        super().__init__(message)
+        self.detail = detail
+
+
+class ModelForwardError(VisprofError):
+    """The model raised during its forward pass; the original is kept as ``__cause__``."""
+
+    def __init__(self, model_name: str, input_shape: Sequence[int], cause: BaseException, hint: str = ""):
+        self.model_name = model_name
+        self.input_shape = tuple(input_shape)
+        self.cause_text = f"{type(cause).__name__}: {cause}"
+        shape = "x".join(str(d) for d in self.input_shape)
+        message = f"model {model_name!r} failed on an input of shape {shape}: {self.cause_text}"
+        if hint:
+            message += f" ({hint})"
+        super().__init__(message)
+        # Set here as well as by `raise ... from cause`, so callers cannot lose it.
+        self.__cause__ = cause
+
+
+class NativeUnavailableError(VisprofError):
+    """The native extension ``visprof._C`` could not be loaded or lacks a backend."""
+
+    def __init__(self, reason: str):
+        super().__init__(f"the native extension visprof._C is unavailable: {reason}")
+        self.reason = reason
+
+
+def exit_code_for(error: BaseException) -> int:
+    """The CLI exit code for ``error`` (1 for anything that is not a VisprofError)."""
+    return error.exit_code if isinstance(error, VisprofError) else EXIT_FAILURE
+
+
+__all__ = [
+    "VisprofError",
+    "BadInputError",
+    "UnknownModelError",
+    "NoGPUError",
+    "DeviceNotFoundError",
+    "OutOfMemoryError",
+    "CuptiUnavailableError",
+    "ModelForwardError",
+    "NativeUnavailableError",
+    "exit_code_for",
+]
