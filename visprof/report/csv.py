@@ -1,0 +1,27 @@
+"""CSV export of a ``ProfileResult``'s category and module rows (for spreadsheets)."""
+from __future__ import annotations
+
+import csv
+import dataclasses
+from pathlib import Path
+
+from ..result import CategoryRow, ModuleRow, ProfileResult
+
+
+def _write(path: str | Path, row_type: type, rows: list, result: ProfileResult) -> None:
+    # model/measurement columns make files from many runs concatenable
+    names = ["model", "measurement", *(f.name for f in dataclasses.fields(row_type))]
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=names)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({"model": result.model.name, "measurement": result.measurement, **dataclasses.asdict(row)})
+
+
+def write_categories_csv(result: ProfileResult, path: str | Path) -> None:
+    """One line per (category, sub-category); empty cells for None."""
+    _write(path, CategoryRow, result.categories, result)
+
+
+def write_modules_csv(result: ProfileResult, path: str | Path) -> None:
+    _write(path, ModuleRow, result.modules, result)

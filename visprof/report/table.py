@@ -1,0 +1,219 @@
+"""Plain-text terminal report of a ``ProfileResult``.
+
+Sections: header, categories, top modules, timing, ops to add to the taxonomy, self-checks,
+warnings. A failed self-check is always printed, with a loud line; CPU results are labelled
+as host-clock measurements in the header and in every time column.
+"""
+from __future__ import annotations
+
+import textwrap
+from typing import Sequence
+
+from ..result import CategoryRow, MemorySummary, ProfileResult, category_totals
+
+MIB = float(1 << 20)
+_ANSI = {"red": "1;31", "green": "32", "yellow": "33"}
+CPU_BANNER = "HOST CLOCK (CPU) MEASUREMENT: times are host-clock op durations, not GPU kernel times"
+
+
+class _Style:
+    def __init__(self, color: bool) -> None:
+        self.color = color
+
+    def __call__(self, text: str, style: str) -> str:
+        return f"\x1b[{_ANSI[style]}m{text}\x1b[0m" if self.color else text
+
+
+def _fmt(value: float | None, spec: str, scale: float = 1.0, empty: str = "-") -> str:
+    return empty if value is None else format(value / scale, spec)
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def _mib(value: int | None) -> str:
+    return _fmt(value, ".1f", MIB)
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int | None = None) -> list[str]:
+    """Left-align the first column, right-align the rest; shrink the first to fit ``width``."""
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
+    if width is not None:
+        excess = sum(widths) + 2 * (len(widths) - 1) - width
+        widths[0] = max(8, widths[0] - max(excess, 0))
+
+    def line(cells: Sequence[str]) -> str:
+        first = str(cells[0])
+        if len(first) > widths[0]:
+            first = first[: widths[0] - 1] + "…"
+        rest = [str(c).rjust(w) for c, w in zip(cells[1:], widths[1:])]
+        return "  ".join([first.ljust(widths[0]), *rest]).rstrip()
+
+    rule = "-" * len(line(headers))
+    return [line(headers), rule, *(line(r) for r in rows)]
+
+
+def _category_cells(label: str, row: CategoryRow) -> list[str]:
+    return [
+        label,
+        _fmt(row.time_ms, ".3f"),
+        _share(row.share),
+        _fmt(row.kernel_count, "g"),
+        _fmt(row.flops or None, ".2f", 1e9),
+        _fmt(row.tflops, ".1f"),
+        _mib(row.live_bytes_at_peak),
+        _mib(row.transient_peak_bytes),
+    ]
+
+
+def _header(result: ProfileResult) -> list[str]:
+    m, c = result.model, result.config
+    parts = [f"{m.name} ({m.source})"]
+    if m.param_count:
+        parts.append(f"{m.param_count / 1e6:.1f}M params")
+    if m.batch_size:
+        parts.append(f"batch {m.batch_size}")
+    if m.img_size:
+        parts.append(f"{m.img_size}px")
+    parts += [c.precision, "channels_last" if c.channels_last else "NCHW"]
+    if c.compile:
+        parts.append("compiled")
+    parts.append(c.device)
+    lines = ["visprof profile: " + " · ".join(parts)]
+    gpu = (result.gpu or {}).get("name")
+    measured = "GPU kernel time (CUPTI)" if result.measurement == "gpu" else "host clock around each op"
+    lines.append(f"{'GPU: ' + gpu + ' · ' if gpu else ''}measured: {measured} · {result.created_at} · visprof {result.visprof_version}")
+    return lines
+
+
+def format_categories(
+    rows: list[CategoryRow],
+    cpu: bool = False,
+    width: int | None = None,
+    memory: MemorySummary | None = None,
+) -> str:
+    """The category table alone: a total line per category, then its sub-category lines."""
+    if not rows:
+        return "(no attributed pass: no category breakdown)"
+    headers = ["category", "host ms" if cpu else "GPU ms", "share", "kernels", "GFLOP", "TFLOP/s", "live MiB@peak", "transient MiB"]
+    totals = category_totals(rows, memory)
+    cells: list[list[str]] = []
+    for cat, total in totals.items():
+        subs = [r for r in rows if r.category == cat]
+        if len(subs) == 1 and subs[0].subcategory is None:
+            cells.append(_category_cells(cat, subs[0]))
+            continue
+        cells.append(_category_cells(cat, total))
+        cells += [_category_cells(f"  {r.subcategory or '(none)'}", r) for r in subs]
+    grand = CategoryRow("total", None, sum(t.time_ms for t in totals.values()), sum(t.share for t in totals.values()),
+                        sum(t.kernel_count for t in totals.values()), sum(t.flops for t in totals.values()), None,
+                        memory.peak_bytes if memory else None, None)
+    cells.append(_category_cells("total", grand))
+    # Columns with no data at all (no memory pass, no FLOP counts) only take width.
+    keep = [i for i in range(len(headers)) if i == 0 or any(r[i] != "-" for r in cells)]
+    lines = format_table([headers[i] for i in keep], [[r[i] for i in keep] for r in cells], width)
+    return "\n".join(lines)
+
+
+def _categories(result: ProfileResult, width: int | None, cpu: bool) -> list[str]:
+    title = "Time by category, per iteration" + (" (host clock)" if cpu else "")
+    return [title, *format_categories(result.categories, cpu, width, result.memory).splitlines()]
+
+
+def _modules(result: ProfileResult, width: int | None, cpu: bool, top: int | None) -> list[str]:
+    modules = result.modules[:top] if top is not None else result.modules
+    if not modules:
+        return []
+    headers = ["module", "class", "host ms" if cpu else "GPU ms", "self ms", "share", "kernels"]
+    rows = [[m.path or "(root)", m.cls, _fmt(m.time_ms, ".3f"), _fmt(m.self_time_ms, ".3f"), _share(m.share), _fmt(m.kernel_count, "g")]
+            for m in modules]
+    return ["", f"Top {len(rows)} modules (time includes children)", *format_table(headers, rows, width)]
+
+
+def _timing(result: ProfileResult, cpu: bool) -> list[str]:
+    lines = [""]
+    t = result.timing
+    clock = "host clock" if cpu else "CUDA events"
+    if t is None:
+        lines.append("Timing: no clean timing pass")
+    else:
+        lat = t.latency_ms
+        lines.append(f"Latency ({clock}, clean pass, {t.iterations} iterations): median {lat.median:.3f} ms"
+                     f"  p10 {lat.p10:.3f}  p90 {lat.p90:.3f}  mean {lat.mean:.3f}  std {lat.std:.3f}  min {lat.min:.3f}  max {lat.max:.3f}")
+        lines.append(f"Throughput: {t.samples_per_s:,.1f} samples/s")
+        if t.busy_ms is not None:
+            idle = "" if t.idle_ms is None else f";  idle (host/launch-bound) {t.idle_ms:.3f} ms ({_share(t.idle_ms / lat.median if lat.median else None)} of latency)"
+            lines.append(f"{'Host' if cpu else 'GPU'} busy {t.busy_ms:.3f} ms/iter{idle}")
+        if t.max_memory_allocated_bytes is not None:
+            lines.append(f"Peak memory (max_memory_allocated, timing pass): {_mib(t.max_memory_allocated_bytes)} MiB")
+    a = result.attribution
+    if a is not None:
+        busy = ", ".join(f"device {d}: {ms:.3f} ms" for d, ms in a.busy_ms.items()) or "-"
+        lines.append(f"Attributed pass ({a.iterations} iterations): kernel sum {a.kernel_ms:.3f} ms/iter, memcpy {a.memcpy_ms:.3f},"
+                     f" memset {a.memset_ms:.3f}; busy {busy}; coverage {_share(a.coverage)}")
+    if result.memory is not None:
+        mem = result.memory
+        lines.append(f"Memory pass: peak {_mib(mem.peak_bytes)} MiB, {mem.alloc_count} allocations")
+    return lines
+
+
+def _taxonomy_gaps(result: ProfileResult) -> list[str]:
+    a = result.attribution
+    if a is None:
+        return []
+    lines = []
+    if a.other_ops:
+        lines += ["", "Ops in 'other' (no rule matched; extend the taxonomy, see docs/taxonomy.md):"]
+        lines += [f"  {o.name}: {o.time_ms:.3f} ms, {o.count:g} kernels" for o in a.other_ops]
+    if a.unattributed_kernels:
+        lines += ["", f"Unattributed kernels (no op, no kernel rule): {a.unattributed_ms:.3f} ms/iter, {_share(1 - a.coverage)} of activity:"]
+        lines += [f"  {k.name}: {k.time_ms:.3f} ms, {k.count:g}x" for k in a.unattributed_kernels]
+    return lines
+
+
+def _checks(result: ProfileResult, style: _Style) -> list[str]:
+    lines = ["", "Self-checks"]
+    if not result.checks:
+        return lines + [style("  none recorded: these numbers were not cross-checked", "yellow")]
+    for c in result.checks:
+        status = style("PASS", "green") if c.passed else style("FAIL", "red")
+        unit = f" {c.unit}" if c.unit else ""
+        line = f"  {status}  {c.name}: {_fmt(c.value, '.4g')}{unit} vs reference {_fmt(c.reference, '.4g')}{unit} (tolerance ±{c.tolerance * 100:.3g}%)"
+        lines.append(line + (f"  [{c.detail}]" if c.detail else ""))
+    failed = result.failed_checks
+    if failed:
+        names = ", ".join(c.name for c in failed)
+        lines.append(style(f"!!! {len(failed)} of {len(result.checks)} SELF-CHECKS FAILED ({names}): the numbers above may be wrong !!!", "red"))
+    return lines
+
+
+def _wrap(lines: list[str], width: int | None) -> list[str]:
+    """Wrap prose lines to ``width`` (tables are fitted by format_table instead)."""
+    if width is None:
+        return lines
+    out = []
+    for line in lines:
+        indent = " " * (len(line) - len(line.lstrip()))
+        out += textwrap.wrap(line, width, subsequent_indent=indent + "    ", break_on_hyphens=False) or [""]
+    return out
+
+
+def render(result: ProfileResult, width: int | None = None, color: bool = False, top_modules: int | None = None) -> str:
+    """The result as a plain-text report (ANSI colours only with ``color=True``).
+
+    ``width`` fits tables (by shortening names) and wraps prose; None leaves lines as long
+    as they need to be. ``top_modules`` shows at most that many of the result's modules.
+    """
+    style = _Style(color)
+    cpu = result.measurement != "gpu"
+    lines = _header(result)
+    if cpu:
+        lines.append(style(f"*** {CPU_BANNER} ***", "yellow"))
+    lines = _wrap(lines, width) + [""]
+    lines += _categories(result, width, cpu)
+    lines += _modules(result, width, cpu, top_modules)
+    prose = _timing(result, cpu) + _taxonomy_gaps(result) + _checks(result, style)
+    if result.warnings:
+        prose += ["", "Warnings", *(style(f"  ! {w}", "yellow") for w in result.warnings)]
+    return "\n".join(lines + _wrap(prose, width)) + "\n"
