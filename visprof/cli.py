@@ -1,0 +1,266 @@
+"""The ``visprof`` command line (also ``python -m visprof``).
+
+User mistakes (every ``VisprofError``) end with one line, ``visprof: error: <message>``,
+and an exit code per kind of failure (see ``visprof.errors``); anything else is a bug and
+keeps its traceback. ``VISPROF_DEBUG=1`` shows the traceback of user errors too.
+
+Heavy modules (torch, timm, the profiler) are imported inside the commands, so
+``visprof --help`` answers at once.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from visprof.options import PASSES, PRECISIONS
+from visprof.errors import BadInputError, VisprofError
+
+EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT (128 + 2)
+
+
+# --- argument types ------------------------------------------------------------------------
+
+def _positive_int(text: str) -> int:
+    return _int_at_least(text, 1)
+
+
+def _non_negative_int(text: str) -> int:
+    return _int_at_least(text, 0)
+
+
+def _int_at_least(text: str, minimum: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+    return value
+
+
+def _img_size(text: str) -> int | tuple[int, int]:
+    """``224`` or ``HxW`` (``384x256``); the range is checked by the profiler."""
+    parts = text.lower().replace(",", "x").split("x")
+    try:
+        sides = [int(p) for p in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N or HxW, got {text!r}") from None
+    if len(sides) == 1:
+        return sides[0]
+    if len(sides) == 2:
+        return sides[0], sides[1]
+    raise argparse.ArgumentTypeError(f"expected N or HxW, got {text!r}")
+
+
+def _passes(text: str) -> tuple[str, ...]:
+    """``timing,attributed`` -> ("timing", "attributed"), in the order given, no repeats."""
+    names = [name.strip().lower() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in PASSES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"passes must be a comma-separated subset of {','.join(PASSES)}, got {text!r}"
+        )
+    return tuple(dict.fromkeys(names))
+
+
+# --- parser --------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="visprof",
+        description="Profile PyTorch vision models: latency, peak memory and where they go, by operator category.",
+    )
+    parser.add_argument("--version", action="version", version=f"visprof {visprof_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    info = commands.add_parser("info", help="show versions, the native backend and the visible GPUs")
+    info.set_defaults(handler=cmd_info)
+
+    prof = commands.add_parser(
+        "profile",
+        help="profile one model",
+        description="Profile one model (a timm name such as resnet50 or vit_base_patch16_224).",
+    )
+    prof.add_argument("model", help="timm model name; pretrained tags (name.tag) and a timm/ prefix are accepted")
+    prof.add_argument("--batch-size", "-b", type=_positive_int, metavar="N", help="default: 64 on a GPU, 2 on the CPU")
+    prof.add_argument("--img-size", type=_img_size, metavar="N|HxW", help="input size (default: the model's)")
+    prof.add_argument("--precision", choices=PRECISIONS, help="bf16/fp16 run under autocast (default: bf16 on a GPU, fp32 on the CPU)")
+    prof.add_argument("--channels-last", action="store_true", help="feed and keep NHWC tensors")
+    prof.add_argument("--compile", action="store_true", help="torch.compile the model first")
+    prof.add_argument("--device", metavar="DEV", help="cpu, cuda or cuda:N (default: cuda:0 if a GPU is visible)")
+    prof.add_argument("--warmup", type=_non_negative_int, metavar="N", help="warm-up iterations per pass")
+    prof.add_argument("--iterations", type=_positive_int, metavar="N", help="measured iterations (default: until the median is stable)")
+    prof.add_argument(
+        "--passes",
+        type=_passes,
+        metavar="LIST",
+        help=f"comma-separated passes to run, from {','.join(PASSES)} (default: all)",
+    )
+    prof.add_argument("--json", type=Path, metavar="FILE", help="also write the result as JSON")
+    prof.add_argument("--trace", type=Path, metavar="FILE", help="also write a Chrome/Perfetto trace")
+    prof.add_argument("--top", type=_positive_int, metavar="N", help="show the N costliest modules (default: 15)")
+    prof.add_argument("--categories", type=Path, metavar="FILE", help="extra category rules, checked before the built-in ones")
+    prof.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    prof.set_defaults(handler=cmd_profile)
+    return parser
+
+
+# --- commands ------------------------------------------------------------------------------
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    _check_output_path(args.json, "--json")
+    _check_output_path(args.trace, "--trace")
+    if args.categories is not None and not args.categories.is_file():
+        raise BadInputError(f"--categories: no such file: {args.categories}")
+
+    # Only options the user gave are passed on: the defaults live in one place, profile().
+    options = {
+        "batch_size": args.batch_size,
+        "img_size": args.img_size,
+        "precision": args.precision,
+        "device": args.device,
+        "warmup": args.warmup,
+        "iterations": args.iterations,
+        "passes": args.passes,
+        "trace_path": str(args.trace) if args.trace is not None else None,
+        "category_file": str(args.categories) if args.categories is not None else None,
+        "top_modules": args.top,  # how many modules the result keeps
+    }
+    kwargs: dict[str, Any] = {key: value for key, value in options.items() if value is not None}
+    kwargs.update(channels_last=args.channels_last, compile=args.compile, progress=not args.quiet)
+
+    # Imported here: it loads torch, timm and the native extension.
+    profile = importlib.import_module("visprof.profiler").profile
+    result = profile(args.model, **kwargs)
+
+    render = importlib.import_module("visprof.report.table").render
+    table = render(result, top_modules=args.top) if args.top is not None else render(result)
+    print(table)
+    if args.json is not None:
+        result.to_json(args.json)
+        if not args.quiet:
+            print(f"[visprof] wrote {args.json}", file=sys.stderr)
+    return 0
+
+
+def _check_output_path(path: Path | None, option: str) -> None:
+    # Checked before profiling, not after minutes of it.
+    if path is None:
+        return
+    if path.is_dir():
+        raise BadInputError(f"{option}: {path} is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise BadInputError(f"{option}: directory {path.parent} does not exist")
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    rows = [
+        ("visprof", visprof_version()),
+        ("native", _native_line()),
+        ("torch", _torch_line()),
+        ("timm", _package_version("timm")),
+        ("NVML", _nvml_line()),
+    ]
+    width = max(len(key) for key, _ in rows)
+    for key, value in rows:
+        print(f"{key:<{width}}  {value}")
+    print(_gpu_lines())
+    return 0
+
+
+def _native_line() -> str:
+    try:
+        info = importlib.import_module("visprof.native").native_info()
+    except Exception as exc:  # not built, a library it links is missing, ...
+        return f"unavailable ({type(exc).__name__}: {exc})"
+    if not isinstance(info, dict):
+        return str(info)
+    if info.get("backend") == "unavailable":
+        return f"unavailable ({info.get('error', 'no reason given')})"
+    return ", ".join(f"{key}={value}" for key, value in info.items())
+
+
+def _torch_line() -> str:
+    try:
+        import torch
+    except ImportError:
+        return "not installed"
+    cuda = f"CUDA {torch.version.cuda}" if torch.version.cuda else "CPU-only build"
+    return f"{torch.__version__} ({cuda})"
+
+
+def _package_version(name: str) -> str:
+    try:
+        return importlib.import_module(name).__version__
+    except ImportError:
+        return "not installed"
+
+
+def _nvml_line() -> str:
+    from visprof.hardware import nvml_unavailable_reason
+
+    reason = nvml_unavailable_reason()
+    return f"unavailable ({reason})" if reason else "available"
+
+
+def _gpu_lines() -> str:
+    from visprof.hardware import device_summary, no_gpu_reason
+
+    gpus = device_summary()
+    if not gpus:
+        return f"GPUs: none ({no_gpu_reason()})"
+    return "\n".join([f"GPUs: {len(gpus)}"] + [f"  {_format_gpu(gpu)}" for gpu in gpus])
+
+
+def _format_gpu(gpu: dict) -> str:
+    parts = [f"cuda:{gpu['torch_index']}", str(gpu["name"])]
+    if gpu.get("memory_total_bytes"):
+        parts.append(f"{gpu['memory_total_bytes'] / 2**30:.1f} GiB")
+    if gpu.get("compute_capability"):
+        parts.append(f"sm_{gpu['compute_capability'].replace('.', '')}")
+    if gpu.get("driver_version"):
+        parts.append(f"driver {gpu['driver_version']} (CUDA {gpu.get('cuda_driver_version')})")
+    if gpu.get("power_limit_w"):
+        parts.append(f"power limit {gpu['power_limit_w']:.0f} W")
+    if gpu.get("max_sm_clock_mhz"):
+        parts.append(f"max clocks SM {gpu['max_sm_clock_mhz']} / mem {gpu.get('max_mem_clock_mhz')} MHz")
+    if gpu.get("pci_bus_id"):
+        parts.append(f"pci {gpu['pci_bus_id']}")
+    return ", ".join(parts)
+
+
+def visprof_version() -> str:
+    try:
+        return importlib.import_module("visprof").__version__
+    except (ImportError, AttributeError):
+        pass
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version("visprof")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+# --- entry point ---------------------------------------------------------------------------
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (argparse's own errors and --help included)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:  # --help, --version, or a usage error argparse printed
+        return exit_.code if isinstance(exit_.code, int) else 0
+    try:
+        return args.handler(args)
+    except VisprofError as error:
+        if os.environ.get("VISPROF_DEBUG"):
+            raise
+        print(f"visprof: error: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("visprof: error: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
