@@ -1,0 +1,121 @@
+"""Pass 2: the attributed pass. The CUPTI tracer (with RUNTIME/DRIVER activity, without
+which CUPTI emits no external-correlation records) plus op capture: every kernel carries the
+id of the op that launched it, which links it to a module and a category.
+
+On the CPU the same pass times each op with the host clock instead, and records one
+pseudo-kernel (KIND_CPU_OP) per op, so attribution runs unchanged on both."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from visprof.capture import ModuleTracker, OpCapture
+from visprof.categories import CategoryTable
+from visprof.native.timer import EventTimer
+from visprof.native.tracer import KernelTracer, SpanCheck, TraceRecords, span_check
+from visprof.passes.runner import ModelRunner
+from visprof.records import KERNEL_DTYPE, KIND_CPU_OP, KIND_KERNEL, CapturedTrace, OpRecord
+
+
+@dataclass
+class AttributedResult:
+    trace: CapturedTrace
+    wall_ns_per_iteration: list[int]  # host wall time of each captured iteration (sync included)
+    span: SpanCheck | None
+    dropped: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def kernel_ns(self) -> float:
+        """Kernel-time sum per iteration (median over iterations)."""
+        k = self.trace.kernels
+        rows = k[np.isin(k["kind"], (KIND_KERNEL, KIND_CPU_OP))]
+        per_iteration = self.trace.meta.get("kernel_ns_per_iteration")
+        if per_iteration:
+            return float(np.median(per_iteration))
+        return float((rows["end_ns"] - rows["start_ns"]).sum()) / max(self.trace.iterations, 1)
+
+
+def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: int = 5, *,
+                        nvtx: bool = True) -> AttributedResult:
+    """Runs `iterations` captured forwards after one more that only counts FLOPs (its
+    shapes are the same every iteration, so FLOPs are counted once and copied)."""
+    tracker = ModuleTracker(runner.spec.module)
+    template = OpCapture(tracker, table, nvtx=False, flops=True)
+    with tracker, template:
+        runner()
+        runner.sync()
+    # The timed iterations run without module hooks: modules, categories and FLOPs come from
+    # the template by position (see OpCapture), which keeps per-op work to a minimum.
+    capture = OpCapture(tracker, table, nvtx=nvtx, template=template)
+    cuda = runner.config.is_cuda
+    walls: list[int] = []
+    bounds: list[tuple[int, int]] = []
+    tracer = KernelTracer() if cuda else None
+    timer = EventTimer(runner.device.index) if cuda else None
+    stream = runner.stream()
+    if tracer is not None:
+        tracer.start()
+    try:
+        whole = timer.start(stream) if timer is not None else None
+        with capture:
+            for iteration in range(iterations):
+                capture.start_iteration(iteration)
+                begin = time.perf_counter_ns()
+                runner()
+                runner.sync()
+                end = time.perf_counter_ns()
+                walls.append(end - begin)
+                bounds.append((begin, end))
+        if timer is not None:
+            timer.stop(whole, stream)
+            runner.sync()
+    finally:
+        records = tracer.stop() if tracer is not None else None
+
+    trace = build_trace(records, capture, tracker, iterations)
+    warnings = []
+    if capture.misaligned:
+        warnings.append(f"{capture.misaligned} ops differed from the first forward (data-dependent code); "
+                        "they were classified without their module and their FLOPs are not counted")
+    if records is None:
+        return AttributedResult(trace, walls, None, 0, warnings)
+    trace.meta.update(kernel_ns_per_iteration=_per_iteration_kernel_ns(records.kernels, bounds),
+                      shared_subscription=tracer.shared_subscription)
+    if tracer.shared_subscription:
+        warnings.append("CUPTI was still subscribed by an idle tool (a finished torch.profiler session); "
+                        "visprof traced alongside it")
+    span = span_check(records, int(timer.elapsed_ns()[0]))
+    return AttributedResult(trace, walls, span, records.dropped, warnings)
+
+
+def build_trace(records: TraceRecords | None, capture: OpCapture, tracker: ModuleTracker,
+                iterations: int) -> CapturedTrace:
+    """The recording of a captured run: GPU kernels from the tracer, or (records None, the
+    CPU path) one host-timed row per op."""
+    ops = capture.to_records()
+    if records is not None:
+        trace = CapturedTrace(records.kernels, records.kernel_names, ops, tracker.modules, "gpu", iterations)
+        trace.meta.update(dropped=records.dropped, external_correlations=records.external_correlations)
+        return trace
+    names = sorted({op.name for op in ops})
+    index = {name: i for i, name in enumerate(names)}
+    rows = np.zeros(len(ops), dtype=KERNEL_DTYPE)
+    rows["kind"] = KIND_CPU_OP
+    rows["name_id"] = [index[op.name] for op in ops]
+    rows["start_ns"] = [op.cpu_start_ns for op in ops]
+    rows["end_ns"] = [op.cpu_end_ns for op in ops]
+    rows["device"] = -1
+    rows["external_id"] = [op.external_id for op in ops]
+    return CapturedTrace(rows, names, ops, tracker.modules, "cpu", iterations)
+
+
+def _per_iteration_kernel_ns(kernels: np.ndarray, bounds: list[tuple[int, int]]) -> list[int]:
+    rows = kernels[kernels["kind"] == KIND_KERNEL]
+    out = []
+    for begin, end in bounds:
+        inside = rows[(rows["start_ns"] >= begin) & (rows["start_ns"] < end)]
+        out.append(int((inside["end_ns"] - inside["start_ns"]).sum()))
+    return out

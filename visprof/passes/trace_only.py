@@ -1,0 +1,71 @@
+"""Pass 1b: the CUPTI tracer alone (kernel, memcpy and memset activity; no op capture).
+
+It gives the two references the other passes are checked against: the kernel-time sum per
+iteration (the attributed pass must reproduce it) and the GPU busy time per iteration (the
+clean latency minus it is the idle, "host/launch-bound" time)."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from visprof.native import native
+from visprof.native.timer import EventTimer
+from visprof.native.tracer import KernelTracer, SpanCheck, span_check
+from visprof.passes.runner import ModelRunner
+from visprof.records import KIND_KERNEL, busy_time_ns
+
+
+@dataclass
+class TraceOnlyResult:
+    iterations: int
+    kernel_ns_per_iteration: list[int]
+    busy_ns_per_iteration: list[int]
+    kernels_per_iteration: float
+    dropped: int
+    span: SpanCheck
+    wall_s: float
+
+    @property
+    def kernel_ns(self) -> float:
+        return float(np.median(self.kernel_ns_per_iteration))
+
+    @property
+    def busy_ns(self) -> float:
+        return float(np.median(self.busy_ns_per_iteration))
+
+
+def run_trace_only_pass(runner: ModelRunner, iterations: int = 10) -> TraceOnlyResult:
+    c = native()
+    start_wall = time.perf_counter()
+    timer = EventTimer(runner.device.index)
+    stream = runner.stream()
+    bounds = []
+    with KernelTracer(kinds=c.tracer.KERNELS | c.tracer.MEMCPY | c.tracer.MEMSET) as tracer:
+        whole = timer.start(stream)
+        for _ in range(iterations):
+            # Host clock == tracer clock (CLOCK_MONOTONIC), and every iteration ends with a
+            # synchronize, so these bounds split the kernels by iteration exactly.
+            begin = c.monotonic_ns()
+            runner()
+            runner.sync()
+            bounds.append((begin, c.monotonic_ns()))
+        timer.stop(whole, stream)
+        runner.sync()
+    records = tracer.records
+    kernels = records.kernels[records.kernels["kind"] == KIND_KERNEL]
+    per_iteration_ns, busy_ns = [], []
+    for begin, end in bounds:
+        rows = kernels[(kernels["start_ns"] >= begin) & (kernels["start_ns"] < end)]
+        per_iteration_ns.append(int((rows["end_ns"] - rows["start_ns"]).sum()))
+        busy_ns.append(busy_time_ns(rows))
+    return TraceOnlyResult(
+        iterations=iterations,
+        kernel_ns_per_iteration=per_iteration_ns,
+        busy_ns_per_iteration=busy_ns,
+        kernels_per_iteration=len(kernels) / iterations,
+        dropped=records.dropped,
+        span=span_check(records, int(timer.elapsed_ns()[0])),
+        wall_s=time.perf_counter() - start_wall,
+    )

@@ -1,0 +1,300 @@
+"""visprof.profile(): the three passes, attribution, the self-checks, one result.
+
+    result = visprof.profile("vit_base_patch16_224", batch_size=64, precision="bf16")
+    print(visprof.report.table.render(result))
+
+Data flows one way (DESIGN.md section 2): passes -> CapturedTrace -> attribution ->
+ProfileResult. The result is all a report, a store or a comparison ever reads.
+"""
+from __future__ import annotations
+
+import platform
+import warnings as warnings_module
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+from visprof import attribution as attribution_mod
+from visprof import hardware
+from visprof import result as R
+from visprof.batch_search import is_out_of_memory, largest_fitting_batch, release_cached_memory
+from visprof.categories import CategoryTable, default_table
+from visprof.errors import BadInputError, CuptiUnavailableError, OutOfMemoryError, VisprofError
+from visprof.models import ModelSpec, resolve_model, validate_batch_size
+from visprof.native import native_info
+from visprof.passes.attributed import AttributedResult, run_attributed_pass
+from visprof.passes.memory import MemoryResult, run_memory_pass
+from visprof.options import DEFAULT_BATCH, DEFAULT_PRECISION, PASSES, PRECISIONS
+from visprof.passes.runner import ModelRunner, RunConfig
+from visprof.passes.timing import TimingResult, run_timing_pass
+from visprof.passes.trace_only import TraceOnlyResult, run_trace_only_pass
+from visprof.progress import Progress
+
+
+# Self-check tolerances (DESIGN.md section 3; issue 3's acceptance list).
+KERNEL_SUM_TOLERANCE = 0.02
+PEAK_TOLERANCE = 0.02
+SPAN_TOLERANCE = 0.05
+MAX_UNATTRIBUTED = 0.005
+
+
+def profile(
+    model: str | torch.nn.Module,
+    *,
+    batch_size: int | None = None,
+    img_size: Any = None,
+    precision: str | None = None,
+    channels_last: bool = False,
+    compile: bool = False,
+    device: str | None = None,
+    warmup: int | None = None,
+    iterations: int | None = None,
+    passes: Sequence[str] | str = PASSES,
+    attributed_iterations: int = 5,
+    trace_path: str | Path | None = None,
+    recording_path: str | Path | None = None,
+    table: CategoryTable | None = None,
+    category_file: str | Path | None = None,
+    progress: bool = True,
+    top_modules: int = 15,
+) -> R.ProfileResult:
+    """Profiles one model: latency, GPU time and peak memory by operator category.
+
+    `model` is an nn.Module or a timm model name. `precision` is fp32, tf32, bf16 or fp16
+    (autocast; default bf16 on a GPU, fp32 on the CPU). `iterations=None` times until the
+    median is stable. `passes` picks any of timing, attributed, memory (the memory pass
+    needs a GPU). `trace_path` writes the attributed pass as a Chrome/Perfetto trace;
+    `recording_path` saves it as a CapturedTrace (.json.gz) that visprof.attribution replays.
+    """
+    device = hardware.resolve_device(device)
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    passes = _parse_passes(passes, kind)
+    precision = precision or DEFAULT_PRECISION[kind]
+    if precision not in PRECISIONS:
+        raise BadInputError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
+    batch_size = validate_batch_size(batch_size if batch_size is not None else DEFAULT_BATCH[kind])
+    for name, value in (("warmup", warmup), ("iterations", iterations)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "warmup" else 1)):
+            raise BadInputError(f"{name} must be a whole number >= {0 if name == 'warmup' else 1}, got {value!r}")
+    table = table or default_table()
+    if category_file is not None:
+        table.extend_from_file(category_file)
+
+    spec = resolve_model(model, img_size=img_size)
+    recipe = spec.spec_for_subprocess() if "memory" in passes else None
+    config = RunConfig(batch_size=batch_size, precision=precision, channels_last=channels_last,
+                       compile=compile, device=device)
+    steps = 1 + len(passes) + (1 if "timing" in passes and kind == "cuda" else 0)
+    notes: list[str] = list(spec.notes)
+    with Progress(steps, spec.name, enabled=progress) as bar:
+        bar.step("loading model")
+        runner = _make_runner(spec, config)
+        sampler = hardware.ClockSampler(runner.device.index or 0) if kind == "cuda" else _Null()
+        try:
+            outcome = _run_passes(runner, passes, table, warmup, iterations, attributed_iterations, bar, notes,
+                                  sampler)
+            if "memory" in passes:
+                bar.step("memory pass (fresh process)")
+                outcome["memory"] = run_memory_pass(recipe, config, table)
+        except VisprofError:
+            raise
+        except Exception as exc:  # the model failed in a later pass (data-dependent code, OOM)
+            if kind == "cuda" and is_out_of_memory(exc):
+                raise OutOfMemoryError(config.batch_size, None, config.device) from exc
+            raise spec.forward_error(config.batch_size, exc) from exc
+        finally:
+            runner.close()
+    return _build_result(spec, config, passes, warmup, iterations, table, outcome, notes,
+                         sampler.summary() if kind == "cuda" else None, trace_path, recording_path, top_modules)
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def summary(self):
+        return None
+
+
+def _parse_passes(passes: Sequence[str] | str, kind: str) -> tuple[str, ...]:
+    if isinstance(passes, str):
+        passes = [p.strip() for p in passes.split(",") if p.strip()]
+    unknown = [p for p in passes if p not in PASSES]
+    if unknown or not passes:
+        raise BadInputError(f"unknown pass(es) {unknown or passes!r}; choose from {', '.join(PASSES)}")
+    if kind == "cpu" and "memory" in passes:
+        passes = [p for p in passes if p != "memory"]  # host memory is not measured: reported unknown
+    return tuple(p for p in PASSES if p in passes)
+
+
+def _make_runner(spec: ModelSpec, config: RunConfig) -> ModelRunner:
+    """Builds the runner and proves one forward works; an OOM becomes a clear message with
+    the largest batch that fits."""
+    try:
+        runner = ModelRunner(spec, config)
+        runner()
+        runner.sync()
+        return runner
+    except Exception as exc:
+        if config.device.startswith("cuda") and is_out_of_memory(exc):
+            del exc
+            raise _oom_with_search(spec, config) from None
+        if isinstance(exc, VisprofError):
+            raise
+        raise spec.forward_error(config.batch_size, exc) from exc
+
+
+def _oom_with_search(spec: ModelSpec, config: RunConfig) -> OutOfMemoryError:
+    release_cached_memory()
+
+    def try_batch(batch: int) -> None:
+        probe = ModelRunner(spec, RunConfig(**{**config.__dict__, "batch_size": batch}))
+        try:
+            probe()
+            probe.sync()
+        finally:
+            probe.close()
+            del probe
+            release_cached_memory()
+
+    best = largest_fitting_batch(try_batch, max(config.batch_size - 1, 1)) if config.batch_size > 1 else None
+    return OutOfMemoryError(config.batch_size, best, config.device, searched=True)
+
+
+def _run_passes(runner, passes, table, warmup, iterations, attributed_iterations, bar, notes, sampler) -> dict:
+    """The in-process passes, with the GPU's clocks and power sampled throughout (NVML from a
+    side thread; on the H200 it did not change the timing pass: Swin-T 13.03 ms without,
+    12.94 ms with, bench/results/overhead-breakdown-h200.json)."""
+    out: dict[str, Any] = {}
+    cuda = runner.config.is_cuda
+    with sampler:
+        if "timing" in passes:
+            bar.step("timing pass (clean)")
+            out["timing"] = run_timing_pass(runner, warmup=warmup, iterations=iterations)
+            if cuda:
+                bar.step("tracer-only pass")
+                out["trace_only"] = _or_warn(lambda: run_trace_only_pass(runner), notes)
+        if "attributed" in passes:
+            bar.step("attributed pass")
+            out["attributed"] = _or_warn(lambda: run_attributed_pass(runner, table, attributed_iterations), notes)
+    return out
+
+
+def _or_warn(run, notes: list[str]):
+    """CUPTI taken by another profiler: fall back to event timing and NVTX, and say so."""
+    try:
+        return run()
+    except CuptiUnavailableError as exc:
+        message = f"kernel tracing skipped: {exc}"
+        warnings_module.warn(message, stacklevel=3)
+        notes.append(message)
+        return None
+
+
+def _build_result(spec, config, passes, warmup, iterations, table, outcome, notes, gpu_state, trace_path,
+                  recording_path, top_modules) -> R.ProfileResult:
+    cuda = config.device.startswith("cuda")
+    timing: TimingResult | None = outcome.get("timing")
+    trace_only: TraceOnlyResult | None = outcome.get("trace_only")
+    attributed: AttributedResult | None = outcome.get("attributed")
+    memory: MemoryResult | None = outcome.get("memory")
+
+    result = R.ProfileResult(
+        model=R.ModelInfo(name=spec.name, source=spec.source, param_count=spec.param_count,
+                          input_shape=list(spec.input_shape(config.batch_size)), batch_size=config.batch_size,
+                          img_size=spec.input_size[1]),
+        config=R.RunConfig(precision=config.precision, channels_last=config.channels_last, compile=config.compile,
+                           device=config.device, warmup=timing.warmup if timing else (warmup or 0),
+                           iterations=iterations if iterations is not None else "auto", passes=list(passes)),
+        measurement="gpu" if cuda else "cpu",
+        environment=_environment(),
+        warnings=list(notes),
+    )
+    if cuda:
+        index = torch.device(config.device).index or 0
+        result.gpu = {**(hardware.gpu_identity(index) or {"name": torch.cuda.get_device_name(index)}),
+                      "during_run": gpu_state}
+    if timing is not None:
+        median_ms = timing.latency_ms["median"]
+        busy_ms = trace_only.busy_ns / 1e6 if trace_only else None
+        result.timing = R.Timing(
+            latency_ms=R.LatencyStats(**timing.latency_ms),
+            samples_per_s=config.batch_size / (median_ms / 1e3),
+            iterations=len(timing.samples_ns),
+            busy_ms=busy_ms,
+            idle_ms=max(median_ms - busy_ms, 0.0) if busy_ms is not None else None,
+            max_memory_allocated_bytes=timing.max_memory_allocated,
+        )
+        result.passes["timing"] = R.PassInfo(timing.wall_s, len(timing.samples_ns) + timing.warmup)
+    if trace_only is not None:
+        result.passes["trace_only"] = R.PassInfo(trace_only.wall_s, trace_only.iterations)
+    memory_summary = _memory_summary(memory) if memory else None
+    result.memory = memory_summary
+    if memory:
+        result.passes["memory"] = R.PassInfo(memory.wall_s, 2)
+    if attributed is not None:
+        attr = attribution_mod.attribute(attributed.trace, table)
+        result.attribution = attribution_mod.summarize(attr)
+        result.categories = attr.category_rows(memory_summary)
+        result.modules = attribution_mod.module_rows(attr, top=top_modules)
+        walls = sorted(attributed.wall_ns_per_iteration)
+        result.passes["attributed"] = R.PassInfo(sum(walls) / 1e9, attributed.trace.iterations)
+        result.warnings.extend(attributed.warnings)
+        if trace_path is not None:
+            from visprof.report.chrome_trace import to_chrome_trace
+
+            to_chrome_trace(attributed.trace, attr, trace_path)
+        if recording_path is not None:
+            attributed.trace.meta.update(model=spec.name, batch_size=config.batch_size, precision=config.precision,
+                                         gpu=(result.gpu or {}).get("name"))
+            attributed.trace.save(recording_path)
+    result.checks = _self_checks(result, trace_only, attributed, timing, memory)
+    return result
+
+
+def _memory_summary(memory: MemoryResult) -> R.MemorySummary:
+    return R.MemorySummary(peak_bytes=memory.peak_bytes, by_category_at_peak=dict(memory.live_at_peak),
+                           transient_peak_by_category=dict(memory.transient_peak), alloc_count=memory.allocs)
+
+
+def _self_checks(result, trace_only, attributed, timing, memory) -> list[R.Check]:
+    checks: list[R.Check] = []
+    if attributed is not None and result.attribution is not None:
+        unattributed = 1.0 - result.attribution.coverage
+        checks.append(R.Check("unattributed time", unattributed, 0.0, MAX_UNATTRIBUTED,
+                              unattributed <= MAX_UNATTRIBUTED, unit="share",
+                              detail=f"at most {MAX_UNATTRIBUTED:.1%} of activity time without a category"))
+        if attributed.dropped or attributed.trace.meta.get("dropped"):
+            checks.append(R.Check("dropped CUPTI records", float(attributed.dropped), 0.0, 0.0, False,
+                                  detail="CUPTI dropped records; kernel times are incomplete"))
+        else:
+            checks.append(R.Check("dropped CUPTI records", 0.0, 0.0, 0.0, True))
+        if attributed.span is not None:
+            span = attributed.span
+            checks.append(R.Check.within("kernel span vs CUDA-event span", span.kernel_span_ns / 1e6,
+                                         span.event_span_ns / 1e6, SPAN_TOLERANCE, unit="ms",
+                                         detail="tracer timestamps are nanoseconds on visprof's clock"))
+        if trace_only is not None:
+            checks.append(R.Check.within("kernel sum: attributed vs tracer-only", attributed.kernel_ns / 1e6,
+                                         trace_only.kernel_ns / 1e6, KERNEL_SUM_TOLERANCE, unit="ms",
+                                         detail="op capture must not change what the GPU runs"))
+    if memory is not None and timing is not None and timing.max_memory_allocated:
+        checks.append(R.Check.within("peak: hooks vs torch.cuda.max_memory_allocated", float(memory.peak_bytes),
+                                     float(timing.max_memory_allocated), PEAK_TOLERANCE, unit="bytes"))
+    return checks
+
+
+def _environment() -> dict[str, Any]:
+    env = {"python": platform.python_version(), "torch": torch.__version__,
+           "cuda": torch.version.cuda, "native": native_info()}
+    try:
+        import timm
+
+        env["timm"] = timm.__version__
+    except ImportError:
+        pass
+    return env
