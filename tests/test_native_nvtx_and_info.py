@@ -56,7 +56,7 @@ def test_op_scope_balances_even_if_exit_is_called_too_often():
     assert c.op_depth() == 0 and nvtx.depth() == 0 and c.alloc.current_tag() == 0
 
 
-def test_visprof_disable_turns_ranges_and_tracing_into_no_ops():
+def test_visprof_disable_turns_ranges_and_tracing_into_no_ops(tmp_path):
     code = (
         "import json; from visprof.native import native; c = native();"
         "c.nvtx.push('x'); c.nvtx.pop(); c.tracer.start();"
@@ -64,7 +64,10 @@ def test_visprof_disable_turns_ranges_and_tracing_into_no_ops():
         " 'disabled': c.native_info()['instrumentation_disabled']}))"
     )
     env = {**os.environ, "VISPROF_DISABLE": "1"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    # cwd elsewhere: `python -c` puts the cwd first on sys.path, which must not shadow the
+    # installed visprof with the source tree.
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True,
+                         cwd=tmp_path)
     state = json.loads(out.stdout.strip().splitlines()[-1])
     assert state == {"enabled": False, "active": False, "disabled": True}
 

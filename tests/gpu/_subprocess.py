@@ -6,6 +6,7 @@ must be installed before the first CUDA allocation) run in their own process.
 import json
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 
@@ -16,6 +17,7 @@ def run_json(code: str, timeout: float = 300, env: dict | None = None) -> dict:
         text=True,
         timeout=timeout,
         env=env,
+        cwd=tempfile.gettempdir(),  # keep the source tree off sys.path: test the installed package
     )
     if proc.returncode != 0:
         raise AssertionError(f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
