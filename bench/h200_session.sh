@@ -2,7 +2,8 @@
 # One device call: build visprof._C on the lent H200, then run what is asked.
 # Usage on the device: bash bench/h200_session.sh STEP [STEP...]; results land in $OUT.
 #   native   GPU tests of the native core + bench/native_overhead.py
-#   profile  GPU tests of the profiler + bench/profile_validation.py
+#   profile  GPU tests of the profiler + `visprof profile` of one model (the README excerpt)
+# VISPROF_COMMIT names the commit in the results (the device copy has no .git).
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:${PYTHONPATH:-}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -11,16 +12,17 @@ if ls .whl/*.whl >/dev/null 2>&1; then
     && export PYTHONPATH=$PYTHONPATH:/tmp/site
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit --format=csv | tee "$OUT/gpu.txt"
-python3 setup.py -q build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
-python3 -c "import visprof.native as n, json; print(json.dumps(n.native_info()))" | tee "$OUT/native_info.json"
+python3 setup.py -q build_ext --inplace > /tmp/build.log 2>&1 || { tail -40 /tmp/build.log; exit 1; }
+python3 -c "import visprof.native as n, json; print(json.dumps(n.native_info()))"
 for step in "$@"; do
   case $step in
     native)
       python3 -m pytest tests/gpu/test_native_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-native.txt" | grep -E "PASS|FAIL|SKIP|Error|assert|passed|failed" | head -40
       python3 bench/native_overhead.py --json "$OUT/native-overhead-h200.json" 2>&1 | tee "$OUT/native-overhead.txt" ;;
     profile)
-      python3 -m pytest tests/gpu -v -s -rs -k "not native" 2>&1 | tee "$OUT/gpu-tests-profile.txt" | grep -E "PASS|FAIL|SKIP|Error|passed|failed" | head -40
-      python3 bench/profile_validation.py --json "$OUT/profile-validation-h200.json" --traces "$OUT" 2>&1 | tee "$OUT/profile-validation.txt" ;;
+      python3 -m pytest tests/gpu/test_profile_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-profile.txt" | grep -E "PASS|FAIL|SKIP|Error|passed|failed" | head -40
+      model=${MODEL:-vit_base_patch16_224}
+      python3 -m visprof profile "$model" --quiet --json "$OUT/visprof-profile-$model.json" 2>&1 | tee "$OUT/visprof-profile-$model.txt" ;;
     *) python3 -c "$step" ;;
   esac
 done
