@@ -64,6 +64,8 @@ def test_visprof_disable_turns_ranges_and_tracing_into_no_ops(tmp_path):
         " 'disabled': c.native_info()['instrumentation_disabled']}))"
     )
     env = {**os.environ, "VISPROF_DISABLE": "1"}
+    # Absolute paths only: the child runs in another directory.
+    env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)
     # cwd elsewhere: `python -c` puts the cwd first on sys.path, which must not shadow the
     # installed visprof with the source tree.
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True,
