@@ -14,7 +14,6 @@ Per model (batch 64, bf16 autocast, default image size), in one process:
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import statistics
 import subprocess

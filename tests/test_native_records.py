@@ -1,5 +1,4 @@
 """CUPTI record processing without a GPU: fabricated records through the tracer's parser."""
-import numpy as np
 import pytest
 
 from visprof.native import native, native_info

@@ -164,3 +164,14 @@ def busy_time_ns(rows: np.ndarray) -> int:
         last = np.concatenate((first[1:] - 1, [len(starts) - 1]))
         total += int((ends[last] - starts[first]).sum())
     return total
+
+
+def rows_by_iteration(rows: np.ndarray, bounds: list[tuple[int, int]]) -> list[np.ndarray]:
+    """The rows that started inside each [begin, end) host-clock interval. Exact for loops
+    that synchronize at the end of every iteration, since tracer timestamps are on the host
+    clock (CLOCK_MONOTONIC)."""
+    return [rows[(rows["start_ns"] >= begin) & (rows["start_ns"] < end)] for begin, end in bounds]
+
+
+def duration_sum_ns(rows: np.ndarray) -> int:
+    return int((rows["end_ns"] - rows["start_ns"]).sum())

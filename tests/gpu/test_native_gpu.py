@@ -3,7 +3,6 @@ allocation hooks for torch and CuPy, NVTX filtering in Nsight Compute."""
 import shutil
 import subprocess
 import sys
-import textwrap
 
 import pytest
 

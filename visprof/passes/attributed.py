@@ -16,7 +16,7 @@ from visprof.categories import CategoryTable
 from visprof.native.timer import EventTimer
 from visprof.native.tracer import KernelTracer, SpanCheck, TraceRecords, span_check
 from visprof.passes.runner import ModelRunner
-from visprof.records import KERNEL_DTYPE, KIND_CPU_OP, KIND_KERNEL, CapturedTrace, OpRecord
+from visprof.records import KERNEL_DTYPE, KIND_CPU_OP, CapturedTrace, duration_sum_ns, rows_by_iteration
 
 
 @dataclass
@@ -29,13 +29,8 @@ class AttributedResult:
 
     @property
     def kernel_ns(self) -> float:
-        """Kernel-time sum per iteration (median over iterations)."""
-        k = self.trace.kernels
-        rows = k[np.isin(k["kind"], (KIND_KERNEL, KIND_CPU_OP))]
-        per_iteration = self.trace.meta.get("kernel_ns_per_iteration")
-        if per_iteration:
-            return float(np.median(per_iteration))
-        return float((rows["end_ns"] - rows["start_ns"]).sum()) / max(self.trace.iterations, 1)
+        """Kernel-time sum per iteration (median over iterations; GPU path only)."""
+        return float(np.median(self.trace.meta["kernel_ns_per_iteration"]))
 
 
 def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: int = 5, *,
@@ -82,7 +77,8 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
                         "they were classified without their module and their FLOPs are not counted")
     if records is None:
         return AttributedResult(trace, walls, None, 0, warnings)
-    trace.meta.update(kernel_ns_per_iteration=_per_iteration_kernel_ns(records.kernels, bounds),
+    per_iteration = rows_by_iteration(records.kernel_rows, bounds)
+    trace.meta.update(kernel_ns_per_iteration=[duration_sum_ns(rows) for rows in per_iteration],
                       shared_subscription=tracer.shared_subscription)
     if tracer.shared_subscription:
         warnings.append("CUPTI was still subscribed by an idle tool (a finished torch.profiler session); "
@@ -110,12 +106,3 @@ def build_trace(records: TraceRecords | None, capture: OpCapture, tracker: Modul
     rows["device"] = -1
     rows["external_id"] = [op.external_id for op in ops]
     return CapturedTrace(rows, names, ops, tracker.modules, "cpu", iterations)
-
-
-def _per_iteration_kernel_ns(kernels: np.ndarray, bounds: list[tuple[int, int]]) -> list[int]:
-    rows = kernels[kernels["kind"] == KIND_KERNEL]
-    out = []
-    for begin, end in bounds:
-        inside = rows[(rows["start_ns"] >= begin) & (rows["start_ns"] < end)]
-        out.append(int((inside["end_ns"] - inside["start_ns"]).sum()))
-    return out

@@ -14,7 +14,7 @@ from visprof.native import native
 from visprof.native.timer import EventTimer
 from visprof.native.tracer import KernelTracer, SpanCheck, span_check
 from visprof.passes.runner import ModelRunner
-from visprof.records import KIND_KERNEL, busy_time_ns
+from visprof.records import busy_time_ns, duration_sum_ns, rows_by_iteration
 
 
 @dataclass
@@ -45,8 +45,6 @@ def run_trace_only_pass(runner: ModelRunner, iterations: int = 10) -> TraceOnlyR
     with KernelTracer(kinds=c.tracer.KERNELS | c.tracer.MEMCPY | c.tracer.MEMSET) as tracer:
         whole = timer.start(stream)
         for _ in range(iterations):
-            # Host clock == tracer clock (CLOCK_MONOTONIC), and every iteration ends with a
-            # synchronize, so these bounds split the kernels by iteration exactly.
             begin = c.monotonic_ns()
             runner()
             runner.sync()
@@ -54,16 +52,12 @@ def run_trace_only_pass(runner: ModelRunner, iterations: int = 10) -> TraceOnlyR
         timer.stop(whole, stream)
         runner.sync()
     records = tracer.records
-    kernels = records.kernels[records.kernels["kind"] == KIND_KERNEL]
-    per_iteration_ns, busy_ns = [], []
-    for begin, end in bounds:
-        rows = kernels[(kernels["start_ns"] >= begin) & (kernels["start_ns"] < end)]
-        per_iteration_ns.append(int((rows["end_ns"] - rows["start_ns"]).sum()))
-        busy_ns.append(busy_time_ns(rows))
+    kernels = records.kernel_rows
+    per_iteration = rows_by_iteration(kernels, bounds)
     return TraceOnlyResult(
         iterations=iterations,
-        kernel_ns_per_iteration=per_iteration_ns,
-        busy_ns_per_iteration=busy_ns,
+        kernel_ns_per_iteration=[duration_sum_ns(rows) for rows in per_iteration],
+        busy_ns_per_iteration=[busy_time_ns(rows) for rows in per_iteration],
         kernels_per_iteration=len(kernels) / iterations,
         dropped=records.dropped,
         span=span_check(records, int(timer.elapsed_ns()[0])),
