@@ -28,7 +28,10 @@ NativeInfo native_info() {
   cudaError_t status = cudaGetDeviceCount(&info.gpu_count);
   if (status != cudaSuccess) {
     info.gpu_count = 0;
-    info.gpu_error = cudaGetErrorString(status);
+    // The runtime reports a missing driver (no libcuda.so.1) as an "insufficient" one.
+    info.gpu_error = status == cudaErrorInsufficientDriver && info.cuda_driver == 0
+                         ? "no NVIDIA driver found (libcuda.so.1 is not installed)"
+                         : cudaGetErrorString(status);
     cudaGetLastError();
   }
   for (int i = 0; i < info.gpu_count; ++i) {

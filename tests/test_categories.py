@@ -366,3 +366,21 @@ def test_cache_is_invalidated_when_rules_change(table):
     assert table.classify_kernel("mystery_kernel") is None
     table.extend({"rules": [{"name": "mystery", "kernel": "^mystery", "category": "elementwise"}]})
     assert table.classify_kernel("mystery_kernel").rule == "mystery"
+
+
+def test_a_bad_rules_file_is_a_clear_error_and_changes_nothing(tmp_path):
+    from visprof.errors import BadInputError
+
+    table = CategoryTable.default()
+    before = list(table.rules)
+    broken = tmp_path / "broken.toml"
+    broken.write_text("this is = not [valid toml\n")
+    unknown = tmp_path / "unknown.toml"
+    unknown.write_text('[[rules]]\nname = "ok"\ncategory = "activation"\nop = "relu"\n'
+                       '[[rules]]\nname = "bad"\ncategory = "nonsense"\nop = "gelu"\n')
+    for path, words in ((broken, "TOMLDecodeError"), (unknown, "unknown category 'nonsense'"),
+                        (tmp_path / "missing.toml", "No such file")):
+        with pytest.raises(BadInputError, match=str(path.name)) as info:
+            table.extend_from_file(path)
+        assert words in str(info.value)
+        assert list(table.rules) == before  # nothing half-added

@@ -153,3 +153,16 @@ def test_cli_unknown_model_exits_2_with_suggestions(capsys):
     assert main(["profile", "vit_base_patch16_244"]) == 2
     err = capsys.readouterr().err
     assert "vit_base_patch16_224" in err and "Traceback" not in err
+
+
+def test_a_failed_memory_pass_keeps_the_other_results(monkeypatch):
+    from visprof import profiler
+
+    def crash(*args):
+        raise RuntimeError("worker died")
+
+    monkeypatch.setattr(profiler, "run_memory_pass", crash)
+    notes: list[str] = []
+    with pytest.warns(UserWarning, match="memory pass failed"):
+        assert profiler._memory_or_warn(None, None, None, notes) is None
+    assert "worker died" in notes[0]

@@ -286,19 +286,33 @@ class CategoryTable:
         With ``front=True`` (the default) the new rules go before the existing ones, in their
         own order, so they override the defaults. New categories are appended.
         """
-        for cat in data.get("categories", ()):
-            if cat["id"] not in self.categories:
-                self.categories[cat["id"]] = _category_from_mapping(cat)
-        self.patterns.update(data.get("patterns", {}))
-        rules = [Rule.from_mapping(r, self.patterns) for r in data.get("rules", ())]
+        # Everything is built and checked before the table changes: a bad mapping leaves it as it was.
+        categories = {c["id"]: _category_from_mapping(c) for c in data.get("categories", ())
+                      if c["id"] not in self.categories}
+        patterns = {**self.patterns, **data.get("patterns", {})}
+        rules = [Rule.from_mapping(r, patterns) for r in data.get("rules", ())]
+        known = {**self.categories, **categories}
+        for rule in rules:
+            if rule.category not in known:
+                raise ValueError(f"rule {rule.name!r}: unknown category {rule.category!r}; known: {list(known)}")
+        self.categories.update(categories)
+        self.patterns = patterns
         for rule in reversed(rules) if front else rules:
             self._insert(rule, front=front)
         self._invalidate()
         return rules
 
     def extend_from_file(self, path: str | Path, front: bool = True) -> list[Rule]:
-        """Add rules (and patterns/categories) from a TOML or JSON file; see ``extend``."""
-        return self.extend(_read_mapping(path), front=front)
+        """Add rules (and patterns/categories) from a TOML or JSON file; see ``extend``.
+
+        A file that cannot be read or describes a bad rule raises BadInputError naming the
+        file and the problem, and leaves the table unchanged."""
+        from visprof.errors import BadInputError
+
+        try:
+            return self.extend(_read_mapping(path), front=front)
+        except (OSError, ValueError, KeyError, TypeError, re.error) as exc:  # TOML/JSON errors are ValueErrors
+            raise BadInputError(f"category rules file {path}: {type(exc).__name__}: {exc}") from exc
 
     def add_rule(self, rule: Rule | None = None, *, front: bool = True, **fields: Any) -> Rule:
         """Add one rule, given as a ``Rule`` or as its fields (``${pattern}`` refs allowed).

@@ -96,7 +96,7 @@ def profile(
                                   sampler)
             if "memory" in passes:
                 bar.step("memory pass (fresh process)")
-                outcome["memory"] = run_memory_pass(recipe, config, table)
+                outcome["memory"] = _memory_or_warn(recipe, config, table, notes)
         except VisprofError:
             raise
         except Exception as exc:  # the model failed in a later pass (data-dependent code, OOM)
@@ -182,6 +182,19 @@ def _run_passes(runner, passes, table, warmup, iterations, attributed_iterations
             bar.step("attributed pass")
             out["attributed"] = _or_warn(lambda: run_attributed_pass(runner, table, attributed_iterations), notes)
     return out
+
+
+def _memory_or_warn(recipe, config, table, notes: list[str]) -> MemoryResult | None:
+    """The memory pass runs last, in its own process; if it fails there (out of memory with the
+    hooks' unpooled allocations, a crash), the passes already done are kept and the result
+    says why memory is missing."""
+    try:
+        return run_memory_pass(recipe, config, table)
+    except Exception as exc:  # noqa: BLE001 - anything the child raised; reported, not lost
+        message = f"memory pass failed, results have no memory breakdown: {type(exc).__name__}: {exc}"
+        warnings_module.warn(message, stacklevel=3)
+        notes.append(message)
+        return None
 
 
 def _or_warn(run, notes: list[str]):
