@@ -17,6 +17,7 @@
 #include "timer/event_timer.h"
 
 #ifdef VISPROF_WITH_CUDA
+#include "cupti/api_selection.h"
 #include "cupti/fabricated_records.h"
 #include "cupti/tracer.h"
 #endif
@@ -72,12 +73,18 @@ void bind_tracer(py::module_& m) {
   t.attr("DRIVER") = static_cast<uint32_t>(1u << 4);
   t.attr("EXTERNAL_CORRELATION") = static_cast<uint32_t>(1u << 5);
   t.attr("ALL") = static_cast<uint32_t>(0x3f);
+  t.attr("WORK_APIS") = static_cast<uint32_t>(1u << 6);
 #ifdef VISPROF_WITH_CUDA
   t.def("start", [](uint32_t kinds, bool share_idle_subscriber) {
     py::gil_scoped_release release;
     Tracer::instance().start(kinds, share_idle_subscriber);
   }, py::arg("kinds") = static_cast<uint32_t>(kTraceAll), py::arg("share_idle_subscriber") = false);
   t.def("shared_subscription", [] { return Tracer::instance().shared_subscription(); });
+  t.def("work_submitting_apis", [] {
+    std::vector<std::string> names;
+    for (const ApiId& api : work_submitting_apis()) names.push_back(api.name);
+    return names;
+  }, "Names of the runtime/driver APIs that WORK_APIS records.");
   t.def("stop", [] {
     py::gil_scoped_release release;
     Tracer::instance().stop();
@@ -103,6 +110,7 @@ void bind_tracer(py::module_& m) {
   }, py::arg("kinds") = 0x3fu,
         py::arg("share_idle_subscriber") = false);
   t.def("shared_subscription", [] { return false; });
+  t.def("work_submitting_apis", [] { return std::vector<std::string>(); });
   t.def("stop", [] {});
   t.def("active", [] { return false; });
   t.def("drain", [] { not_built("kernel tracing"); });

@@ -86,3 +86,14 @@ def test_truncated_buffers_stop_cleanly():
 def test_empty_buffer_gives_empty_arrays_with_the_right_dtypes():
     r = parse()
     assert r.kernels.dtype == KERNEL_DTYPE and r.api_calls.dtype == API_DTYPE and len(r.kernels) == 0
+
+
+def test_work_submitting_api_selection_covers_launches_copies_and_memsets_only():
+    names = set(c.tracer.work_submitting_apis())
+    for needed in ("cudaLaunchKernel_v7000", "cudaLaunchKernelExC_v11060", "cudaMemcpyAsync_v3020",
+                   "cudaMemsetAsync_v3020", "cudaGraphLaunch_v10000", "cuLaunchKernel", "cuLaunchKernelEx",
+                   "cuMemcpyAsync", "cuMemsetD32Async", "cuGraphLaunch"):
+        assert needed in names, needed
+    for chatty in ("cudaGetDevice_v3020", "cudaStreamIsCapturing_v10000", "cuCtxGetCurrent", "cuGraphAddMemcpyNode",
+                   "cuPointerGetAttribute"):
+        assert chatty not in names, chatty

@@ -7,6 +7,7 @@
 #include "common/check.h"
 #include "common/clock.h"
 #include "common/switches.h"
+#include "cupti/api_selection.h"
 #include "cupti/record_parser.h"
 
 #define VISPROF_CHECK_CUPTI(call)                                         \
@@ -52,6 +53,19 @@ void Tracer::enable_kinds(uint32_t kinds, bool enable) {
       VISPROF_CHECK_CUPTI(cuptiActivityEnable(kKindOf[bit]));
     } else {
       cuptiActivityDisable(kKindOf[bit]);  // best effort on the way out
+    }
+  }
+  // Enabling RUNTIME/DRIVER wholesale overrides per-API settings, so the two are exclusive.
+  if ((kinds & kTraceWorkApis) && !(kinds & (kTraceRuntime | kTraceDriver))) {
+    for (const ApiId& api : work_submitting_apis()) {
+      const uint8_t on = enable ? 1 : 0;
+      CUptiResult status = api.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cuptiActivityEnableRuntimeApi(api.cbid, on)
+                                                                     : cuptiActivityEnableDriverApi(api.cbid, on);
+      if (enable && status != CUPTI_SUCCESS) {
+        const char* why = nullptr;
+        cuptiGetResultString(status, &why);
+        VISPROF_THROW(("enabling API records for " + api.name).c_str(), why ? why : "unknown CUPTI error");
+      }
     }
   }
 }

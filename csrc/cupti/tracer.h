@@ -24,6 +24,9 @@ enum TraceKinds : uint32_t {
   kTraceDriver = 1u << 4,
   kTraceExternalCorrelation = 1u << 5,
   kTraceAll = 0x3f,
+  // Instead of RUNTIME/DRIVER: record only the API calls that submit GPU work
+  // (cupti/api_selection.h). Enough for external correlation, at a fraction of the cost.
+  kTraceWorkApis = 1u << 6,
 };
 
 struct TimebaseSample {

@@ -196,3 +196,28 @@ def test_ncu_nvtx_filter_profiles_exactly_the_range(tmp_path):
     print("\n".join(rows))
     assert len(rows) == 3, proc.stdout[-3000:]
     assert len(names) == 3
+
+
+def test_recording_only_work_submitting_apis_still_links_every_kernel():
+    out = run_json("""
+        import json, os, torch, timm
+        os.environ["VISPROF_API_TRACE"] = "work"
+        from visprof.capture import ModuleTracker, OpCapture
+        from visprof.native.tracer import KernelTracer
+        from visprof.passes.attributed import api_activity_kinds
+
+        model = timm.create_model("resnet50", pretrained=False).cuda().eval()
+        x = torch.randn(64, 3, 224, 224, device="cuda")
+        with torch.inference_mode(), torch.autocast("cuda", dtype=torch.bfloat16):
+            model(x); torch.cuda.synchronize()
+            tracker = ModuleTracker(model)
+            with KernelTracer(kinds=api_activity_kinds()) as tracer, tracker, OpCapture(tracker):
+                model(x)
+                torch.cuda.synchronize()
+        r = tracer.records
+        print(json.dumps({"kernels": int(len(r.kernel_rows)), "linked": r.linked_fraction(),
+                          "api_calls": int(len(r.api_calls))}))
+    """)
+    print(out)
+    assert out["kernels"] > 100
+    assert out["linked"] == 1.0, out

@@ -1,0 +1,30 @@
+#include "cupti/api_selection.h"
+
+namespace visprof {
+
+bool is_work_submitting_api(const std::string& name) {
+  // Graph-node calls (cuGraphAddMemcpyNode, ...) only describe work; cuGraphLaunch submits it.
+  if (name.find("Node") != std::string::npos) return false;
+  for (const char* marker : {"Launch", "Memcpy", "Memset"}) {
+    if (name.find(marker) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::vector<ApiId> work_submitting_apis() {
+  std::vector<ApiId> out;
+  const std::pair<CUpti_CallbackDomain, CUpti_CallbackId> domains[] = {
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE},
+  };
+  for (const auto& [domain, size] : domains) {
+    for (CUpti_CallbackId cbid = 1; cbid < size; ++cbid) {
+      const char* name = nullptr;
+      if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
+      if (is_work_submitting_api(name)) out.push_back({domain, cbid, name});
+    }
+  }
+  return out;
+}
+
+}  // namespace visprof
