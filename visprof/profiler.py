@@ -90,7 +90,7 @@ def profile(
     with Progress(steps, spec.name, enabled=progress) as bar:
         bar.step("loading model")
         runner = _make_runner(spec, config)
-        sampler = hardware.ClockSampler(runner.device.index or 0) if kind == "cuda" else _Null()
+        sampler = hardware.ClockSampler(runner.device.index or 0) if kind == "cuda" else _NoSampler()
         try:
             outcome = _run_passes(runner, passes, table, warmup, iterations, attributed_iterations, bar, notes,
                                   sampler)
@@ -106,10 +106,12 @@ def profile(
         finally:
             runner.close()
     return _build_result(spec, config, passes, warmup, iterations, table, outcome, notes,
-                         sampler.summary() if kind == "cuda" else None, trace_path, recording_path, top_modules)
+                         sampler.summary(), trace_path, recording_path, top_modules)
 
 
-class _Null:
+class _NoSampler:
+    """Stands in for hardware.ClockSampler on the CPU: nothing to sample."""
+
     def __enter__(self):
         return self
 
@@ -134,12 +136,16 @@ def _parse_passes(passes: Sequence[str] | str, kind: str) -> tuple[str, ...]:
 def _make_runner(spec: ModelSpec, config: RunConfig) -> ModelRunner:
     """Builds the runner and proves one forward works; an OOM becomes a clear message with
     the largest batch that fits."""
+    runner = None
     try:
         runner = ModelRunner(spec, config)
         runner()
         runner.sync()
         return runner
     except Exception as exc:
+        if runner is not None:
+            runner.close()  # restores the TF32 switches it changed
+            runner = None  # and frees its input before a batch search
         if config.device.startswith("cuda") and is_out_of_memory(exc):
             del exc
             raise _oom_with_search(spec, config) from None
