@@ -166,3 +166,12 @@ def test_a_failed_memory_pass_keeps_the_other_results(monkeypatch):
     with pytest.warns(UserWarning, match="memory pass failed"):
         assert profiler._memory_or_warn(None, None, None, notes) is None
     assert "worker died" in notes[0]
+
+
+def test_compiled_models_are_attributed_with_a_clear_caveat():
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1))
+    result = visprof.profile(model, batch_size=1, img_size=8, iterations=2, compile=True,
+                             passes="attributed", progress=False)
+    assert result.config.compile
+    assert any("torch.compile" in w and "eager" in w for w in result.warnings)
+    assert {row.category for row in result.categories} >= {"convolution", "activation", "pooling"}

@@ -6,6 +6,7 @@ On the CPU the same pass times each op with the host clock instead, and records 
 pseudo-kernel (KIND_CPU_OP) per op, so attribution runs unchanged on both."""
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 
@@ -57,16 +58,30 @@ def api_activity_kinds() -> int | None:
 def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: int = 5, *,
                         nvtx: bool = True) -> AttributedResult:
     """Runs `iterations` captured forwards after one more that only counts FLOPs (its
-    shapes are the same every iteration, so FLOPs are counted once and copied)."""
-    tracker = ModuleTracker(runner.spec.module)
-    template = OpCapture(tracker, table, nvtx=False, flops=True)
-    with tracker, template:
-        runner()
-        runner.sync()
-    # The timed iterations run without module hooks: modules, categories and FLOPs come from
-    # the template by position (see OpCapture), which keeps per-op work to a minimum.
-    capture = OpCapture(tracker, table, nvtx=nvtx, template=template)
+    shapes are the same every iteration, so FLOPs are counted once and copied).
+
+    A torch.compile'd model on a GPU is traced without op capture: a dispatch mode makes
+    torch.compile fall back to eager, which would attribute a different program than the
+    one timed. Its kernels are then classified by their names alone."""
     cuda = runner.config.is_cuda
+    names_only = runner.config.compile and cuda
+    tracker = ModuleTracker(runner.spec.module)
+    warnings = []
+    if names_only:
+        capture = OpCapture(tracker, table, nvtx=False)  # never entered: records no op
+        warnings.append("torch.compile: kernels are attributed by their names only (no op, module or FLOPs); "
+                        "op capture would make torch.compile run the model eagerly")
+    else:
+        template = OpCapture(tracker, table, nvtx=False, flops=True)
+        with tracker, template:
+            runner()
+            runner.sync()
+        # The timed iterations run without module hooks: modules, categories and FLOPs come
+        # from the template by position (see OpCapture), which keeps per-op work to a minimum.
+        capture = OpCapture(tracker, table, nvtx=nvtx, template=template)
+        if runner.config.compile:
+            warnings.append("torch.compile on the CPU: op capture runs the model eagerly, so the breakdown is "
+                            "of the eager model")
     walls: list[int] = []
     bounds: list[tuple[int, int]] = []
     tracer = KernelTracer(kinds=api_activity_kinds()) if cuda else None
@@ -76,7 +91,7 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
         tracer.start()
     try:
         whole = timer.start(stream) if timer is not None else None
-        with capture:
+        with contextlib.nullcontext() if names_only else capture:
             for iteration in range(iterations):
                 capture.start_iteration(iteration)
                 begin = time.perf_counter_ns()
@@ -92,7 +107,6 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
         records = tracer.stop() if tracer is not None else None
 
     trace = build_trace(records, capture, tracker, iterations)
-    warnings = []
     if capture.misaligned:
         warnings.append(f"{capture.misaligned} ops differed from the first forward (data-dependent code); "
                         "they were classified without their module and their FLOPs are not counted")
