@@ -84,6 +84,7 @@ def main() -> int:
 
         all_kinds = t.ALL
         no_driver = t.KERNELS | t.MEMCPY | t.MEMSET | t.RUNTIME | t.EXTERNAL_CORRELATION
+        by_callback = t.KERNELS | t.MEMCPY | t.MEMSET | t.CALLBACK_CORRELATION
         work_apis = t.KERNELS | t.MEMCPY | t.MEMSET | t.EXTERNAL_CORRELATION | t.WORK_APIS
         rows = {
             "clean": wall_ms(runner, contextlib.nullcontext),
@@ -98,11 +99,16 @@ def main() -> int:
             "attributed without driver": wall_ms(runner, combo(tracer(no_driver), capture())),
             "tracer work APIs only": wall_ms(runner, tracer(work_apis)),
             "attributed with work APIs only": wall_ms(runner, combo(tracer(work_apis), capture())),
+            "attributed with callback correlation": wall_ms(runner, combo(tracer(by_callback), capture())),
         }
         with KernelTracer(kinds=work_apis) as tr, ModuleTracker(runner.spec.module) as mt, OpCapture(mt):
             runner()
             runner.sync()
         rows["linked share with work APIs only"] = tr.records.linked_fraction()
+        with KernelTracer(kinds=by_callback) as tr, ModuleTracker(runner.spec.module) as mt, OpCapture(mt):
+            runner()
+            runner.sync()
+        rows["linked share with callback correlation"] = tr.records.linked_fraction()
         with KernelTracer(kinds=no_driver) as tr, ModuleTracker(runner.spec.module) as mt, OpCapture(mt):
             runner()
             runner.sync()

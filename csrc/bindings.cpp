@@ -74,12 +74,14 @@ void bind_tracer(py::module_& m) {
   t.attr("EXTERNAL_CORRELATION") = static_cast<uint32_t>(1u << 5);
   t.attr("ALL") = static_cast<uint32_t>(0x3f);
   t.attr("WORK_APIS") = static_cast<uint32_t>(1u << 6);
+  t.attr("CALLBACK_CORRELATION") = static_cast<uint32_t>(1u << 7);
 #ifdef VISPROF_WITH_CUDA
   t.def("start", [](uint32_t kinds, bool share_idle_subscriber) {
     py::gil_scoped_release release;
     Tracer::instance().start(kinds, share_idle_subscriber);
   }, py::arg("kinds") = static_cast<uint32_t>(kTraceAll), py::arg("share_idle_subscriber") = false);
   t.def("shared_subscription", [] { return Tracer::instance().shared_subscription(); });
+  t.def("correlates_by_callback", [] { return Tracer::instance().correlates_by_callback(); });
   t.def("work_submitting_apis", [] {
     std::vector<std::string> names;
     for (const ApiId& api : work_submitting_apis()) names.push_back(api.name);
@@ -110,6 +112,7 @@ void bind_tracer(py::module_& m) {
   }, py::arg("kinds") = 0x3fu,
         py::arg("share_idle_subscriber") = false);
   t.def("shared_subscription", [] { return false; });
+  t.def("correlates_by_callback", [] { return false; });
   t.def("work_submitting_apis", [] { return std::vector<std::string>(); });
   t.def("stop", [] {});
   t.def("active", [] { return false; });
@@ -235,11 +238,12 @@ void bind_testing(py::module_& m) {
   t.def("external_correlation", [](uint64_t external_id, uint32_t correlation) {
     return py::bytes(fabricate_external_correlation(external_id, correlation));
   });
-  t.def("parse", [](const py::bytes& buffer, uint64_t dropped) {
+  t.def("parse", [](const py::bytes& buffer, uint64_t dropped,
+                    const std::vector<std::pair<uint32_t, uint64_t>>& correlations) {
     std::string data = buffer;
-    return records_to_python(
-        Tracer::parse_buffer(reinterpret_cast<const uint8_t*>(data.data()), data.size(), dropped));
-  }, py::arg("buffer"), py::arg("dropped") = 0);
+    return records_to_python(Tracer::parse_buffer(reinterpret_cast<const uint8_t*>(data.data()), data.size(),
+                                                  dropped, correlations));
+  }, py::arg("buffer"), py::arg("dropped") = 0, py::arg("correlations") = std::vector<std::pair<uint32_t, uint64_t>>{});
 #endif
   t.def("record_sizes", [] { return py::make_tuple(sizeof(KernelRow), sizeof(ApiRow)); });
 }

@@ -97,3 +97,18 @@ def test_work_submitting_api_selection_covers_launches_copies_and_memsets_only()
     for chatty in ("cudaGetDevice_v3020", "cudaStreamIsCapturing_v10000", "cuCtxGetCurrent", "cuGraphAddMemcpyNode",
                    "cuPointerGetAttribute"):
         assert chatty not in names, chatty
+
+
+def test_launch_callback_links_join_kernels_to_ops_like_external_ids():
+    buffer = T.kernel("a", 0, 10, correlation=7) + T.kernel("b", 10, 20, correlation=8) + T.kernel("c", 20, 30, correlation=9)
+    r = TraceRecords.from_native(T.parse(buffer, 0, [(7, 100), (8, 101)]))
+    assert list(r.kernels["external_id"]) == [100, 101, 0]
+    assert r.external_correlations == 0  # no EXTERNAL_CORRELATION records were involved
+
+
+def test_op_scope_without_a_running_tracer_links_nothing():
+    assert not c.tracer.active() and not c.tracer.correlates_by_callback()
+    c.op_enter(5, -1, 0, -1)
+    assert c.op_depth() == 1
+    c.op_exit()
+    assert c.op_depth() == 0

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "alloc/alloc_books.h"
+#include "capture/current_op.h"
 #include "nvtx/nvtx_ranges.h"
 
 #ifdef VISPROF_WITH_CUDA
@@ -12,17 +13,25 @@
 namespace visprof {
 namespace {
 
-enum Pushed : uint8_t { kExternalId = 1, kNvtx = 2, kTag = 4 };
+enum Pushed : uint8_t { kExternalId = 1, kNvtx = 2, kTag = 4, kCurrentOp = 8 };
 thread_local std::vector<uint8_t> pushed_stack;
+thread_local std::vector<uint64_t> op_stack;  // ids behind current_op_id(), for nesting
 
 }  // namespace
 
 void op_enter(uint64_t external_id, int64_t nvtx_handle, uint32_t argb_color, int64_t tag) {
   uint8_t pushed = 0;
 #ifdef VISPROF_WITH_CUDA
-  if (external_id != 0 && Tracer::instance().active()) {
-    Tracer::push_external_id(external_id);
-    pushed |= kExternalId;
+  const Tracer& tracer = Tracer::instance();
+  if (external_id != 0 && tracer.active()) {
+    if (tracer.correlates_by_callback()) {  // a thread-local store instead of CUPTI's push
+      op_stack.push_back(current_op_id());
+      current_op_id() = external_id;
+      pushed |= kCurrentOp;
+    } else {
+      Tracer::push_external_id(external_id);
+      pushed |= kExternalId;
+    }
   }
 #endif
   if (nvtx_handle >= 0) {
@@ -46,6 +55,10 @@ void op_exit() {
 #ifdef VISPROF_WITH_CUDA
   if (pushed & kExternalId) Tracer::pop_external_id();
 #endif
+  if ((pushed & kCurrentOp) && !op_stack.empty()) {
+    current_op_id() = op_stack.back();
+    op_stack.pop_back();
+  }
 }
 
 int op_depth() { return static_cast<int>(pushed_stack.size()); }

@@ -16,6 +16,8 @@ namespace visprof {
 class RecordParser {
  public:
   void consume(const CUpti_Activity* record);
+  // A link collected by the launch callback: the API call `correlation` ran inside op `op`.
+  void add_correlation(uint32_t correlation, uint64_t op) { external_of_correlation_[correlation] = op; }
   // Joins kernels to external ids and hands everything over; the parser is empty afterwards.
   TraceRecords finish(uint64_t dropped);
   uint64_t unknown_kinds() const { return unknown_kinds_; }

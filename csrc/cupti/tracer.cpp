@@ -7,6 +7,7 @@
 #include "common/check.h"
 #include "common/clock.h"
 #include "common/switches.h"
+#include "capture/current_op.h"
 #include "cupti/api_selection.h"
 #include "cupti/record_parser.h"
 
@@ -29,9 +30,12 @@ namespace {
 // start keeps visprof's records in CLOCK_MONOTONIC nanoseconds whatever ran before.
 uint64_t CUPTIAPI monotonic_timestamp() { return monotonic_ns(); }
 
-// The subscription exists to claim CUPTI: a second subscriber is refused, which is how a
-// running torch.profiler / Nsight session is detected. It needs no callbacks of its own.
-void CUPTIAPI ignore_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+// The subscription claims CUPTI (a second subscriber is refused, which is how a running
+// torch.profiler / Nsight session is detected) and, with kTraceCallbackCorrelation, receives
+// the launch callbacks that link kernels to ops.
+void CUPTIAPI api_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  Tracer::on_api(userdata, static_cast<int>(domain), cbid, data);
+}
 
 const CUpti_ActivityKind kKindOf[] = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
@@ -75,7 +79,7 @@ void Tracer::start(uint32_t kinds, bool share_idle_subscriber) {
   if (active()) throw Error("visprof tracer is already running; stop it before starting again");
 
   CUpti_SubscriberHandle subscriber = nullptr;
-  CUptiResult status = cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)ignore_callback, nullptr);
+  CUptiResult status = cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)api_callback, this);
   shared_ = false;
   if (status == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && share_idle_subscriber) {
     shared_ = true;
@@ -91,11 +95,16 @@ void Tracer::start(uint32_t kinds, bool share_idle_subscriber) {
     throw Error(std::string("cannot start CUPTI: ") + (why ? why : "unknown error"));
   }
   subscriber_ = subscriber;
+  if ((kinds & kTraceCallbackCorrelation) && shared_) {
+    // No subscription of our own, so no callbacks: link through external ids instead.
+    kinds = (kinds & ~kTraceCallbackCorrelation) | kTraceWorkApis | kTraceExternalCorrelation;
+  }
   try {
     VISPROF_CHECK_CUPTI(cuptiActivityRegisterTimestampCallback(monotonic_timestamp));
     VISPROF_CHECK_CUPTI(cuptiActivityRegisterCallbacks(buffer_requested,
                                                        (CUpti_BuffersCallbackCompleteFunc)buffer_completed));
     enable_kinds(kinds, true);
+    if (kinds & kTraceCallbackCorrelation) enable_launch_callbacks(true);
   } catch (...) {
     enable_kinds(kinds, false);
     if (subscriber_) cuptiUnsubscribe(static_cast<CUpti_SubscriberHandle>(subscriber_));
@@ -104,6 +113,7 @@ void Tracer::start(uint32_t kinds, bool share_idle_subscriber) {
   }
   kinds_ = kinds;
   dropped_.store(0);
+  callback_correlation_.store((kinds & kTraceCallbackCorrelation) != 0, std::memory_order_release);
   active_.store(true, std::memory_order_release);
 }
 
@@ -112,7 +122,8 @@ void Tracer::stop() {
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   enable_kinds(kinds_, false);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  if (subscriber_) cuptiUnsubscribe(static_cast<CUpti_SubscriberHandle>(subscriber_));
+  callback_correlation_.store(false, std::memory_order_release);
+  if (subscriber_) cuptiUnsubscribe(static_cast<CUpti_SubscriberHandle>(subscriber_));  // ends callbacks
   subscriber_ = nullptr;
   active_.store(false, std::memory_order_release);
 }
@@ -124,7 +135,13 @@ TraceRecords Tracer::drain() {
     std::lock_guard<std::mutex> lock(mutex_);
     buffers.swap(completed_);
   }
+  std::vector<std::pair<uint32_t, uint64_t>> correlations;
+  {
+    std::lock_guard<std::mutex> lock(correlation_mutex_);
+    correlations.swap(correlations_);
+  }
   RecordParser parser;
+  for (const auto& [correlation, op] : correlations) parser.add_correlation(correlation, op);
   for (const auto& buffer : buffers) {
     CUpti_Activity* record = nullptr;
     while (cuptiActivityGetNextRecord(buffer.data(), buffer.valid(), &record) == CUPTI_SUCCESS) {
@@ -135,7 +152,13 @@ TraceRecords Tracer::drain() {
 }
 
 TraceRecords Tracer::parse_buffer(const uint8_t* data, size_t valid_bytes, uint64_t dropped) {
+  return parse_buffer(data, valid_bytes, dropped, {});
+}
+
+TraceRecords Tracer::parse_buffer(const uint8_t* data, size_t valid_bytes, uint64_t dropped,
+                                  const std::vector<std::pair<uint32_t, uint64_t>>& correlations) {
   RecordParser parser;
+  for (const auto& [correlation, op] : correlations) parser.add_correlation(correlation, op);
   size_t offset = 0;
   // Fabricated buffers are a sequence of records, each prefixed by its byte size, because
   // cuptiActivityGetNextRecord's record sizes are private to CUPTI.
@@ -154,6 +177,33 @@ TimebaseSample Tracer::timebase_sample() const {
   cuptiGetTimestamp(&sample.cupti_ns);
   sample.monotonic_ns = monotonic_ns();
   return sample;
+}
+
+void Tracer::enable_launch_callbacks(bool enable) {
+  auto subscriber = static_cast<CUpti_SubscriberHandle>(subscriber_);
+  for (const ApiId& api : work_submitting_apis()) {
+    CUptiResult status = cuptiEnableCallback(enable ? 1 : 0, subscriber, api.domain, api.cbid);
+    if (enable && status != CUPTI_SUCCESS) {
+      const char* why = nullptr;
+      cuptiGetResultString(status, &why);
+      VISPROF_THROW(("enabling the launch callback for " + api.name).c_str(), why ? why : "unknown CUPTI error");
+    }
+  }
+}
+
+void Tracer::on_api(void* userdata, int domain, uint32_t, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  const auto* info = static_cast<const CUpti_CallbackData*>(data);
+  if (info->callbackSite != CUPTI_API_ENTER) return;
+  const uint64_t op = current_op_id();
+  if (op == 0) return;
+  auto* tracer = static_cast<Tracer*>(userdata);
+  try {  // a CUPTI callback must never throw
+    std::lock_guard<std::mutex> lock(tracer->correlation_mutex_);
+    tracer->correlations_.emplace_back(info->correlationId, op);
+  } catch (...) {
+    callback_errors().record("could not record a launch correlation");
+  }
 }
 
 void Tracer::push_external_id(uint64_t id) {

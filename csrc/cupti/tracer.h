@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "cupti/activity_buffer.h"
@@ -27,6 +28,11 @@ enum TraceKinds : uint32_t {
   // Instead of RUNTIME/DRIVER: record only the API calls that submit GPU work
   // (cupti/api_selection.h). Enough for external correlation, at a fraction of the cost.
   kTraceWorkApis = 1u << 6,
+  // Link kernels to ops through a CUPTI callback on the work-submitting APIs, which reads
+  // the op id that op_enter leaves in a thread-local (capture/current_op.h), instead of
+  // CUPTI's external-correlation push/pop per op and API activity records. Needs visprof's
+  // own subscription; with a shared one it falls back to kTraceWorkApis + external ids.
+  kTraceCallbackCorrelation = 1u << 7,
 };
 
 struct TimebaseSample {
@@ -59,12 +65,22 @@ class Tracer {
   static void push_external_id(uint64_t id);
   static void pop_external_id();
 
+  // CUPTI's callback for the subscribed APIs (userdata: the Tracer). Never throws.
+  static void on_api(void* userdata, int domain, uint32_t cbid, const void* data);
+  // True while ops are linked by the launch callback (kTraceCallbackCorrelation).
+  bool correlates_by_callback() const { return callback_correlation_.load(std::memory_order_acquire); }
+  // Test seam: parse fabricated records plus (correlation id, op id) pairs as the launch
+  // callback would have collected them.
+  static TraceRecords parse_buffer(const uint8_t* data, size_t valid_bytes, uint64_t dropped,
+                                   const std::vector<std::pair<uint32_t, uint64_t>>& correlations);
+
  private:
   Tracer() = default;
   static void buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
   static void buffer_completed(void* context, uint32_t stream, uint8_t* buffer, size_t size,
                                size_t valid);
   void enable_kinds(uint32_t kinds, bool enable);
+  void enable_launch_callbacks(bool enable);
 
   std::atomic<bool> active_{false};
   uint32_t kinds_ = 0;
@@ -73,6 +89,9 @@ class Tracer {
   std::mutex mutex_;
   std::vector<ActivityBuffer> completed_;  // guarded by mutex_
   std::atomic<uint64_t> dropped_{0};
+  std::atomic<bool> callback_correlation_{false};
+  std::mutex correlation_mutex_;  // guards correlations_; taken inside CUPTI callbacks only
+  std::vector<std::pair<uint32_t, uint64_t>> correlations_;
 };
 
 }  // namespace visprof

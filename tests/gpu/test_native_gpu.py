@@ -198,10 +198,11 @@ def test_ncu_nvtx_filter_profiles_exactly_the_range(tmp_path):
     assert len(names) == 3
 
 
-def test_recording_only_work_submitting_apis_still_links_every_kernel():
-    out = run_json("""
+@pytest.mark.parametrize("mode", ["work", "callback"])
+def test_cheaper_correlation_modes_still_link_every_kernel(mode):
+    out = run_json(f"""
         import json, os, torch, timm
-        os.environ["VISPROF_API_TRACE"] = "work"
+        os.environ["VISPROF_API_TRACE"] = "{mode}"
         from visprof.capture import ModuleTracker, OpCapture
         from visprof.native.tracer import KernelTracer
         from visprof.passes.attributed import api_activity_kinds
@@ -215,8 +216,8 @@ def test_recording_only_work_submitting_apis_still_links_every_kernel():
                 model(x)
                 torch.cuda.synchronize()
         r = tracer.records
-        print(json.dumps({"kernels": int(len(r.kernel_rows)), "linked": r.linked_fraction(),
-                          "api_calls": int(len(r.api_calls))}))
+        print(json.dumps({{"kernels": int(len(r.kernel_rows)), "linked": r.linked_fraction(),
+                          "api_calls": int(len(r.api_calls))}}))
     """)
     print(out)
     assert out["kernels"] > 100

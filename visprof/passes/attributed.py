@@ -35,24 +35,33 @@ class AttributedResult:
 
 
 def api_activity_kinds() -> int | None:
-    """Tracer kinds for the attributed pass. Default: every runtime and driver API call is
-    recorded (validated on the H200: 100% of kernels linked on all 12 reference models).
-    VISPROF_API_TRACE=work records only the calls that submit GPU work, which costs much
-    less (driver-call recording alone added ~3.8 ms per ResNet-50 batch,
-    bench/results/overhead-breakdown-h200.json); experimental until validated on a GPU."""
+    """Tracer kinds for the attributed pass, by VISPROF_API_TRACE:
+
+    all       (default) every runtime and driver API call is recorded and each op pushes a
+              CUPTI external correlation id. Validated on the H200: 100% of kernels linked
+              on all 12 reference models.
+    work      only the calls that submit GPU work are recorded (driver-call recording alone
+              added ~3.8 ms per ResNet-50 batch, bench/results/overhead-breakdown-h200.json).
+    callback  no API records and no CUPTI push per op: a CUPTI callback on the
+              work-submitting calls reads the op id from a thread-local.
+    `work` and `callback` are experimental until a GPU run shows they still link every kernel.
+    """
     import os
 
     from visprof.native import native
 
     mode = os.environ.get("VISPROF_API_TRACE", "all")
-    if mode == "all":
-        return None
-    if mode != "work":
+    t = native().tracer
+    kinds = {
+        "all": None,
+        "work": t.KERNELS | t.MEMCPY | t.MEMSET | t.EXTERNAL_CORRELATION | t.WORK_APIS,
+        "callback": t.KERNELS | t.MEMCPY | t.MEMSET | t.CALLBACK_CORRELATION,
+    }
+    if mode not in kinds:
         from visprof.errors import BadInputError
 
-        raise BadInputError(f"VISPROF_API_TRACE must be 'all' or 'work', got {mode!r}")
-    t = native().tracer
-    return t.KERNELS | t.MEMCPY | t.MEMSET | t.EXTERNAL_CORRELATION | t.WORK_APIS
+        raise BadInputError(f"VISPROF_API_TRACE must be one of {', '.join(kinds)}, got {mode!r}")
+    return kinds[mode]
 
 
 def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: int = 5, *,
