@@ -31,7 +31,7 @@ def one(name: str, batch: int, precision: str, rounds: int) -> dict:
     timm_ms, visprof_ms = [], []
     for _ in range(rounds):
         timm_ms.append(timm_style_latency_ms(runner, warmup=20, steps=100))
-        visprof_ms.append(run_timing_pass(runner).latency_ms["median"])
+        visprof_ms.append(run_timing_pass(runner).latency_ms.median)
     ratios = [v / t for v, t in zip(visprof_ms, timm_ms)]
     ratio = statistics.median(ratios)
     return {"model": name, "timm_loop_ms": timm_ms, "visprof_ms": visprof_ms, "ratios": ratios,

@@ -113,9 +113,9 @@ def main() -> int:
             runner()
             runner.sync()
         rows["linked share without driver"] = tr.records.linked_fraction()
-        plain = run_timing_pass(runner, iterations=100).latency_ms["median"]
+        plain = run_timing_pass(runner, iterations=100).latency_ms.median
         with hardware.ClockSampler(0):
-            sampled = run_timing_pass(runner, iterations=100).latency_ms["median"]
+            sampled = run_timing_pass(runner, iterations=100).latency_ms.median
         rows["timing pass latency"] = plain
         rows["timing pass latency with ClockSampler"] = sampled
         out[name] = rows

@@ -238,10 +238,11 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
         result.gpu = {**(hardware.gpu_identity(index) or {"name": torch.cuda.get_device_name(index)}),
                       "during_run": gpu_state}
     if timing is not None:
-        median_ms = timing.latency_ms["median"]
+        latency = timing.latency_ms
+        median_ms = latency.median
         busy_ms = trace_only.busy_ns / 1e6 if trace_only else None
         result.timing = R.Timing(
-            latency_ms=R.LatencyStats(**timing.latency_ms),
+            latency_ms=latency,
             samples_per_s=config.batch_size / (median_ms / 1e3),
             iterations=len(timing.samples_ns),
             busy_ms=busy_ms,

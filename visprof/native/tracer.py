@@ -16,7 +16,7 @@ import numpy as np
 
 from visprof.errors import CuptiUnavailableError, NoGPUError
 from visprof.native._loader import native
-from visprof.records import API_DTYPE, KERNEL_DTYPE, KIND_KERNEL
+from visprof.records import API_DTYPE, KERNEL_DTYPE, KIND_KERNEL, duration_sum_ns
 
 
 @dataclass
@@ -45,8 +45,7 @@ class TraceRecords:
         return self.kernels[self.kernels["kind"] == KIND_KERNEL]
 
     def kernel_time_ns(self) -> int:
-        k = self.kernel_rows
-        return int((k["end_ns"] - k["start_ns"]).sum())
+        return duration_sum_ns(self.kernel_rows)
 
     def kernel_span_ns(self) -> int:
         """First kernel start to last kernel end."""

@@ -4,13 +4,14 @@ reports is the one users quote, and stops once the median is stable."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from visprof.native.timer import EventTimer
 from visprof.passes.runner import ModelRunner
+from visprof.result import LatencyStats
 
 
 @dataclass
@@ -41,21 +42,10 @@ class TimingResult:
     warmup: int
     max_memory_allocated: int | None
     wall_s: float
-    latency_ms: dict[str, float] = field(default_factory=dict)
 
-    @classmethod
-    def from_samples(cls, samples_ns, warmup, max_memory_allocated, wall_s) -> "TimingResult":
-        ms = np.asarray(samples_ns, dtype=np.float64) / 1e6
-        stats = {
-            "median": float(np.median(ms)),
-            "mean": float(ms.mean()),
-            "p10": float(np.percentile(ms, 10)),
-            "p90": float(np.percentile(ms, 90)),
-            "min": float(ms.min()),
-            "max": float(ms.max()),
-            "std": float(ms.std()),
-        }
-        return cls(list(map(int, samples_ns)), warmup, max_memory_allocated, wall_s, stats)
+    @property
+    def latency_ms(self) -> LatencyStats:
+        return LatencyStats.from_samples([ns / 1e6 for ns in self.samples_ns])
 
 
 def warm_up(runner: ModelRunner, iterations: int | None, min_seconds: float | None = None,
@@ -111,4 +101,4 @@ def run_timing_pass(runner: ModelRunner, *, warmup: int | None = None, iteration
         elif adaptive.done(samples, time.perf_counter() - loop_start):
             break
     peak = int(torch.cuda.max_memory_allocated(runner.device)) if cuda else None
-    return TimingResult.from_samples(samples, warmed, peak, time.perf_counter() - start_wall)
+    return TimingResult([int(ns) for ns in samples], warmed, peak, time.perf_counter() - start_wall)
