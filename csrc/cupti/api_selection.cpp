@@ -11,7 +11,7 @@ bool is_work_submitting_api(const std::string& name) {
   return false;
 }
 
-std::vector<ApiId> work_submitting_apis() {
+std::vector<ApiId> known_apis() {
   std::vector<ApiId> out;
   const std::pair<CUpti_CallbackDomain, CUpti_CallbackId> domains[] = {
       {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE},
@@ -21,8 +21,16 @@ std::vector<ApiId> work_submitting_apis() {
     for (CUpti_CallbackId cbid = 1; cbid < size; ++cbid) {
       const char* name = nullptr;
       if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
-      if (is_work_submitting_api(name)) out.push_back({domain, cbid, name});
+      out.push_back({domain, cbid, name, is_work_submitting_api(name)});
     }
+  }
+  return out;
+}
+
+std::vector<ApiId> work_submitting_apis() {
+  std::vector<ApiId> out;
+  for (ApiId& api : known_apis()) {
+    if (api.submits_work) out.push_back(std::move(api));
   }
   return out;
 }

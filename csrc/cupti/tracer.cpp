@@ -51,6 +51,10 @@ Tracer& Tracer::instance() {
 }
 
 void Tracer::enable_kinds(uint32_t kinds, bool enable) {
+  // Work APIs only: RUNTIME/DRIVER on, then every other API switched off one by one. The
+  // per-API switches act only while their kind is on (cupti/api_selection.h).
+  const bool work_only = (kinds & kTraceWorkApis) && !(kinds & (kTraceRuntime | kTraceDriver));
+  if (work_only) kinds |= kTraceRuntime | kTraceDriver;
   for (size_t bit = 0; bit < sizeof(kKindOf) / sizeof(kKindOf[0]); ++bit) {
     if (!(kinds & (1u << bit))) continue;
     if (enable) {
@@ -59,17 +63,16 @@ void Tracer::enable_kinds(uint32_t kinds, bool enable) {
       cuptiActivityDisable(kKindOf[bit]);  // best effort on the way out
     }
   }
-  // Enabling RUNTIME/DRIVER wholesale overrides per-API settings, so the two are exclusive.
-  if ((kinds & kTraceWorkApis) && !(kinds & (kTraceRuntime | kTraceDriver))) {
-    for (const ApiId& api : work_submitting_apis()) {
-      const uint8_t on = enable ? 1 : 0;
-      CUptiResult status = api.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cuptiActivityEnableRuntimeApi(api.cbid, on)
-                                                                     : cuptiActivityEnableDriverApi(api.cbid, on);
-      if (enable && status != CUPTI_SUCCESS) {
-        const char* why = nullptr;
-        cuptiGetResultString(status, &why);
-        VISPROF_THROW(("enabling API records for " + api.name).c_str(), why ? why : "unknown CUPTI error");
-      }
+  if (!work_only) return;
+  for (const ApiId& api : known_apis()) {
+    // On the way out every API is switched back on, so a later full trace records them all.
+    const uint8_t on = (!enable || api.submits_work) ? 1 : 0;
+    CUptiResult status = api.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cuptiActivityEnableRuntimeApi(api.cbid, on)
+                                                                   : cuptiActivityEnableDriverApi(api.cbid, on);
+    if (enable && status != CUPTI_SUCCESS) {
+      const char* why = nullptr;
+      cuptiGetResultString(status, &why);
+      VISPROF_THROW(("selecting API records for " + api.name).c_str(), why ? why : "unknown CUPTI error");
     }
   }
 }
@@ -96,8 +99,9 @@ void Tracer::start(uint32_t kinds, bool share_idle_subscriber) {
   }
   subscriber_ = subscriber;
   if ((kinds & kTraceCallbackCorrelation) && shared_) {
-    // No subscription of our own, so no callbacks: link through external ids instead.
-    kinds = (kinds & ~kTraceCallbackCorrelation) | kTraceWorkApis | kTraceExternalCorrelation;
+    // No subscription of our own, so no callbacks: link through external ids and full API
+    // records instead (the combination validated on all reference models).
+    kinds = (kinds & ~kTraceCallbackCorrelation) | kTraceRuntime | kTraceDriver | kTraceExternalCorrelation;
   }
   try {
     VISPROF_CHECK_CUPTI(cuptiActivityRegisterTimestampCallback(monotonic_timestamp));

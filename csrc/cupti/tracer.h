@@ -31,7 +31,7 @@ enum TraceKinds : uint32_t {
   // Link kernels to ops through a CUPTI callback on the work-submitting APIs, which reads
   // the op id that op_enter leaves in a thread-local (capture/current_op.h), instead of
   // CUPTI's external-correlation push/pop per op and API activity records. Needs visprof's
-  // own subscription; with a shared one it falls back to kTraceWorkApis + external ids.
+  // own subscription; with a shared one it falls back to RUNTIME/DRIVER + external ids.
   kTraceCallbackCorrelation = 1u << 7,
 };
 

@@ -37,20 +37,23 @@ class AttributedResult:
 def api_activity_kinds() -> int | None:
     """Tracer kinds for the attributed pass, by VISPROF_API_TRACE:
 
-    all       (default) every runtime and driver API call is recorded and each op pushes a
-              CUPTI external correlation id. Validated on the H200: 100% of kernels linked
-              on all 12 reference models.
+    callback  (default) no API records and no CUPTI push per op: a CUPTI callback on the
+              work-submitting calls reads the op id that op_enter leaves in a thread-local.
+              Validated on the H200 (bench/results/h200-callback-1): 100% of a ResNet-50
+              forward's kernels linked, and op_enter/op_exit with NVTX cost 238 ns per op
+              against 619 ns for CUPTI's external-id push+pop alone. When CUPTI's subscription
+              is held by an idle tool (after torch.profiler) the tracer falls back to `all`.
+    all       every runtime and driver API call is recorded and each op pushes a CUPTI
+              external correlation id. Validated on all 12 reference models.
     work      only the calls that submit GPU work are recorded (driver-call recording alone
               added ~3.8 ms per ResNet-50 batch, bench/results/overhead-breakdown-h200.json).
-    callback  no API records and no CUPTI push per op: a CUPTI callback on the
-              work-submitting calls reads the op id from a thread-local.
-    `work` and `callback` are experimental until a GPU run shows they still link every kernel.
+              Experimental.
     """
     import os
 
     from visprof.native import native
 
-    mode = os.environ.get("VISPROF_API_TRACE", "all")
+    mode = os.environ.get("VISPROF_API_TRACE", "callback")
     t = native().tracer
     kinds = {
         "all": None,
