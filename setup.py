@@ -12,6 +12,7 @@ from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
 
@@ -65,4 +66,24 @@ class CMakeBuild(build_ext):
         subprocess.run(["cmake", "--build", str(build_dir), "-j", jobs], check=True)
 
 
-setup(ext_modules=[CMakeExtension("visprof._C")], cmdclass={"build_ext": CMakeBuild})
+class BuildPyWithObserverSources(build_py):
+    """Ships the ATen observer's C++ sources inside the package (visprof/_csrc/): it is
+    compiled on first use against the torch of the environment it runs in, which need not
+    be the one (if any) present at build time (visprof/native/aten_observer.py)."""
+
+    def run(self) -> None:
+        super().run()
+        csrc = ROOT / "csrc"
+        listed = (csrc / "aten_observer" / "sources.txt").read_text().splitlines()
+        for relative in (line.strip() for line in listed):
+            if relative and not relative.startswith("#"):
+                self.copy_file(str(csrc / relative), str(Path(self.build_lib) / "visprof" / "_csrc" / relative),
+                               preserve_mode=False)
+
+    def copy_file(self, source, target, **kwargs):
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        return super().copy_file(source, target, **kwargs)
+
+
+setup(ext_modules=[CMakeExtension("visprof._C")],
+      cmdclass={"build_ext": CMakeBuild, "build_py": BuildPyWithObserverSources})

@@ -14,6 +14,8 @@ fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit --format=csv | tee "$OUT/gpu.txt"
 python3 setup.py -q build_ext --inplace > /tmp/build.log 2>&1 || { tail -40 /tmp/build.log; exit 1; }
 python3 -c "import visprof.native as n, json; print(json.dumps(n.native_info()))"
+# Compile the ATen observer once, before tests start processes that would each wait for it.
+python3 -c "from visprof.native.aten_observer import load_observer; print('aten observer:', load_observer())"
 for step in "$@"; do
   case $step in
     native)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import statistics
 import sys
 import time
@@ -36,7 +37,12 @@ def main() -> int:
     args = parser.parse_args()
     from torch.utils._python_dispatch import TorchDispatchMode
 
+    from profile_validation import torch_profiler_loop
+
     from visprof import hardware
+    from visprof.categories import default_table
+    from visprof.native.aten_observer import load_observer
+    from visprof.passes.attributed import run_attributed_pass
     from visprof.capture import ModuleTracker, OpCapture
     from visprof.models import resolve_model
     from visprof.native import native
@@ -113,6 +119,16 @@ def main() -> int:
             runner()
             runner.sync()
         rows["linked share without driver"] = tr.records.linked_fraction()
+        # The whole attributed pass, with each op capture, against torch.profiler on the same loop.
+        for observer in ("1", "0"):
+            os.environ["VISPROF_ATEN_OBSERVER"] = observer
+            load_observer.cache_clear()
+            result = run_attributed_pass(runner, default_table(), iterations=20)
+            rows[f"attributed pass, {result.trace.meta['op_capture']}"] = \
+                statistics.median(result.wall_ns_per_iteration) / 1e6
+        os.environ.pop("VISPROF_ATEN_OBSERVER")
+        load_observer.cache_clear()
+        rows["torch.profiler (CPU+CUDA activities)"] = torch_profiler_loop(runner, iterations=20)["wall_ms"]
         plain = run_timing_pass(runner, iterations=100).latency_ms.median
         with hardware.ClockSampler(0):
             sampled = run_timing_pass(runner, iterations=100).latency_ms.median

@@ -8,6 +8,7 @@
 #include "alloc/alloc_books.h"
 #include "alloc/alloc_hooks.h"
 #include "capture/op_scope.h"
+#include "capture/op_scope_api.h"
 #include "common/check.h"
 #include "common/clock.h"
 #include "common/switches.h"
@@ -198,6 +199,10 @@ void bind_op_scope(py::module_& m) {
         py::arg("color") = 0u, py::arg("tag") = -1);
   m.def("op_exit", &op_exit);
   m.def("op_depth", &op_depth);
+  m.def("_op_scope_capsule", [] {
+    static const OpScopeApi api{&op_enter, &op_exit};
+    return py::capsule(const_cast<OpScopeApi*>(&api), kOpScopeCapsuleName);
+  }, "op_enter/op_exit for visprof's ATen observer module (capture/op_scope_api.h).");
 }
 
 void bind_testing(py::module_& m) {

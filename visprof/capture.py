@@ -142,6 +142,14 @@ class OpCapture(TorchDispatchMode):
             for _, func, module, _, _, _, flops, attrs in template.raw
         ] if template is not None else None
 
+    def template_ops(self) -> list[tuple]:
+        """Per position of the template given at construction: (func, module index, attrs, FLOPs)."""
+        return [entry[:4] for entry in self._template or []]
+
+    def template_decisions(self) -> list[tuple[int, int, int]]:
+        """Per template position: (NVTX handle, ARGB colour, allocation tag), by this capture's options."""
+        return [entry[4] for entry in self._template or []]
+
     def start_iteration(self, iteration: int) -> None:
         self.iteration = iteration
         self._position = 0

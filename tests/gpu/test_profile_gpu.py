@@ -138,3 +138,40 @@ def test_model_raising_inside_the_attributed_pass_is_cleaned_up():
     assert not c.tracer.active()
     assert c.nvtx.depth() == 0
     assert c.op_depth() == 0
+
+
+@pytest.mark.parametrize("name", ["resnet50", "swin_tiny_patch4_window7_224"])
+def test_the_aten_observer_links_every_kernel_to_the_same_op_as_the_dispatch_mode(name, monkeypatch):
+    """The C++ capture against the Python one on the same model instance: every kernel
+    carries an id, and kernel k of both runs carries the same op id (both number ops
+    1 + iteration * ops + position)."""
+    from visprof.categories import default_table
+    from visprof.models import resolve_model
+    from visprof.native import aten_observer
+    from visprof.passes.attributed import run_attributed_pass
+    from visprof.passes.runner import ModelRunner, RunConfig
+
+    runner = ModelRunner(resolve_model(name), RunConfig(batch_size=32, precision="bf16", device="cuda:0"))
+    runs = {}
+    try:
+        for observer in ("1", "0"):
+            monkeypatch.setenv("VISPROF_ATEN_OBSERVER", observer)
+            aten_observer.load_observer.cache_clear()
+            result = run_attributed_pass(runner, default_table(), iterations=3)
+            kernels = result.trace.kernels
+            runs[result.trace.meta["op_capture"]] = {
+                "ids": kernels["external_id"].tolist(),
+                "names": [result.trace.kernel_name(row) for row in range(len(kernels))],
+                "wall_ms": sorted(result.wall_ns_per_iteration)[1] / 1e6,
+            }
+    finally:
+        aten_observer.load_observer.cache_clear()
+        runner.close()
+    replayed = runs.pop("aten observer")
+    (method, python), = runs.items()
+    print({"model": name, "kernels": len(replayed["ids"]), "observer wall ms": replayed["wall_ms"],
+           "dispatch-mode wall ms": python["wall_ms"]})
+    assert method.startswith("python dispatch mode")
+    assert 0 not in replayed["ids"] and 0 not in python["ids"]
+    assert replayed["names"] == python["names"]
+    assert replayed["ids"] == python["ids"]

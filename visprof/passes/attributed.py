@@ -14,10 +14,12 @@ import numpy as np
 
 from visprof.capture import ModuleTracker, OpCapture
 from visprof.categories import CategoryTable
+from visprof.native.aten_observer import load_observer
 from visprof.native.timer import EventTimer
 from visprof.native.tracer import KernelTracer, SpanCheck, TraceRecords, span_check
 from visprof.passes.runner import ModelRunner
 from visprof.records import KERNEL_DTYPE, KIND_CPU_OP, CapturedTrace, duration_sum_ns, rows_by_iteration
+from visprof.replay_capture import ReplayCapture
 
 
 @dataclass
@@ -72,6 +74,10 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
     """Runs `iterations` captured forwards after one more that only counts FLOPs (its
     shapes are the same every iteration, so FLOPs are counted once and copied).
 
+    The captured iterations link ops from C++ (ReplayCapture) where the ATen observer is
+    available and its recording aligns with the template; otherwise, or when an iteration
+    departs from the recording, from the Python dispatch mode (OpCapture).
+
     A torch.compile'd model on a GPU is traced without op capture: a dispatch mode makes
     torch.compile fall back to eager, which would attribute a different program than the
     one timed. Its kernels are then classified by their names alone."""
@@ -80,7 +86,8 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
     tracker = ModuleTracker(runner.spec.module)
     warnings = []
     if names_only:
-        capture = OpCapture(tracker, table, nvtx=False)  # never entered: records no op
+        captures = [OpCapture(tracker, table, nvtx=False)]  # never entered: records no op
+        method = "none (kernel names)"
         warnings.append("torch.compile: kernels are attributed by their names only (no op, module or FLOPs); "
                         "op capture would make torch.compile run the model eagerly")
     else:
@@ -90,12 +97,62 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
             runner.sync()
         # The timed iterations run without module hooks: modules, categories and FLOPs come
         # from the template by position (see OpCapture), which keeps per-op work to a minimum.
-        capture = OpCapture(tracker, table, nvtx=nvtx, template=template)
+        python_capture = OpCapture(tracker, table, nvtx=nvtx, template=template)
+        # torch.compile on the CPU: the dispatch mode runs the model eagerly, and so must the replay.
+        replay, why_not = (None, "") if runner.config.compile else _replay_capture(runner, python_capture, iterations)
+        captures = [python_capture] if replay is None else [replay, python_capture]
+        method = "python dispatch mode" if replay is None else "aten observer"
+        if why_not:
+            method += f" ({why_not})"
         if runner.config.compile:
             warnings.append("torch.compile on the CPU: op capture runs the model eagerly, so the breakdown is "
                             "of the eager model")
+    for capture in captures:
+        records, walls, bounds, tracer, event_span_ns = _captured_iterations(runner, capture, iterations, names_only)
+        diverged = getattr(capture, "diverged_iterations", None)
+        if not diverged:
+            break
+        method = "python dispatch mode (the op sequence changed between iterations)"
+        warnings.append(f"iteration(s) {', '.join(map(str, diverged))} ran a different op sequence than the first "
+                        "forward (data-dependent code); the attributed pass ran again with op-by-op capture")
+
+    trace = build_trace(records, capture, tracker, iterations)
+    trace.meta["op_capture"] = method
+    if capture.misaligned:
+        warnings.append(f"{capture.misaligned} ops differed from the first forward (data-dependent code); "
+                        "they were classified without their module and their FLOPs are not counted")
+    if records is None:
+        return AttributedResult(trace, walls, None, 0, warnings)
+    per_iteration = rows_by_iteration(records.kernel_rows, bounds)
+    trace.meta.update(kernel_ns_per_iteration=[duration_sum_ns(rows) for rows in per_iteration],
+                      shared_subscription=tracer.shared_subscription)
+    if tracer.shared_subscription:
+        warnings.append("CUPTI was still subscribed by an idle tool (a finished torch.profiler session); "
+                        "visprof traced alongside it")
+    span = span_check(records, event_span_ns)
+    return AttributedResult(trace, walls, span, records.dropped, warnings)
+
+
+def _replay_capture(runner: ModelRunner, python_capture: OpCapture, iterations: int) -> tuple[ReplayCapture | None, str]:
+    """The C++ capture for the timed iterations, or (None, why not)."""
+    observer, why_not = load_observer()
+    if observer is None:
+        return None, f"ATen observer unavailable: {why_not}"
+
+    def forward() -> None:
+        runner()
+        runner.sync()
+
+    return ReplayCapture.prepare(observer, python_capture, forward, iterations)
+
+
+def _captured_iterations(runner: ModelRunner, capture, iterations: int, names_only: bool):
+    """Runs the captured iterations under the tracer (GPU) or the host clock (CPU).
+    Returns (records or None, wall ns per iteration, (begin, end) per iteration, tracer,
+    CUDA-event span of the whole loop in ns)."""
     walls: list[int] = []
     bounds: list[tuple[int, int]] = []
+    cuda = runner.config.is_cuda
     tracer = KernelTracer(kinds=api_activity_kinds()) if cuda else None
     timer = EventTimer(runner.device.index) if cuda else None
     stream = runner.stream()
@@ -117,21 +174,8 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
             runner.sync()
     finally:
         records = tracer.stop() if tracer is not None else None
-
-    trace = build_trace(records, capture, tracker, iterations)
-    if capture.misaligned:
-        warnings.append(f"{capture.misaligned} ops differed from the first forward (data-dependent code); "
-                        "they were classified without their module and their FLOPs are not counted")
-    if records is None:
-        return AttributedResult(trace, walls, None, 0, warnings)
-    per_iteration = rows_by_iteration(records.kernel_rows, bounds)
-    trace.meta.update(kernel_ns_per_iteration=[duration_sum_ns(rows) for rows in per_iteration],
-                      shared_subscription=tracer.shared_subscription)
-    if tracer.shared_subscription:
-        warnings.append("CUPTI was still subscribed by an idle tool (a finished torch.profiler session); "
-                        "visprof traced alongside it")
-    span = span_check(records, int(timer.elapsed_ns()[0]))
-    return AttributedResult(trace, walls, span, records.dropped, warnings)
+    span_ns = int(timer.elapsed_ns()[0]) if timer is not None else 0
+    return records, walls, bounds, tracer, span_ns
 
 
 def build_trace(records: TraceRecords | None, capture: OpCapture, tracker: ModuleTracker,

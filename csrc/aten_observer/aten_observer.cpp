@@ -1,0 +1,203 @@
+// visprof._aten_observer: links kernels to ops from a C++ RecordFunction observer instead of
+// a Python TorchDispatchMode, so that the attributed pass costs no Python per op.
+//
+// Two modes, both on the calling thread only (thread-local callback):
+//   record  logs every aten op call (RecordFunction scope FUNCTION) of one forward in call
+//           order, with its nesting depth. Python aligns that log with the ops its dispatch
+//           mode captured in an earlier forward (the template, which knows modules, shapes and
+//           FLOPs) and hands back a plan: for each logged call, the template op it is, or -1.
+//   replay  walks the same calls again in later forwards. Call k of an iteration is checked
+//           against call k of the recording (same op name), and if the plan maps it to
+//           template op j, op_enter(id of (iteration, j), its NVTX range) runs before it and
+//           op_exit after it, with host timestamps around it. A call that differs from the
+//           recording stops the replay for the rest of that iteration (counted as diverged),
+//           so a data-dependent forward can never be attributed to the wrong op.
+//
+// Compiled at run time against the torch in the process (visprof/aten_replay.py), because
+// RecordFunction is C++ API without a stable ABI across torch versions. op_enter/op_exit come
+// from visprof._C through a capsule (capture/op_scope_api.h).
+#include <ATen/record_function.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "capture/op_scope_api.h"
+#include "common/clock.h"
+
+namespace py = pybind11;
+
+namespace visprof {
+namespace {
+
+enum class Mode { kOff, kRecord, kReplay };
+
+struct Observer {
+  Mode mode = Mode::kOff;
+  at::CallbackHandle handle = at::INVALID_CALLBACK_HANDLE;
+  // The recording: op name and depth. Names are copied: an operator's name lives as long as
+  // its registration, but other FUNCTION-scope records (torch.compile's regions) own theirs.
+  std::vector<std::string> names;
+  std::vector<int32_t> depths;
+  int32_t depth = 0;
+  // The replay.
+  OpScopeApi api{};
+  std::vector<int32_t> plan;  // per recorded call: template op index, or -1
+  std::vector<int64_t> nvtx_handles;
+  std::vector<uint32_t> colors;
+  size_t n_ops = 0;
+  uint64_t first_id = 1;
+  int64_t iteration = -1;
+  size_t position = 0;
+  bool diverged = false;
+  std::vector<int64_t> diverged_iterations;
+  std::vector<uint64_t> starts, ends;  // per (iteration, template op)
+  std::vector<int64_t> open_slots;     // per open call: its (iteration, op) slot, or -1
+};
+
+Observer& observer() {
+  static Observer* instance = new Observer();  // never destroyed: torch may call back at exit
+  return *instance;
+}
+
+
+std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
+  Observer& o = observer();
+  if (o.mode == Mode::kRecord) {
+    o.names.push_back(fn.name());
+    o.depths.push_back(o.depth++);
+    return nullptr;
+  }
+  int64_t slot = -1;
+  if (o.mode == Mode::kReplay && o.iteration >= 0 && !o.diverged) {
+    const size_t k = o.position++;
+    if (k >= o.plan.size() || std::strcmp(o.names[k].c_str(), fn.name()) != 0) {
+      o.diverged = true;
+    } else if (o.plan[k] >= 0) {
+      const size_t op = static_cast<size_t>(o.plan[k]);
+      slot = o.iteration * static_cast<int64_t>(o.n_ops) + static_cast<int64_t>(op);
+      o.starts[slot] = monotonic_ns();
+      o.api.enter(o.first_id + static_cast<uint64_t>(slot), o.nvtx_handles[op], o.colors[op], -1);
+    }
+  }
+  o.open_slots.push_back(slot);
+  return nullptr;
+}
+
+void on_exit(const at::RecordFunction&, at::ObserverContext*) {
+  Observer& o = observer();
+  if (o.mode == Mode::kRecord) {
+    --o.depth;
+    return;
+  }
+  if (o.open_slots.empty()) return;
+  const int64_t slot = o.open_slots.back();
+  o.open_slots.pop_back();
+  if (slot >= 0) {
+    o.api.exit();
+    o.ends[slot] = monotonic_ns();
+  }
+}
+
+void install(Mode mode) {
+  Observer& o = observer();
+  if (o.mode != Mode::kOff) throw std::runtime_error("the visprof ATen observer is already running");
+  o.mode = mode;
+  o.open_slots.clear();
+  o.handle = at::addThreadLocalCallback(
+      at::RecordFunctionCallback(&on_enter, &on_exit).scopes({at::RecordScope::FUNCTION}).needsInputs(false));
+}
+
+void uninstall() {
+  Observer& o = observer();
+  if (o.handle != at::INVALID_CALLBACK_HANDLE) at::removeCallback(o.handle);
+  o.handle = at::INVALID_CALLBACK_HANDLE;
+  o.mode = Mode::kOff;
+}
+
+// Closes the running iteration: one that made fewer calls than the recording diverged too.
+void close_iteration(Observer& o) {
+  if (o.iteration >= 0 && (o.diverged || o.position != o.plan.size())) o.diverged_iterations.push_back(o.iteration);
+  o.iteration = -1;
+}
+
+void record_start() {
+  Observer& o = observer();
+  o.names.clear();
+  o.depths.clear();
+  o.depth = 0;
+  install(Mode::kRecord);
+}
+
+py::tuple record_stop() {
+  uninstall();
+  const Observer& o = observer();
+  py::list names;
+  for (const std::string& name : o.names) names.append(py::str(name));
+  return py::make_tuple(names, o.depths);
+}
+
+void replay_start(py::capsule op_scope, std::vector<int32_t> plan, std::vector<int64_t> nvtx_handles,
+                  std::vector<uint32_t> colors, uint64_t first_id, int64_t iterations) {
+  Observer& o = observer();
+  if (std::strcmp(op_scope.name(), kOpScopeCapsuleName) != 0) throw std::invalid_argument("not visprof._C's op scope capsule");
+  if (plan.size() != o.names.size()) throw std::invalid_argument("the plan must have one entry per recorded call");
+  if (nvtx_handles.size() != colors.size()) throw std::invalid_argument("one NVTX handle and colour per op");
+  for (int32_t op : plan) {
+    if (op >= static_cast<int32_t>(nvtx_handles.size())) throw std::invalid_argument("plan names an op out of range");
+  }
+  o.api = *static_cast<const OpScopeApi*>(op_scope.get_pointer());
+  o.plan = std::move(plan);
+  o.nvtx_handles = std::move(nvtx_handles);
+  o.colors = std::move(colors);
+  o.n_ops = o.nvtx_handles.size();
+  o.first_id = first_id;
+  o.iteration = -1;
+  o.diverged_iterations.clear();
+  o.starts.assign(o.n_ops * static_cast<size_t>(iterations), 0);
+  o.ends.assign(o.n_ops * static_cast<size_t>(iterations), 0);
+  install(Mode::kReplay);
+}
+
+void begin_iteration(int64_t iteration) {
+  Observer& o = observer();
+  if (o.mode != Mode::kReplay) throw std::runtime_error("begin_iteration outside a replay");
+  if (iteration < 0 || static_cast<size_t>(iteration + 1) * o.n_ops > o.starts.size()) {
+    throw std::invalid_argument("iteration out of the range given to replay_start");
+  }
+  close_iteration(o);
+  o.iteration = iteration;
+  o.position = 0;
+  o.diverged = false;
+}
+
+py::tuple replay_stop() {
+  Observer& o = observer();
+  close_iteration(o);
+  uninstall();
+  // Ops still open (the forward raised inside an op) pop what they pushed.
+  for (int64_t slot : o.open_slots) {
+    if (slot >= 0) o.api.exit();
+  }
+  o.open_slots.clear();
+  return py::make_tuple(o.starts, o.ends, o.diverged_iterations);
+}
+
+}  // namespace
+}  // namespace visprof
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  using namespace visprof;
+  m.doc() = "Links kernels to ops from a C++ RecordFunction observer (see aten_observer.cpp).";
+  m.def("record_start", &record_start, "Logs every aten op call on this thread until record_stop().");
+  m.def("record_stop", &record_stop, "Stops recording; returns (names, depths) of the calls in call order.");
+  m.def("replay_start", &replay_start, py::arg("op_scope"), py::arg("plan"), py::arg("nvtx_handles"),
+        py::arg("colors"), py::arg("first_id"), py::arg("iterations"),
+        "Replays the recording on this thread: plan[k] is the template op of recorded call k, or -1.");
+  m.def("begin_iteration", &begin_iteration, py::arg("iteration"));
+  m.def("replay_stop", &replay_stop, "Stops replaying; returns (start_ns, end_ns, diverged iterations).");
+}

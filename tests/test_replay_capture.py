@@ -1,0 +1,160 @@
+"""The C++ op capture (ReplayCapture + the ATen observer) on the CPU: its alignment of
+recorded aten calls with the dispatch mode's ops, and that it yields the same op records as
+the Python capture on real timm models, under autocast and without."""
+import pytest
+import torch
+
+import visprof
+from visprof.capture import ModuleTracker, OpCapture
+from visprof.categories import default_table
+from visprof.errors import ModelForwardError
+from visprof.models import resolve_model
+from visprof.native import native
+from visprof.native import aten_observer
+from visprof.passes.attributed import run_attributed_pass
+from visprof.passes.runner import ModelRunner, RunConfig
+from visprof.replay_capture import ReplayCapture, align
+
+
+@pytest.fixture(scope="module")
+def observer():
+    module, why = aten_observer.load_observer()
+    assert module is not None, why  # CI has a C++ compiler: the observer must build there
+    return module
+
+
+# --- align(), on hand-written call logs ------------------------------------------------------
+
+def test_align_skips_composite_wrappers_and_the_calls_inside_an_op():
+    calls = [("aten::linear", 0), ("aten::t", 1), ("aten::transpose", 2), ("aten::addmm", 1),
+             ("aten::relu", 0), ("aten::clamp_min", 1)]
+    assert align(["aten::t", "aten::addmm", "aten::relu"], calls) == [-1, 0, -1, 1, 2, -1]
+
+
+def test_align_takes_a_same_named_wrapper_for_the_op_it_encloses():
+    calls = [("aten::add", 0), ("aten::add", 1), ("aten::mul", 0)]
+    assert align(["aten::add", "aten::mul"], calls) == [0, -1, 1]
+
+
+def test_align_refuses_when_a_template_op_is_missing():
+    assert align(["aten::addmm", "aten::gelu"], [("aten::addmm", 0), ("aten::relu", 0)]) is None
+    # an op hidden inside a matched op does not count as found
+    assert align(["aten::conv2d", "aten::add"], [("aten::conv2d", 0), ("aten::add", 1)]) is None
+
+
+# --- the observer against the dispatch mode on real models ---------------------------------
+
+def _template_and_replay(observer, model, x, iterations=2, autocast=True):
+    def forward():
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            return model(x)
+
+    forward()
+    tracker = ModuleTracker(model)
+    template = OpCapture(tracker, default_table(), nvtx=False, flops=True)
+    with tracker, template:
+        forward()
+    planned = OpCapture(tracker, default_table(), nvtx=True, template=template)
+    replay, why = ReplayCapture.prepare(observer, planned, forward, iterations)
+    assert replay is not None, why
+    with replay:
+        for iteration in range(iterations):
+            replay.start_iteration(iteration)
+            forward()
+    return template, replay
+
+
+@pytest.mark.parametrize("name, img_size", [
+    ("resnet18", 64), ("vit_tiny_patch16_224", 224), ("swin_tiny_patch4_window7_224", 224),
+    ("efficientnet_b0", 64), ("levit_128", 224), ("mobilevit_xs", 256), ("coatnet_nano_rw_224", 224),
+    ("convnext_atto", 64),
+])
+@pytest.mark.parametrize("autocast", [True, False], ids=["bf16", "fp32"])
+def test_replay_reproduces_the_dispatch_mode_ops(observer, name, img_size, autocast):
+    spec = resolve_model(name, img_size=img_size)
+    template, replay = _template_and_replay(observer, spec.module.eval(), spec.make_input(1, "cpu"), autocast=autocast)
+    assert replay.diverged_iterations == []
+    expected = template.to_records()
+    ops = replay.to_records()
+    assert len(ops) == 2 * len(expected)
+    for iteration in range(2):
+        got = ops[iteration * len(expected):(iteration + 1) * len(expected)]
+        assert [(o.name, o.module, o.flops, o.attrs) for o in got] == \
+               [(o.name, o.module, o.flops, o.attrs) for o in expected]
+        assert all(o.iteration == iteration for o in got)
+    assert len({o.external_id for o in ops}) == len(ops)
+    assert all(0 < o.cpu_start_ns <= o.cpu_end_ns for o in ops)
+    starts = [o.cpu_start_ns for o in ops]
+    assert starts == sorted(starts)  # ops run in template order, iteration after iteration
+    assert native().nvtx.depth() == 0 and native().op_depth() == 0
+
+
+class ChangesShapeOnItsThirdCall(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        x = self.conv(x)
+        return x.relu() if self.calls < 4 else x.sigmoid().tanh()
+
+
+def test_a_diverging_iteration_is_reported_and_the_pass_reruns_op_by_op(observer):
+    model = ChangesShapeOnItsThirdCall()
+    runner = ModelRunner(resolve_model(model), RunConfig(batch_size=1, precision="fp32", device="cpu"))
+    # calls: 1 template, 2 recording, 3 first replayed iteration, 4 diverges
+    result = run_attributed_pass(runner, default_table(), iterations=3)
+    assert any("different op sequence" in w for w in result.warnings)
+    assert result.trace.meta["op_capture"].startswith("python dispatch mode")
+    assert native().nvtx.depth() == 0 and native().op_depth() == 0
+
+
+def test_the_cpu_profile_uses_the_observer_and_matches_the_python_capture(observer, monkeypatch):
+    def shares(**env):
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        aten_observer.load_observer.cache_clear()
+        runner = ModelRunner(resolve_model("resnet18"), RunConfig(batch_size=1, precision="fp32", device="cpu"))
+        result = run_attributed_pass(runner, default_table(), iterations=2)
+        return result.trace.meta["op_capture"], [(op.name, op.module, op.flops) for op in result.trace.ops]
+
+    try:
+        replayed = shares()
+        python = shares(VISPROF_ATEN_OBSERVER="0")
+    finally:
+        aten_observer.load_observer.cache_clear()
+    assert replayed[0] == "aten observer"
+    assert python[0] == "python dispatch mode (ATen observer unavailable: VISPROF_ATEN_OBSERVER=0)"
+    assert replayed[1] == python[1]
+
+
+def test_a_raise_inside_a_replayed_op_leaves_nothing_pushed_or_installed(observer):
+    class Explodes(torch.nn.Module):  # calls: 1 template, 2 recording, 3 replayed
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3)
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            x = self.conv(x)
+            return torch.ops.aten.cumsum(x, 5 if self.calls == 3 else 1)  # dim 5: raises inside the op
+
+    with pytest.raises(ModelForwardError):
+        visprof.profile(Explodes(), batch_size=1, img_size=8, passes="attributed", progress=False)
+    assert native().nvtx.depth() == 0 and native().op_depth() == 0
+    observer.record_start()  # refused if a replay were still installed
+    observer.record_stop()
+
+
+def test_a_missing_compiler_is_reported_as_the_reason(monkeypatch, tmp_path):
+    monkeypatch.setenv("CXX", "visprof-no-such-compiler")
+    monkeypatch.setenv("VISPROF_CACHE_DIR", str(tmp_path))
+    aten_observer.load_observer.cache_clear()
+    try:
+        module, why = aten_observer.load_observer()
+    finally:
+        aten_observer.load_observer.cache_clear()
+    assert module is None and "visprof-no-such-compiler" in why

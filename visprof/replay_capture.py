@@ -1,0 +1,106 @@
+"""Op capture for the timed iterations of the attributed pass, from C++ instead of Python.
+
+The attributed pass first runs one forward under ``OpCapture`` (the template): a Python
+dispatch mode with module hooks, which learns each op's module, category and FLOPs. Running
+the timed iterations under the same dispatch mode costs ~5-10 µs of Python per op, which on
+the H200 made the attributed pass slower than torch.profiler. ``ReplayCapture`` runs them
+under visprof's C++ RecordFunction observer instead (csrc/aten_observer):
+
+1. one more forward with the observer recording every aten call and its nesting depth;
+2. ``align()`` finds the template's ops among those calls (the dispatch mode sees only some
+   of them: composite ops such as ``aten::linear`` are decomposed before it, and the calls
+   an op makes inside itself are hidden from it);
+3. the timed iterations replay the recording: the observer pushes op ids (and NVTX ranges)
+   around the calls that are template ops and checks every call against the recording.
+
+Attribution then reads the same op records as with ``OpCapture``. An iteration that departs
+from the recording (data-dependent control flow) is reported in ``diverged_iterations``, and
+the attributed pass re-runs with ``OpCapture``, which handles that case op by op.
+"""
+from __future__ import annotations
+
+from visprof.capture import OpCapture
+from visprof.native import native
+from visprof.records import OpRecord
+
+
+def align(template_names: list[str], calls: list[tuple[str, int]]) -> list[int] | None:
+    """For each recorded call (name, depth), the index of the template op it is, or -1.
+
+    Greedy, in call order: a call whose name is the next template op's is that op, and the
+    calls nested inside it are its own work. A wrapper that shares the op's name (an overload
+    that forwards to another) is taken for the op; it encloses the same kernels. None when
+    not every template op is found, so the caller can fall back to the dispatch mode."""
+    plan = [-1] * len(calls)
+    matched = 0
+    inside: int | None = None  # depth of the matched call we are in
+    for k, (name, depth) in enumerate(calls):
+        if inside is not None and depth > inside:
+            continue
+        inside = None
+        if matched < len(template_names) and name == template_names[matched]:
+            plan[k] = matched
+            matched += 1
+            inside = depth
+    return plan if matched == len(template_names) else None
+
+
+def op_name(func) -> str:
+    """The name RecordFunction gives an aten op (``aten::addmm``), from a dispatch-mode func."""
+    return func._schema.name
+
+
+class ReplayCapture:
+    """Stands in for ``OpCapture(template=...)`` in the attributed pass; see the module doc.
+
+    Build it with ``ReplayCapture.prepare()``, which records one forward and aligns it."""
+
+    def __init__(self, observer, planned: OpCapture, plan: list[int], iterations: int):
+        self._observer = observer
+        self._planned = planned
+        self._plan = plan
+        self._iterations = iterations
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+        self.diverged_iterations: list[int] = []
+        self.misaligned = 0  # OpCapture's counter; a replay never attributes a differing op
+
+    @classmethod
+    def prepare(cls, observer, planned: OpCapture, forward, iterations: int) -> tuple["ReplayCapture | None", str]:
+        """Records one forward (`forward()` runs and synchronizes it) and aligns it with the
+        template of `planned` (an OpCapture made with template=). (capture, "") or (None, why)."""
+        observer.record_start()
+        try:
+            forward()
+        finally:
+            names, depths = observer.record_stop()
+        plan = align([op_name(func) for func, *_ in planned.template_ops()], list(zip(names, depths)))
+        if plan is None:
+            return None, "the recorded aten calls did not contain the template's ops in order"
+        return cls(observer, planned, plan, iterations), ""
+
+    def __enter__(self) -> "ReplayCapture":
+        decisions = self._planned.template_decisions()
+        self._observer.replay_start(native()._op_scope_capsule(), self._plan, [handle for handle, _, _ in decisions],
+                                    [color for _, color, _ in decisions], first_id=1, iterations=self._iterations)
+        return self
+
+    def start_iteration(self, iteration: int) -> None:
+        self._observer.begin_iteration(iteration)
+
+    def __exit__(self, *exc) -> None:
+        self._starts, self._ends, self.diverged_iterations = self._observer.replay_stop()
+
+    def to_records(self) -> list[OpRecord]:
+        """One record per template op and iteration; external id 1 + iteration * ops + op, as
+        the observer pushed it."""
+        template = self._planned.template_ops()
+        count = len(template)
+        records = []
+        for iteration in range(self._iterations):
+            for index, (func, module, attrs, flops) in enumerate(template):
+                slot = iteration * count + index
+                records.append(OpRecord(external_id=1 + slot, name=str(func), module=module, iteration=iteration,
+                                        cpu_start_ns=self._starts[slot], cpu_end_ns=self._ends[slot],
+                                        flops=flops or 0.0, attrs=attrs or {}))
+        return records
