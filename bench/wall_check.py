@@ -1,0 +1,80 @@
+"""Wall time of visprof's attributed pass against torch.profiler on the same loop, each model
+in a fresh process (bench/profile_validation.py runs all models in one process, so from its
+second model on, torch.profiler has already run there and visprof traces in its fallback
+mode; see below).
+
+Per model: the model is warmed up (>= 1 s, as the timing pass does), then
+  1. visprof's attributed pass, `--iterations` synchronized forwards (median iteration wall);
+  2. torch.profiler (CPU + CUDA activities) over the same number of forwards (median);
+  3. visprof's attributed pass again: Kineto now holds CUPTI's subscription, so visprof
+     links ops through CUPTI external ids and full API records instead of its launch
+     callback. Reported, not part of the target.
+Target: (1) / (2) <= 1.0 on every model.
+
+    python bench/wall_check.py --json bench/results/wall-vs-torch-profiler-h200.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _provenance import provenance  # noqa: E402
+from profile_validation import REFERENCE_MODELS, attributed_pass_walls, torch_profiler_loop  # noqa: E402
+
+
+def one(name: str, batch: int, precision: str, iterations: int) -> dict:
+    from visprof.categories import default_table
+    from visprof.models import resolve_model
+    from visprof.passes.runner import ModelRunner, RunConfig
+    from visprof.passes.timing import warm_up
+
+    runner = ModelRunner(resolve_model(name), RunConfig(batch_size=batch, precision=precision, device="cuda:0"))
+    warm_up(runner, None)
+    ours = attributed_pass_walls(runner, default_table(), iterations)
+    theirs = torch_profiler_loop(runner, iterations)
+    after = attributed_pass_walls(runner, default_table(), iterations)
+    return {"model": name, "attributed_wall_ms": ours["wall_ms"], "torch_profiler_wall_ms": theirs["wall_ms"],
+            "ratio": ours["wall_ms"] / theirs["wall_ms"], "attributed_whole_pass_s": ours["whole_s"],
+            "torch_profiler_whole_session_s": theirs["whole_s"],
+            "after_torch_profiler_wall_ms": after["wall_ms"],
+            "after_torch_profiler_ratio": after["wall_ms"] / theirs["wall_ms"]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--models", default=",".join(REFERENCE_MODELS))
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--precision", default="bf16")
+    parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--one")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one(args.one, args.batch_size, args.precision, args.iterations)))
+        return 0
+    rows = []
+    for name in args.models.split(","):
+        proc = subprocess.run([sys.executable, __file__, "--one", name, "--batch-size", str(args.batch_size),
+                               "--precision", args.precision, "--iterations", str(args.iterations)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            rows.append({"model": name, "error": proc.stderr[-500:]})
+            print(f"{name}: FAILED", proc.stderr[-300:], flush=True)
+            continue
+        row = json.loads(proc.stdout.strip().splitlines()[-1])
+        rows.append(row)
+        print(f"{name:32s} attributed {row['attributed_wall_ms']:8.3f} ms  torch.profiler "
+              f"{row['torch_profiler_wall_ms']:8.3f} ms  ratio {row['ratio']:.2f}  (after torch.profiler "
+              f"{row['after_torch_profiler_ratio']:.2f})  {'OK' if row['ratio'] <= 1.0 else 'FAIL'}", flush=True)
+        if args.json:  # after every model: a crash loses nothing done so far
+            args.json.write_text(json.dumps({"provenance": provenance(), "iterations": args.iterations,
+                                             "rows": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
