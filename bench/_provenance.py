@@ -9,6 +9,11 @@ from pathlib import Path
 
 
 def git_commit() -> str:
+    import os
+
+    # The device machine's copy of the tree may carry a stale .git: the commit passed in wins.
+    if os.environ.get("VISPROF_COMMIT"):
+        return os.environ["VISPROF_COMMIT"]
     root = Path(__file__).resolve().parent.parent
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
@@ -16,10 +21,7 @@ def git_commit() -> str:
                                capture_output=True, text=True).stdout.strip()
         return sha + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
-        # The device machine gets a copy of the tree without .git; the caller passes it in.
-        import os
-
-        return os.environ.get("VISPROF_COMMIT", "unknown")
+        return "unknown"
 
 
 def provenance(command: str | None = None) -> dict:
