@@ -3,12 +3,14 @@ in a fresh process (bench/profile_validation.py runs all models in one process, 
 second model on, torch.profiler has already run there and visprof traces in its fallback
 mode; see below).
 
-Per model: the model is warmed up (>= 1 s, as the timing pass does), then
+Per model: the model is warmed up (>= `--warmup-s`, default 1 s as in the timing pass), an
+uninstrumented loop is timed, then
   1. visprof's attributed pass, `--iterations` synchronized forwards (median iteration wall);
   2. torch.profiler (CPU + CUDA activities) over the same number of forwards (median);
   3. visprof's attributed pass again: Kineto now holds CUPTI's subscription, so visprof
      links ops through CUPTI external ids and full API records instead of its launch
      callback. Reported, not part of the target.
+An uninstrumented loop is timed again between (2) and (3).
 Target: (1) / (2) <= 1.0 on every model. The lent H200's host has slow episodes lasting
 seconds (a 50-iteration CoAtNet-0 run read 17.9 ms for a pass that reads 12.5 ms a minute
 earlier), so each model runs `--rounds` times, each round in a fresh process (after
@@ -27,21 +29,25 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _provenance import provenance  # noqa: E402
-from profile_validation import REFERENCE_MODELS, attributed_pass_walls, torch_profiler_loop  # noqa: E402
+from profile_validation import REFERENCE_MODELS, attributed_pass_walls, timm_style_steps_ms, torch_profiler_loop  # noqa: E402,E501
 
 
-def one(name: str, batch: int, precision: str, iterations: int) -> dict:
+def one(name: str, batch: int, precision: str, iterations: int, warmup_s: float) -> dict:
     from visprof.categories import default_table
     from visprof.models import resolve_model
     from visprof.passes.runner import ModelRunner, RunConfig
     from visprof.passes.timing import warm_up
 
     runner = ModelRunner(resolve_model(name), RunConfig(batch_size=batch, precision=precision, device="cuda:0"))
-    warm_up(runner, None)
+    warm_up(runner, None, min_seconds=warmup_s)
+    # Uninstrumented loops on either side show how far the GPU/host drifted during the round.
+    clean_before = statistics.median(timm_style_steps_ms(runner, warmup=0, steps=iterations))
     ours = attributed_pass_walls(runner, default_table(), iterations)
     theirs = torch_profiler_loop(runner, iterations)
+    clean_after = statistics.median(timm_style_steps_ms(runner, warmup=0, steps=iterations))
     after = attributed_pass_walls(runner, default_table(), iterations)
-    return {"model": name, "attributed_wall_ms": ours["wall_ms"], "torch_profiler_wall_ms": theirs["wall_ms"],
+    return {"model": name, "clean_before_ms": clean_before, "clean_after_ms": clean_after,
+            "attributed_wall_ms": ours["wall_ms"], "torch_profiler_wall_ms": theirs["wall_ms"],
             "ratio": ours["wall_ms"] / theirs["wall_ms"], "attributed_whole_pass_s": ours["whole_s"],
             "torch_profiler_whole_session_s": theirs["whole_s"],
             "after_torch_profiler_wall_ms": after["wall_ms"],
@@ -55,18 +61,20 @@ def main() -> int:
     parser.add_argument("--precision", default="bf16")
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warmup-s", type=float, default=1.0, help="warm-up before the first measurement")
     parser.add_argument("--one")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(args.one, args.batch_size, args.precision, args.iterations)))
+        print(json.dumps(one(args.one, args.batch_size, args.precision, args.iterations, args.warmup_s)))
         return 0
     rows = []
     for name in args.models.split(","):
         rounds = []
         for _ in range(args.rounds):
             proc = subprocess.run([sys.executable, __file__, "--one", name, "--batch-size", str(args.batch_size),
-                                   "--precision", args.precision, "--iterations", str(args.iterations)],
+                                   "--precision", args.precision, "--iterations", str(args.iterations),
+                                   "--warmup-s", str(args.warmup_s)],
                                   capture_output=True, text=True)
             if proc.returncode != 0:
                 print(f"{name}: FAILED", proc.stderr[-300:], flush=True)
