@@ -73,6 +73,9 @@ def _build(root: Path) -> Path:
     if target.is_file():
         return target
     target_dir.mkdir(parents=True, exist_ok=True)
+    # Once per torch install: say why this run pauses.
+    print(f"visprof: compiling its ATen observer for torch {torch.__version__} (first use only, ~10 s)",
+          file=sys.stderr, flush=True)
     # Compile beside the target and rename: concurrent processes never load half a file.
     with tempfile.TemporaryDirectory(dir=target_dir) as scratch:
         partial = Path(scratch) / target.name
