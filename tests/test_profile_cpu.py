@@ -9,6 +9,7 @@ from visprof.capture import ModuleTracker, OpCapture
 from visprof.errors import BadInputError, ModelForwardError, UnknownModelError
 from visprof.native import native
 from visprof.records import CapturedTrace
+from visprof.report.table import render
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU path; the GPU path is tests/gpu")
 
@@ -26,6 +27,8 @@ def test_cpu_profile_is_labelled_and_complete(vit_result):
     assert sum(row.share for row in r.categories) == pytest.approx(1.0)
     assert not r.failed_checks
     assert r.attribution.coverage == 1.0
+    text = render(r)
+    assert "host clock" in text and "op time sum" in text and "device -1" not in text
 
 
 def test_cpu_profile_splits_a_vit_into_attention_and_mlp(vit_result):

@@ -149,9 +149,13 @@ def _timing(result: ProfileResult, cpu: bool) -> list[str]:
             lines.append(f"Peak memory (max_memory_allocated, timing pass): {_mib(t.max_memory_allocated_bytes)} MiB")
     a = result.attribution
     if a is not None:
-        busy = ", ".join(f"device {d}: {ms:.3f} ms" for d, ms in a.busy_ms.items()) or "-"
-        lines.append(f"Attributed pass ({a.iterations} iterations): kernel sum {a.kernel_ms:.3f} ms/iter, memcpy {a.memcpy_ms:.3f},"
-                     f" memset {a.memset_ms:.3f}; busy {busy}; coverage {_share(a.coverage)}")
+        if cpu:  # one pseudo-kernel per op on the host clock: no copies, sets or devices
+            lines.append(f"Attributed pass ({a.iterations} iterations): op time sum {a.kernel_ms:.3f} ms/iter; "
+                         f"coverage {_share(a.coverage)}")
+        else:
+            busy = ", ".join(f"device {d}: {ms:.3f} ms" for d, ms in a.busy_ms.items()) or "-"
+            lines.append(f"Attributed pass ({a.iterations} iterations): kernel sum {a.kernel_ms:.3f} ms/iter, memcpy "
+                         f"{a.memcpy_ms:.3f}, memset {a.memset_ms:.3f}; busy {busy}; coverage {_share(a.coverage)}")
     if result.memory is not None:
         mem = result.memory
         lines.append(f"Memory pass: peak {_mib(mem.peak_bytes)} MiB, {mem.alloc_count} allocations")
