@@ -178,3 +178,15 @@ def test_compiled_models_are_attributed_with_a_clear_caveat():
     assert result.config.compile
     assert any("torch.compile" in w and "eager" in w for w in result.warnings)
     assert {row.category for row in result.categories} >= {"convolution", "activation", "pooling"}
+
+
+def test_a_visprof_bug_outside_the_forward_is_not_blamed_on_the_model(monkeypatch):
+    from visprof.passes import attributed
+
+    def broken(*args, **kwargs):
+        raise KeyError("a bug in visprof, not in the model")
+
+    monkeypatch.setattr(attributed, "build_trace", broken)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3))
+    with pytest.raises(KeyError, match="a bug in visprof"):
+        visprof.profile(model, batch_size=1, img_size=8, passes="attributed", progress=False)

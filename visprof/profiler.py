@@ -102,11 +102,24 @@ def profile(
         except Exception as exc:  # the model failed in a later pass (data-dependent code, OOM)
             if kind == "cuda" and is_out_of_memory(exc):
                 raise OutOfMemoryError(config.batch_size, None, config.device) from exc
+            if not _raised_in_a_forward(exc):
+                raise  # visprof's own bug: keep the traceback, do not blame the model
             raise spec.forward_error(config.batch_size, exc) from exc
         finally:
             runner.close()
     return _build_result(spec, config, passes, warmup, iterations, table, outcome, notes,
                          sampler.summary(), trace_path, recording_path, top_modules)
+
+
+def _raised_in_a_forward(exc: BaseException) -> bool:
+    """Whether `exc` propagated out of a forward (ModelRunner.__call__). Only then can the
+    model be blamed; an error anywhere else in the passes is visprof's."""
+    frame = exc.__traceback__
+    while frame is not None:
+        if frame.tb_frame.f_code is ModelRunner.__call__.__code__:
+            return True
+        frame = frame.tb_next
+    return False
 
 
 class _NoSampler:
