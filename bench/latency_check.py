@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _fresh_process import run_one  # noqa: E402
 from _provenance import provenance  # noqa: E402
 from profile_validation import REFERENCE_MODELS, timm_style_steps_ms  # noqa: E402
 
@@ -66,20 +66,15 @@ def main() -> int:
         return 0
     rows = []
     for name in args.models.split(","):
-        proc = subprocess.run([sys.executable, __file__, "--one", name, "--batch-size", str(args.batch_size),
-                               "--precision", args.precision, "--rounds", str(args.rounds)],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            rows.append({"model": name, "error": proc.stderr[-500:]})
-            print(f"{name}: FAILED", proc.stderr[-300:], flush=True)
-            continue
-        row = json.loads(proc.stdout.strip().splitlines()[-1])
+        row = run_one(__file__, name, ["--batch-size", str(args.batch_size), "--precision", args.precision,
+                                       "--rounds", str(args.rounds)])
         rows.append(row)
-        print(f"{name:32s} visprof vs timm loop: medians {row['visprof_vs_timm']:+.1%}, means "
-              f"{row['visprof_vs_timm_means']:+.1%} (median of {args.rounds} rounds; timm loop spread "
-              f"{row['timm_median_spread']:.1%} / {row['timm_mean_spread']:.1%})  "
-              f"{'OK' if row['within_3pct'] else 'FAIL'}", flush=True)
-        if args.json:
+        if "error" not in row:
+            print(f"{name:32s} visprof vs timm loop: medians {row['visprof_vs_timm']:+.1%}, means "
+                  f"{row['visprof_vs_timm_means']:+.1%} (median of {args.rounds} rounds; timm loop spread "
+                  f"{row['timm_median_spread']:.1%} / {row['timm_mean_spread']:.1%})  "
+                  f"{'OK' if row['within_3pct'] else 'FAIL'}", flush=True)
+        if args.json:  # after every model: a crash loses nothing done so far
             args.json.write_text(json.dumps({"provenance": provenance(), "rows": rows}, indent=2))
     return 0
 

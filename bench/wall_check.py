@@ -23,11 +23,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _fresh_process import run_one  # noqa: E402
 from _provenance import provenance  # noqa: E402
 from profile_validation import REFERENCE_MODELS, attributed_pass_walls, timm_style_steps_ms, torch_profiler_loop  # noqa: E402,E501
 
@@ -72,15 +72,8 @@ def main() -> int:
     for name in args.models.split(","):
         rounds = []
         for _ in range(args.rounds):
-            proc = subprocess.run([sys.executable, __file__, "--one", name, "--batch-size", str(args.batch_size),
-                                   "--precision", args.precision, "--iterations", str(args.iterations),
-                                   "--warmup-s", str(args.warmup_s)],
-                                  capture_output=True, text=True)
-            if proc.returncode != 0:
-                print(f"{name}: FAILED", proc.stderr[-300:], flush=True)
-                rounds.append({"error": proc.stderr[-500:]})
-                continue
-            rounds.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            rounds.append(run_one(__file__, name, ["--batch-size", str(args.batch_size), "--precision", args.precision,
+                                                   "--iterations", str(args.iterations), "--warmup-s", str(args.warmup_s)]))
         done = [r for r in rounds if "error" not in r]
         row = {"model": name, "rounds": rounds}
         if done:

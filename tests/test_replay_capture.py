@@ -89,22 +89,25 @@ def test_replay_reproduces_the_dispatch_mode_ops(observer, name, img_size, autoc
     assert native().nvtx.depth() == 0 and native().op_depth() == 0
 
 
-class ChangesShapeOnItsThirdCall(torch.nn.Module):
-    def __init__(self):
+class ChangesOnCall(torch.nn.Module):
+    """A convolution, then `usual(x)`, except on forward call `call`, which runs `changed(x)`.
+    In the attributed pass, call 1 is the template, 2 the recording, 3 on are replayed."""
+
+    def __init__(self, call: int, usual, changed):
         super().__init__()
         self.conv = torch.nn.Conv2d(3, 4, 3)
         self.calls = 0
+        self.call, self.usual, self.changed = call, usual, changed
 
     def forward(self, x):
         self.calls += 1
         x = self.conv(x)
-        return x.relu() if self.calls < 4 else x.sigmoid().tanh()
+        return self.changed(x) if self.calls == self.call else self.usual(x)
 
 
 def test_a_diverging_iteration_is_reported_and_the_pass_reruns_op_by_op(observer):
-    model = ChangesShapeOnItsThirdCall()
+    model = ChangesOnCall(4, torch.relu, lambda x: x.sigmoid().tanh())
     runner = ModelRunner(resolve_model(model), RunConfig(batch_size=1, precision="fp32", device="cpu"))
-    # calls: 1 template, 2 recording, 3 first replayed iteration, 4 diverges
     result = run_attributed_pass(runner, default_table(), iterations=3)
     assert any("different op sequence" in w for w in result.warnings)
     assert result.trace.meta["op_capture"].startswith("python dispatch mode")
@@ -131,19 +134,10 @@ def test_the_cpu_profile_uses_the_observer_and_matches_the_python_capture(observ
 
 
 def test_a_raise_inside_a_replayed_op_leaves_nothing_pushed_or_installed(observer):
-    class Explodes(torch.nn.Module):  # calls: 1 template, 2 recording, 3 replayed
-        def __init__(self):
-            super().__init__()
-            self.conv = torch.nn.Conv2d(3, 4, 3)
-            self.calls = 0
-
-        def forward(self, x):
-            self.calls += 1
-            x = self.conv(x)
-            return torch.ops.aten.cumsum(x, 5 if self.calls == 3 else 1)  # dim 5: raises inside the op
-
+    explodes = ChangesOnCall(3, lambda x: torch.ops.aten.cumsum(x, 1),
+                             lambda x: torch.ops.aten.cumsum(x, 5))  # dim 5: raises inside the op
     with pytest.raises(ModelForwardError):
-        visprof.profile(Explodes(), batch_size=1, img_size=8, passes="attributed", progress=False)
+        visprof.profile(explodes, batch_size=1, img_size=8, passes="attributed", progress=False)
     assert native().nvtx.depth() == 0 and native().op_depth() == 0
     observer.record_start()  # refused if a replay were still installed
     observer.record_stop()
