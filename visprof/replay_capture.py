@@ -23,6 +23,10 @@ from visprof.capture import OpCapture
 from visprof.native import native
 from visprof.records import OpRecord
 
+# External id of op 0 of iteration 0; op j of iteration i is FIRST_ID + i * ops + j, in the
+# observer that pushes it and in to_records() that reads it back (0 means "no op" to CUPTI).
+FIRST_ID = 1
+
 
 def align(template_names: list[str], calls: list[tuple[str, int]]) -> list[int] | None:
     """For each recorded call (name, depth), the index of the template op it is, or -1.
@@ -82,7 +86,7 @@ class ReplayCapture:
     def __enter__(self) -> "ReplayCapture":
         decisions = self._planned.template_decisions()
         self._observer.replay_start(native()._op_scope_capsule(), self._plan, [handle for handle, _, _ in decisions],
-                                    [color for _, color, _ in decisions], first_id=1, iterations=self._iterations)
+                                    [color for _, color, _ in decisions], first_id=FIRST_ID, iterations=self._iterations)
         return self
 
     def start_iteration(self, iteration: int) -> None:
@@ -92,15 +96,14 @@ class ReplayCapture:
         self._starts, self._ends, self.diverged_iterations = self._observer.replay_stop()
 
     def to_records(self) -> list[OpRecord]:
-        """One record per template op and iteration; external id 1 + iteration * ops + op, as
-        the observer pushed it."""
+        """One record per template op and iteration, with the external id the observer pushed."""
         template = self._planned.template_ops()
         count = len(template)
         records = []
         for iteration in range(self._iterations):
             for index, (func, module, attrs, flops) in enumerate(template):
                 slot = iteration * count + index
-                records.append(OpRecord(external_id=1 + slot, name=str(func), module=module, iteration=iteration,
+                records.append(OpRecord(external_id=FIRST_ID + slot, name=str(func), module=module, iteration=iteration,
                                         cpu_start_ns=self._starts[slot], cpu_end_ns=self._ends[slot],
                                         flops=flops or 0.0, attrs=attrs or {}))
         return records

@@ -13,7 +13,7 @@
 //           recording stops the replay for the rest of that iteration (counted as diverged),
 //           so a data-dependent forward can never be attributed to the wrong op.
 //
-// Compiled at run time against the torch in the process (visprof/aten_replay.py), because
+// Compiled at run time against the torch in the process (visprof/native/aten_observer.py), because
 // RecordFunction is C++ API without a stable ABI across torch versions. op_enter/op_exit come
 // from visprof._C through a capsule (capture/op_scope_api.h).
 #include <ATen/record_function.h>
@@ -63,7 +63,6 @@ Observer& observer() {
   static Observer* instance = new Observer();  // never destroyed: torch may call back at exit
   return *instance;
 }
-
 
 std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   Observer& o = observer();
