@@ -85,8 +85,10 @@ class ReplayCapture:
 
     def __enter__(self) -> "ReplayCapture":
         decisions = self._planned.template_decisions()
-        self._observer.replay_start(native()._op_scope_capsule(), self._plan, [handle for handle, _, _ in decisions],
-                                    [color for _, color, _ in decisions], first_id=FIRST_ID, iterations=self._iterations)
+        handles = [handle for handle, _, _ in decisions]
+        colors = [color for _, color, _ in decisions]
+        self._observer.replay_start(native()._op_scope_capsule(), self._plan, handles, colors,
+                                    first_id=FIRST_ID, iterations=self._iterations)
         return self
 
     def start_iteration(self, iteration: int) -> None:
