@@ -17,6 +17,7 @@ EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
 EXIT_OUT_OF_MEMORY = 3
 EXIT_NO_DEVICE = 4
+EXIT_OUTPUT = 5  # an output file could not be written (full disk, permissions)
 
 
 def _restore(cls: type, args: tuple, state: dict) -> "VisprofError":
@@ -160,6 +161,17 @@ class ModelForwardError(VisprofError):
         self.__cause__ = cause
 
 
+class OutputWriteError(VisprofError):
+    """An output file could not be written; the previous file (or none) is left in place."""
+
+    exit_code = EXIT_OUTPUT
+
+    def __init__(self, path, reason: str):
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"could not write {self.path}: {reason} (nothing was written there)")
+
+
 class NativeUnavailableError(VisprofError):
     """The native extension ``visprof._C`` could not be loaded or lacks a backend."""
 
@@ -183,5 +195,6 @@ __all__ = [
     "CuptiUnavailableError",
     "ModelForwardError",
     "NativeUnavailableError",
+    "OutputWriteError",
     "exit_code_for",
 ]

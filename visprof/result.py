@@ -57,6 +57,9 @@ class RunConfig:
     warmup: int = 0
     iterations: int | str = "auto"  # as requested; Timing.iterations says how many ran
     passes: list[str] = field(default_factory=list)  # of "timing", "attributed", "memory"
+    # The latency regime (docs/measuring.md): how each forward was run.
+    grad_mode: str = "no_grad"  # "no_grad" | "inference_mode"
+    autocast: str = "per-forward"  # "per-forward" | "whole-loop" | "model-cast" | "off" (fp32/tf32)
 
 
 @dataclass
@@ -106,6 +109,7 @@ class Timing:
     busy_ms: float | None = None  # GPU busy (union of kernel intervals) per iteration
     idle_ms: float | None = None  # "host/launch-bound": latency median - busy_ms
     max_memory_allocated_bytes: int | None = None
+    max_memory_reserved_bytes: int | None = None
 
 
 @dataclass
@@ -158,15 +162,23 @@ class AttributionSummary:
     other_ops: list[NamedTime] = field(default_factory=list)  # ops no rule matched, largest first
     kernel_count: float = 0.0  # activity rows per iteration
     iterations: int = 1
+    # Casts of parameters (autocast re-casting weights every forward), per iteration.
+    weight_cast_ms: float = 0.0
+    weight_cast_count: float = 0.0
 
 
 @dataclass
 class MemorySummary:
-    peak_bytes: int
+    peak_bytes: int  # allocated: bytes held by tensors at the peak of one forward
     # keys are "category" or "category/subcategory"
     by_category_at_peak: dict[str, int] = field(default_factory=dict)
     transient_peak_by_category: dict[str, int] = field(default_factory=dict)
     alloc_count: int = 0
+    # reserved: bytes the CUDA caching allocator held from the driver (decides whether a
+    # model fits a GPU), at its own peak, split by the category of the op that reserved them
+    reserved_peak_bytes: int | None = None
+    reserved_by_category_at_peak: dict[str, int] = field(default_factory=dict)
+    method: str = ""  # "caching-allocator trace" | "pluggable allocator"
 
 
 @dataclass

@@ -1,0 +1,119 @@
+"""visprof.outputs: paths checked up front, files complete or absent, on real files and signals."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import gzip
+from pathlib import Path
+
+import pytest
+
+from visprof.errors import BadInputError, OutputWriteError
+from visprof.outputs import atomic_output, atomic_write_text, check_output_path, check_output_paths
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_a_directory_a_missing_folder_and_a_device_are_refused(tmp_path):
+    with pytest.raises(BadInputError, match="is a directory"):
+        check_output_path(tmp_path, "--json")
+    with pytest.raises(BadInputError, match="does not exist"):
+        check_output_path(tmp_path / "nope" / "x.json", "--json")
+    with pytest.raises(BadInputError, match="not a regular file"):
+        check_output_path("/dev/null", "--json")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(BadInputError, match="not a directory"):
+        check_output_path(tmp_path / "file" / "x.json", "--json")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_folder_is_refused(tmp_path):
+    tmp_path.chmod(0o500)
+    try:
+        with pytest.raises(BadInputError, match="not writable"):
+            check_output_path(tmp_path / "x.json", "--json")
+    finally:
+        tmp_path.chmod(0o700)
+
+
+def test_two_options_naming_one_file_are_refused(tmp_path):
+    with pytest.raises(BadInputError, match="--json and --trace name the same file"):
+        check_output_paths({"--json": tmp_path / "a.json", "--trace": tmp_path / "." / "a.json"})
+    assert set(check_output_paths({"--json": tmp_path / "a.json", "--trace": None})) == {"--json"}
+
+
+def test_written_whole_with_the_usual_mode_and_gzip_by_suffix(tmp_path):
+    target = tmp_path / "r.json"
+    atomic_write_text(target, "hello")
+    assert target.read_text() == "hello"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
+    zipped = tmp_path / "t.json.gz"
+    atomic_write_text(zipped, "zipped")
+    assert gzip.decompress(zipped.read_bytes()).decode() == "zipped"
+    with atomic_output(tmp_path / "b.bin", "wb") as fh:
+        fh.write(b"\x00\x01")
+    assert (tmp_path / "b.bin").read_bytes() == b"\x00\x01"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.bin", "r.json", "t.json.gz"]  # no leftovers
+
+
+def test_a_failure_while_writing_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
+    target = tmp_path / "r.json"
+    target.write_text("old")
+    with pytest.raises(RuntimeError):
+        with atomic_output(target) as fh:
+            fh.write("new, half")
+            raise RuntimeError("boom")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_full_disk_is_one_error_naming_the_file(tmp_path, monkeypatch):
+    # /dev/full as the temporary file: every write fails with ENOSPC, as on a full disk.
+    import tempfile
+
+    def full_mkstemp(prefix="", suffix="", dir=None):
+        return os.open("/dev/full", os.O_WRONLY), str(tmp_path / "unused.partial")
+
+    monkeypatch.setattr(tempfile, "mkstemp", full_mkstemp)
+    target = tmp_path / "r.json"
+    with pytest.raises(OutputWriteError, match=r"could not write .*r\.json: No space left on device"):
+        atomic_write_text(target, "x" * 100_000)
+    assert not target.exists()
+
+
+def test_sigint_while_writing_leaves_the_old_file_and_no_partial(tmp_path):
+    """A real SIGINT, sent by another process while the writer is in the middle of the file."""
+    target = tmp_path / "big.json"
+    target.write_text("old")
+    ready = tmp_path / "ready"
+    script = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(REPO)!r})
+        from visprof.outputs import atomic_output
+        with atomic_output({str(target)!r}) as fh:
+            fh.write("x" * 1_000_000)
+            open({str(ready)!r}, "w").close()
+            while True:
+                fh.write("y" * 1000)
+                time.sleep(0.001)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE)
+    for _ in range(2000):
+        if ready.exists():
+            break
+        proc.poll()
+        assert proc.returncode is None, proc.stderr.read().decode()
+        import time
+
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0 and b"KeyboardInterrupt" in err
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.json", "ready"]

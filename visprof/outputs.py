@@ -1,0 +1,115 @@
+"""Output files: checked before any work starts, then written whole or not at all.
+
+Every file visprof writes (results, traces, exports, reports) goes through here, so that
+
+* a path that cannot be written (a folder, a missing or read-only folder, a device, two
+  options naming the same file) is refused with one line *before* minutes of profiling;
+* an interrupted or failed write (Ctrl-C, a full disk, a crash) leaves the previous file, or
+  none, never a truncated one: the data goes to a temporary file in the same folder, which
+  is renamed over the target only once it is complete and flushed to disk.
+
+    check_output_paths({"--json": args.json, "--trace": args.trace})
+    with atomic_output(path) as fh:       # text; atomic_output(path, "wb") for bytes
+        fh.write(text)
+"""
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import IO, Iterator, Mapping
+
+from visprof.errors import BadInputError, OutputWriteError
+
+__all__ = ["atomic_output", "atomic_write_text", "check_output_path", "check_output_paths"]
+
+
+def check_output_path(path: str | Path, what: str = "output") -> Path:
+    """``path`` as a Path if a regular file can be created or replaced there, else BadInputError.
+
+    ``what`` names the path in the message (an option such as ``--json``)."""
+    path = Path(path)
+    if path.is_dir():
+        raise BadInputError(f"{what}: {path} is a directory; give a file name")
+    if path.exists() and not stat.S_ISREG(path.stat().st_mode):
+        raise BadInputError(f"{what}: {path} is not a regular file (a device, a pipe or a socket)")
+    parent = path.parent
+    if not parent.exists():
+        raise BadInputError(f"{what}: directory {parent} does not exist")
+    if not parent.is_dir():
+        raise BadInputError(f"{what}: {parent} is not a directory")
+    # The temporary file is created in the same folder, so the folder must be writable even
+    # when the file itself already exists and is.
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise BadInputError(f"{what}: directory {parent} is not writable")
+    return path
+
+
+def check_output_paths(paths: Mapping[str, str | Path | None]) -> dict[str, Path]:
+    """Checks each given path (None: option not used) and that no two name the same file."""
+    checked = {what: check_output_path(p, what) for what, p in paths.items() if p is not None}
+    seen: dict[Path, str] = {}
+    for what, path in checked.items():
+        key = path.resolve()
+        if key in seen:
+            raise BadInputError(f"{seen[key]} and {what} name the same file ({path}); give each its own")
+        seen[key] = what
+    return checked
+
+
+def _creation_mode() -> int:
+    """The mode a plain open() would give a new file (0666 less the umask): mkstemp makes 0600."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | Path, mode: str = "w", *, compress: bool | None = None,
+                  encoding: str = "utf-8") -> Iterator[IO]:
+    """Opens a temporary file beside ``path`` for writing; renames it to ``path`` when the
+    block ends normally, deletes it when the block raises (KeyboardInterrupt included).
+
+    ``mode`` is "w" (text) or "wb". ``compress`` gzips the data (default: when the name ends
+    in .gz). A failure of the file system (full disk, permissions changed meanwhile) becomes
+    ``OutputWriteError`` naming the file and the reason."""
+    if mode not in ("w", "wb"):
+        raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
+    path = Path(path)
+    compress = path.suffix == ".gz" if compress is None else compress
+    tmp_name = None
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+        with os.fdopen(fd, "wb") as raw:
+            # GzipFile given a fileobj does not close it; the text wrapper is detached, not
+            # closed, for the same reason: `raw` must stay open to be flushed and synced.
+            zipped = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if compress else None  # mtime 0: same bytes for same data
+            binary = zipped or raw
+            text = io.TextIOWrapper(binary, encoding=encoding, newline="") if mode == "w" else None
+            yield text or binary
+            if text is not None:
+                text.flush()
+                text.detach()
+            if zipped is not None:
+                zipped.close()
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.chmod(tmp_name, _creation_mode())
+        os.replace(tmp_name, path)
+        tmp_name = None
+    except OSError as exc:
+        raise OutputWriteError(path, exc.strerror or str(exc)) from exc
+    finally:
+        if tmp_name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+
+
+def atomic_write_text(path: str | Path, text: str, *, compress: bool | None = None) -> None:
+    """Writes ``text`` (UTF-8) to ``path`` atomically; see ``atomic_output``."""
+    with atomic_output(path, "w", compress=compress) as fh:
+        fh.write(text)
