@@ -58,6 +58,7 @@ def profile(
     category_file: str | Path | None = None,
     progress: bool = True,
     top_modules: int = 15,
+    search_batch: bool = True,
 ) -> R.ProfileResult:
     """Profiles one model: latency, GPU time and peak memory by operator category.
 
@@ -66,6 +67,8 @@ def profile(
     median is stable. `passes` picks any of timing, attributed, memory (the memory pass
     needs a GPU). `trace_path` writes the attributed pass as a Chrome/Perfetto trace;
     `recording_path` saves it as a CapturedTrace (.json.gz) that visprof.attribution replays.
+    On out of memory, `search_batch` looks for the largest batch that fits and names it in the
+    OutOfMemoryError (a sweep that decays the batch itself turns it off).
     """
     device = hardware.resolve_device(device)
     kind = "cuda" if device.startswith("cuda") else "cpu"
@@ -89,7 +92,7 @@ def profile(
     notes: list[str] = list(spec.notes)
     with Progress(steps, spec.name, enabled=progress) as bar:
         bar.step("loading model")
-        runner = _make_runner(spec, config)
+        runner = _make_runner(spec, config, search_batch)
         sampler = hardware.ClockSampler(runner.device.index or 0) if kind == "cuda" else _NoSampler()
         try:
             outcome = _run_passes(runner, passes, table, warmup, iterations, attributed_iterations, bar, notes,
@@ -146,7 +149,7 @@ def _parse_passes(passes: Sequence[str] | str, kind: str) -> tuple[str, ...]:
     return tuple(p for p in PASSES if p in passes)
 
 
-def _make_runner(spec: ModelSpec, config: RunConfig) -> ModelRunner:
+def _make_runner(spec: ModelSpec, config: RunConfig, search_batch: bool = True) -> ModelRunner:
     """Builds the runner and proves one forward works; an OOM becomes a clear message with
     the largest batch that fits."""
     runner = None
@@ -161,6 +164,8 @@ def _make_runner(spec: ModelSpec, config: RunConfig) -> ModelRunner:
             runner = None  # and frees its input before a batch search
         if config.device.startswith("cuda") and is_out_of_memory(exc):
             del exc
+            if not search_batch:
+                raise OutOfMemoryError(config.batch_size, None, config.device) from None
             raise _oom_with_search(spec, config) from None
         if isinstance(exc, VisprofError):
             raise
