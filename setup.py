@@ -66,19 +66,25 @@ class CMakeBuild(build_ext):
         subprocess.run(["cmake", "--build", str(build_dir), "-j", jobs], check=True)
 
 
-class BuildPyWithObserverSources(build_py):
-    """Ships the ATen observer's C++ sources inside the package (visprof/_csrc/): it is
-    compiled on first use against the torch of the environment it runs in, which need not
-    be the one (if any) present at build time (visprof/native/aten_observer.py)."""
+# Native modules compiled on first use against the user's torch (visprof/native/runtime_module.py).
+RUNTIME_MODULES = ("aten_observer", "alloc_tracker")
+
+
+class BuildPyWithRuntimeSources(build_py):
+    """Ships the C++ sources of the runtime-compiled modules (the ATen observer, the allocator
+    tracker) inside the package (visprof/_csrc/): they are compiled on first use against the
+    torch of the environment they run in, which need not be the one (if any) present at build
+    time (visprof/native/runtime_module.py)."""
 
     def run(self) -> None:
         super().run()
         csrc = ROOT / "csrc"
-        listed = (csrc / "aten_observer" / "sources.txt").read_text().splitlines()
-        for relative in (line.strip() for line in listed):
-            if relative and not relative.startswith("#"):
-                self.copy_file(str(csrc / relative), str(Path(self.build_lib) / "visprof" / "_csrc" / relative),
-                               preserve_mode=False)
+        for module in RUNTIME_MODULES:
+            listed = (csrc / module / "sources.txt").read_text().splitlines()
+            for relative in (line.strip() for line in listed):
+                if relative and not relative.startswith("#"):
+                    self.copy_file(str(csrc / relative), str(Path(self.build_lib) / "visprof" / "_csrc" / relative),
+                                   preserve_mode=False)
 
     def copy_file(self, source, target, **kwargs):
         Path(target).parent.mkdir(parents=True, exist_ok=True)
@@ -86,4 +92,4 @@ class BuildPyWithObserverSources(build_py):
 
 
 setup(ext_modules=[CMakeExtension("visprof._C")],
-      cmdclass={"build_ext": CMakeBuild, "build_py": BuildPyWithObserverSources})
+      cmdclass={"build_ext": CMakeBuild, "build_py": BuildPyWithRuntimeSources})

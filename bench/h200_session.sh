@@ -3,6 +3,9 @@
 # Usage on the device: bash bench/h200_session.sh STEP [STEP...]; results land in $OUT.
 #   native   GPU tests of the native core + bench/native_overhead.py
 #   profile  GPU tests of the profiler + `visprof profile` of one model (the README excerpt)
+#   memory   GPU tests of the in-process memory pass + bench/alloc_tracker_cost.py
+#   regimes  bench/latency_check.py (latency per regime, memory, whole-profile wall time);
+#            starts no model after $REGIMES_DEADLINE_S seconds since this script started
 # VISPROF_COMMIT names the commit in the results (the device copy has no .git).
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:${PYTHONPATH:-}
@@ -14,8 +17,9 @@ fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit --format=csv | tee "$OUT/gpu.txt"
 python3 setup.py -q build_ext --inplace > /tmp/build.log 2>&1 || { tail -40 /tmp/build.log; exit 1; }
 python3 -c "import visprof.native as n, json; print(json.dumps(n.native_info()))"
-# Compile the ATen observer once, before tests start processes that would each wait for it.
+# Compile the runtime modules once, before tests start processes that would each wait for them.
 python3 -c "from visprof.native.aten_observer import load_observer; print('aten observer:', load_observer())"
+python3 -c "from visprof.native.alloc_tracker import attach_tracker; print('alloc tracker:', attach_tracker())"
 for step in "$@"; do
   case $step in
     native)
@@ -25,6 +29,12 @@ for step in "$@"; do
       python3 -m pytest tests/gpu/test_profile_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-profile.txt" | grep -E "PASS|FAIL|SKIP|Error|passed|failed" | head -40
       model=${MODEL:-vit_base_patch16_224}
       python3 -m visprof profile "$model" --quiet --json "$OUT/visprof-profile-$model.json" 2>&1 | tee "$OUT/visprof-profile-$model.txt" ;;
+    memory)
+      python3 -m pytest tests/gpu/test_memory_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-memory.txt" | grep -E "PASS|FAIL|SKIP|Error|passed|failed|assert" | head -40
+      python3 bench/alloc_tracker_cost.py --json "$OUT/alloc-tracker-cost-h200.json" 2>&1 | tee "$OUT/alloc-tracker-cost.txt" | tail -4 ;;
+    regimes)
+      left=$(( ${REGIMES_DEADLINE_S:-480} - SECONDS ))
+      python3 bench/latency_check.py ${MODELS:+--models $MODELS} --deadline-s "$left" --json "$OUT/latency-regimes-h200.json" 2>&1 | tee "$OUT/latency-regimes.txt" ;;
     *) python3 -c "$step" ;;
   esac
 done

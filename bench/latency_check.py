@@ -1,82 +1,208 @@
-"""Clean latency of visprof's timing pass against a timm benchmark.py-style loop, each model
-in a fresh process so that no earlier tracing or profiler session in the process can colour
-either number. The two alternate on one model instance for `--rounds` rounds; the ratio is
-taken per round (neighbouring measurements share the host's state of the moment) and the
-median ratio is reported. The first H200 runs showed the host drifting by up to 50% between
-two identical loops a few seconds apart, which a single before/after pair cannot absorb.
+"""visprof's latency, memory and speed against plain loops a user would write, per regime.
 
-timm's benchmark.py reports the mean step time; visprof reports the median. On a quiet host
-they agree; on this one a few slow steps move a mean by several percent (a second H200 run,
-bench/results/h200-callback-1, saw the timm loop's mean move 39% between rounds). Both
-statistics are compared like for like: the loop's median against visprof's median (the
-acceptance figure) and the loop's mean against visprof's mean.
+For each model, on a model instance visprof never sees (built with timm.create_model and
+moved to the GPU here), and a separate whole `visprof.profile()` call:
 
-    python bench/latency_check.py --json bench/results/latency-vs-timm-h200.json
+1. Memory, each alone on the GPU: a plain loop's torch.cuda.max_memory_allocated and
+   max_memory_reserved (cache emptied first, as a fresh process would start), then visprof's
+   memory pass peak (held by tensors, reserved) for the same model, batch and regime.
+2. Latency, in alternating rounds (plain loop, visprof.profile(), next regime, ...): for each
+   regime, the loop written that way (a CUDA event pair around each forward, synchronize
+   after each, 10 warm-up and 40 timed steps, median) against the whole profile's clean
+   latency (median); the ratio is taken per round and its median reported, with the loop's
+   own round-to-round spread (a model whose loop moves more than the tolerance between rounds
+   does not "hold still").
+     per-forward  with torch.no_grad(): for ...: with torch.autocast(...): m(x)   (timm's benchmark.py)
+     whole-loop   with torch.no_grad(), torch.autocast(...): for ...: m(x)
+     model-cast   m16 = m.to(bf16); with torch.no_grad(): for ...: m16(x16)
+3. Speed: the wall time of every whole visprof.profile() call (all three passes).
+
+    python bench/latency_check.py --json bench/results/latency-regimes-h200.json --deadline-s 480
+
+All models run in one process (imports, CUDA context, the compiled observer and tracker are
+shared, as in a sweep). The JSON is rewritten after every model, and no new model starts after
+--deadline-s, so a call cut short keeps what it measured.
 """
 from __future__ import annotations
 
 import argparse
+import copy
+import gc
 import json
+import statistics
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _fresh_process import run_one  # noqa: E402
 from _provenance import provenance  # noqa: E402
-from profile_validation import REFERENCE_MODELS, timm_style_steps_ms  # noqa: E402
+
+# Sixteen families: plain, depthwise and grouped CNNs, ViTs, windowed and hierarchical
+# transformers, hybrids, an MLP-mixer and a pool-former.
+MODELS = [
+    "resnet50", "convnext_tiny", "efficientnet_b0", "mobilenetv3_large_100", "regnety_016", "densenet121",
+    "vit_base_patch16_224", "deit_small_patch16_224", "eva02_base_patch14_224.mim_in22k",
+    "swin_tiny_patch4_window7_224", "maxvit_tiny_tf_224", "coatnet_0_rw_224", "levit_128", "mobilevit_s",
+    "mixer_b16_224", "poolformer_s12",
+]
+REGIMES = ("per-forward", "whole-loop", "model-cast")
+TOLERANCE = 0.01
 
 
-def one(name: str, batch: int, precision: str, rounds: int) -> dict:
-    import statistics
+def plain_loop_ms(model, x, regime: str, dtype, warmup: int = 10, steps: int = 40) -> float:
+    """The loop as a user writes it for `regime`; median ms of a CUDA event pair per forward."""
+    import torch
 
-    from visprof.models import resolve_model
-    from visprof.passes.runner import ModelRunner, RunConfig
-    from visprof.passes.timing import run_timing_pass
+    def run(step) -> list[float]:
+        times = []
+        for i in range(warmup + steps):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            step()
+            end.record()
+            torch.cuda.synchronize()
+            if i >= warmup:
+                times.append(start.elapsed_time(end))
+        return times
 
-    runner = ModelRunner(resolve_model(name), RunConfig(batch_size=batch, precision=precision, device="cuda:0"))
-    loop_median, loop_mean, visprof_median, visprof_mean = [], [], [], []
+    if regime == "per-forward":
+        with torch.no_grad():
+            def step():
+                with torch.autocast("cuda", dtype=dtype):
+                    model(x)
+            times = run(step)
+    elif regime == "whole-loop":
+        with torch.no_grad(), torch.autocast("cuda", dtype=dtype):
+            times = run(lambda: model(x))
+    else:
+        with torch.no_grad():
+            times = run(lambda: model(x))
+    return statistics.median(times)
+
+
+def plain_memory(name: str, batch: int, dtype) -> dict:
+    """A plain per-forward loop's peaks, alone on the GPU, cache emptied first."""
+    import timm
+    import torch
+
+    model = timm.create_model(name).cuda().eval()
+    x = torch.randn(batch, *model.pretrained_cfg["input_size"], device="cuda")
+    gc.collect()
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    plain_loop_ms(model, x, "per-forward", dtype, warmup=2, steps=3)
+    out = {"max_memory_allocated": torch.cuda.max_memory_allocated(),
+           "max_memory_reserved": torch.cuda.max_memory_reserved()}
+    del model, x
+    gc.collect()
+    torch.cuda.empty_cache()
+    return out
+
+
+def one_model(name: str, batch: int, rounds: int) -> dict:
+    import timm
+    import torch
+
+    import visprof
+
+    dtype = torch.bfloat16
+    row: dict = {"model": name, "batch_size": batch}
+    # 1. memory, each alone on the GPU
+    plain = plain_memory(name, batch, dtype)
+    result = visprof.profile(name, batch_size=batch, precision="bf16", progress=False)
+    mem = result.memory
+    row["memory"] = {
+        "plain_max_memory_allocated": plain["max_memory_allocated"],
+        "plain_max_memory_reserved": plain["max_memory_reserved"],
+        "visprof_peak_held_by_tensors": mem.peak_bytes,
+        "visprof_torch_max_memory_allocated": mem.torch_peaks.get("max_memory_allocated"),
+        "visprof_reserved_peak": mem.reserved_peak_bytes,
+        "allocated_vs_plain": mem.peak_bytes / plain["max_memory_allocated"] - 1,
+        "torch_allocated_vs_plain": mem.torch_peaks["max_memory_allocated"] / plain["max_memory_allocated"] - 1,
+        "reserved_vs_plain": mem.reserved_peak_bytes / plain["max_memory_reserved"] - 1,
+        "method": mem.method,
+        "by_category_at_peak": mem.by_category_at_peak,
+        "failed_checks": [c.name for c in result.failed_checks],
+    }
+    del result
+    gc.collect()
+    torch.cuda.empty_cache()
+    # 2. latency, alternating, and 3. the wall time of every whole profile
+    model = timm.create_model(name).cuda().eval()
+    x = torch.randn(batch, *model.pretrained_cfg["input_size"], device="cuda")
+    cast = copy.deepcopy(model).to(dtype)
+    x16 = x.to(dtype)
+    per_regime = {regime: {"loop_ms": [], "visprof_ms": [], "ratio": []} for regime in REGIMES}
+    walls = []
     for _ in range(rounds):
-        steps = timm_style_steps_ms(runner, warmup=20, steps=100)
-        loop_median.append(statistics.median(steps))
-        loop_mean.append(statistics.mean(steps))
-        latency = run_timing_pass(runner).latency_ms
-        visprof_median.append(latency.median)
-        visprof_mean.append(latency.mean)
-    by_median = statistics.median(v / t for v, t in zip(visprof_median, loop_median))
-    by_mean = statistics.median(v / t for v, t in zip(visprof_mean, loop_mean))
-    return {"model": name, "timm_loop_median_ms": loop_median, "timm_loop_mean_ms": loop_mean,
-            "visprof_median_ms": visprof_median, "visprof_mean_ms": visprof_mean,
-            "visprof_vs_timm": by_median - 1, "visprof_vs_timm_means": by_mean - 1,
-            "timm_median_spread": max(loop_median) / min(loop_median) - 1,
-            "timm_mean_spread": max(loop_mean) / min(loop_mean) - 1,
-            "within_3pct": abs(by_median - 1) <= 0.03}
+        for regime in REGIMES:
+            loop = plain_loop_ms(cast, x16, regime, dtype) if regime == "model-cast" else plain_loop_ms(model, x, regime, dtype)
+            start = time.perf_counter()
+            result = visprof.profile(name, batch_size=batch, precision="bf16", autocast=regime, progress=False)
+            walls.append({"regime": regime, "wall_s": time.perf_counter() - start,
+                          "passes": {k: round(v.wall_s, 3) for k, v in result.passes.items()}})
+            median = result.timing.latency_ms.median
+            entry = per_regime[regime]
+            entry["loop_ms"].append(loop)
+            entry["visprof_ms"].append(median)
+            entry["ratio"].append(median / loop)
+            if "weight_cast_ms" not in entry and result.attribution is not None:
+                entry["weight_cast_ms"] = result.attribution.weight_cast_ms
+                entry["weight_cast_share"] = result.attribution.weight_cast_ms / result.attribution.activity_ms
+            del result
+    for regime, entry in per_regime.items():
+        entry["visprof_vs_loop"] = statistics.median(entry["ratio"]) - 1
+        entry["loop_spread"] = max(entry["loop_ms"]) / min(entry["loop_ms"]) - 1
+        entry["holds_still"] = entry["loop_spread"] <= TOLERANCE
+        entry["within_1pct"] = abs(entry["visprof_vs_loop"]) <= TOLERANCE
+    row["latency"] = per_regime
+    row["profile_walls"] = walls
+    row["median_profile_wall_s"] = statistics.median(w["wall_s"] for w in walls)
+    del model, cast, x, x16
+    gc.collect()
+    torch.cuda.empty_cache()
+    return row
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--models", default=",".join(REFERENCE_MODELS))
+    parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--precision", default="bf16")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--one")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--deadline-s", type=float, default=None, help="start no model after this many seconds")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    if args.one:
-        print(json.dumps(one(args.one, args.batch_size, args.precision, args.rounds)))
-        return 0
+    start = time.perf_counter()
     rows = []
     for name in args.models.split(","):
-        row = run_one(__file__, name, ["--batch-size", str(args.batch_size), "--precision", args.precision,
-                                       "--rounds", str(args.rounds)])
+        if args.deadline_s is not None and time.perf_counter() - start > args.deadline_s:
+            rows.append({"model": name, "skipped": "deadline"})
+            continue
+        try:
+            row = one_model(name, args.batch_size, args.rounds)
+        except Exception as exc:  # noqa: BLE001 - recorded, the next model still runs
+            row = {"model": name, "error": f"{type(exc).__name__}: {exc}"}
         rows.append(row)
-        if "error" not in row:
-            print(f"{name:32s} visprof vs timm loop: medians {row['visprof_vs_timm']:+.1%}, means "
-                  f"{row['visprof_vs_timm_means']:+.1%} (median of {args.rounds} rounds; timm loop spread "
-                  f"{row['timm_median_spread']:.1%} / {row['timm_mean_spread']:.1%})  "
-                  f"{'OK' if row['within_3pct'] else 'FAIL'}", flush=True)
-        if args.json:  # after every model: a crash loses nothing done so far
+        print(summary_line(row), flush=True)
+        if args.json:  # after every model: a call cut short loses nothing done so far
             args.json.write_text(json.dumps({"provenance": provenance(), "rows": rows}, indent=2))
+    walls = [r["median_profile_wall_s"] for r in rows if "median_profile_wall_s" in r]
+    if walls:
+        print(f"median whole visprof.profile() wall over {len(walls)} models: {statistics.median(walls):.2f} s")
     return 0
+
+
+def summary_line(row: dict) -> str:
+    if "latency" not in row:
+        return f"{row['model']:36s} {row.get('error', row.get('skipped'))}"
+    parts = []
+    for regime, entry in row["latency"].items():
+        flag = "ok" if entry["within_1pct"] else ("NOISY" if not entry["holds_still"] else "OFF")
+        parts.append(f"{regime} {entry['visprof_vs_loop']:+.2%} (loop spread {entry['loop_spread']:.1%}) {flag}")
+    mem = row["memory"]
+    return (f"{row['model']:36s} " + " | ".join(parts) + f" | mem alloc {mem['allocated_vs_plain']:+.2%} "
+            f"(torch {mem['torch_allocated_vs_plain']:+.2%}) reserved {mem['reserved_vs_plain']:+.2%} | "
+            f"profile {row['median_profile_wall_s']:.2f} s")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 
 #include "alloc/alloc_books.h"
 #include "alloc/alloc_hooks.h"
+#include "alloc/torch_trace.h"
 #include "capture/op_scope.h"
 #include "capture/op_scope_api.h"
 #include "common/check.h"
@@ -149,9 +150,34 @@ void bind_alloc(py::module_& m) {
   a.def("push_tag", &AllocBooks::push_tag);
   a.def("pop_tag", &AllocBooks::pop_tag);
   a.def("current_tag", &AllocBooks::current_tag);
-  a.def("reset_peaks", [] { AllocBooks::instance().reset_peaks(); });
+  a.def("reset_peaks", [] {
+    AllocBooks::instance().reset_peaks();
+    AllocBooks::reserved().reset_peaks();
+  });
   a.def("stats", [](int device) { return books_to_python(AllocBooks::instance().snapshot(device)); },
-        py::arg("device"));
+        py::arg("device"), "Bytes held by tensors (hooks or the caching allocator's trace).");
+  a.def("reserved_stats", [](int device) { return books_to_python(AllocBooks::reserved().snapshot(device)); },
+        py::arg("device"), "Bytes the caching allocator reserved (its segments), from its trace.");
+
+  // The caching allocator's trace (alloc/torch_trace.h); the tracker module calls in through
+  // the capsule, tests and the seeding of the books through feed_trace_events.
+  a.attr("TRACE_ALLOC") = static_cast<int32_t>(kTraceAlloc);
+  a.attr("TRACE_FREE_REQUESTED") = static_cast<int32_t>(kTraceFreeRequested);
+  a.attr("TRACE_FREE_COMPLETED") = static_cast<int32_t>(kTraceFreeCompleted);
+  a.attr("TRACE_SEGMENT_ALLOC") = static_cast<int32_t>(kTraceSegmentAlloc);
+  a.attr("TRACE_SEGMENT_FREE") = static_cast<int32_t>(kTraceSegmentFree);
+  a.attr("TRACE_SEGMENT_MAP") = static_cast<int32_t>(kTraceSegmentMap);
+  a.attr("TRACE_SEGMENT_UNMAP") = static_cast<int32_t>(kTraceSegmentUnmap);
+  a.attr("TRACE_OOM") = static_cast<int32_t>(kTraceOom);
+  a.def("set_trace_enabled", &torch_trace::set_enabled, py::arg("on"));
+  a.def("trace_enabled", &torch_trace::enabled);
+  a.def("clear_trace_books", &torch_trace::clear);
+  a.def("feed_trace_events", [](const std::vector<std::tuple<int32_t, uint64_t, uint64_t, int32_t>>& events) {
+    for (const auto& [action, addr, size, device] : events) torch_trace::on_event(action, addr, size, device);
+  }, py::arg("events"), "(action, address, size, device) tuples, as the tracker would deliver them.");
+  a.def("_torch_trace_capsule", [] {
+    return py::capsule(const_cast<TorchTraceApi*>(&torch_trace::api()), kTorchTraceCapsuleName);
+  }, "The trace entry points for visprof's allocator-tracker module (alloc/torch_trace_api.h).");
   a.def("devices", [] { return AllocBooks::instance().devices(); });
   a.def("host_malloc", [](size_t size, int device) {
     py::gil_scoped_release release;  // lets tests hammer the books from many threads

@@ -162,13 +162,13 @@ def test_a_failed_memory_pass_keeps_the_other_results(monkeypatch):
     from visprof import profiler
 
     def crash(*args):
-        raise RuntimeError("worker died")
+        raise RuntimeError("tracker failed")
 
     monkeypatch.setattr(profiler, "run_memory_pass", crash)
     notes: list[str] = []
     with pytest.warns(UserWarning, match="memory pass failed"):
-        assert profiler._memory_or_warn(None, None, None, notes) is None
-    assert "worker died" in notes[0]
+        assert profiler._memory_or_warn(None, None, notes) is None
+    assert "tracker failed" in notes[0]
 
 
 def test_compiled_models_are_attributed_with_a_clear_caveat():

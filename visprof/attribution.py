@@ -221,7 +221,9 @@ def category_rows(attr: Attribution, memory: MemorySummary | None = None) -> lis
 
     measured = {pairs[i]: i for i in np.flatnonzero((count > 0) | (flops > 0))}
     keyed = list(measured)
-    for key in [] if memory is None else [*memory.by_category_at_peak, *memory.transient_peak_by_category]:
+    memory_keys = [] if memory is None else [*memory.by_category_at_peak, *memory.transient_peak_by_category,
+                                             *memory.reserved_by_category_at_peak]
+    for key in memory_keys:
         cat, sub = _split_key(key)
         if (cat, sub) not in keyed and (sub is not None or all(c != cat for c, _ in keyed)):
             keyed.append((cat, sub))
@@ -247,6 +249,7 @@ def category_rows(attr: Attribution, memory: MemorySummary | None = None) -> lis
                 tflops=f / t / 1e3 if t > 0 and f > 0 else None,
                 live_bytes_at_peak=memory_of(memory and memory.by_category_at_peak, cat, sub),
                 transient_peak_bytes=memory_of(memory and memory.transient_peak_by_category, cat, sub),
+                reserved_bytes_at_peak=memory_of(memory and memory.reserved_by_category_at_peak, cat, sub),
             )
         )
     rows.sort(key=lambda r: attr.table.sort_key(r.category, r.subcategory))
@@ -352,7 +355,19 @@ def summarize(attr: Attribution, top: int = 10) -> AttributionSummary:
         other_ops=other_ops(attr, top),
         kernel_count=len(dur) / it,
         iterations=it,
+        **weight_casts(attr),
     )
+
+
+def weight_casts(attr: Attribution) -> dict[str, float]:
+    """Time (ms) and count of the rows launched by casts of parameters, per iteration: the
+    cost of autocast re-casting fp32 weights every forward (capture marks such ops)."""
+    trace = attr.trace
+    marked = np.array([bool(op.attrs.get("weight_cast")) for op in trace.ops] + [False], dtype=bool)
+    rows = marked[attr.op_index]  # index -1 (no op) reads the trailing False
+    it = trace.iterations
+    return {"weight_cast_ms": float(durations_ns(trace)[rows].sum()) / it / NS_PER_MS,
+            "weight_cast_count": float(rows.sum()) / it}
 
 
 __all__ = [
@@ -372,5 +387,6 @@ __all__ = [
     "span_ns",
     "summarize",
     "unattributed_kernels",
+    "weight_casts",
     "UNATTRIBUTED",
 ]

@@ -27,6 +27,8 @@ _aten = torch.ops.aten
 # Where each convolution overload keeps `groups` among its positional arguments.
 _GROUPS_ARG = {_aten.convolution.default: 8, _aten.conv1d.default: 6, _aten.conv2d.default: 6,
                _aten.conv3d.default: 6}
+# The op autocast casts a tensor with: a cast of a parameter is autocast re-casting a weight.
+_CAST = _aten._to_copy.default
 
 
 class ModuleTracker:
@@ -99,6 +101,15 @@ def _module_attrs(module: torch.nn.Module) -> dict[str, Any]:
     return {}
 
 
+def _op_attrs(func, args: tuple, kwargs: dict) -> dict[str, Any] | None:
+    """What the taxonomy and the report need to know about an op beyond its name."""
+    if func in _GROUPS_ARG:
+        return _conv_attrs(func, args, kwargs)
+    if func is _CAST and args and isinstance(args[0], torch.nn.Parameter):
+        return {"weight_cast": True}
+    return None
+
+
 def _conv_attrs(func, args: tuple, kwargs: dict) -> dict[str, Any]:
     position = _GROUPS_ARG[func]
     groups = args[position] if len(args) > position else kwargs.get("groups", 1)
@@ -160,7 +171,8 @@ class OpCapture(TorchDispatchMode):
 
     def _decide(self, func, module: int, attrs: dict | None) -> tuple[int, int, int]:
         """(NVTX handle, ARGB colour, allocation tag) of an op, cached per op and module."""
-        key = (func, module, tuple(attrs["kernel_size"]) if attrs else None, attrs["groups"] if attrs else None)
+        attrs = attrs or {}
+        key = (func, module, tuple(attrs.get("kernel_size", ())), attrs.get("groups"))
         decision = self._decisions.get(key)
         if decision is None:
             found = self.table.classify_op(str(func), self.tracker.classes(module), attrs)
@@ -183,7 +195,7 @@ class OpCapture(TorchDispatchMode):
                 self.misaligned += 1
             stack = self.tracker.stack
             module = stack[-1] if stack else -1
-            attrs = _conv_attrs(func, args, kwargs) if func in _GROUPS_ARG else None
+            attrs = _op_attrs(func, args, kwargs)
             handle, color, tag = self._decide(func, module, attrs)
             flops = None
         external_id = self.next_id

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from visprof.options import PASSES, PRECISIONS
+from visprof.options import AUTOCAST_MODES, GRAD_MODES, PASSES, PRECISIONS
 from visprof.errors import BadInputError, VisprofError
 
 EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT (128 + 2)
@@ -89,6 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--batch-size", "-b", type=_positive_int, metavar="N", help="default: 64 on a GPU, 2 on the CPU")
     prof.add_argument("--img-size", type=_img_size, metavar="N|HxW", help="input size (default: the model's)")
     prof.add_argument("--precision", choices=PRECISIONS, help="bf16/fp16 run under autocast (default: bf16 on a GPU, fp32 on the CPU)")
+    prof.add_argument("--autocast", choices=AUTOCAST_MODES,
+                      help="latency regime with bf16/fp16: autocast entered per forward (default, as timm's benchmark.py), "
+                           "around the whole loop (weight casts cached), or a model cast up front")
+    prof.add_argument("--grad-mode", choices=GRAD_MODES, help="grad mode around the loop (default: no_grad)")
     prof.add_argument("--channels-last", action="store_true", help="feed and keep NHWC tensors")
     prof.add_argument("--compile", action="store_true", help="torch.compile the model first")
     prof.add_argument("--device", metavar="DEV", help="cpu, cuda or cuda:N (default: cuda:0 if a GPU is visible)")
@@ -122,6 +126,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
         "batch_size": args.batch_size,
         "img_size": args.img_size,
         "precision": args.precision,
+        "autocast": args.autocast,
+        "grad_mode": args.grad_mode,
         "device": args.device,
         "warmup": args.warmup,
         "iterations": args.iterations,

@@ -337,6 +337,7 @@ class ClockSampler:
         self._energy_start_mj: int | None = None
         self._energy_end_mj: int | None = None
         self._started = self._ended = 0.0
+        self._max_sm_clock: int | None = None
 
     def __enter__(self) -> "ClockSampler":
         self.samples = []
@@ -370,6 +371,16 @@ class ClockSampler:
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
             self._sample()
+
+    def clocks_ramped(self, fraction: float = 0.9) -> bool:
+        """Whether the latest sample shows the SM clock at ``fraction`` of its maximum or more
+        (an idle GPU parks it low; the warm-up waits for it). False when unknown."""
+        if self._handle is None or not self.samples:
+            return False
+        if self._max_sm_clock is None:
+            self._max_sm_clock = _call(self._lib.nvmlDeviceGetMaxClockInfo, self._handle, self._lib.NVML_CLOCK_SM)
+        now = self.samples[-1]["sm_clock_mhz"]
+        return bool(now and self._max_sm_clock and now >= fraction * self._max_sm_clock)
 
     def _sample(self) -> None:
         lib, handle = self._lib, self._handle

@@ -1,13 +1,12 @@
 """Model and input construction: a timm name or an ``nn.Module`` becomes a ``ModelSpec``.
 
 The spec fixes everything the passes must agree on (the module in eval mode, the input
-size, a seeded input) and knows how to rebuild itself in another process for the memory
-pass (``spec_for_subprocess``). timm is imported lazily: its import costs about a second.
+size, a seeded input). timm models are built with a seeded init, so two builds of one name
+compute the same thing. timm is imported lazily: its import costs about a second.
 """
 from __future__ import annotations
 
 import difflib
-import io
 import operator
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -87,7 +86,7 @@ class ModelSpec:
     param_count: int
     default_input_size: tuple[int, int, int] = DEFAULT_INPUT_SIZE  # what the model was built for
     notes: list[str] = field(default_factory=list)  # facts worth showing in a report
-    # How resolve_model was called, so another process can rebuild the same spec.
+    # How resolve_model was called (a sweep records it with the result).
     resolve_kwargs: dict[str, Any] = field(default_factory=dict)
     # Said when the forward pass fails: the likely reason (e.g. a size the model can't take).
     forward_hint: str = ""
@@ -117,44 +116,6 @@ class ModelSpec:
     def forward_error(self, batch_size: int, cause: BaseException) -> ModelForwardError:
         """The error to raise (``raise spec.forward_error(n, e) from e``) when forward fails."""
         return ModelForwardError(self.name, (batch_size, *self.input_size), cause, self.forward_hint)
-
-    def spec_for_subprocess(self) -> "ModelRecipe":
-        """A picklable recipe that rebuilds this spec in another process.
-
-        A timm model travels as its name and arguments. Any other module travels as its
-        pickle (tensors mapped to the CPU on load, so the receiving process touches no GPU
-        memory before its allocator hooks are installed). A module that cannot be pickled
-        raises ``BadInputError`` here, before any pass has run.
-        """
-        if self.source == "timm":
-            return ModelRecipe(self.source, self.name, dict(self.resolve_kwargs))
-        buffer = io.BytesIO()
-        try:
-            torch.save(self.module, buffer)
-        except Exception as exc:  # PicklingError, AttributeError ("local object"), TypeError ...
-            raise BadInputError(
-                f"the memory pass rebuilds the model in a separate process, so the module "
-                f"must be picklable, and {self.name} is not ({type(exc).__name__}: {exc}); "
-                "define its class at module level, pass a timm model name instead, or skip "
-                "the memory pass (passes=timing,attributed)"
-            ) from exc
-        return ModelRecipe(self.source, self.name, dict(self.resolve_kwargs), buffer.getvalue())
-
-
-@dataclass(frozen=True)
-class ModelRecipe:
-    """What another process needs to rebuild a ``ModelSpec``: plain, picklable data."""
-
-    source: str
-    name: str
-    resolve_kwargs: dict[str, Any]
-    module_bytes: bytes | None = None  # torch.save of the module, for source "module"
-
-    def build(self) -> ModelSpec:
-        if self.source == "timm":
-            return resolve_model(self.name, **self.resolve_kwargs)
-        module = torch.load(io.BytesIO(self.module_bytes), map_location="cpu", weights_only=False)
-        return resolve_model(module, **self.resolve_kwargs)
 
 
 # --- resolution --------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 torch.utils.flop_counter's formulas cover the ops autograd leaves behind (convolution, mm,
 addmm, bmm, the SDPA backends). Under torch.inference_mode the dispatch mode sees the
 composite ops before they decompose (aten.conv2d, aten.linear, aten.matmul,
-aten.scaled_dot_product_attention), so those are mapped onto the same formulas here.
+aten.scaled_dot_product_attention), and under no_grad the CPU runs its own SDPA backend, so
+those are mapped onto the same formulas here.
 """
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ _COMPOSITES = {
     aten.linear: _linear,
     aten.matmul: _matmul,
     aten.scaled_dot_product_attention: _sdpa,
+    # The CPU's SDPA backend (what no_grad, unlike inference_mode, dispatches to on the CPU).
+    aten._scaled_dot_product_flash_attention_for_cpu: _sdpa,
 }
 
 

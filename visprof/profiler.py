@@ -9,6 +9,7 @@ ProfileResult. The result is all a report, a store or a comparison ever reads.
 from __future__ import annotations
 
 import platform
+import time
 import warnings as warnings_module
 from pathlib import Path
 from typing import Any, Sequence
@@ -25,7 +26,8 @@ from visprof.models import ModelSpec, resolve_model, validate_batch_size
 from visprof.native import native_info
 from visprof.passes.attributed import AttributedResult, run_attributed_pass
 from visprof.passes.memory import MemoryResult, run_memory_pass
-from visprof.options import DEFAULT_BATCH, DEFAULT_PRECISION, PASSES, PRECISIONS
+from visprof.options import (AUTOCAST_MODES, DEFAULT_AUTOCAST, DEFAULT_BATCH, DEFAULT_GRAD_MODE, DEFAULT_PRECISION,
+                             GRAD_MODES, PASSES, PRECISIONS)
 from visprof.passes.runner import ModelRunner, RunConfig
 from visprof.passes.timing import TimingResult, run_timing_pass
 from visprof.passes.trace_only import TraceOnlyResult, run_trace_only_pass
@@ -37,6 +39,11 @@ KERNEL_SUM_TOLERANCE = 0.02
 PEAK_TOLERANCE = 0.02
 SPAN_TOLERANCE = 0.05
 MAX_UNATTRIBUTED = 0.005
+# The memory pass's books against torch's own counters of the same forward: both count the
+# same allocator events, so they agree to the byte unless an event was lost.
+BOOKS_TOLERANCE = 0.01
+# A regime note when weight casts take this share of GPU time or more.
+CAST_NOTE_SHARE = 0.02
 
 
 def profile(
@@ -48,6 +55,8 @@ def profile(
     channels_last: bool = False,
     compile: bool = False,
     device: str | None = None,
+    grad_mode: str | None = None,
+    autocast: str | None = None,
     warmup: int | None = None,
     iterations: int | None = None,
     passes: Sequence[str] | str = PASSES,
@@ -63,19 +72,23 @@ def profile(
     """Profiles one model: latency, GPU time and peak memory by operator category.
 
     `model` is an nn.Module or a timm model name. `precision` is fp32, tf32, bf16 or fp16
-    (autocast; default bf16 on a GPU, fp32 on the CPU). `iterations=None` times until the
+    (default bf16 on a GPU, fp32 on the CPU). The latency regime: `grad_mode` no_grad (default)
+    or inference_mode; `autocast` per-forward (default, as timm's benchmark.py), whole-loop
+    (autocast around all forwards: weight casts are cached) or model-cast (the model cast to
+    bf16/fp16 up front); see visprof/passes/runner.py. `iterations=None` times until the
     median is stable. `passes` picks any of timing, attributed, memory (the memory pass
     needs a GPU). `trace_path` writes the attributed pass as a Chrome/Perfetto trace;
     `recording_path` saves it as a CapturedTrace (.json.gz) that visprof.attribution replays.
     On out of memory, `search_batch` looks for the largest batch that fits and names it in the
     OutOfMemoryError (a sweep that decays the batch itself turns it off).
     """
+    started = time.perf_counter()
     device = hardware.resolve_device(device)
     kind = "cuda" if device.startswith("cuda") else "cpu"
     passes = _parse_passes(passes, kind)
-    precision = precision or DEFAULT_PRECISION[kind]
-    if precision not in PRECISIONS:
-        raise BadInputError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
+    precision = _choice("precision", precision or DEFAULT_PRECISION[kind], PRECISIONS)
+    grad_mode = _choice("grad_mode", grad_mode or DEFAULT_GRAD_MODE, GRAD_MODES)
+    autocast = _choice("autocast", autocast or DEFAULT_AUTOCAST, AUTOCAST_MODES)
     batch_size = validate_batch_size(batch_size if batch_size is not None else DEFAULT_BATCH[kind])
     for name, value in (("warmup", warmup), ("iterations", iterations)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "warmup" else 1)):
@@ -85,21 +98,22 @@ def profile(
         table.extend_from_file(category_file)
 
     spec = resolve_model(model, img_size=img_size)
-    recipe = spec.spec_for_subprocess() if "memory" in passes else None
     config = RunConfig(batch_size=batch_size, precision=precision, channels_last=channels_last,
-                       compile=compile, device=device)
+                       compile=compile, device=device, grad_mode=grad_mode, autocast=autocast)
     steps = 1 + len(passes) + (1 if "timing" in passes and kind == "cuda" else 0)
     notes: list[str] = list(spec.notes)
+    if autocast != DEFAULT_AUTOCAST and config.autocast != autocast:
+        notes.append(f"autocast={autocast} does nothing at {precision}: the model runs in {precision} without autocast")
     with Progress(steps, spec.name, enabled=progress) as bar:
         bar.step("loading model")
+        build_start = time.perf_counter()
         runner = _make_runner(spec, config, search_batch)
+        build_s = time.perf_counter() - build_start
         sampler = hardware.ClockSampler(runner.device.index or 0) if kind == "cuda" else _NoSampler()
         try:
-            outcome = _run_passes(runner, passes, table, warmup, iterations, attributed_iterations, bar, notes,
-                                  sampler)
-            if "memory" in passes:
-                bar.step("memory pass (fresh process)")
-                outcome["memory"] = _memory_or_warn(recipe, config, table, notes)
+            with runner.session():
+                outcome = _run_passes(runner, passes, table, warmup, iterations, attributed_iterations, bar, notes,
+                                      sampler)
         except VisprofError:
             raise
         except Exception as exc:  # the model failed in a later pass (data-dependent code, OOM)
@@ -110,8 +124,17 @@ def profile(
             raise spec.forward_error(config.batch_size, exc) from exc
         finally:
             runner.close()
-    return _build_result(spec, config, passes, warmup, iterations, table, outcome, notes,
-                         sampler.summary(), trace_path, recording_path, top_modules)
+    outcome["build_s"] = build_s
+    result = _build_result(spec, config, passes, warmup, iterations, table, outcome, notes,
+                           sampler.summary(), trace_path, recording_path, top_modules)
+    result.wall_s = time.perf_counter() - started
+    return result
+
+
+def _choice(name: str, value: str, allowed: Sequence[str]) -> str:
+    if value not in allowed:
+        raise BadInputError(f"unknown {name} {value!r}; choose one of {', '.join(allowed)}")
+    return value
 
 
 def _raised_in_a_forward(exc: BaseException) -> bool:
@@ -155,8 +178,9 @@ def _make_runner(spec: ModelSpec, config: RunConfig, search_batch: bool = True) 
     runner = None
     try:
         runner = ModelRunner(spec, config)
-        runner()
-        runner.sync()
+        with runner.session():
+            runner()
+            runner.sync()
         return runner
     except Exception as exc:
         if runner is not None:
@@ -178,8 +202,9 @@ def _oom_with_search(spec: ModelSpec, config: RunConfig) -> OutOfMemoryError:
     def try_batch(batch: int) -> None:
         probe = ModelRunner(spec, RunConfig(**{**config.__dict__, "batch_size": batch}))
         try:
-            probe()
-            probe.sync()
+            with probe.session():
+                probe()
+                probe.sync()
         finally:
             probe.close()
             del probe
@@ -190,31 +215,35 @@ def _oom_with_search(spec: ModelSpec, config: RunConfig) -> OutOfMemoryError:
 
 
 def _run_passes(runner, passes, table, warmup, iterations, attributed_iterations, bar, notes, sampler) -> dict:
-    """The in-process passes, with the GPU's clocks and power sampled throughout (NVML from a
-    side thread; on the H200 it did not change the timing pass: Swin-T 13.03 ms without,
-    12.94 ms with, bench/results/overhead-breakdown-h200.json)."""
+    """The passes, in one process, on one model instance, with the GPU's clocks and power
+    sampled throughout (NVML from a side thread; on the H200 it did not change the timing
+    pass: Swin-T 13.03 ms without, 12.94 ms with, bench/results/overhead-breakdown-h200.json).
+    Only the timing pass warms up: the passes after it find the GPU warm."""
     out: dict[str, Any] = {}
     cuda = runner.config.is_cuda
     with sampler:
         if "timing" in passes:
             bar.step("timing pass (clean)")
-            out["timing"] = run_timing_pass(runner, warmup=warmup, iterations=iterations)
+            out["timing"] = run_timing_pass(runner, warmup=warmup, iterations=iterations,
+                                            clocks_ramped=getattr(sampler, "clocks_ramped", None))
             if cuda:
                 bar.step("tracer-only pass")
                 out["trace_only"] = _or_warn(lambda: run_trace_only_pass(runner), notes)
         if "attributed" in passes:
             bar.step("attributed pass")
             out["attributed"] = _or_warn(lambda: run_attributed_pass(runner, table, attributed_iterations), notes)
+        if "memory" in passes:
+            bar.step("memory pass")
+            out["memory"] = _memory_or_warn(runner, table, notes)
     return out
 
 
-def _memory_or_warn(recipe, config, table, notes: list[str]) -> MemoryResult | None:
-    """The memory pass runs last, in its own process; if it fails there (out of memory with the
-    hooks' unpooled allocations, a crash), the passes already done are kept and the result
-    says why memory is missing."""
+def _memory_or_warn(runner, table, notes: list[str]) -> MemoryResult | None:
+    """If the memory pass fails (out of memory once the cache is emptied, a tracker error),
+    the passes already done are kept and the result says why memory is missing."""
     try:
-        return run_memory_pass(recipe, config, table)
-    except Exception as exc:  # noqa: BLE001 - anything the child raised; reported, not lost
+        return run_memory_pass(runner, table)
+    except Exception as exc:  # noqa: BLE001 - reported in the result and on stderr, not lost
         message = f"memory pass failed, results have no memory breakdown: {type(exc).__name__}: {exc}"
         warnings_module.warn(message, stacklevel=3)
         notes.append(message)
@@ -246,7 +275,8 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
                           img_size=spec.input_size[1]),
         config=R.RunConfig(precision=config.precision, channels_last=config.channels_last, compile=config.compile,
                            device=config.device, warmup=timing.warmup if timing else (warmup or 0),
-                           iterations=iterations if iterations is not None else "auto", passes=list(passes)),
+                           iterations=iterations if iterations is not None else "auto", passes=list(passes),
+                           grad_mode=config.grad_mode, autocast=config.autocast),
         measurement="gpu" if cuda else "cpu",
         environment=_environment(),
         warnings=list(notes),
@@ -255,6 +285,7 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
         index = torch.device(config.device).index or 0
         result.gpu = {**(hardware.gpu_identity(index) or {"name": torch.cuda.get_device_name(index)}),
                       "during_run": gpu_state}
+    result.passes["build"] = R.PassInfo(outcome["build_s"], 1)  # model built, moved, one forward
     if timing is not None:
         latency = timing.latency_ms
         median_ms = latency.median
@@ -266,6 +297,7 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
             busy_ms=busy_ms,
             idle_ms=max(median_ms - busy_ms, 0.0) if busy_ms is not None else None,
             max_memory_allocated_bytes=timing.max_memory_allocated,
+            max_memory_reserved_bytes=timing.max_memory_reserved,
         )
         result.passes["timing"] = R.PassInfo(timing.wall_s, len(timing.samples_ns) + timing.warmup)
     if trace_only is not None:
@@ -273,7 +305,9 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
     memory_summary = _memory_summary(memory) if memory else None
     result.memory = memory_summary
     if memory:
-        result.passes["memory"] = R.PassInfo(memory.wall_s, 2)
+        result.passes["memory"] = R.PassInfo(memory.wall_s, 1)
+        if memory.note:
+            result.warnings.append(f"memory pass: {memory.note}")
     if attributed is not None:
         attr = attribution_mod.attribute(attributed.trace, table)
         result.attribution = attribution_mod.summarize(attr)
@@ -282,6 +316,7 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
         walls = sorted(attributed.wall_ns_per_iteration)
         result.passes["attributed"] = R.PassInfo(sum(walls) / 1e9, attributed.trace.iterations)
         result.warnings.extend(attributed.warnings)
+        result.notes.extend(_weight_cast_note(result))
         if trace_path is not None:
             from visprof.report.chrome_trace import to_chrome_trace
 
@@ -296,7 +331,24 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
 
 def _memory_summary(memory: MemoryResult) -> R.MemorySummary:
     return R.MemorySummary(peak_bytes=memory.peak_bytes, by_category_at_peak=dict(memory.live_at_peak),
-                           transient_peak_by_category=dict(memory.transient_peak), alloc_count=memory.allocs)
+                           transient_peak_by_category=dict(memory.transient_peak), alloc_count=memory.allocs,
+                           reserved_peak_bytes=memory.reserved_peak_bytes,
+                           reserved_by_category_at_peak=dict(memory.reserved_at_peak), method=memory.method,
+                           baseline_bytes=memory.baseline_bytes, torch_peaks=dict(memory.torch_peaks))
+
+
+def _weight_cast_note(result: R.ProfileResult) -> list[str]:
+    """What re-casting fp32 weights every forward costs, and which regime removes it."""
+    a = result.attribution
+    if a is None or not a.activity_ms or a.weight_cast_ms / a.activity_ms < CAST_NOTE_SHARE:
+        return []
+    if result.config.autocast != "per-forward":
+        return []
+    share = a.weight_cast_ms / a.activity_ms
+    return [f"autocast re-casts the fp32 weights every forward: {a.weight_cast_count:g} casts, "
+            f"{a.weight_cast_ms:.3f} ms per iteration ({share:.1%} of GPU time). A loop with autocast entered once "
+            f"around it caches them (--autocast whole-loop), and a model cast to {result.config.precision} has none "
+            "(--autocast model-cast)."]
 
 
 def _self_checks(result, trace_only, attributed, timing, memory) -> list[R.Check]:
@@ -320,9 +372,26 @@ def _self_checks(result, trace_only, attributed, timing, memory) -> list[R.Check
             checks.append(R.Check.within("kernel sum: attributed vs tracer-only", attributed.kernel_ns / 1e6,
                                          trace_only.kernel_ns / 1e6, KERNEL_SUM_TOLERANCE, unit="ms",
                                          detail="op capture must not change what the GPU runs"))
-    if memory is not None and timing is not None and timing.max_memory_allocated:
-        checks.append(R.Check.within("peak: hooks vs torch.cuda.max_memory_allocated", float(memory.peak_bytes),
-                                     float(timing.max_memory_allocated), PEAK_TOLERANCE, unit="bytes"))
+    if memory is not None:
+        checks += _memory_checks(memory, timing)
+    return checks
+
+
+def _memory_checks(memory: MemoryResult, timing: TimingResult | None) -> list[R.Check]:
+    torch_peaks = memory.torch_peaks
+    checks = []
+    if memory.method == "caching-allocator trace":
+        checks.append(R.Check.within(
+            "peak held by tensors: tracker vs torch", float(memory.peak_bytes), float(torch_peaks["requested"]),
+            BOOKS_TOLERANCE, unit="bytes", detail="visprof's books against torch's requested_bytes peak, same forward"))
+        checks.append(R.Check.within(
+            "peak reserved: tracker vs torch.cuda.max_memory_reserved", float(memory.reserved_peak_bytes or 0),
+            float(torch_peaks["max_memory_reserved"]), BOOKS_TOLERANCE, unit="bytes", detail="same forward"))
+    if timing is not None and timing.max_memory_allocated:
+        checks.append(R.Check.within(
+            "peak allocated: memory pass vs timing pass", float(torch_peaks["max_memory_allocated"]),
+            float(timing.max_memory_allocated), PEAK_TOLERANCE, unit="bytes",
+            detail="torch.cuda.max_memory_allocated: the measured forward allocates what the timed ones did"))
     return checks
 
 

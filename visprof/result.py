@@ -125,6 +125,7 @@ class CategoryRow:
     tflops: float | None  # flops / time; None when either is 0
     live_bytes_at_peak: int | None = None  # None without a memory pass
     transient_peak_bytes: int | None = None
+    reserved_bytes_at_peak: int | None = None  # segments this category's ops made the allocator reserve
 
 
 @dataclass
@@ -178,7 +179,11 @@ class MemorySummary:
     # model fits a GPU), at its own peak, split by the category of the op that reserved them
     reserved_peak_bytes: int | None = None
     reserved_by_category_at_peak: dict[str, int] = field(default_factory=dict)
-    method: str = ""  # "caching-allocator trace" | "pluggable allocator"
+    method: str = ""  # "caching-allocator trace" | "torch counters only"
+    baseline_bytes: int | None = None  # held before the forward: parameters, input, cached casts
+    # torch's own peak counters over the same forward: max_memory_allocated (block sizes),
+    # max_memory_reserved, requested (the bytes tensors asked for, what the books count)
+    torch_peaks: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -225,6 +230,8 @@ class ProfileResult:
     environment: dict[str, Any] = field(default_factory=dict)
     gpu: dict[str, Any] | None = None  # filled by visprof.hardware; stored as given
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # advice drawn from the numbers (e.g. weight casts)
+    wall_s: float | None = None  # the whole profile() call
     schema: str = SCHEMA
     visprof_version: str = field(default_factory=_visprof_version)
     created_at: str = field(default_factory=_utc_now)  # ISO 8601, UTC
@@ -280,11 +287,13 @@ def category_totals(rows: list[CategoryRow], memory: MemorySummary | None = None
         t.live_bytes_at_peak = _add_optional(t.live_bytes_at_peak, row.live_bytes_at_peak)
         # transient peaks of sub-categories happen at different times: the max is a lower bound
         t.transient_peak_bytes = _max_optional(t.transient_peak_bytes, row.transient_peak_bytes)
+        t.reserved_bytes_at_peak = _add_optional(t.reserved_bytes_at_peak, row.reserved_bytes_at_peak)
     for cat, t in totals.items():
         t.tflops = t.flops / t.time_ms / 1e9 if t.time_ms > 0 and t.flops > 0 else None
         if memory is not None:
             t.live_bytes_at_peak = memory.by_category_at_peak.get(cat, t.live_bytes_at_peak)
             t.transient_peak_bytes = memory.transient_peak_by_category.get(cat, t.transient_peak_bytes)
+            t.reserved_bytes_at_peak = memory.reserved_by_category_at_peak.get(cat, t.reserved_bytes_at_peak)
     return totals
 
 

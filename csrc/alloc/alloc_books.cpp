@@ -18,6 +18,11 @@ AllocBooks& AllocBooks::instance() {
   return *books;
 }
 
+AllocBooks& AllocBooks::reserved() {
+  static AllocBooks* books = new AllocBooks();
+  return *books;
+}
+
 void AllocBooks::push_tag(uint32_t tag) { tag_stack.push_back(tag); }
 
 void AllocBooks::pop_tag() {
@@ -76,6 +81,12 @@ void AllocBooks::reset_peaks() {
     b.frees = 0;
     b.failed = 0;
   }
+}
+
+void AllocBooks::clear() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  allocations_.clear();
+  books_.clear();
 }
 
 DeviceBooks AllocBooks::snapshot(int device) const {

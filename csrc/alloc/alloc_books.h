@@ -27,7 +27,10 @@ struct DeviceBooks {
 
 class AllocBooks {
  public:
+  // Bytes held by tensors: the pluggable-allocator hooks and the caching allocator's trace.
   static AllocBooks& instance();
+  // Bytes the CUDA caching allocator reserved from the driver (its segments).
+  static AllocBooks& reserved();
 
   void on_alloc(const void* ptr, size_t size, int device);
   // Returns the size booked for ptr (0 if unknown, e.g. allocated before the hooks).
@@ -36,6 +39,8 @@ class AllocBooks {
 
   // Peaks restart from the current live bytes; live allocations stay booked.
   void reset_peaks();
+  // Forgets every allocation and every device's figures.
+  void clear();
   DeviceBooks snapshot(int device) const;
   std::vector<int> devices() const;
 

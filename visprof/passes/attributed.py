@@ -159,8 +159,11 @@ def _captured_iterations(runner: ModelRunner, capture, iterations: int, names_on
     if tracer is not None:
         tracer.start()
     try:
-        whole = timer.start(stream) if timer is not None else None
         with contextlib.nullcontext() if names_only else capture:
+            # The event pair brackets the iterations and nothing else: the capture's own set-up
+            # and tear-down (host work, no kernels) stay outside, or the span check would count
+            # them against a model whose iterations are short.
+            whole = timer.start(stream) if timer is not None else None
             for iteration in range(iterations):
                 capture.start_iteration(iteration)
                 begin = time.perf_counter_ns()
@@ -169,9 +172,9 @@ def _captured_iterations(runner: ModelRunner, capture, iterations: int, names_on
                 end = time.perf_counter_ns()
                 walls.append(end - begin)
                 bounds.append((begin, end))
-        if timer is not None:
-            timer.stop(whole, stream)
-            runner.sync()
+            if timer is not None:
+                timer.stop(whole, stream)
+        runner.sync()
     finally:
         records = tracer.stop() if tracer is not None else None
     span_ns = int(timer.elapsed_ns()[0]) if timer is not None else 0

@@ -1,83 +1,136 @@
-"""Pass 3: the memory pass. Allocation hooks installed before the first CUDA allocation,
-which PyTorch only allows in a process that has not used CUDA yet, so it runs in a fresh
-(spawned) process. Every allocation is tagged with the category of the op that made it.
+"""Pass 3: the memory pass, in this process, on PyTorch's own CUDA caching allocator.
 
-It returns the peak, the live bytes per category at the moment of the peak, and each
-category's own transient peak. Allocations made before the forward (parameters, the input)
-carry tag 0 and are reported as "parameters & inputs"."""
+One forward runs while visprof's allocator tracker books every block the caching allocator
+hands to a tensor and every segment it reserves from the driver (visprof/native/
+alloc_tracker.py), each tagged with the category of the op that asked for it. Before that
+forward the allocator's unused cache is emptied, so the segments the forward needs are
+reserved again, under the ops that need them: "reserved" is then what running this model
+takes from the GPU, the figure that decides whether it fits a smaller one. The books start
+from what is already live (parameters, the input, autocast's cached weight casts), booked as
+"parameters & inputs".
+
+It reports the peak of bytes held by tensors (allocated) and its split by category at that
+moment, each category's own transient peak, and the same for reserved bytes. torch's own
+peak counters of the same forward are kept for the self-checks.
+
+Without the tracker (no C++ compiler or CUDA headers, an allocator backend that takes no
+trackers) the pass still measures the totals from torch's counters, without the split.
+"""
 from __future__ import annotations
 
-import multiprocessing
+import contextlib
+import gc
 import time
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import torch
+
+from visprof.capture import ModuleTracker, OpCapture
 from visprof.categories import CategoryTable
-from visprof.errors import VisprofError
-from visprof.models import ModelRecipe
-from visprof.passes.runner import RunConfig
+from visprof.native import alloc, alloc_tracker
+from visprof.passes.runner import ModelRunner
 
 PREALLOCATED = "parameters & inputs"
+# Allocations inside the forward but outside any captured op: all of them for a compiled
+# model, whose graph runs without op capture (a dispatch mode would make it run eagerly).
+OUTSIDE_OPS = "outside ops"
+COMPILED_GRAPH = "compiled graph"
 
 
 @dataclass
 class MemoryResult:
-    peak_bytes: int
+    peak_bytes: int  # bytes held by tensors at the peak (requested sizes, as tensors hold them)
     baseline_bytes: int  # live before the measured forward (parameters, input)
     live_at_peak: dict[str, int]  # category -> bytes live at the moment of the peak
     transient_peak: dict[str, int]  # category -> its own peak of live bytes
     allocs: int
     wall_s: float
+    reserved_peak_bytes: int | None = None
+    reserved_at_peak: dict[str, int] = field(default_factory=dict)
+    # torch's own counters over the same forward: max_memory_allocated, max_memory_reserved,
+    # and the peak of requested bytes (what the books count).
+    torch_peaks: dict[str, int] = field(default_factory=dict)
+    method: str = "caching-allocator trace"
+    note: str = ""
 
 
-def run_memory_pass(recipe: ModelRecipe, config: RunConfig, table: CategoryTable) -> MemoryResult:
+def run_memory_pass(runner: ModelRunner, table: CategoryTable) -> MemoryResult:
     start = time.perf_counter()
-    context = multiprocessing.get_context("spawn")
-    try:
-        with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-            result = pool.submit(_measure_in_fresh_process, recipe, config, table).result()
-    except BrokenProcessPool as exc:
-        raise VisprofError("the memory pass's worker process died (out of host memory, or a crash in "
-                           "the model); rerun with --passes timing,attributed to skip it") from exc
+    device = runner.device.index or 0
+    attached, why_not = alloc_tracker.attach_tracker()
+    _empty_cache(runner)
+    torch.cuda.reset_peak_memory_stats(runner.device)
+    if attached:
+        with alloc_tracker.booking(device):
+            baseline = alloc.stats(device).live
+            names = _forward_with_tags(runner, table)
+        result = _from_books(device, names, baseline)
+    else:
+        runner()
+        runner.sync()
+        result = MemoryResult(0, 0, {}, {}, 0, 0.0, method="torch counters only",
+                              note=f"no split by category: the allocator tracker is unavailable ({why_not})")
+    result.torch_peaks = _torch_peaks(runner.device)
+    if not attached:
+        result.peak_bytes = result.torch_peaks["requested"]
+        result.reserved_peak_bytes = result.torch_peaks["max_memory_reserved"]
     result.wall_s = time.perf_counter() - start
     return result
 
 
-def _measure_in_fresh_process(recipe: ModelRecipe, config: RunConfig, table: CategoryTable) -> MemoryResult:
-    from visprof.native import alloc  # first: the hooks must precede every CUDA allocation
+def _empty_cache(runner: ModelRunner) -> None:
+    """Returns every cached, unused segment to the driver (what is live stays reserved)."""
+    runner.sync()
+    gc.collect()
+    torch.cuda.empty_cache()
 
-    alloc.install_torch_allocator()
-    from visprof.capture import ModuleTracker, OpCapture
-    from visprof.passes.runner import ModelRunner
 
-    runner = ModelRunner(recipe.build(), config)
-    device = runner.device.index or 0
+def _forward_with_tags(runner: ModelRunner, table: CategoryTable) -> dict[int, str]:
+    """One forward with each op's category as allocation tag; returns tag -> name."""
     tracker = ModuleTracker(runner.spec.module)
     capture = OpCapture(tracker, table, nvtx=False, tags=True)
-    with tracker, capture:
-        runner()  # warm-up: lazily created state (cuBLAS workspaces, ...) is booked too
-        runner.sync()
-        alloc.reset_peaks()
-        baseline = alloc.stats(device).live
+    names = {0: PREALLOCATED, **capture.tag_names()}
+    outside = max(names) + 1
+    names[outside] = COMPILED_GRAPH if runner.config.compile else OUTSIDE_OPS
+    with alloc.tagged(outside), contextlib.ExitStack() as capturing:
+        # A compiled model runs its graph without op capture: a dispatch mode would make
+        # torch.compile fall back to eager, and the memory measured would be the eager model's.
+        if not runner.config.compile:
+            capturing.enter_context(tracker)
+            capturing.enter_context(capture)
         runner()
-        runner.sync()
-    stats = alloc.stats(device)
-    names = capture.tag_names()
+    runner.sync()
+    return names
 
-    def by_category(values: list[int]) -> dict[str, int]:
+
+def _from_books(device: int, names: dict[int, str], baseline: int) -> MemoryResult:
+    held = alloc.stats(device)
+    reserved = alloc.reserved_stats(device)
+
+    def by_name(values: list[int]) -> dict[str, int]:
         out: dict[str, int] = {}
         for tag, value in enumerate(values):
             if value:
-                name = names.get(tag, PREALLOCATED)
+                name = names.get(tag, OUTSIDE_OPS)
                 out[name] = out.get(name, 0) + int(value)
         return out
 
     return MemoryResult(
-        peak_bytes=int(stats.peak),
+        peak_bytes=int(held.peak),
         baseline_bytes=int(baseline),
-        live_at_peak=by_category(stats.live_at_peak),
-        transient_peak=by_category(stats.tag_peak),
-        allocs=int(stats.allocs),
+        live_at_peak=by_name(held.live_at_peak),
+        transient_peak=by_name(held.tag_peak),
+        allocs=int(held.allocs),
         wall_s=0.0,
+        reserved_peak_bytes=int(reserved.peak),
+        reserved_at_peak=by_name(reserved.live_at_peak),
     )
+
+
+def _torch_peaks(device: torch.device) -> dict[str, int]:
+    stats = torch.cuda.memory_stats(device)
+    return {
+        "max_memory_allocated": int(stats.get("allocated_bytes.all.peak", 0)),
+        "max_memory_reserved": int(stats.get("reserved_bytes.all.peak", 0)),
+        "requested": int(stats.get("requested_bytes.all.peak", 0)),
+    }

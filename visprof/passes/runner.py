@@ -1,17 +1,36 @@
-"""One forward of a model under the requested precision, layout and device.
+"""One forward of a model under the requested precision, layout, device and latency regime.
 
 Every pass drives the model through a ModelRunner, so all passes measure the same thing.
+
+The latency regime says how a forward is run, because the way a loop is written changes the
+latency (docs/measuring.md):
+
+grad mode   ``no_grad`` (timm's benchmark.py, most inference scripts) or ``inference_mode``.
+autocast    ``per-forward``: ``torch.autocast`` entered around each forward, as timm's
+            benchmark.py does; autocast then re-casts the fp32 weights every forward.
+            ``whole-loop``: entered once around all forwards (``with torch.no_grad(),
+            torch.autocast(...)`` around a loop): autocast caches the weight casts, so only
+            the first forward pays for them.
+            ``model-cast``: no autocast; the model and input are cast to bf16/fp16 up front.
+            ``off``: fp32 and tf32 run without autocast.
+
+Contexts that span the loop (the grad mode, whole-loop autocast) are entered by
+``with runner.session():``; visprof.profile runs every pass inside one session, so the
+autocast cache of the whole-loop regime is filled once, by the first forward.
 """
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, field
 
 import torch
 
 from visprof.models import ModelSpec
+from visprof.options import AUTOCAST_OFF, DEFAULT_AUTOCAST, DEFAULT_GRAD_MODE, REDUCED_PRECISIONS
 
-_AUTOCAST_DTYPE = {"bf16": torch.bfloat16, "fp16": torch.float16}
+_LOW_PRECISION = {"bf16": torch.bfloat16, "fp16": torch.float16}
+_GRAD_MODES = {"no_grad": torch.no_grad, "inference_mode": torch.inference_mode}
 
 
 @dataclass(frozen=True)
@@ -21,6 +40,13 @@ class RunConfig:
     channels_last: bool = False
     compile: bool = False
     device: str = "cuda:0"
+    grad_mode: str = DEFAULT_GRAD_MODE
+    autocast: str = field(default=DEFAULT_AUTOCAST)
+
+    def __post_init__(self) -> None:
+        # fp32/tf32 have nothing to autocast to: the regime is "off" whatever was asked.
+        if self.precision not in REDUCED_PRECISIONS:
+            object.__setattr__(self, "autocast", AUTOCAST_OFF)
 
     @property
     def is_cuda(self) -> bool:
@@ -28,7 +54,7 @@ class RunConfig:
 
 
 class ModelRunner:
-    """Holds the model on its device, one fixed input batch, and the precision context."""
+    """Holds the model on its device, one fixed input batch, and the regime's contexts."""
 
     def __init__(self, spec: ModelSpec, config: RunConfig):
         self.spec = spec
@@ -40,19 +66,43 @@ class ModelRunner:
         torch.backends.cuda.matmul.allow_tf32 = allow_tf32
         torch.backends.cudnn.allow_tf32 = allow_tf32
         memory_format = torch.channels_last if config.channels_last else torch.contiguous_format
-        model = spec.module.to(self.device, memory_format=memory_format).eval()
+        cast_to = _LOW_PRECISION[config.precision] if config.autocast == "model-cast" else None
+        module = spec.module
+        if cast_to is not None and spec.source == "module":
+            module = copy.deepcopy(module)  # a user's own model keeps its dtype
+        model = module.to(self.device, dtype=cast_to, memory_format=memory_format).eval()
         self.model = torch.compile(model) if config.compile else model
-        self.input = spec.make_input(config.batch_size, self.device, channels_last=config.channels_last)
+        self.input = spec.make_input(config.batch_size, self.device, dtype=cast_to or torch.float32,
+                                     channels_last=config.channels_last)
+        self._sessions = 0
 
-    def autocast(self):
-        dtype = _AUTOCAST_DTYPE.get(self.config.precision)
-        if dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(device_type=self.device.type, dtype=dtype)
+    def _autocast(self):
+        return torch.autocast(device_type=self.device.type, dtype=_LOW_PRECISION[self.config.precision])
+
+    @contextlib.contextmanager
+    def session(self):
+        """The contexts a user's loop would hold around all its forwards: the grad mode, and
+        autocast in the whole-loop regime (its weight-cast cache lives as long as this)."""
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(_GRAD_MODES[self.config.grad_mode]())
+            if self.config.autocast == "whole-loop":
+                stack.enter_context(self._autocast())
+            self._sessions += 1
+            try:
+                yield self
+            finally:
+                self._sessions -= 1
 
     def __call__(self):
-        with torch.inference_mode(), self.autocast():
+        if self._sessions:
+            if self.config.autocast == "per-forward":
+                with self._autocast():
+                    return self.model(self.input)
             return self.model(self.input)
+        if self.config.autocast == "whole-loop":
+            raise RuntimeError("the whole-loop autocast regime runs forwards inside `with runner.session():`")
+        with self.session():
+            return self()
 
     def sync(self) -> None:
         if self.config.is_cuda:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
@@ -42,6 +43,7 @@ class TimingResult:
     warmup: int
     max_memory_allocated: int | None
     wall_s: float
+    max_memory_reserved: int | None = None
 
     @property
     def latency_ms(self) -> LatencyStats:
@@ -49,12 +51,13 @@ class TimingResult:
 
 
 def warm_up(runner: ModelRunner, iterations: int | None, min_seconds: float | None = None,
-            max_seconds: float = 20.0) -> int:
+            max_seconds: float = 20.0, clocks_ramped: Callable[[], bool] | None = None) -> int:
     """Runs until `iterations` are done or, when None, for at least `min_seconds` and until
     three consecutive iterations agree within 5%. The time floor is for the GPU's clocks: an
     idle H200 sits at 345 MHz, and after a short warm-up a launch-bound Swin-T read 19.3 ms
     where the same loop read 13.0 ms later in the process (bench/results, first H200 smoke
-    run); we attribute that to the clock ramp, not yet measured directly."""
+    run). `clocks_ramped()` (NVML: the SM clock near its maximum) ends the floor early, so a
+    GPU that is already warm, as in a sweep, does not wait for it."""
     if min_seconds is None:
         min_seconds = 1.0 if runner.config.is_cuda else 0.0
     done, recent, start = 0, [], time.perf_counter()
@@ -70,14 +73,16 @@ def warm_up(runner: ModelRunner, iterations: int | None, min_seconds: float | No
             continue
         elapsed = time.perf_counter() - start
         stable = len(recent) == 3 and max(recent) <= 1.05 * min(recent)
-        if (done >= 5 and stable and elapsed >= min_seconds) or elapsed > max_seconds:
+        warm = elapsed >= min_seconds or (clocks_ramped is not None and clocks_ramped())
+        if (done >= 5 and stable and warm) or elapsed > max_seconds:
             return done
 
 
 def run_timing_pass(runner: ModelRunner, *, warmup: int | None = None, iterations: int | None = None,
-                    adaptive: Adaptive | None = None, progress=None) -> TimingResult:
+                    adaptive: Adaptive | None = None, progress=None,
+                    clocks_ramped: Callable[[], bool] | None = None) -> TimingResult:
     start_wall = time.perf_counter()
-    warmed = warm_up(runner, warmup)
+    warmed = warm_up(runner, warmup, clocks_ramped=clocks_ramped)
     adaptive = adaptive or Adaptive()
     cuda = runner.config.is_cuda
     if cuda:
@@ -101,4 +106,5 @@ def run_timing_pass(runner: ModelRunner, *, warmup: int | None = None, iteration
         elif adaptive.done(samples, time.perf_counter() - loop_start):
             break
     peak = int(torch.cuda.max_memory_allocated(runner.device)) if cuda else None
-    return TimingResult([int(ns) for ns in samples], warmed, peak, time.perf_counter() - start_wall)
+    reserved = int(torch.cuda.max_memory_reserved(runner.device)) if cuda else None
+    return TimingResult([int(ns) for ns in samples], warmed, peak, time.perf_counter() - start_wall, reserved)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import textwrap
 from typing import Sequence
 
+from ..options import regime_label
 from ..result import CategoryRow, MemorySummary, ProfileResult, category_totals
 
 MIB = float(1 << 20)
@@ -64,6 +65,7 @@ def _category_cells(label: str, row: CategoryRow) -> list[str]:
         _fmt(row.tflops, ".1f"),
         _mib(row.live_bytes_at_peak),
         _mib(row.transient_peak_bytes),
+        _mib(row.reserved_bytes_at_peak),
     ]
 
 
@@ -76,7 +78,7 @@ def _header(result: ProfileResult) -> list[str]:
         parts.append(f"batch {m.batch_size}")
     if m.img_size:
         parts.append(f"{m.img_size}px")
-    parts += [c.precision, "channels_last" if c.channels_last else "NCHW"]
+    parts += [regime_label(c), "channels_last" if c.channels_last else "NCHW"]
     if c.compile:
         parts.append("compiled")
     parts.append(c.device)
@@ -96,7 +98,8 @@ def format_categories(
     """The category table alone: a total line per category, then its sub-category lines."""
     if not rows:
         return "(no attributed pass: no category breakdown)"
-    headers = ["category", "host ms" if cpu else "GPU ms", "share", "kernels", "GFLOP", "TFLOP/s", "live MiB@peak", "transient MiB"]
+    headers = ["category", "host ms" if cpu else "GPU ms", "share", "kernels", "GFLOP", "TFLOP/s", "live MiB@peak",
+               "transient MiB", "reserved MiB@peak"]
     totals = category_totals(rows, memory)
     cells: list[list[str]] = []
     for cat, total in totals.items():
@@ -108,7 +111,7 @@ def format_categories(
         cells += [_category_cells(f"  {r.subcategory or '(none)'}", r) for r in subs]
     grand = CategoryRow("total", None, sum(t.time_ms for t in totals.values()), sum(t.share for t in totals.values()),
                         sum(t.kernel_count for t in totals.values()), sum(t.flops for t in totals.values()), None,
-                        memory.peak_bytes if memory else None, None)
+                        memory.peak_bytes if memory else None, None, memory.reserved_peak_bytes if memory else None)
     cells.append(_category_cells("total", grand))
     # Columns with no data at all (no memory pass, no FLOP counts) only take width.
     keep = [i for i in range(len(headers)) if i == 0 or any(r[i] != "-" for r in cells)]
@@ -157,9 +160,24 @@ def _timing(result: ProfileResult, cpu: bool) -> list[str]:
             lines.append(f"Attributed pass ({a.iterations} iterations): kernel sum {a.kernel_ms:.3f} ms/iter, memcpy "
                          f"{a.memcpy_ms:.3f}, memset {a.memset_ms:.3f}; busy {busy}; coverage {_share(a.coverage)}")
     if result.memory is not None:
-        mem = result.memory
-        lines.append(f"Memory pass: peak {_mib(mem.peak_bytes)} MiB, {mem.alloc_count} allocations")
+        lines.append(_memory_line(result.memory))
+    if result.passes:
+        walls = ", ".join(f"{name} {info.wall_s:.2f} s" for name, info in result.passes.items())
+        total = f"; whole profile {result.wall_s:.2f} s" if result.wall_s is not None else ""
+        lines.append(f"Wall time: {walls}{total}")
     return lines
+
+
+def _memory_line(mem: MemorySummary) -> str:
+    line = f"Memory pass: peak held by tensors {_mib(mem.peak_bytes)} MiB"
+    allocated = mem.torch_peaks.get("max_memory_allocated")
+    if allocated:
+        line += f" (torch.cuda.max_memory_allocated {_mib(allocated)} MiB)"
+    if mem.reserved_peak_bytes is not None:
+        line += f"; reserved {_mib(mem.reserved_peak_bytes)} MiB"
+    if mem.baseline_bytes is not None:
+        line += f"; {_mib(mem.baseline_bytes)} MiB held before the forward"
+    return line + f"; {mem.alloc_count} allocations ({mem.method or 'allocation hooks'})"
 
 
 def _taxonomy_gaps(result: ProfileResult) -> list[str]:
@@ -218,6 +236,8 @@ def render(result: ProfileResult, width: int | None = None, color: bool = False,
     lines += _categories(result, width, cpu)
     lines += _modules(result, width, cpu, top_modules)
     prose = _timing(result, cpu) + _taxonomy_gaps(result) + _checks(result, style)
+    if result.notes:
+        prose += ["", "Notes", *(f"  * {n}" for n in result.notes)]
     if result.warnings:
         prose += ["", "Warnings", *(style(f"  ! {w}", "yellow") for w in result.warnings)]
     return "\n".join(lines + _wrap(prose, width)) + "\n"

@@ -1,0 +1,83 @@
+"""The in-process memory pass on PyTorch's own CUDA caching allocator, on a real GPU."""
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+import visprof
+from visprof.native import alloc
+from visprof.native.alloc_tracker import attach_tracker, booking
+
+pytestmark = pytest.mark.gpu
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_tracker_books_allocations_and_frees_without_memory_history():
+    attached, why = attach_tracker()
+    assert attached, why
+    device = torch.cuda.current_device()
+    with booking(device):
+        before = alloc.stats(device).live
+        x = torch.empty(3_000_001, dtype=torch.float32, device="cuda")  # 12,000,004 bytes asked for
+        held = alloc.stats(device).live - before
+        reserved_peak = visprof.native.native().alloc.reserved_stats(device)["peak"]
+        del x
+        after = alloc.stats(device).live - before
+    print({"booked": held, "after free": after, "reserved peak": reserved_peak,
+           "torch requested": torch.cuda.memory_stats()["requested_bytes.all.current"]})
+    assert held == 12_000_004  # the requested size, as the ALLOC event carries it
+    assert after == 0
+    # Nothing was booked while no pass ran: the tracker is attached but idle.
+    y = torch.empty(1 << 20, device="cuda")
+    assert alloc.stats(device).live - before == 0
+    del y
+
+
+@pytest.mark.parametrize("name", ["resnet50", "vit_base_patch16_224"])
+def test_memory_pass_agrees_with_torchs_counters_and_splits_by_category(name):
+    result = visprof.profile(name, batch_size=32, passes="timing,memory", progress=False)
+    mem = result.memory
+    print(name, {"books peak": mem.peak_bytes, **mem.torch_peaks, "reserved": mem.reserved_peak_bytes,
+                 "baseline": mem.baseline_bytes, "by category": mem.by_category_at_peak,
+                 "reserved by category": mem.reserved_by_category_at_peak,
+                 "timing max_memory_allocated": result.timing.max_memory_allocated_bytes,
+                 "memory pass wall s": result.passes["memory"].wall_s})
+    assert mem.method == "caching-allocator trace"
+    assert not result.failed_checks, result.failed_checks
+    assert sum(mem.by_category_at_peak.values()) == mem.peak_bytes
+    assert sum(mem.reserved_by_category_at_peak.values()) == mem.reserved_peak_bytes
+    assert mem.by_category_at_peak["parameters & inputs"] == mem.baseline_bytes
+    assert mem.peak_bytes > mem.baseline_bytes  # activations on top of the weights
+    main = "convolution" if name == "resnet50" else "attention"
+    assert mem.transient_peak_by_category.get(main, 0) > 0
+
+
+def test_a_script_without_a_main_guard_runs_once_and_gets_a_full_memory_breakdown(tmp_path):
+    script = tmp_path / "no_guard.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(REPO)!r})
+        import timm, visprof
+        print("SCRIPT BODY RAN", flush=True)
+        m = timm.create_model("resnet18").cuda()
+        r = visprof.profile("resnet18", batch_size=16, progress=False)
+        print("MEMORY", r.memory.method, sorted(r.memory.by_category_at_peak), flush=True)
+        print("FAILED CHECKS", [c.name for c in r.failed_checks])
+    """))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    print(proc.stdout, proc.stderr[-2000:])
+    assert proc.returncode == 0
+    assert proc.stdout.count("SCRIPT BODY RAN") == 1
+    assert "MEMORY caching-allocator trace" in proc.stdout and "'convolution'" in proc.stdout
+    assert "FAILED CHECKS []" in proc.stdout
+
+
+def test_a_compiled_models_memory_is_measured_without_running_it_eagerly():
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 32, 3), torch.nn.ReLU(), torch.nn.Conv2d(32, 32, 3))
+    result = visprof.profile(model, batch_size=8, img_size=64, compile=True, passes="timing,memory", progress=False)
+    print(result.memory.by_category_at_peak, result.memory.torch_peaks)
+    assert "compiled graph" in result.memory.by_category_at_peak
+    assert not [c for c in result.failed_checks if "memory" in c.name or "peak" in c.name]
