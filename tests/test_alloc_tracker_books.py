@@ -93,3 +93,22 @@ def test_clear_forgets_every_allocation():
 def test_the_capsule_carries_visprofs_entry_points():
     capsule = a._torch_trace_capsule()
     assert type(capsule).__name__ == "PyCapsule"
+
+
+def test_the_memory_pass_reads_its_result_from_the_books():
+    """What run_memory_pass reports after its forward, from books fed as the tracker feeds them."""
+    from visprof.passes.memory import PREALLOCATED, _from_books
+
+    a.set_trace_enabled(True)
+    feed((a.TRACE_SEGMENT_ALLOC, 0x80000000, 20 << 20), (a.TRACE_ALLOC, 0x80000000, 4 << 20))  # seeded weights
+    alloc.reset_peaks()
+    baseline = alloc.stats(DEV).live
+    with alloc.tagged(2):
+        feed((a.TRACE_SEGMENT_ALLOC, 0x90000000, 20 << 20), (a.TRACE_ALLOC, 0x90000000, 8 << 20))
+    with alloc.tagged(3):
+        feed((a.TRACE_ALLOC, 0x90800000, 2 << 20), (a.TRACE_FREE_REQUESTED, 0x90000000, 8 << 20))
+    result = _from_books(DEV, {0: PREALLOCATED, 2: "convolution", 3: "activation"}, baseline)
+    assert (result.peak_bytes, result.baseline_bytes, result.reserved_peak_bytes) == (14 << 20, 4 << 20, 40 << 20)
+    assert result.live_at_peak == {PREALLOCATED: 4 << 20, "convolution": 8 << 20, "activation": 2 << 20}
+    assert result.reserved_at_peak == {PREALLOCATED: 20 << 20, "convolution": 20 << 20}
+    assert result.transient_peak["convolution"] == 8 << 20 and result.allocs == 2

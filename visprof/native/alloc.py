@@ -1,8 +1,10 @@
 """Allocation hooks: every tensor allocation booked live/peak, per device and per tag.
 
-torch: `install_torch_allocator()` must run before the process's first CUDA allocation
-(PyTorch refuses to swap allocators after that); visprof runs its memory pass in a fresh
-process for this reason. CuPy: `install_cupy_allocator()` works at any time.
+torch: `install_torch_allocator()` swaps in a pluggable allocator and must run before the
+process's first CUDA allocation (PyTorch refuses to swap allocators after that); visprof's
+memory pass does not use it: it observes torch's own caching allocator in place
+(visprof/native/alloc_tracker.py), whose books `stats` and `reserved_stats` read too. CuPy:
+`install_cupy_allocator()` works at any time.
 """
 from __future__ import annotations
 
@@ -34,7 +36,13 @@ class AllocStats:
 
 
 def stats(device: int) -> AllocStats:
+    """Bytes held by tensors: the pluggable hooks' books, or the caching allocator's trace."""
     return AllocStats(device=device, **native().alloc.stats(device))
+
+
+def reserved_stats(device: int) -> AllocStats:
+    """Bytes the CUDA caching allocator reserved from the driver (its segments), from its trace."""
+    return AllocStats(device=device, **native().alloc.reserved_stats(device))
 
 
 def reset_peaks() -> None:
@@ -75,7 +83,7 @@ def install_torch_allocator() -> None:
         raise AllocatorTooLateError(
             "torch has already allocated CUDA memory in this process, so its allocator can no "
             "longer be replaced; install visprof's allocator hooks before the first CUDA "
-            "tensor (visprof.profile runs its memory pass in a fresh process for this reason)"
+            "tensor (visprof.profile's memory pass needs no hooks: it observes torch's own allocator)"
         )
     allocator = torch.cuda.memory.CUDAPluggableAllocator(c.__file__, c.alloc.TORCH_MALLOC, c.alloc.TORCH_FREE)
     try:
