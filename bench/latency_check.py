@@ -6,12 +6,15 @@ moved to the GPU here), and a separate whole `visprof.profile()` call:
 1. Memory, each alone on the GPU: a plain loop's torch.cuda.max_memory_allocated and
    max_memory_reserved (cache emptied first, as a fresh process would start), then visprof's
    memory pass peak (held by tensors, reserved) for the same model, batch and regime.
-2. Latency, in alternating rounds (plain loop, visprof.profile(), next regime, ...): for each
-   regime, the loop written that way (a CUDA event pair around each forward, synchronize
-   after each, 10 warm-up and 40 timed steps, median) against the whole profile's clean
-   latency (median); the ratio is taken per round and its median reported, with the loop's
-   own round-to-round spread (a model whose loop moves more than the tolerance between rounds
-   does not "hold still").
+2. Latency, in alternating rounds (plain loop, visprof.profile(), next regime, ...; odd
+   rounds run visprof first, so neither side always follows the other): for each regime, the
+   loop written that way (a CUDA event pair around each forward, synchronize after each, 40
+   timed steps, median) against the whole profile's clean latency (median); the ratio is taken
+   per round and its median reported, with both sides' round-to-round spreads (a model where
+   either moves more than the tolerance between rounds does not "hold still"). The loop warms
+   up for 10 steps and at least a second: the first run (bench/results/h200-memory-2) gave it
+   10 steps only, and after the idle seconds of a profile's result building the GPU's clocks
+   had not ramped back within them on short models (DeiT-S 4.56 ms against visprof's 4.46).
      per-forward  with torch.no_grad(): for ...: with torch.autocast(...): m(x)   (timm's benchmark.py)
      whole-loop   with torch.no_grad(), torch.autocast(...): for ...: m(x)
      model-cast   m16 = m.to(bf16); with torch.no_grad(): for ...: m16(x16)
@@ -49,20 +52,24 @@ REGIMES = ("per-forward", "whole-loop", "model-cast")
 TOLERANCE = 0.01
 
 
-def plain_loop_ms(model, x, regime: str, dtype, warmup: int = 10, steps: int = 40) -> float:
+def plain_loop_ms(model, x, regime: str, dtype, warmup: int = 10, steps: int = 40, warmup_s: float = 1.0) -> float:
     """The loop as a user writes it for `regime`; median ms of a CUDA event pair per forward."""
     import torch
 
     def run(step) -> list[float]:
+        started, done = time.perf_counter(), 0
+        while done < warmup or time.perf_counter() - started < warmup_s:
+            step()
+            torch.cuda.synchronize()
+            done += 1
         times = []
-        for i in range(warmup + steps):
+        for _ in range(steps):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             step()
             end.record()
             torch.cuda.synchronize()
-            if i >= warmup:
-                times.append(start.elapsed_time(end))
+            times.append(start.elapsed_time(end))
         return times
 
     if regime == "per-forward":
@@ -90,7 +97,7 @@ def plain_memory(name: str, batch: int, dtype) -> dict:
     gc.collect()
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
-    plain_loop_ms(model, x, "per-forward", dtype, warmup=2, steps=3)
+    plain_loop_ms(model, x, "per-forward", dtype, warmup=2, steps=3, warmup_s=0.0)
     out = {"max_memory_allocated": torch.cuda.max_memory_allocated(),
            "max_memory_reserved": torch.cuda.max_memory_reserved()}
     del model, x
@@ -134,18 +141,28 @@ def one_model(name: str, batch: int, rounds: int) -> dict:
     x16 = x.to(dtype)
     per_regime = {regime: {"loop_ms": [], "visprof_ms": [], "ratio": []} for regime in REGIMES}
     walls = []
-    for _ in range(rounds):
+    for round_ in range(rounds):
         for regime in REGIMES:
-            loop = plain_loop_ms(cast, x16, regime, dtype) if regime == "model-cast" else plain_loop_ms(model, x, regime, dtype)
+            def loop() -> float:
+                if regime == "model-cast":
+                    return plain_loop_ms(cast, x16, regime, dtype)
+                return plain_loop_ms(model, x, regime, dtype)
+
+            loop_first = round_ % 2 == 0
+            loop_ms = loop() if loop_first else None
             start = time.perf_counter()
             result = visprof.profile(name, batch_size=batch, precision="bf16", autocast=regime, progress=False)
             walls.append({"regime": regime, "wall_s": time.perf_counter() - start,
                           "passes": {k: round(v.wall_s, 3) for k, v in result.passes.items()}})
+            if not loop_first:
+                loop_ms = loop()
             median = result.timing.latency_ms.median
             entry = per_regime[regime]
-            entry["loop_ms"].append(loop)
+            entry["loop_ms"].append(loop_ms)
             entry["visprof_ms"].append(median)
-            entry["ratio"].append(median / loop)
+            entry["ratio"].append(median / loop_ms)
+            entry.setdefault("visprof_sm_clock_mhz", []).append(
+                ((result.gpu or {}).get("during_run") or {}).get("sm_clock_mhz"))
             if "weight_cast_ms" not in entry and result.attribution is not None:
                 entry["weight_cast_ms"] = result.attribution.weight_cast_ms
                 entry["weight_cast_share"] = result.attribution.weight_cast_ms / result.attribution.activity_ms
@@ -153,7 +170,8 @@ def one_model(name: str, batch: int, rounds: int) -> dict:
     for regime, entry in per_regime.items():
         entry["visprof_vs_loop"] = statistics.median(entry["ratio"]) - 1
         entry["loop_spread"] = max(entry["loop_ms"]) / min(entry["loop_ms"]) - 1
-        entry["holds_still"] = entry["loop_spread"] <= TOLERANCE
+        entry["visprof_spread"] = max(entry["visprof_ms"]) / min(entry["visprof_ms"]) - 1
+        entry["holds_still"] = max(entry["loop_spread"], entry["visprof_spread"]) <= TOLERANCE
         entry["within_1pct"] = abs(entry["visprof_vs_loop"]) <= TOLERANCE
     row["latency"] = per_regime
     row["profile_walls"] = walls
@@ -168,13 +186,16 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repeat-first", action="store_true",
+                        help="measure the first model again at the end (one-time process state shows up as a difference)")
     parser.add_argument("--deadline-s", type=float, default=None, help="start no model after this many seconds")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     start = time.perf_counter()
     rows = []
-    for name in args.models.split(","):
+    names = args.models.split(",")
+    for name in names + (names[:1] if args.repeat_first else []):
         if args.deadline_s is not None and time.perf_counter() - start > args.deadline_s:
             rows.append({"model": name, "skipped": "deadline"})
             continue
@@ -198,7 +219,8 @@ def summary_line(row: dict) -> str:
     parts = []
     for regime, entry in row["latency"].items():
         flag = "ok" if entry["within_1pct"] else ("NOISY" if not entry["holds_still"] else "OFF")
-        parts.append(f"{regime} {entry['visprof_vs_loop']:+.2%} (loop spread {entry['loop_spread']:.1%}) {flag}")
+        parts.append(f"{regime} {entry['visprof_vs_loop']:+.2%} (spreads {entry['loop_spread']:.1%}/"
+                     f"{entry['visprof_spread']:.1%}) {flag}")
     mem = row["memory"]
     return (f"{row['model']:36s} " + " | ".join(parts) + f" | mem alloc {mem['allocated_vs_plain']:+.2%} "
             f"(torch {mem['torch_allocated_vs_plain']:+.2%}) reserved {mem['reserved_vs_plain']:+.2%} | "
