@@ -78,6 +78,7 @@ class _Worker:
     task_id: int = 0
     deadline: float = 0.0
     cells_run: int = 0
+    stderr_thread: threading.Thread | None = None
 
     @property
     def ready(self) -> bool:
@@ -103,6 +104,7 @@ class LocalExecutor:
         self._workers: dict[Slot, _Worker] = {}
         self._retiring: list[tuple[_Worker, float]] = []
         self._start_failures: dict[Slot, int] = collections.Counter()
+        self._dropped: set[Slot] = set()
         self._selector: selectors.BaseSelector | None = None
         self._next_id = 0
 
@@ -113,14 +115,13 @@ class LocalExecutor:
         Workers are gone when this returns or raises (Ctrl-C included)."""
         self._selector = selectors.DefaultSelector()
         try:
-            for slot in self.slots:
-                self._start(slot)
             while True:
+                self._start_needed(source)
                 self._dispatch(source)
                 busy = [w for w in self._workers.values() if w.task is not None]
                 if not busy and not source.has_work():
                     return
-                if not self._workers:
+                if not self._workers and len(self._dropped) == len(self.slots):
                     raise WorkerStartError("no worker is left to run the remaining cells")
                 now = time.monotonic()
                 if source.hard_deadline is not None and now >= source.hard_deadline:
@@ -130,6 +131,16 @@ class LocalExecutor:
                 self._reap_retiring()
         finally:
             self._shutdown()
+
+    def _start_needed(self, source: TaskSource) -> None:
+        """A worker for each free slot, as long as queued tasks outnumber idle workers."""
+        idle = sum(1 for w in self._workers.values() if w.task is None)
+        for slot in self.slots:
+            if idle >= source.pending():
+                return
+            if slot not in self._workers and slot not in self._dropped:
+                self._start(slot)
+                idle += 1
 
     def _dispatch(self, source: TaskSource) -> None:
         for worker in list(self._workers.values()):
@@ -185,7 +196,8 @@ class LocalExecutor:
     def _on_exit(self, worker: _Worker, source: TaskSource) -> None:
         """The worker's stdout closed: it died (or exited when it should not have)."""
         code = _wait_exit(worker.proc)
-        time.sleep(0.05)  # let the stderr thread take the last lines (faulthandler's stack)
+        if worker.stderr_thread is not None:  # its last lines (faulthandler's stack) first
+            worker.stderr_thread.join(timeout=2.0)
         how = _describe_exit(code)
         if worker.task is not None:
             task, worker.task = worker.task, None
@@ -201,7 +213,7 @@ class LocalExecutor:
             tail = worker.stderr_tail().strip().splitlines()[-1:] or [""]
             if self._start_failures[worker.slot] >= MAX_START_FAILURES:
                 self._drop(worker)
-                if not self._workers:
+                if len(self._dropped) == len(self.slots):
                     raise WorkerStartError(f"a sweep worker on {worker.slot.label} {how} before it was ready, "
                                            f"{MAX_START_FAILURES} times: {tail[0]}")
                 return
@@ -221,6 +233,8 @@ class LocalExecutor:
                 self._replace(worker, kill=True)
             elif not worker.ready and now >= worker.started_at + START_TIMEOUT_S:
                 self._drop(worker)
+                if len(self._dropped) < len(self.slots):
+                    continue
                 raise WorkerStartError(f"a sweep worker on {worker.slot.label} was not ready after "
                                        f"{START_TIMEOUT_S:g} s: {worker.stderr_tail()[-300:]}")
 
@@ -234,8 +248,9 @@ class LocalExecutor:
         proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=env, start_new_session=True, bufsize=0)
         worker = _Worker(slot, proc, time.monotonic())
-        threading.Thread(target=self._pump_stderr, args=(worker,), daemon=True,
-                         name=f"visprof-worker-stderr-{slot.label}").start()
+        worker.stderr_thread = threading.Thread(target=self._pump_stderr, args=(worker,), daemon=True,
+                                                name=f"visprof-worker-stderr-{slot.label}")
+        worker.stderr_thread.start()
         self._workers[slot] = worker
         self._selector.register(proc.stdout, selectors.EVENT_READ, worker)
 
@@ -247,10 +262,12 @@ class LocalExecutor:
                 sys.stderr.write(f"[{worker.slot.label}] {line}")
 
     def _replace(self, worker: _Worker, kill: bool) -> None:
+        """Ends ``worker``; the loop starts a new one on its slot if work is left."""
         self._retire(worker, kill)
-        self._start(worker.slot)
 
     def _drop(self, worker: _Worker) -> None:
+        """Ends ``worker`` and gives up its slot."""
+        self._dropped.add(worker.slot)
         self._retire(worker, kill=True)
 
     def _retire(self, worker: _Worker, kill: bool) -> None:

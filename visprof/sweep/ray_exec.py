@@ -107,9 +107,8 @@ class RayExecutor:
         if ray is None:
             self.connect()
             ray = self._ray
-        remote = ray.remote(_run_cell_task).options(
-            num_gpus=1 if self.device_kind == "cuda" else 0, num_cpus=1, max_calls=1,
-            max_retries=self.retries, retry_exceptions=False, name="visprof-sweep-cell")
+        remote = ray.remote(num_gpus=1 if self.device_kind == "cuda" else 0, num_cpus=1, max_calls=1,
+                            max_retries=self.retries, retry_exceptions=False)(_run_cell_task)
         window = 2 * self.slots()  # enough queued to keep every slot busy; the rest waits here
         in_flight: dict[Any, Task] = {}
         try:

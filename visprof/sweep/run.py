@@ -275,6 +275,9 @@ class _Sweep:
     def has_work(self) -> bool:
         return bool(self.queue) and not self.stopping
 
+    def pending(self) -> int:
+        return 0 if self.stopping else len(self.queue)
+
     def next_task(self) -> Task | None:
         if not self.queue or self.stopping:
             return None

@@ -28,6 +28,9 @@ class TaskSource(Protocol):
     def has_work(self) -> bool:
         """Whether tasks may still be started (a retry can add one after next_task said None)."""
 
+    def pending(self) -> int:
+        """How many tasks may still be started now (0 once the time budget stops new ones)."""
+
     def started(self, task: Task, where: str) -> None:
         """``task`` was handed to a worker (``where``: "cuda:1", "cpu", "ray")."""
 
