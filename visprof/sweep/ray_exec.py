@@ -135,8 +135,9 @@ class RayExecutor:
                         reply = ray.get(ref)
                     except ray.exceptions.RayError as exc:  # the worker or node died, after every retry
                         reply = {"facts": None, "outcome": {
-                            "status": "failed", "kind": "crash", "error_class": type(exc).__name__,
-                            "message": f"the Ray task failed {self.retries + 1} time(s): {_first_line(exc)}",
+                            "status": "failed", "kind": "crash", "error_class": "WorkerCrashed",
+                            "message": f"the Ray task failed {self.retries + 1} time(s) ({type(exc).__name__}): "
+                                       f"{_first_line(exc)}",
                             "detail": str(exc)[-4000:], "batch_sizes_tried": [], "wall_s": None,
                             "attempts": self.retries + 1}}
                     source.finished(task, reply["outcome"], reply["facts"])
