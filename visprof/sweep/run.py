@@ -99,20 +99,23 @@ def run_sweep(
     if isinstance(passes, str):
         passes = [p.strip() for p in passes.split(",") if p.strip()]
     options = _check_profile_options(profile_options or {})
-    writer = ResultStore(store, write=True)  # a bad path or a busy store fails before any work
+    ResultStore.check_path(store, write=True)  # a bad path fails before minutes of work
+    executor = writer = None
     try:
         import_modules(imports)
         names = select_models(models, model_list=model_list, all_models=all_models, exclude=exclude, limit=limit)
         executor, device_kind, devices = _executor(device, gpus, workers, ray, imports, timeout_s, retries,
                                                    fresh_process, echo_worker_output)
         plan = SweepPlan(names, device_kind, batch_sizes, img_sizes, precisions, channels_last, passes, options)
+        # Created (and locked against a second sweep) only once the sweep is known to be sound.
+        writer = ResultStore(store, write=True)
         sweep = _Sweep(writer, plan, executor, devices, retries, retry_failed, time_budget_s, started, progress)
         return sweep.run(argv or _default_argv())
     finally:
-        close = getattr(locals().get("executor"), "close", None)
-        if close is not None:
-            close()
-        writer.close()
+        if executor is not None and hasattr(executor, "close"):
+            executor.close()
+        if writer is not None:
+            writer.close()
 
 
 def _check_numbers(timeout_s, retries, time_budget_s, workers) -> None:

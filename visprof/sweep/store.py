@@ -106,19 +106,29 @@ class ResultStore:
 
     # --- opening ---------------------------------------------------------------------
     def _check_path(self) -> None:
+        self.check_path(self.path, self.write)
+
+    @staticmethod
+    def check_path(path: str | Path, write: bool) -> None:
+        """BadInputError unless ``path`` can hold a store (for writing: a new file can be
+        made there, or an SQLite file is there); touches nothing."""
         from visprof.outputs import check_output_path
 
-        if self.write:
-            check_output_path(self.path, "--store")
-        elif not self.path.exists():
-            raise BadInputError(f"no such store: {self.path}")
-        elif self.path.is_dir():
-            raise BadInputError(f"{self.path} is a directory, not a results store")
-        if self.path.is_file() and self.path.stat().st_size > 0:
-            with open(self.path, "rb") as fh:
-                header = fh.read(len(_SQLITE_HEADER))
+        path = Path(path)
+        if write:
+            check_output_path(path, "--store")
+        elif not path.exists():
+            raise BadInputError(f"no such store: {path}")
+        elif path.is_dir():
+            raise BadInputError(f"{path} is a directory, not a results store")
+        if path.is_file() and path.stat().st_size > 0:
+            try:
+                with open(path, "rb") as fh:
+                    header = fh.read(len(_SQLITE_HEADER))
+            except OSError as exc:
+                raise BadInputError(f"cannot read the store {path}: {exc.strerror}") from None
             if header != _SQLITE_HEADER:
-                raise BadInputError(f"{self.path} is not a visprof results store (not an SQLite file)")
+                raise BadInputError(f"{path} is not a visprof results store (not an SQLite file)")
 
     def _prepare(self) -> None:
         conn = self.conn
