@@ -11,6 +11,8 @@ Each misbehaves in one real way; nothing about the failure is mocked:
     visprof_fake_segfault  reads address 0 through ctypes (SIGSEGV)
     visprof_fake_oom       raises a CUDA-style out-of-memory error above batch OOM_ABOVE
     visprof_fake_noisy     prints to stdout from Python and from C (must not break the protocol)
+    visprof_fake_gpu_hog   allocates a sixth of the GPU's memory per sample (a real CUDA OOM
+                           above batch 5; GPU tests only)
 """
 import ctypes
 import os
@@ -74,6 +76,13 @@ class Noisy(Tiny):
         return super().forward(x)
 
 
+class GPUHog(Tiny):
+    def forward(self, x):
+        per_sample = torch.cuda.get_device_properties(x.device).total_memory // 6
+        hog = torch.empty(x.shape[0] * per_sample, dtype=torch.uint8, device=x.device)
+        return super().forward(x) + hog[:1].float()
+
+
 @register_model
 def visprof_fake_tiny(pretrained=False, **kwargs):
     return Tiny()
@@ -112,3 +121,8 @@ def visprof_fake_oom(pretrained=False, **kwargs):
 @register_model
 def visprof_fake_noisy(pretrained=False, **kwargs):
     return Noisy()
+
+
+@register_model
+def visprof_fake_gpu_hog(pretrained=False, **kwargs):
+    return GPUHog()

@@ -169,3 +169,15 @@ def test_bad_image_sizes(bad):
 def test_bad_plans(kwargs, message):
     with pytest.raises(BadInputError, match=message):
         SweepPlan(["m"], "cuda", **kwargs)
+
+
+def test_the_benchmark_model_list_mixes_every_family():
+    """bench/sweep_models_300.txt: 300 models timm knows, from 80+ families (timm modules)."""
+    from timm.models import get_pretrained_cfg
+    from timm.models._registry import _model_to_module
+
+    names = select_models(model_list=Path(__file__).resolve().parent.parent / "bench" / "sweep_models_300.txt")
+    assert len(names) == 300
+    families = {_model_to_module[name] for name in names}
+    assert len(families) >= 80
+    assert all(get_pretrained_cfg(name) is not None for name in names)  # a default resolution each

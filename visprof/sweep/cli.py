@@ -140,7 +140,7 @@ def add_sweep_commands(commands: argparse._SubParsersAction) -> None:
                        help="run each cell as a Ray task: auto (a running cluster), local (start one), or an address")
     run = sweep.add_argument_group("running")
     run.add_argument("--timeout", type=_positive_float, default=None, metavar="S",
-                     help="seconds a cell may take before its worker is killed (default 300)")
+                     help="seconds a cell may take before its worker is killed (default: 300 on GPUs, 1800 on the CPU)")
     run.add_argument("--retries", type=_count(0), default=1, metavar="N",
                      help="tries again after a worker crash or a timeout (default 1); model errors are not retried")
     run.add_argument("--retry-failed", action="store_true", help="also rerun cells that failed in earlier runs")
@@ -168,7 +168,7 @@ def add_sweep_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from visprof.sweep.run import DEFAULT_TIMEOUT_S, run_sweep
+    from visprof.sweep.run import run_sweep
 
     if not args.models and args.model_list is None and not args.all_models:
         raise BadInputError("name models or patterns to sweep ('resnet50,vit_*'), or use --model-list FILE or --all")
@@ -203,7 +203,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         workers=args.workers,
         ray=args.ray,
         imports=args.imports,
-        timeout_s=args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S,
+        timeout_s=args.timeout,
         retries=args.retries,
         retry_failed=args.retry_failed,
         fresh_process=args.fresh_process,

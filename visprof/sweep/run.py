@@ -33,7 +33,9 @@ from visprof.sweep.versions import SoftwareVersions
 
 __all__ = ["run_sweep", "parse_gpus", "DEFAULT_TIMEOUT_S"]
 
-DEFAULT_TIMEOUT_S = 300.0
+# Seconds a cell may take (every pass, every batch tried) before its worker is killed. A GPU
+# cell takes seconds; a CPU cell of a large model can take minutes on a small machine.
+DEFAULT_TIMEOUT_S = {"cuda": 300.0, "cpu": 1800.0}
 # Keyword arguments of visprof.profile that the sweep sets itself, per cell.
 _SET_BY_SWEEP = {"model", "batch_size", "img_size", "precision", "channels_last", "device", "passes",
                  "progress", "search_batch", "trace_path", "recording_path", "table", "category_file"}
@@ -74,7 +76,7 @@ def run_sweep(
     workers: int | None = None,
     ray: str | None = None,
     imports: Sequence[str] = (),
-    timeout_s: float = DEFAULT_TIMEOUT_S,
+    timeout_s: float | None = None,
     retries: int = 1,
     retry_failed: bool = False,
     fresh_process: bool = False,
@@ -119,7 +121,8 @@ def run_sweep(
 
 
 def _check_numbers(timeout_s, retries, time_budget_s, workers) -> None:
-    if not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool) or timeout_s <= 0:
+    if timeout_s is not None and (not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool)
+                                  or timeout_s <= 0):
         raise BadInputError(f"--timeout must be a positive number of seconds, got {timeout_s!r}")
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise BadInputError(f"--retries must be an integer >= 0, got {retries!r}")
@@ -156,13 +159,19 @@ def _default_argv() -> str:
 
 def _executor(device, gpus, workers, ray, imports, timeout_s, retries, fresh_process, echo):
     """(executor, device kind "cuda"/"cpu", the devices whose rows count as done, or None: any)."""
+    executor, kind, devices = _make_executor(device, gpus, workers, ray, imports, retries, fresh_process, echo)
+    executor.timeout_s = timeout_s if timeout_s is not None else DEFAULT_TIMEOUT_S[kind]
+    return executor, kind, devices
+
+
+def _make_executor(device, gpus, workers, ray, imports, retries, fresh_process, echo):
     choice = (device or "auto").strip().lower()
     if choice not in ("auto", "cuda", "gpu", "cpu"):
         raise BadInputError(f"--device for a sweep is auto, cuda or cpu (pick GPUs with --gpus), got {device!r}")
     if ray is not None:
         from visprof.sweep.ray_exec import RayExecutor
 
-        probe = RayExecutor(ray, device_kind="cpu", imports=imports, timeout_s=timeout_s, retries=retries)
+        probe = RayExecutor(ray, device_kind="cpu", imports=imports, retries=retries)
         resources = probe.connect()
         has_gpus = resources.get("GPU", 0) >= 1
         if choice in ("cuda", "gpu") and not has_gpus:
@@ -182,8 +191,7 @@ def _executor(device, gpus, workers, ray, imports, timeout_s, retries, fresh_pro
             if workers is not None:
                 raise BadInputError("--workers is for CPU sweeps; a GPU sweep runs one worker per GPU (choose them with --gpus)")
             slots, kind, devices = gpu_slots(indices), "cuda", _gpu_uuids(indices)
-    return LocalExecutor(slots, imports=imports, timeout_s=timeout_s, fresh_process=fresh_process,
-                         echo_stderr=echo), kind, devices
+    return LocalExecutor(slots, imports=imports, fresh_process=fresh_process, echo_stderr=echo), kind, devices
 
 
 def _gpu_indices(gpus: str | list[int], explicit: bool) -> list[int] | None:
@@ -266,7 +274,7 @@ class _Sweep:
                 self.summary.status = status
                 self.summary.elapsed_s = time.monotonic() - self.t0
                 self.store.end_run(self.run_id, status, self.summary.done, self.summary.failed_total,
-                                   self.summary.elapsed_s)
+                                   self.summary.elapsed_s, self.summary.startup_s)
                 if status in ("interrupted", "time budget"):
                     self.progress.note(f"{status}: {self.summary.done + self.summary.failed_total} cells finished "
                                        f"this run, {self.summary.remaining} left; finished cells are kept in "
@@ -299,6 +307,8 @@ class _Sweep:
         pass
 
     def worker_ready(self, where: str, facts: dict[str, Any]) -> None:
+        if self.summary.startup_s is None:
+            self.summary.startup_s = time.monotonic() - self.t0
         gpu = facts.get("gpu") or {}
         what = f"{gpu.get('name')} ({gpu.get('uuid')})" if gpu else "CPU"
         self.progress.note(f"worker {where} ready in {facts.get('startup_s', 0):.1f} s: {what}, pid {facts.get('pid')}")

@@ -109,7 +109,8 @@ CREATE TABLE IF NOT EXISTS runs (
     cells_skipped INTEGER,
     cells_done    INTEGER,
     cells_failed  INTEGER,
-    elapsed_s     REAL
+    elapsed_s     REAL,
+    startup_s     REAL
 );
 CREATE TABLE IF NOT EXISTS results (
     id     INTEGER PRIMARY KEY,

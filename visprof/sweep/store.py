@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
-from visprof.errors import BadInputError
+from visprof.errors import BadInputError, OutputWriteError
 from visprof.sweep.flatten import category_rows, compact_json, flatten_result, memory_rows, normalize_gpu_uuid
 from visprof.sweep.plan import Cell, img_size_text
 from visprof.sweep.schema import DDL, IDENTITY, RESULT_FIGURES, SCHEMA_VERSION
@@ -38,6 +38,8 @@ __all__ = ["ResultStore", "open_store", "Reference", "CellState", "StoreBusyErro
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _FAILURE_KINDS = ("error", "oom", "timeout", "crash")
+# SQLite's words for a store that cannot take a write (not a bug in the SQL).
+_STORAGE_ERRORS = ("disk is full", "readonly", "disk I/O error", "unable to open", "database is locked")
 
 
 class StoreBusyError(BadInputError):
@@ -185,15 +187,22 @@ class ResultStore:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE ... COMMIT; ROLLBACK on any exception, Ctrl-C included."""
+        """BEGIN IMMEDIATE ... COMMIT; ROLLBACK on any exception, Ctrl-C included. A full
+        disk or a store made read-only meanwhile becomes OutputWriteError (one line)."""
         self._require_write()
-        self.conn.execute("BEGIN IMMEDIATE")
         try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            if any(text in str(exc) for text in _STORAGE_ERRORS):
+                raise OutputWriteError(self.path, str(exc)) from exc
             raise
-        self.conn.execute("COMMIT")
 
     def _require_write(self) -> None:
         if not self.write:
@@ -208,10 +217,12 @@ class ResultStore:
                 (_now(), argv, socket.gethostname(), executor, planned, skipped))
             return int(cursor.lastrowid)
 
-    def end_run(self, run_id: int, status: str, done: int, failed: int, elapsed_s: float) -> None:
+    def end_run(self, run_id: int, status: str, done: int, failed: int, elapsed_s: float,
+                startup_s: float | None = None) -> None:
+        """``startup_s``: from the run's start until its first worker was ready."""
         with self.transaction() as conn:
-            conn.execute("UPDATE runs SET ended_at = ?, status = ?, cells_done = ?, cells_failed = ?, elapsed_s = ?"
-                         " WHERE id = ?", (_now(), status, done, failed, elapsed_s, run_id))
+            conn.execute("UPDATE runs SET ended_at = ?, status = ?, cells_done = ?, cells_failed = ?, elapsed_s = ?,"
+                         " startup_s = ? WHERE id = ?", (_now(), status, done, failed, elapsed_s, startup_s, run_id))
 
     def runs(self) -> list[dict[str, Any]]:
         return [dict(row) for row in self.conn.execute("SELECT * FROM runs ORDER BY id")]

@@ -21,6 +21,7 @@ class SweepSummary:
     cell_wall_s: list[float] = field(default_factory=list)  # per measured cell, in the worker
     slowest: list[tuple[str, float]] = field(default_factory=list)  # (cell, wall s), slowest first
     elapsed_s: float | None = None  # the run's wall time
+    startup_s: float | None = None  # from the start until the first worker was ready
     status: str = "complete"  # "complete" | "time budget" | "interrupted"
     executor: str = ""
     store: str = ""
