@@ -3,6 +3,12 @@
 # Usage on the device: bash bench/h200_session.sh STEP [STEP...]; results land in $OUT.
 #   native   GPU tests of the native core + bench/native_overhead.py
 #   profile  GPU tests of the profiler + `visprof profile` of one model (the README excerpt)
+#   sweep-tests  GPU tests of visprof sweep (every visible GPU, a real CUDA OOM decay)
+#   sweep-scale  one budgeted call of bench/sweep_scale.py; the store lives in .sweep/ (carry it
+#                back in: `mkdir -p .sweep && cp <files>/sweep-* .sweep/`, carry: [".sweep"]).
+#                SWEEP_NAME (sweep-h200), GPUS (all), BUDGET (420 s), TIMM_SAMPLE (all) set it up
+#   sweep-ray    20 models of the list on a local Ray cluster of this machine's GPUs (needs the
+#                Ray wheels in .whl/: ray is 76 MiB, bench/slim_wheel.py makes it 44)
 # VISPROF_COMMIT names the commit in the results (the device copy has no .git).
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:${PYTHONPATH:-}
@@ -25,6 +31,19 @@ for step in "$@"; do
       python3 -m pytest tests/gpu/test_profile_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-profile.txt" | grep -E "PASS|FAIL|SKIP|Error|passed|failed" | head -40
       model=${MODEL:-vit_base_patch16_224}
       python3 -m visprof profile "$model" --quiet --json "$OUT/visprof-profile-$model.json" 2>&1 | tee "$OUT/visprof-profile-$model.txt" ;;
+    sweep-tests)
+      python3 -m pytest tests/gpu/test_sweep_gpu.py -v -s 2>&1 | tee "$OUT/gpu-tests-sweep.txt" | tail -40 ;;
+    sweep-scale)
+      name=${SWEEP_NAME:-sweep-h200}; mkdir -p .sweep
+      python3 bench/sweep_scale.py --store ".sweep/$name.db" --gpus "${GPUS:-all}" --time-budget "${BUDGET:-420}" \
+        --timm-loop --timm-state ".sweep/$name-timm.json" ${TIMM_SAMPLE:+--timm-sample $TIMM_SAMPLE} \
+        --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.txt" | tail -30
+      cp .sweep/"$name"* "$OUT/" ;;
+    sweep-ray)
+      mkdir -p .sweep
+      python3 -m visprof sweep --model-list bench/sweep_models_300.txt --limit 20 --ray local \
+        --store .sweep/sweep-ray.db --json "$OUT/sweep-ray.json" 2>&1 | tee "$OUT/sweep-ray.txt" | tail -30
+      python3 -m visprof export .sweep/sweep-ray.db --format csv -o "$OUT/sweep-ray.csv" ;;
     *) python3 -c "$step" ;;
   esac
 done

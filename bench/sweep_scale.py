@@ -95,6 +95,7 @@ def run_timm_loop(models: list[str], state_path: Path, batch_size: int, precisio
     from visprof.outputs import atomic_write_text
 
     state = json.loads(state_path.read_text()) if state_path.exists() else {"models": {}}
+    state["planned"] = list(models)
     estimate = 0.0
     for name in models:
         if name in state["models"]:
@@ -161,7 +162,7 @@ def report(store_path: Path, plan_keys: list[str], models: list[str], call, timm
         out["timm_loop"] = {
             "models_timed": len(timed),
             "models_failed": sum(1 for r in timm_state["models"].values() if "error" in r),
-            "complete": all(m in timm_state["models"] for m in models),
+            "complete": all(m in timm_state["models"] for m in timm_state.get("planned", models)),
             "median_s_per_model": statistics.median(r["wall_s"] for r in timed.values()) if timed else None,
             "same_models": len(both),
             "visprof_median_s_same_models": statistics.median(walls[m] for m in both) if both else None,
@@ -218,6 +219,8 @@ def main() -> int:
     parser.add_argument("--time-budget", type=float, default=480.0, help="seconds for this call (default %(default)s)")
     parser.add_argument("--timm-loop", action="store_true", help="time left after the sweep: the timm-style loop")
     parser.add_argument("--timm-state", type=Path, default=Path("timm-loop.json"))
+    parser.add_argument("--timm-sample", type=int, metavar="N",
+                        help="time only N models spread evenly over the list with the timm-style loop (default: all)")
     parser.add_argument("--json", type=Path, help="write the report here (with provenance)")
     parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                         help="modules that register models (as visprof sweep --import)")
@@ -246,7 +249,11 @@ def main() -> int:
         if not torch.cuda.is_available():
             print("[timm loop] skipped: no GPU", file=sys.stderr)
         else:
-            timm_state = run_timm_loop(models, args.timm_state, args.batch_size, args.precision, deadline - 10)
+            sample = models
+            if args.timm_sample and args.timm_sample < len(models):
+                step = len(models) / args.timm_sample
+                sample = [models[int(i * step)] for i in range(args.timm_sample)]
+            timm_state = run_timm_loop(sample, args.timm_state, args.batch_size, args.precision, deadline - 10)
     elif args.timm_state.exists():
         timm_state = json.loads(args.timm_state.read_text())
     result = report(args.store, [c.key for c in plan.cells()], models, call, timm_state)
