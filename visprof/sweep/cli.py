@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+from visprof.cli import _non_negative_int, _positive_int
 from visprof.errors import BadInputError
 from visprof.options import PASSES, PRECISIONS
 
@@ -75,18 +76,6 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _count(minimum: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-    return parse
-
-
 def _profile_option(text: str) -> tuple[str, object]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
@@ -112,7 +101,7 @@ def add_sweep_commands(commands: argparse._SubParsersAction) -> None:
     pick.add_argument("--model-list", type=Path, metavar="FILE", help="one model name or pattern a line (as timm's benchmark.py)")
     pick.add_argument("--all", action="store_true", dest="all_models", help="every model timm has")
     pick.add_argument("--exclude", action="append", default=[], metavar="PATTERNS", help="leave out names matching these patterns")
-    pick.add_argument("--limit", type=_count(1), metavar="N", help="the first N selected models only")
+    pick.add_argument("--limit", type=_positive_int, metavar="N", help="the first N selected models only")
     pick.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                       help="import this module (name or .py path) in the driver and every worker first, "
                            "e.g. one that registers your models with timm's register_model")
@@ -126,8 +115,8 @@ def add_sweep_commands(commands: argparse._SubParsersAction) -> None:
     config.add_argument("--memory-format", type=_list(_memory_format, "memory formats"), metavar="LIST",
                         help="nchw, channels_last or both (nchw,channels_last)")
     config.add_argument("--passes", type=_list(_pass, "passes"), metavar="LIST", help=f"of {','.join(PASSES)} (default: all)")
-    config.add_argument("--warmup", type=_count(0), metavar="N", help="warm-up iterations per pass")
-    config.add_argument("--iterations", type=_count(1), metavar="N", help="timed iterations (default: until the median is stable)")
+    config.add_argument("--warmup", type=_non_negative_int, metavar="N", help="warm-up iterations per pass")
+    config.add_argument("--iterations", type=_positive_int, metavar="N", help="timed iterations (default: until the median is stable)")
     config.add_argument("--compile", action="store_true", help="torch.compile each model first")
     config.add_argument("--profile-option", "-O", type=_profile_option, action="append", default=[], metavar="KEY=VALUE",
                         help="any other keyword of visprof.profile (VALUE as JSON, else a string)")
@@ -135,13 +124,13 @@ def add_sweep_commands(commands: argparse._SubParsersAction) -> None:
     where.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
                        help="auto: the GPUs of --gpus, else the CPU (default)")
     where.add_argument("--gpus", default="all", metavar="all|0,1", help="GPUs to use, a worker on each (default: all)")
-    where.add_argument("--workers", type=_count(1), metavar="N", help="CPU sweeps: worker processes (default 1)")
+    where.add_argument("--workers", type=_positive_int, metavar="N", help="CPU sweeps: worker processes (default 1)")
     where.add_argument("--ray", metavar="auto|local|ADDRESS",
                        help="run each cell as a Ray task: auto (a running cluster), local (start one), or an address")
     run = sweep.add_argument_group("running")
     run.add_argument("--timeout", type=_positive_float, default=None, metavar="S",
                      help="seconds a cell may take before its worker is killed (default: 300 on GPUs, 1800 on the CPU)")
-    run.add_argument("--retries", type=_count(0), default=1, metavar="N",
+    run.add_argument("--retries", type=_non_negative_int, default=1, metavar="N",
                      help="tries again after a worker crash or a timeout (default 1); model errors are not retried")
     run.add_argument("--retry-failed", action="store_true", help="also rerun cells that failed in earlier runs")
     run.add_argument("--fresh-process", action="store_true", help="a new worker process for every cell (as timm's bulk_runner)")

@@ -40,6 +40,12 @@ class SweepProgress:
             self._bar.close()
             self._bar = None
 
+    def restart_clock(self) -> None:
+        """Rate and ETA count from now (called once the first worker is ready: its start-up,
+        seconds of imports, is no cell's time)."""
+        if self._bar is not None and self._bar.n == 0:
+            self._bar.reset(total=self.total)
+
     def note(self, text: str) -> None:
         """A line of its own (worker started, time budget reached, ...)."""
         if not self.enabled:

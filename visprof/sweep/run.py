@@ -309,6 +309,7 @@ class _Sweep:
     def worker_ready(self, where: str, facts: dict[str, Any]) -> None:
         if self.summary.startup_s is None:
             self.summary.startup_s = time.monotonic() - self.t0
+            self.progress.restart_clock()
         gpu = facts.get("gpu") or {}
         what = f"{gpu.get('name')} ({gpu.get('uuid')})" if gpu else "CPU"
         self.progress.note(f"worker {where} ready in {facts.get('startup_s', 0):.1f} s: {what}, pid {facts.get('pid')}")
