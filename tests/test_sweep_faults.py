@@ -227,3 +227,21 @@ def test_workers_are_reused_unless_fresh_process(tmp_path, capsys, fresh, worker
     assert len(ready) == workers_started, ready
     assert len({line.rsplit("pid", 1)[1] for line in ready}) == workers_started
     assert worker_pids(os.getpid()) == []
+
+
+def test_a_script_without_a_main_guard_runs_once(tmp_path):
+    """Workers are fresh interpreters (python -m visprof.sweep.worker), never spawns of the
+    caller: a user's script with no `if __name__ == "__main__"` must not run again in them."""
+    script = tmp_path / "unguarded.py"
+    marker = tmp_path / "runs.txt"
+    script.write_text(
+        "import sys\n"
+        f"open({str(marker)!r}, 'a').write('ran\\n')\n"
+        "from visprof.sweep import run_sweep\n"
+        f"summary = run_sweep(['visprof_fake_tiny'], store={str(tmp_path / 'r.db')!r}, device='cpu',\n"
+        f"                    imports=[{FAKE_MODELS!r}], profile_options={FAST!r}, progress=False)\n"
+        "print('measured', summary.done)\n")
+    done = subprocess.run([sys.executable, str(script)], env=env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "measured 1"
+    assert marker.read_text() == "ran\n"
