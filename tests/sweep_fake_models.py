@@ -10,6 +10,7 @@ Each misbehaves in one real way; nothing about the failure is mocked:
     visprof_fake_exits     calls os._exit(7) in its forward (the worker vanishes)
     visprof_fake_segfault  reads address 0 through ctypes (SIGSEGV)
     visprof_fake_oom       raises a CUDA-style out-of-memory error above batch OOM_ABOVE
+    visprof_fake_never_fits  raises the CUDA-style out-of-memory error at every batch size
     visprof_fake_noisy     prints to stdout from Python and from C (must not break the protocol)
     visprof_fake_gpu_hog   allocates a sixth of the GPU's memory per sample (a real CUDA OOM
                            above batch 5; GPU tests only)
@@ -69,6 +70,11 @@ class FakeOOM(Tiny):
         return super().forward(x)
 
 
+class NeverFits(Tiny):
+    def forward(self, x):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 TiB (fake: never fits)")
+
+
 class Noisy(Tiny):
     def forward(self, x):
         print("noise from Python on stdout")
@@ -116,6 +122,11 @@ def visprof_fake_segfault(pretrained=False, **kwargs):
 @register_model
 def visprof_fake_oom(pretrained=False, **kwargs):
     return FakeOOM()
+
+
+@register_model
+def visprof_fake_never_fits(pretrained=False, **kwargs):
+    return NeverFits()
 
 
 @register_model

@@ -181,3 +181,4 @@ def test_the_benchmark_model_list_mixes_every_family():
     families = {_model_to_module[name] for name in names}
     assert len(families) >= 80
     assert all(get_pretrained_cfg(name) is not None for name in names)  # a default resolution each
+

@@ -29,7 +29,7 @@ def is_oom_error(error: BaseException) -> bool:
         seen.add(id(error))
         if is_out_of_memory(error):
             return True
-        error = error.__cause__ or error.__context__
+        error = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
     return False
 
 
