@@ -49,6 +49,9 @@ def execute_cell(cell: Cell, device: str) -> dict[str, Any]:
     tried: list[int] = []
     batch = cell.batch_size
     last_oom = ""
+    # Each cell starts from an empty allocator cache, as timm's benchmark.py empties it before
+    # each model: a reused worker's earlier models neither fragment it nor count as reserved.
+    release_cached_memory()
     while batch:
         tried.append(batch)
         failure = None

@@ -104,7 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.device.startswith("cuda"):
             import torch
 
-            torch.zeros(1, device=args.device)  # the CUDA context, once, outside every cell's time
+            # The CUDA context, once, outside every cell's time; no tensor yet, so the caching
+            # allocator starts empty for the first cell's memory pass.
+            torch.cuda.synchronize(args.device)
     except Exception as exc:  # noqa: BLE001 - told to the driver, which stops the sweep
         send({"type": "fatal", "error_class": type(exc).__name__, "message": str(exc)})
         return 2
