@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from visprof.errors import VisprofError
 from visprof.sweep.execute import DETAIL_CHARS

@@ -59,6 +59,8 @@ def _run_cell_task(cell: dict[str, Any], imports: Sequence[str], timeout_s: floa
 
 
 class RayExecutor:
+    retries_crashes = True  # Ray reruns a task whose worker or node died (max_retries)
+
     def __init__(self, address: str, *, device_kind: str, imports: Sequence[str] = (), timeout_s: float = 300.0,
                  retries: int = 1):
         self.address = address

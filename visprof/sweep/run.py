@@ -16,17 +16,16 @@ from __future__ import annotations
 import collections
 import json
 import os
-import socket
 import sys
 import time
 from typing import Any, Iterable, Mapping, Sequence
 
 from visprof.errors import BadInputError, DeviceNotFoundError, NoGPUError
 from visprof.options import PASSES
-from visprof.sweep.plan import Cell, SweepPlan
+from visprof.sweep.plan import SweepPlan
 from visprof.sweep.progress_bar import SweepProgress
 from visprof.sweep.selection import import_modules, select_models
-from visprof.sweep.store import CellState, ResultStore
+from visprof.sweep.store import ResultStore
 from visprof.sweep.summary import SweepSummary
 from visprof.sweep.tasks import Task
 from visprof.sweep.versions import SoftwareVersions
@@ -230,7 +229,6 @@ class _Sweep:
         self.retries = retries
         self.t0 = started
         self.versions = SoftwareVersions.current()
-        self.host = socket.gethostname()
         self.hard_deadline = started + time_budget_s if time_budget_s is not None else None
         self.stopping = False
         self.run_id: int | None = None
@@ -240,7 +238,7 @@ class _Sweep:
         self.summary = SweepSummary(planned=len(plan), executor=executor.description, store=str(store.path))
         self.in_flight = 0
         # Ray reruns a task whose worker died itself; locally the sweep requeues it.
-        self.requeue_crashes = not hasattr(executor, "connect")
+        self.requeue_crashes = not getattr(executor, "retries_crashes", False)
 
         states = store.cell_states(self.versions, devices)
         self.queue: collections.deque[Task] = collections.deque()

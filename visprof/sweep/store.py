@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 from visprof.errors import BadInputError, OutputWriteError
 from visprof.sweep.flatten import category_rows, compact_json, flatten_result, memory_rows, normalize_gpu_uuid
 from visprof.sweep.plan import Cell, img_size_text
-from visprof.sweep.schema import DDL, IDENTITY, RESULT_FIGURES, SCHEMA_VERSION
+from visprof.sweep.schema import DDL, IDENTITY, SCHEMA_VERSION
 from visprof.sweep.versions import SoftwareVersions
 
 if TYPE_CHECKING:
