@@ -6,6 +6,13 @@
 #   memory   GPU tests of the in-process memory pass + bench/alloc_tracker_cost.py
 #   regimes  bench/latency_check.py (latency per regime, memory, whole-profile wall time);
 #            starts no model after $REGIMES_DEADLINE_S seconds since this script started
+#   sweep-tests  GPU tests of visprof sweep (every visible GPU, a real CUDA OOM decay)
+#   sweep-scale  one budgeted call of bench/sweep_scale.py; the store lives in .sweep/ (carry it
+#                back in: `mkdir -p .sweep && cp <files>/sweep-* .sweep/`, carry: [".sweep"]).
+#                SWEEP_NAME (sweep-h200), GPUS (all), BUDGET (420 s), LIMIT (all 300 models),
+#                TIMM_SAMPLE (all), TIMM=0 (no timm-style loop) set it up
+#   sweep-ray    20 models of the list on a local Ray cluster of this machine's GPUs (needs the
+#                Ray wheels in .whl/: ray is 76 MiB, bench/slim_wheel.py makes it 44)
 # VISPROF_COMMIT names the commit in the results (the device copy has no .git).
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:${PYTHONPATH:-}
@@ -35,6 +42,20 @@ for step in "$@"; do
     regimes)
       left=$(( ${REGIMES_DEADLINE_S:-480} - SECONDS ))
       python3 bench/latency_check.py ${MODELS:+--models $MODELS} --deadline-s "$left" --json "$OUT/latency-regimes-h200.json" 2>&1 | tee "$OUT/latency-regimes.txt" ;;
+    sweep-tests)
+      python3 -m pytest tests/gpu/test_sweep_gpu.py -v -s 2>&1 | tee "$OUT/gpu-tests-sweep.txt" | tail -40 ;;
+    sweep-scale)
+      name=${SWEEP_NAME:-sweep-h200}; mkdir -p .sweep
+      timm_args="--timm-loop --timm-state .sweep/$name-timm.json ${TIMM_SAMPLE:+--timm-sample $TIMM_SAMPLE}"
+      [ "${TIMM:-1}" = 0 ] && timm_args=""
+      python3 bench/sweep_scale.py --store ".sweep/$name.db" --gpus "${GPUS:-all}" --time-budget "${BUDGET:-420}" \
+        $timm_args ${LIMIT:+--limit $LIMIT} --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.txt" | tail -30
+      cp .sweep/"$name"* "$OUT/" ;;
+    sweep-ray)
+      mkdir -p .sweep
+      python3 -m visprof sweep --model-list bench/sweep_models_300.txt --limit 20 --ray local \
+        --store .sweep/sweep-ray.db --json "$OUT/sweep-ray.json" 2>&1 | tee "$OUT/sweep-ray.txt" | tail -30
+      python3 -m visprof export .sweep/sweep-ray.db --format csv -o "$OUT/sweep-ray.csv" ;;
     *) python3 -c "$step" ;;
   esac
 done

@@ -1,0 +1,85 @@
+"""Sweep progress on stderr: a tqdm bar with rate, ETA and failure counts on a terminal;
+one line per finished cell in a log or a pipe (a redrawn bar turns a log into noise)."""
+from __future__ import annotations
+
+import collections
+import sys
+from typing import TextIO
+
+from visprof.progress import PREFIX, _load_tqdm
+
+__all__ = ["SweepProgress"]
+
+
+class SweepProgress:
+    def __init__(self, total: int, enabled: bool = True, stream: TextIO | None = None):
+        self.total = total
+        self.enabled = enabled
+        self._stream = stream
+        self.done = 0
+        self.ok = 0
+        self.failed: collections.Counter[str] = collections.Counter()
+        self._bar = None
+
+    @property
+    def stream(self) -> TextIO:
+        return self._stream if self._stream is not None else sys.stderr
+
+    def __enter__(self) -> "SweepProgress":
+        if not self.enabled:
+            return self
+        tqdm = _load_tqdm()
+        isatty = getattr(self.stream, "isatty", None)
+        if tqdm is not None and isatty is not None and isatty():
+            self._bar = tqdm(total=self.total, desc="sweep", unit="cell", file=self.stream, dynamic_ncols=True,
+                             smoothing=0.1)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def restart_clock(self) -> None:
+        """Rate and ETA count from now (called once the first worker is ready: its start-up,
+        seconds of imports, is no cell's time)."""
+        if self._bar is not None and self._bar.n == 0:
+            self._bar.reset(total=self.total)
+
+    def note(self, text: str) -> None:
+        """A line of its own (worker started, time budget reached, ...)."""
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.write(f"{PREFIX} {text}", file=self.stream)
+        else:
+            print(f"{PREFIX} {text}", file=self.stream, flush=True)
+
+    def cell(self, label: str, where: str, wall_s: float | None, error_class: str | None = None,
+             retry: bool = False) -> None:
+        """A cell finished (``error_class`` None: it succeeded); ``retry``: it will run again."""
+        if not retry:
+            self.done += 1
+            if error_class is None:
+                self.ok += 1
+            else:
+                self.failed[error_class] += 1
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            if not retry:
+                self._bar.update(1)
+            self._bar.set_postfix_str(self._counts(), refresh=True)
+            if error_class is not None:
+                self._bar.write(f"{PREFIX} {label}: {error_class}{' (will retry)' if retry else ''}", file=self.stream)
+            return
+        wall = f" {wall_s:.1f} s" if wall_s is not None else ""
+        status = "ok" if error_class is None else error_class + (" (will retry)" if retry else "")
+        print(f"{PREFIX} {self.done}/{self.total} {label} [{where}]: {status}{wall}", file=self.stream, flush=True)
+
+    def _counts(self) -> str:
+        failed = sum(self.failed.values())
+        text = f"ok={self.ok} failed={failed}"
+        if failed:
+            text += " (" + ", ".join(f"{name} {n}" for name, n in self.failed.most_common(3)) + ")"
+        return text

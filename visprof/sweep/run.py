@@ -1,0 +1,359 @@
+"""``run_sweep``: models x configurations x GPUs into one resumable results store.
+
+    from visprof.sweep import run_sweep
+    summary = run_sweep(["resnet50", "vit_*"], store="results.db", batch_sizes=[64], limit=20)
+    print(summary.render())
+
+The driver selects models, plans the cells, skips those the store already holds (same
+configuration, same GPU, same visprof/torch/timm/CUDA), runs the rest on local worker
+processes (one per GPU) or as Ray tasks, and writes every outcome to the store as it
+arrives: the driver alone writes, one transaction per row. Crashed and timed-out cells are
+tried again (``retries``) on a fresh worker; errors of the model and out-of-memory at every
+batch size are final. The same call again resumes.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import sys
+import time
+from typing import Any, Iterable, Mapping, Sequence
+
+from visprof.errors import BadInputError, DeviceNotFoundError, NoGPUError
+from visprof.options import PASSES
+from visprof.sweep.plan import SweepPlan
+from visprof.sweep.progress_bar import SweepProgress
+from visprof.sweep.selection import import_modules, select_models
+from visprof.sweep.store import ResultStore
+from visprof.sweep.summary import SweepSummary
+from visprof.sweep.tasks import Task
+from visprof.sweep.versions import SoftwareVersions
+
+__all__ = ["run_sweep", "parse_gpus", "DEFAULT_TIMEOUT_S"]
+
+# Seconds a cell may take (every pass, every batch tried) before its worker is killed. A GPU
+# cell takes seconds; a CPU cell of a large model can take minutes on a small machine.
+DEFAULT_TIMEOUT_S = {"cuda": 300.0, "cpu": 1800.0}
+# Keyword arguments of visprof.profile that the sweep sets itself, per cell.
+_SET_BY_SWEEP = {"model", "batch_size", "img_size", "precision", "channels_last", "device", "passes",
+                 "progress", "search_batch", "trace_path", "recording_path", "table", "category_file"}
+
+
+def parse_gpus(gpus: str | Sequence[int] | None) -> str | list[int]:
+    """``"all"``/None -> "all"; ``"0,1"`` or [0, 1] -> [0, 1]."""
+    if gpus is None or (isinstance(gpus, str) and gpus.strip().lower() == "all"):
+        return "all"
+    items = gpus.split(",") if isinstance(gpus, str) else list(gpus)
+    indices = []
+    for item in items:
+        text = str(item).strip().lower().removeprefix("cuda:")
+        if not text.isdigit():
+            raise BadInputError(f"--gpus takes 'all' or GPU indices such as 0,1; got {gpus!r}")
+        indices.append(int(text))
+    if not indices:
+        raise BadInputError(f"--gpus takes 'all' or GPU indices such as 0,1; got {gpus!r}")
+    return list(dict.fromkeys(indices))
+
+
+def run_sweep(
+    models: Iterable[str] | str | None = None,
+    *,
+    store: str | os.PathLike,
+    model_list: str | os.PathLike | None = None,
+    all_models: bool = False,
+    exclude: Iterable[str] | str | None = None,
+    limit: int | None = None,
+    batch_sizes: Sequence[int] = (),
+    img_sizes: Sequence[Any] = (),
+    precisions: Sequence[str] = (),
+    channels_last: Sequence[bool] = (),
+    passes: Sequence[str] | str = PASSES,
+    profile_options: Mapping[str, Any] | None = None,
+    device: str | None = None,
+    gpus: str | Sequence[int] | None = "all",
+    workers: int | None = None,
+    ray: str | None = None,
+    imports: Sequence[str] = (),
+    timeout_s: float | None = None,
+    retries: int = 1,
+    retry_failed: bool = False,
+    fresh_process: bool = False,
+    time_budget_s: float | None = None,
+    progress: bool = True,
+    echo_worker_output: bool = False,
+    argv: str | None = None,
+) -> SweepSummary:
+    """Runs a sweep into ``store`` and returns its summary (see the module docstring).
+
+    ``device``: None/"auto" (every GPU of ``gpus``, else the CPU), "cuda" or "cpu".
+    ``workers``: CPU worker processes (default 1: parallel CPU timings disturb each other).
+    ``ray``: "auto" (a running cluster), "local" (start one here) or a cluster address.
+    ``imports``: modules (names or .py paths) imported in the driver and every worker first,
+    e.g. ones that register models with timm. ``time_budget_s``: stop starting cells in time
+    to return within this many seconds; the store resumes from there.
+    On Ctrl-C the workers are killed, the run is marked interrupted, and KeyboardInterrupt
+    propagates.
+    """
+    started = time.monotonic()
+    _check_numbers(timeout_s, retries, time_budget_s, workers)
+    if isinstance(passes, str):
+        passes = [p.strip() for p in passes.split(",") if p.strip()]
+    options = _check_profile_options(profile_options or {})
+    ResultStore.check_path(store, write=True)  # a bad path fails before minutes of work
+    executor = writer = None
+    try:
+        import_modules(imports)
+        names = select_models(models, model_list=model_list, all_models=all_models, exclude=exclude, limit=limit)
+        executor, device_kind, devices = _executor(device, gpus, workers, ray, imports, timeout_s, retries,
+                                                   fresh_process, echo_worker_output)
+        plan = SweepPlan(names, device_kind, batch_sizes, img_sizes, precisions, channels_last, passes, options)
+        # Created (and locked against a second sweep) only once the sweep is known to be sound.
+        writer = ResultStore(store, write=True)
+        sweep = _Sweep(writer, plan, executor, devices, retries, retry_failed, time_budget_s, started, progress)
+        return sweep.run(argv or _default_argv())
+    finally:
+        if executor is not None and hasattr(executor, "close"):
+            executor.close()
+        if writer is not None:
+            writer.close()
+
+
+def _check_numbers(timeout_s, retries, time_budget_s, workers) -> None:
+    if timeout_s is not None and (not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool)
+                                  or timeout_s <= 0):
+        raise BadInputError(f"--timeout must be a positive number of seconds, got {timeout_s!r}")
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise BadInputError(f"--retries must be an integer >= 0, got {retries!r}")
+    if time_budget_s is not None and (isinstance(time_budget_s, bool) or not isinstance(time_budget_s, (int, float))
+                                      or time_budget_s <= 0):
+        raise BadInputError(f"--time-budget must be a positive number of seconds, got {time_budget_s!r}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise BadInputError(f"--workers must be an integer >= 1, got {workers!r}")
+
+
+def _check_profile_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    if not options:
+        return {}
+    import inspect
+
+    from visprof.profiler import profile
+
+    accepted = set(inspect.signature(profile).parameters) - _SET_BY_SWEEP
+    for key, value in options.items():
+        if key in _SET_BY_SWEEP:
+            raise BadInputError(f"profile option {key!r} is set by the sweep itself; use its own sweep option")
+        if key not in accepted:
+            raise BadInputError(f"unknown profile option {key!r}; visprof.profile takes {', '.join(sorted(accepted))}")
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            raise BadInputError(f"profile option {key}={value!r} is not a plain value (number, string, list)") from None
+    return dict(options)
+
+
+def _default_argv() -> str:
+    return " ".join(sys.argv) if sys.argv and sys.argv[0] else "run_sweep()"
+
+
+def _executor(device, gpus, workers, ray, imports, timeout_s, retries, fresh_process, echo):
+    """(executor, device kind "cuda"/"cpu", the devices whose rows count as done, or None: any)."""
+    executor, kind, devices = _make_executor(device, gpus, workers, ray, imports, retries, fresh_process, echo)
+    executor.timeout_s = timeout_s if timeout_s is not None else DEFAULT_TIMEOUT_S[kind]
+    return executor, kind, devices
+
+
+def _make_executor(device, gpus, workers, ray, imports, retries, fresh_process, echo):
+    choice = (device or "auto").strip().lower()
+    if choice not in ("auto", "cuda", "gpu", "cpu"):
+        raise BadInputError(f"--device for a sweep is auto, cuda or cpu (pick GPUs with --gpus), got {device!r}")
+    if ray is not None:
+        from visprof.sweep.ray_exec import RayExecutor
+
+        probe = RayExecutor(ray, device_kind="cpu", imports=imports, retries=retries)
+        resources = probe.connect()
+        has_gpus = resources.get("GPU", 0) >= 1
+        if choice in ("cuda", "gpu") and not has_gpus:
+            probe.close()
+            raise NoGPUError(f"the Ray cluster at {ray!r} has no GPUs")
+        probe.device_kind = "cuda" if has_gpus and choice != "cpu" else "cpu"
+        return probe, probe.device_kind, None
+    from visprof.sweep.local import LocalExecutor, cpu_slots, gpu_slots
+
+    if choice == "cpu":
+        slots, kind, devices = cpu_slots(workers or 1), "cpu", ["cpu"]
+    else:
+        indices = _gpu_indices(parse_gpus(gpus), explicit=choice != "auto")
+        if indices is None:
+            slots, kind, devices = cpu_slots(workers or 1), "cpu", ["cpu"]
+        else:
+            if workers is not None:
+                raise BadInputError("--workers is for CPU sweeps; a GPU sweep runs one worker per GPU (choose them with --gpus)")
+            slots, kind, devices = gpu_slots(indices), "cuda", _gpu_uuids(indices)
+    return LocalExecutor(slots, imports=imports, fresh_process=fresh_process, echo_stderr=echo), kind, devices
+
+
+def _gpu_indices(gpus: str | list[int], explicit: bool) -> list[int] | None:
+    """The GPUs to use, or None for the CPU (no GPU here, and none was asked for)."""
+    from visprof import hardware
+
+    cuda = hardware._torch_cuda()
+    count = cuda.device_count() if cuda is not None else 0
+    if count == 0:
+        if explicit or gpus != "all":
+            raise NoGPUError(hardware.no_gpu_reason())
+        return None
+    if gpus == "all":
+        return list(range(count))
+    missing = [i for i in gpus if i >= count]
+    if missing:
+        raise DeviceNotFoundError(f"cuda:{missing[0]}", hardware.visible_device_names())
+    return gpus
+
+
+def _gpu_uuids(indices: list[int]) -> list[str]:
+    from visprof import hardware
+    from visprof.sweep.flatten import normalize_gpu_uuid
+
+    return [normalize_gpu_uuid(hardware.gpu_identity(i)) for i in indices]
+
+
+class _Sweep:
+    """The driver's state: the queue, the retry policy, the time budget, the store writes."""
+
+    def __init__(self, store: ResultStore, plan: SweepPlan, executor, devices, retries: int, retry_failed: bool,
+                 time_budget_s: float | None, started: float, progress: bool):
+        self.store = store
+        self.plan = plan
+        self.executor = executor
+        self.retries = retries
+        self.t0 = started
+        self.versions = SoftwareVersions.current()
+        self.hard_deadline = started + time_budget_s if time_budget_s is not None else None
+        self.stopping = False
+        self.run_id: int | None = None
+        self.show_progress = progress
+        self.progress: SweepProgress | None = None
+        self.walls: collections.deque[float] = collections.deque(maxlen=20)
+        self.summary = SweepSummary(planned=len(plan), executor=executor.description, store=str(store.path))
+        self.in_flight = 0
+        # Ray reruns a task whose worker died itself; locally the sweep requeues it.
+        self.requeue_crashes = not getattr(executor, "retries_crashes", False)
+
+        states = store.cell_states(self.versions, devices)
+        self.queue: collections.deque[Task] = collections.deque()
+        for cell in plan.cells():
+            state = states.get(cell.key)
+            if state is None:
+                self.queue.append(Task(cell, 1))
+            elif state.status == "failed" and (retry_failed or not state.final):
+                self.queue.append(Task(cell, state.attempts + 1))
+            else:
+                self.summary.skipped += 1
+
+    # --- the run ----------------------------------------------------------------------
+    def run(self, argv: str) -> SweepSummary:
+        self.run_id = self.store.start_run(argv, self.executor.description, len(self.plan), self.summary.skipped)
+        status = "error"
+        with SweepProgress(len(self.queue), enabled=self.show_progress) as self.progress:
+            self.progress.note(f"{len(self.plan)} cells ({len(self.plan.models)} models); "
+                               f"{self.summary.skipped} already in {self.store.path}; "
+                               f"{len(self.queue)} to run on {self.executor.description}; {self.versions}")
+            try:
+                if self.queue:
+                    self.executor.run(self)
+                # Cells still queued, or abandoned in flight at the hard deadline, were not run.
+                status = "time budget" if self.queue or self.in_flight else "complete"
+            except KeyboardInterrupt:
+                status = "interrupted"
+                raise
+            finally:
+                self.summary.remaining = len(self.queue) + self.in_flight
+                self.summary.status = status
+                self.summary.elapsed_s = time.monotonic() - self.t0
+                self.store.end_run(self.run_id, status, self.summary.done, self.summary.failed_total,
+                                   self.summary.elapsed_s, self.summary.startup_s)
+                if status in ("interrupted", "time budget"):
+                    self.progress.note(f"{status}: {self.summary.done + self.summary.failed_total} cells finished "
+                                       f"this run, {self.summary.remaining} left; finished cells are kept in "
+                                       f"{self.store.path}: run the same command again to resume")
+        self.summary.slowest.sort(key=lambda kv: -kv[1])
+        return self.summary
+
+    # --- TaskSource -------------------------------------------------------------------
+    def has_work(self) -> bool:
+        return bool(self.queue) and not self.stopping
+
+    def pending(self) -> int:
+        return 0 if self.stopping else len(self.queue)
+
+    def next_task(self) -> Task | None:
+        if not self.queue or self.stopping:
+            return None
+        if self.hard_deadline is not None:
+            remaining = self.hard_deadline - time.monotonic()
+            estimate = 1.5 * max(self.walls) if self.walls else 0.0
+            if remaining <= estimate:
+                self.stopping = True
+                self.progress.note(f"time budget: {remaining:.0f} s left, a cell takes up to {max(self.walls, default=0):.0f} s;"
+                                   " starting no more cells")
+                return None
+        self.in_flight += 1
+        return self.queue.popleft()
+
+    def started(self, task: Task, where: str) -> None:
+        pass
+
+    def worker_ready(self, where: str, facts: dict[str, Any]) -> None:
+        if self.summary.startup_s is None:
+            self.summary.startup_s = time.monotonic() - self.t0
+            self.progress.restart_clock()
+        gpu = facts.get("gpu") or {}
+        what = f"{gpu.get('name')} ({gpu.get('uuid')})" if gpu else "CPU"
+        self.progress.note(f"worker {where} ready in {facts.get('startup_s', 0):.1f} s: {what}, pid {facts.get('pid')}")
+
+    def finished(self, task: Task, outcome: dict[str, Any], facts: dict[str, Any] | None) -> None:
+        self.in_flight -= 1
+        cell = task.cell
+        where = _where(facts)
+        label = f"{cell.model} {cell.config_text}"
+        wall = outcome.get("wall_s")
+        if outcome.get("status") == "ok":
+            self.store.add_result(cell, outcome["result"], run_id=self.run_id,
+                                  batch_sizes_tried=outcome.get("batch_sizes_tried", ()), wall_s=wall,
+                                  attempts=task.attempt, host=(facts or {}).get("host"))
+            self.summary.done += 1
+            if wall is not None:
+                self.walls.append(wall)
+                self.summary.cell_wall_s.append(wall)
+                one_config = len(self.plan) == len(self.plan.models)
+                self.summary.slowest.append((cell.model if one_config else cell.key, wall))
+            self.progress.cell(label, where, wall)
+            return
+        kind = outcome.get("kind", "error")
+        attempts_here = int(outcome.get("attempts", 1))
+        total = task.attempt - 1 + attempts_here
+        final = kind in ("error", "oom") or not self.requeue_crashes or total >= 1 + self.retries
+        versions = SoftwareVersions.from_dict(facts["versions"]) if facts else self.versions
+        gpu = (facts or {}).get("gpu")
+        if gpu is None and self.plan.device_kind == "cuda":
+            gpu = {"name": None, "uuid": "unknown"}  # a Ray task that died before saying where it ran
+        self.store.add_failure(cell, versions=versions, gpu=gpu, kind=kind, error_class=outcome.get("error_class", "Error"),
+                               message=outcome.get("message", ""), detail=outcome.get("detail", ""),
+                               batch_sizes_tried=outcome.get("batch_sizes_tried", ()), attempts=attempts_here,
+                               final=final, run_id=self.run_id, host=(facts or {}).get("host"))
+        error_class = outcome.get("error_class", "Error")
+        if final:
+            self.summary.failed[error_class] = self.summary.failed.get(error_class, 0) + 1
+            self.summary.failures.append({"cell": cell.key, "error_class": error_class,
+                                          "message": outcome.get("message", "")})
+        else:
+            self.queue.append(Task(cell, total + 1))
+        self.progress.cell(label, where, wall, error_class, retry=not final)
+
+
+def _where(facts: dict[str, Any] | None) -> str:
+    if not facts:
+        return "?"
+    gpu = facts.get("gpu")
+    return f"{gpu.get('name')}" if gpu else "cpu"

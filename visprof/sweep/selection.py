@@ -1,0 +1,143 @@
+"""Which models a sweep runs, chosen the way timm users choose them.
+
+    select_models(["resnet50", "vit_*"], exclude=["*_giant_*"], limit=20)
+    select_models(model_list="models.txt")      # one name or pattern a line, as timm's benchmark.py
+    select_models(all_models=True)
+
+A name is checked against timm's registry (with close matches when it is unknown); a pattern
+(``*``, ``?``, ``[...]``) expands through ``timm.list_models`` and must match something. The
+result keeps the order given, without repeats. Models registered by a module imported with
+``--import`` count as timm's own, so import those modules first (``import_modules``).
+"""
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from visprof.errors import BadInputError
+
+__all__ = ["select_models", "read_model_list", "split_names", "import_modules", "is_pattern"]
+
+_PATTERN_CHARS = set("*?[")
+
+
+def is_pattern(text: str) -> bool:
+    return any(ch in _PATTERN_CHARS for ch in text)
+
+
+def split_names(items: Iterable[str] | str | None) -> list[str]:
+    """``"resnet50,vit_*"`` or ``["resnet50", "vit_*,deit_*"]`` -> the names, stripped."""
+    if items is None:
+        return []
+    if isinstance(items, str):
+        items = [items]
+    return [part.strip() for item in items for part in str(item).split(",") if part.strip()]
+
+
+def read_model_list(path: str | Path) -> list[str]:
+    """Names from a file, one a line (timm's ``--model-list`` format); ``#`` starts a comment."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInputError(f"--model-list: no such file: {path}") from None
+    except IsADirectoryError:
+        raise BadInputError(f"--model-list: {path} is a directory; give a file with one model name a line") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInputError(f"--model-list: cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    names = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            names.extend(split_names(line))
+    if not names:
+        raise BadInputError(f"--model-list: {path} names no model (one name or pattern a line)")
+    return names
+
+
+def import_modules(modules: Sequence[str]) -> None:
+    """Imports each module by name (``my_models``) or file (``path/to/my_models.py``).
+
+    Such a module can register models with timm's ``register_model``; the sweep imports it
+    in the driver (to select models) and in every worker (to build them)."""
+    for entry in modules:
+        _import_one(entry)
+
+
+def _import_one(entry: str) -> None:
+    try:
+        if entry.endswith(".py") or "/" in entry or "\\" in entry:
+            path = Path(entry).resolve()
+            if not path.is_file():
+                raise BadInputError(f"--import: no such file: {entry}")
+            name = f"visprof_user_{path.stem}"
+            if name in sys.modules:
+                return
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[name]
+                raise
+        else:
+            importlib.import_module(entry)
+    except BadInputError:
+        raise
+    except ModuleNotFoundError as exc:
+        if exc.name and entry.split(".")[0] == exc.name.split(".")[0]:
+            raise BadInputError(f"--import: no module named {entry!r} (give a module on the Python path, "
+                                "or a path to a .py file)") from None
+        raise BadInputError(f"--import {entry}: {type(exc).__name__}: {exc}") from exc
+    except Exception as exc:
+        raise BadInputError(f"--import {entry} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def select_models(
+    names: Iterable[str] | str | None = None,
+    *,
+    model_list: str | Path | None = None,
+    all_models: bool = False,
+    exclude: Iterable[str] | str | None = None,
+    limit: int | None = None,
+) -> list[str]:
+    """The model names to sweep, in order, without repeats (see the module docstring)."""
+    import timm
+
+    requested = split_names(names)
+    if model_list is not None:
+        requested += read_model_list(model_list)
+    if all_models:
+        requested += timm.list_models()
+    if not requested:
+        raise BadInputError("no models given: name models or patterns ('resnet50,vit_*'), "
+                            "or use --model-list FILE or --all")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise BadInputError(f"--limit must be an integer >= 1, got {limit!r}")
+    exclude_patterns = split_names(exclude)
+
+    chosen: dict[str, None] = {}
+    for item in requested:
+        for name in _expand(item, timm):
+            chosen.setdefault(name, None)
+    kept = [name for name in chosen if not any(fnmatch.fnmatchcase(name, p) for p in exclude_patterns)]
+    if not kept:
+        raise BadInputError(f"--exclude {','.join(exclude_patterns)} leaves none of the {len(chosen)} selected models")
+    return kept[:limit] if limit is not None else kept
+
+
+def _expand(item: str, timm) -> list[str]:
+    if is_pattern(item):
+        matches = timm.list_models(item)
+        if not matches:
+            raise BadInputError(f"model pattern {item!r} matches no timm model "
+                                "(timm.list_models() lists the names; quote patterns in the shell)")
+        return matches
+    from visprof.models import timm_name
+
+    return [timm_name(item)]  # UnknownModelError, with close matches, for a typo

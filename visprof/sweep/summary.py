@@ -1,0 +1,99 @@
+"""The short report at the end of a sweep: cells done, failures by class, slowest models,
+time per cell and rate. Built from the store's rows, so it can be made again later for any
+set of cells (``summarize_store``), e.g. over several resumed runs."""
+from __future__ import annotations
+
+import collections
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+__all__ = ["SweepSummary", "summarize_rows", "summarize_store"]
+
+
+@dataclass
+class SweepSummary:
+    planned: int = 0  # cells of the plan
+    skipped: int = 0  # already in the store when the run began
+    done: int = 0  # measured
+    failed: dict[str, int] = field(default_factory=dict)  # error class -> cells
+    remaining: int = 0  # not run: time budget, Ctrl-C
+    cell_wall_s: list[float] = field(default_factory=list)  # per measured cell, in the worker
+    slowest: list[tuple[str, float]] = field(default_factory=list)  # (cell, wall s), slowest first
+    elapsed_s: float | None = None  # the run's wall time
+    startup_s: float | None = None  # from the start until the first worker was ready
+    status: str = "complete"  # "complete" | "time budget" | "interrupted"
+    executor: str = ""
+    store: str = ""
+    failures: list[dict[str, Any]] = field(default_factory=list)  # {cell, error_class, message}
+
+    @property
+    def failed_total(self) -> int:
+        return sum(self.failed.values())
+
+    @property
+    def median_cell_s(self) -> float | None:
+        return statistics.median(self.cell_wall_s) if self.cell_wall_s else None
+
+    @property
+    def rate_per_min(self) -> float | None:
+        """Cells finished (measured or failed) per minute of this run."""
+        finished = self.done + self.failed_total
+        return finished / self.elapsed_s * 60 if self.elapsed_s and finished else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**{k: v for k, v in self.__dict__.items()}, "median_cell_s": self.median_cell_s,
+                "rate_per_min": self.rate_per_min, "failed_total": self.failed_total}
+
+    def render(self, top: int = 5) -> str:
+        lines = [f"visprof sweep: {self.status} · {self.executor}" + (f" · store {self.store}" if self.store else "")]
+        counts = f"cells: {self.planned} planned, {self.skipped} already in the store, {self.done} measured, " \
+                 f"{self.failed_total} failed"
+        if self.remaining:
+            counts += f", {self.remaining} not run"
+        lines.append(counts)
+        if self.failed:
+            lines.append("failed by class: " + ", ".join(f"{name} {n}" for name, n in
+                                                        sorted(self.failed.items(), key=lambda kv: (-kv[1], kv[0]))))
+        if self.cell_wall_s:
+            walls = self.cell_wall_s
+            lines.append(f"time per cell (all passes, model build included): median {statistics.median(walls):.2f} s, "
+                         f"mean {statistics.fmean(walls):.2f} s, max {max(walls):.2f} s")
+        if self.elapsed_s is not None:
+            rate = self.rate_per_min
+            lines.append(f"elapsed {self.elapsed_s:.1f} s" + (f" · {rate:.1f} cells/min" if rate else ""))
+        if self.slowest:
+            lines.append("slowest: " + ", ".join(f"{name} {wall:.1f} s" for name, wall in self.slowest[:top]))
+        for failure in self.failures[:top]:
+            lines.append(f"  FAILED {failure['cell']}: {failure['error_class']}: {_one_line(failure['message'])}")
+        if len(self.failures) > top:
+            lines.append(f"  ... and {len(self.failures) - top} more (visprof export STORE --format csv --failures)")
+        return "\n".join(lines)
+
+
+def _one_line(text: str, width: int = 160) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def summarize_rows(results: Iterable[dict[str, Any]], failures: Iterable[dict[str, Any]],
+                   **fields: Any) -> SweepSummary:
+    """A summary of store rows (``store.rows()`` and ``store.failures()`` dicts)."""
+    results, failures = list(results), list(failures)
+    walls = [(r["cell_key"], float(r["wall_s"])) for r in results if r.get("wall_s") is not None]
+    failed = collections.Counter(f["error_class"] for f in failures)
+    summary = SweepSummary(done=len(results), failed=dict(failed), **fields)
+    summary.cell_wall_s = [w for _, w in walls]
+    summary.slowest = sorted(walls, key=lambda kv: -kv[1])[:10]
+    summary.failures = [{"cell": f["cell_key"], "error_class": f["error_class"], "message": f["message"]}
+                        for f in failures]
+    return summary
+
+
+def summarize_store(store, cell_keys: Sequence[str] | None = None, **fields: Any) -> SweepSummary:
+    """A summary of every row in ``store`` (or of the rows of ``cell_keys``), e.g. a sweep
+    spread over several resumed runs."""
+    keys = set(cell_keys) if cell_keys is not None else None
+    results = [r for r in store.rows() if keys is None or r["cell_key"] in keys]
+    failures = [f for f in store.failures() if keys is None or f["cell_key"] in keys]
+    return summarize_rows(results, failures, store=str(store.path), **fields)
