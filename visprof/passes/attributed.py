@@ -91,7 +91,7 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
         warnings.append("torch.compile: kernels are attributed by their names only (no op, module or FLOPs); "
                         "op capture would make torch.compile run the model eagerly")
     else:
-        template = OpCapture(tracker, table, nvtx=False, flops=True)
+        template = OpCapture(tracker, table, nvtx=False, flops=True, structure=True)
         with tracker, template:
             runner()
             runner.sync()
