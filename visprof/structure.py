@@ -56,7 +56,8 @@ LAYOUT = {
     "contiguous", "clone", "expand", "expand_as", "squeeze", "unsqueeze", "flatten", "unflatten", "unbind",
     "split", "split_with_sizes", "unsafe_split", "chunk", "select", "slice", "narrow", "as_strided", "alias",
     "detach", "movedim", "swapaxes", "getitem", "lift_fresh", "lift_fresh_copy", "dropout", "native_dropout",
-    "copy", "permute_copy", "view_copy", "expand_copy", "unsqueeze_copy", "squeeze_copy", "transpose_copy",
+    "repeat_interleave", "repeat", "tile",
+    "copy", "copy_", "permute_copy", "view_copy", "expand_copy", "unsqueeze_copy", "squeeze_copy", "transpose_copy",
     *CASTS,
 }
 # Layout ops a (shifted) window partition adds around an attention core.
@@ -81,6 +82,10 @@ NONLINEAR = {"sigmoid", "tanh", "relu", "relu6", "hardtanh", "erf", "softplus", 
 POINTWISE_FN = {"add", "sub", "rsub", "mul", "div", "neg", "pow", "square", "clamp", "clamp_min", "clamp_max",
                 "add_", "mul_", "div_", "sub_", *NONLINEAR, *CASTS}
 SCORE_MODIFIERS = LAYOUT | ELEMENTWISE - {"cat", "stack", "exp", "reciprocal"}
+# Ops that create a tensor from nothing but whose values are data, not constants: an input
+# drawn inside the recording (``model(torch.randn(...))``) is an activation.
+DATA_SOURCES = {"randn", "rand", "randint", "randperm", "normal", "empty", "empty_strided", "randn_like", "rand_like",
+                "randint_like", "empty_like", "bernoulli"}
 # How far a walk goes before it gives up: attention, norms and activations are local patterns.
 MAX_WALK = 48
 
@@ -143,7 +148,7 @@ class _Analysis:
                     const = False
                 else:
                     uses_param = True
-            self.const[i] = const
+            self.const[i] = const and not (not ins and self.kinds[i] in DATA_SOURCES)
             self.uses_param[i] = uses_param
         self.roles: dict[int, str] = {}
 
@@ -404,52 +409,53 @@ class _Analysis:
                 self.norm_permutes(r)
 
     def norm_at(self, r: int) -> None:
+        """rsqrt(mean(u^2) + eps) or sqrt(var(x) + eps), u = x or x - mean(x), normalising x."""
         active = self.active(r)
         if len(active) != 1:
             return
+        root = lambda i: self.through(i, False)  # noqa: E731
         group = {r}
-        v = active[0]
+        v = root(active[0])
         if self.kinds[v] in ("add", "add_") and len(self.active(v)) == 1:  # + eps
             group.add(v)
-            v = self.active(v)[0]
+            v = root(self.active(v)[0])
         if self.kinds[v] in ("var", "var_mean", "std"):
-            x = self.active(v)
-            if len(x) != 1:
+            if len(self.active(v)) != 1:
                 return
-            base = {self.through(x[0], False)}
             group.add(v)
+            base = {root(self.active(v)[0])}
         elif self.kinds[v] == "mean":
-            sq = self.active(v)
-            if len(sq) != 1:
+            if len(self.active(v)) != 1:
                 return
-            sq = sq[0]
+            sq = root(self.active(v)[0])
             kind = self.kinds[sq]
             sources = self.active(sq)
-            if kind == "pow" and self.info[sq] == 2 and len(sources) == 1:
-                u = sources[0]
-            elif kind == "square" and len(sources) == 1:
-                u = sources[0]
-            elif kind in ("mul", "mul_") and len(sources) == 2 and sources[0] == sources[1]:
-                u = sources[0]
-            else:
+            squares = ((kind == "pow" and self.info[sq] == 2 and len(sources) == 1) or (kind == "square" and len(sources) == 1)
+                       or (kind in ("mul", "mul_") and len(sources) == 2 and root(sources[0]) == root(sources[1])))
+            if not squares:
                 return
             group |= {v, sq}
+            u = root(sources[0])
             base = {u}
-            if self.kinds[u] in ("sub", "sub_"):  # centred: (x - mean(x)) -> LayerNorm
-                xs = self.active(u)
-                means = [m for m in xs if self.kinds[m] == "mean"]
-                if len(xs) == 2 and len(means) == 1 and self.active(means[0]) == [x for x in xs if x != means[0]]:
-                    group |= {u, means[0]}
-                    base.add(xs[0] if xs[1] == means[0] else xs[1])
+            centred = self.centring(u)
+            if centred:
+                group |= centred[0]
+                base.add(centred[1])
         else:
             return
         # The normalising op: x * rsqrt(...) or (x - mean) / sqrt(...), through views of both.
         out = None
         for c in self._consumers_through_views(r, group):
-            ins = {self.through(p, False) for p in self.active(c)}
-            if ((self.kinds[c] in ("mul", "mul_") and self.kinds[r] == "rsqrt")
-                    or (self.kinds[c] in ("div", "div_") and self.kinds[r] == "sqrt")) and ins & base:
-                out = c
+            if not ((self.kinds[c] in ("mul", "mul_") and self.kinds[r] == "rsqrt")
+                    or (self.kinds[c] in ("div", "div_") and self.kinds[r] == "sqrt")):
+                continue
+            for p in self.active(c):
+                p = root(p)
+                centred = self.centring(p)
+                if p in base or (centred and centred[1] in base):
+                    out = c
+                    group |= centred[0] if centred else set()
+            if out is not None:
                 break
         if out is None:
             return
@@ -462,6 +468,19 @@ class _Analysis:
                 i = nxt[0]
                 group.add(i)
         self.mark(group, ROLE_NORM)
+
+    def centring(self, u: int) -> tuple[set[int], int] | None:
+        """({sub, mean}, x) when u = x - mean(x), else None."""
+        if self.kinds[u] not in ("sub", "sub_"):
+            return None
+        xs = [self.through(p, False) for p in self.active(u)]
+        means = [m for m in xs if self.kinds[m] == "mean"]
+        if len(xs) != 2 or len(means) != 1:
+            return None
+        x = xs[1] if xs[0] == means[0] else xs[0]
+        if [self.through(p, False) for p in self.active(means[0])] != [x]:
+            return None
+        return {u, means[0]}, x
 
     def _consumers_through_views(self, i: int, group: set[int]) -> list[int]:
         out, frontier = [], list(self.consumers[i])

@@ -41,7 +41,16 @@ class ModelRunner:
         torch.backends.cudnn.allow_tf32 = allow_tf32
         memory_format = torch.channels_last if config.channels_last else torch.contiguous_format
         model = spec.module.to(self.device, memory_format=memory_format).eval()
-        self.model = torch.compile(model) if config.compile else model
+        self.eager_model = model
+        # Compiled through visprof's Inductor backend, which records each kernel's ops and
+        # modules (visprof.compiled); None when not compiled.
+        self.compile_recorder = None
+        if config.compile:
+            from visprof.compiled import compile_model
+
+            self.model, self.compile_recorder = compile_model(model)
+        else:
+            self.model = model
         self.input = spec.make_input(config.batch_size, self.device, channels_last=config.channels_last)
 
     def autocast(self):
@@ -53,6 +62,16 @@ class ModelRunner:
     def __call__(self):
         with torch.inference_mode(), self.autocast():
             return self.model(self.input)
+
+    @contextlib.contextmanager
+    def eager(self):
+        """Run the uncompiled model inside: op capture (a dispatch mode, module hooks) makes a
+        compiled model run eagerly anyway, and calling it with module hooks makes torch warn."""
+        compiled, self.model = self.model, self.eager_model
+        try:
+            yield self
+        finally:
+            self.model = compiled
 
     def sync(self) -> None:
         if self.config.is_cuda:
