@@ -13,6 +13,7 @@ run, in ``to_records()``.
 from __future__ import annotations
 
 import time
+import weakref
 from typing import Any
 
 import torch
@@ -22,7 +23,7 @@ from visprof.categories import CategoryTable, default_table
 from visprof.native import native
 from visprof.op_flops import op_flops
 from visprof.records import ModuleRecord, OpRecord
-from visprof.structure import EXTERNAL, PARAM, Dataflow, find_roles, op_kind
+from visprof.structure import EXTERNAL, PARAM, SOFTMAX, Dataflow, find_roles, op_kind
 
 _aten = torch.ops.aten
 # Where each convolution overload keeps `groups` among its positional arguments.
@@ -115,15 +116,14 @@ def _attrs_key(attrs: dict) -> tuple:
 class _FlowRecorder:
     """The dataflow of one forward, for ``visprof.structure``.
 
-    Producers are kept in a weak-keyed map from tensor to op index, so no activation is kept
-    alive; a view is a new tensor object and an op of its own. Parameters, buffers and
-    tensors that modules hold count as constants (``PARAM``); any other tensor that no
-    recorded op produced is an activation from outside (``EXTERNAL``), e.g. the input."""
+    Producers are found by tensor identity through weak references (id -> (weakref, op)), so
+    no activation is kept alive and a dead tensor's reused id is never mistaken for it; a
+    view is a new tensor object and an op of its own. Parameters, buffers and tensors that
+    modules hold count as constants (``PARAM``); any other tensor that no recorded op
+    produced is an activation from outside (``EXTERNAL``), e.g. the input."""
 
     def __init__(self, root: torch.nn.Module | None):
-        from torch.utils.weak import WeakIdKeyDictionary
-
-        self.producers = WeakIdKeyDictionary()
+        self.producers: dict[int, tuple[Any, int]] = {}
         self.constants: set[int] = set()
         if root is not None:
             for module in root.modules():
@@ -132,23 +132,29 @@ class _FlowRecorder:
                 self.constants.update(id(v) for v in module.__dict__.values() if isinstance(v, torch.Tensor))
         self.flow = Dataflow()
         self.index: list[int] = []  # raw index of each dataflow op
+        self._kinds: dict[Any, str] = {}
 
     def _source(self, t: torch.Tensor) -> int:
-        op = self.producers.get(t)
-        if op is not None:
-            return op
+        entry = self.producers.get(id(t))
+        if entry is not None and entry[0]() is t:
+            return entry[1]
         return PARAM if id(t) in self.constants or isinstance(t, torch.nn.Parameter) else EXTERNAL
+
+    def _produced(self, t: torch.Tensor, position: int) -> None:
+        self.producers[id(t)] = (weakref.ref(t), position)
 
     def record(self, raw_index: int, func, args: tuple, kwargs: dict, out: Any, attrs: dict | None) -> None:
         inputs = []
-        for a in (*args, *kwargs.values()):
+        for a in (*args, *kwargs.values()) if kwargs else args:
             if isinstance(a, torch.Tensor):
                 inputs.append(self._source(a))
             elif isinstance(a, (list, tuple)):
                 inputs.extend(self._source(t) for t in a if isinstance(t, torch.Tensor))
-        kind = op_kind(str(func))
+        kind = self._kinds.get(func)
+        if kind is None:
+            kind = self._kinds[func] = op_kind(str(func))
         info = None
-        if kind in ("softmax", "_softmax", "_safe_softmax", "special_softmax") and args:
+        if kind in SOFTMAX and args:
             dim = args[1] if len(args) > 1 else kwargs.get("dim", -1)
             info = isinstance(dim, int) and dim in (-1, args[0].dim() - 1)
         elif kind == "permute" and len(args) > 1:
@@ -160,11 +166,11 @@ class _FlowRecorder:
         position = self.flow.add(kind, inputs, info)
         self.index.append(raw_index)
         if isinstance(out, torch.Tensor):
-            self.producers[out] = position
+            self._produced(out, position)
         elif isinstance(out, (list, tuple)):
             for t in out:
                 if isinstance(t, torch.Tensor):
-                    self.producers[t] = position
+                    self._produced(t, position)
 
     def roles(self) -> dict[int, str]:
         """Raw index -> role."""
