@@ -66,6 +66,7 @@ def test_module_path_from_dynamo_names():
     assert module_path("L['s'].a.0") == "a.0"
     assert module_path("L['self']._modules['blocks']._modules['3'].attn") == "blocks.3.attn"
     assert module_path("L['self']") == ""
+    assert module_path("getattr(getattr(L['self'].stages, '1').blocks, '0').attn") == "stages.1.blocks.0.attn"
 
 
 def test_compile_records_every_kernel_with_its_ops_and_module(compiled):

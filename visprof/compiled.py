@@ -174,7 +174,13 @@ _PATH_TOKEN = re.compile(r"\['([^']*)'\]|\[(\d+)\]|\.(\w+)")
 
 def module_path(fqn: str) -> str:
     """``L['self'].layer1[0].conv1`` (Dynamo's nn_module_stack) -> ``layer1.0.conv1``."""
-    rest = re.sub(r"^(L|G)\['[^']*'\]", "", fqn.strip())
+    fqn = fqn.strip()
+    while True:  # getattr(L['self'].blocks, '0') -> L['self'].blocks.0
+        unwrapped = re.sub(r"getattr\(([^()]*), '([^']*)'\)", r"\1.\2", fqn)
+        if unwrapped == fqn:
+            break
+        fqn = unwrapped
+    rest = re.sub(r"^(L|G)\['[^']*'\]", "", fqn)
     parts = [a or b or c for a, b, c in _PATH_TOKEN.findall(rest)]
     return ".".join(p for p in parts if p not in ("_modules", "_parameters", "_buffers"))
 
@@ -325,8 +331,11 @@ def read_provenance(gm, provenance: dict[str, list[str]], param_flags: Sequence[
         call.op, call.module, call.category, call.family = op, path, found.key, family
         call.attrs = dict(attrs)
         call.ops = sorted({d[1] for d in described_nodes})
+        # Fused work: the other nodes' categories; not views, and not a GEMM/conv/SDPA that
+        # only left its layout copy in a kernel Inductor generated.
         fused = sorted({d[4].key for d in described_nodes
-                        if d[0] is not node and d[4].key != found.key and op_kind(d[1]) not in _VIEWS})
+                        if d[0] is not node and d[4].key != found.key and op_kind(d[1]) not in _VIEWS
+                        and (extern or template or d[5] not in LIBRARY)})
         if fused:
             call.attrs["fused"] = fused
         call.attrs["kernel"] = name
@@ -410,6 +419,14 @@ def attribute_rows(kernels: np.ndarray, kernel_names: Sequence[str], program: Co
             kernels["external_id"][row] = call_ids[call_index]
             stats["linked_rows"] += 1
             stats["linked_ns"] += int(durations[row])
+    # No host clock ran around a compiled call: its span is that of its kernels (the tracer's
+    # clock is the host's), which keeps trace viewers' op lanes in order.
+    spans: dict[int, list[int]] = {}
+    for row in np.flatnonzero(kernels["external_id"] >= first_id):
+        span = spans.setdefault(int(kernels["external_id"][row]), [int(kernels["start_ns"][row]), int(kernels["end_ns"][row])])
+        span[0], span[1] = min(span[0], int(kernels["start_ns"][row])), max(span[1], int(kernels["end_ns"][row]))
+    for op in ops:
+        op.cpu_start_ns, op.cpu_end_ns = spans.get(op.external_id, (0, 0))
     return ops, stats
 
 
