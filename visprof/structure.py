@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 __all__ = [
-    "Dataflow", "EXTERNAL", "PARAM", "ROLES", "find_roles", "op_kind",
+    "Dataflow", "EXTERNAL", "PARAM", "ROLES", "SOFTMAX", "find_roles", "op_kind",
     "ROLE_ACTIVATION", "ROLE_CORE", "ROLE_MASK", "ROLE_NORM", "ROLE_PROJECTION", "ROLE_BIAS", "ROLE_WINDOW",
 ]
 
