@@ -191,3 +191,32 @@ def test_cpu_profile_of_a_compiled_model_runs_the_eager_model_without_hook_warni
     assert not [w for w in caught if "global hooks" in str(w.message)], [str(w.message) for w in caught]
     assert any("torch.compile on the CPU" in w for w in result.warnings)
     assert {row.category for row in result.categories} >= {"convolution", "activation", "pooling"}
+
+
+def test_attributed_pass_links_a_compiled_trace_and_says_how_much(compiled):
+    """The attributed pass's glue (_link_compiled) on a traced compiled run's records."""
+    from types import SimpleNamespace
+
+    from visprof.native.tracer import TraceRecords
+    from visprof.passes.attributed import _link_compiled, build_trace
+    from visprof.records import API_DTYPE
+
+    model, x, recorder, *_ = compiled
+    kernels, names, bounds = synthetic_rows(recorder.program, iterations=3, extra="void eager_copy_kernel()")
+    kernels.flags.writeable = False  # as the native tracer may hand them over
+    records = TraceRecords(kernels, np.zeros(0, dtype=API_DTYPE), names)
+    tracker = ModuleTracker(model)
+    runner = SimpleNamespace(compile_recorder=recorder)
+    warnings_: list[str] = []
+    ops, method = _link_compiled(runner, records, tracker, bounds, default_table(), warnings_)
+    assert method.startswith("inductor provenance")
+    assert len(ops) == 3 * len({c.handle for c in recorder.program.calls})
+    assert any("linked to the ops and modules" in w and "(3 kernels)" in w for w in warnings_), warnings_
+    trace = build_trace(records, OpCapture(tracker, default_table(), nvtx=False), tracker, 3, ops=ops)
+    assert trace.ops is ops and (trace.kernels["external_id"] > 0).sum() == len(trace.kernels) - 3 - 3  # + memsets
+    assert all(op.cpu_end_ns >= op.cpu_start_ns > 0 for op in ops)
+    # a recorder that saw no compile (a cache hit before visprof): names only, and it says so
+    empty = SimpleNamespace(compile_recorder=SimpleNamespace(program=CompiledProgram(), warnings=[], supported=True))
+    warnings_ = []
+    assert _link_compiled(empty, records, tracker, bounds, default_table(), warnings_) == (None, "none (kernel names)")
+    assert "no kernel provenance was recorded" in warnings_[0]
