@@ -231,6 +231,7 @@ def category_rows(attr: Attribution, memory: MemorySummary | None = None) -> lis
     def memory_of(table: dict[str, int] | None, cat: str, sub: str | None) -> int | None:
         return None if table is None else table.get(f"{cat}/{sub}" if sub else cat)
 
+    fused = _fused_ms(attr, bucket, pairs, dur)
     rows = []
     for cat, sub in keyed:
         i = measured.get((cat, sub))
@@ -250,10 +251,32 @@ def category_rows(attr: Attribution, memory: MemorySummary | None = None) -> lis
                 live_bytes_at_peak=memory_of(memory and memory.by_category_at_peak, cat, sub),
                 transient_peak_bytes=memory_of(memory and memory.transient_peak_by_category, cat, sub),
                 reserved_bytes_at_peak=memory_of(memory and memory.reserved_by_category_at_peak, cat, sub),
+                fused=fused.get(i, {}) if i is not None else {},
             )
         )
     rows.sort(key=lambda r: attr.table.sort_key(r.category, r.subcategory))
     return rows
+
+
+def _fused_ms(attr: Attribution, bucket: np.ndarray, pairs: list, dur: np.ndarray) -> dict[int, dict[str, float]]:
+    """Per bucket: ms per iteration of its kernels whose op records work fused into them
+    (``attrs["fused"]``, set for compiled kernels), by the fused work's category key."""
+    ops = attr.trace.ops
+    fused_of = {i: tuple(op.attrs["fused"]) for i, op in enumerate(ops) if op.attrs.get("fused")}
+    out: dict[int, dict[str, float]] = {}
+    if not fused_of:
+        return out
+    rows = np.flatnonzero(np.isin(attr.op_index, np.fromiter(fused_of, dtype=np.int32, count=len(fused_of))))
+    it = attr.trace.iterations
+    for row in rows:
+        keys = fused_of[int(attr.op_index[row])]
+        own = pairs[int(bucket[row])]
+        own_key = f"{own[0]}/{own[1]}" if own[1] else own[0]
+        target = out.setdefault(int(bucket[row]), {})
+        for key in keys:
+            if key != own_key:
+                target[key] = target.get(key, 0.0) + float(dur[row]) / it / NS_PER_MS
+    return out
 
 
 def _inclusive(per_module: np.ndarray, modules: Sequence[ModuleRecord]) -> np.ndarray:

@@ -13,6 +13,7 @@ run, in ``to_records()``.
 from __future__ import annotations
 
 import time
+import weakref
 from typing import Any
 
 import torch
@@ -22,6 +23,7 @@ from visprof.categories import CategoryTable, default_table
 from visprof.native import native
 from visprof.op_flops import op_flops
 from visprof.records import ModuleRecord, OpRecord
+from visprof.structure import EXTERNAL, PARAM, SOFTMAX, Dataflow, find_roles, op_kind
 
 _aten = torch.ops.aten
 # Where each convolution overload keeps `groups` among its positional arguments.
@@ -41,6 +43,7 @@ class ModuleTracker:
     """
 
     def __init__(self, root: torch.nn.Module | None = None):
+        self.root = root
         self.modules: list[ModuleRecord] = []
         self._index: dict[int, int] = {}
         self._classes: list[tuple[str, ...]] = []  # per module: its class and its ancestors'
@@ -117,6 +120,74 @@ def _conv_attrs(func, args: tuple, kwargs: dict) -> dict[str, Any]:
     return {"groups": int(groups), "in_channels": int(args[0].shape[1]), "kernel_size": [int(k) for k in weight.shape[2:]]}
 
 
+def _attrs_key(attrs: dict) -> tuple:
+    return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in attrs.items())
+
+
+class _FlowRecorder:
+    """The dataflow of one forward, for ``visprof.structure``.
+
+    Producers are found by tensor identity through weak references (id -> (weakref, op)), so
+    no activation is kept alive and a dead tensor's reused id is never mistaken for it; a
+    view is a new tensor object and an op of its own. Parameters, buffers and tensors that
+    modules hold count as constants (``PARAM``); any other tensor that no recorded op
+    produced is an activation from outside (``EXTERNAL``), e.g. the input."""
+
+    def __init__(self, root: torch.nn.Module | None):
+        self.producers: dict[int, tuple[Any, int]] = {}
+        self.constants: set[int] = set()
+        if root is not None:
+            for module in root.modules():
+                self.constants.update(id(t) for t in module.__dict__.get("_parameters", {}).values() if t is not None)
+                self.constants.update(id(t) for t in module.__dict__.get("_buffers", {}).values() if t is not None)
+                self.constants.update(id(v) for v in module.__dict__.values() if isinstance(v, torch.Tensor))
+        self.flow = Dataflow()
+        self.index: list[int] = []  # raw index of each dataflow op
+        self._kinds: dict[Any, str] = {}
+
+    def _source(self, t: torch.Tensor) -> int:
+        entry = self.producers.get(id(t))
+        if entry is not None and entry[0]() is t:
+            return entry[1]
+        return PARAM if id(t) in self.constants or isinstance(t, torch.nn.Parameter) else EXTERNAL
+
+    def _produced(self, t: torch.Tensor, position: int) -> None:
+        self.producers[id(t)] = (weakref.ref(t), position)
+
+    def record(self, raw_index: int, func, args: tuple, kwargs: dict, out: Any, attrs: dict | None) -> None:
+        inputs = []
+        for a in (*args, *kwargs.values()) if kwargs else args:
+            if isinstance(a, torch.Tensor):
+                inputs.append(self._source(a))
+            elif isinstance(a, (list, tuple)):
+                inputs.extend(self._source(t) for t in a if isinstance(t, torch.Tensor))
+        kind = self._kinds.get(func)
+        if kind is None:
+            kind = self._kinds[func] = op_kind(str(func))
+        info = None
+        if kind in SOFTMAX and args:
+            dim = args[1] if len(args) > 1 else kwargs.get("dim", -1)
+            info = isinstance(dim, int) and dim in (-1, args[0].dim() - 1)
+        elif kind == "permute" and len(args) > 1:
+            info = len(args[1])
+        elif kind == "pow" and len(args) > 1 and isinstance(args[1], (int, float)):
+            info = args[1]
+        elif attrs is not None and "groups" in attrs:  # a convolution: 1x1 with groups 1 (a projection candidate)
+            info = attrs.get("groups") == 1 and all(k == 1 for k in attrs.get("kernel_size", (0,)))
+        position = self.flow.add(kind, inputs, info)
+        self.index.append(raw_index)
+        if isinstance(out, torch.Tensor):
+            self._produced(out, position)
+        elif isinstance(out, (list, tuple)):
+            for t in out:
+                if isinstance(t, torch.Tensor):
+                    self._produced(t, position)
+
+    def roles(self) -> dict[int, str]:
+        """Raw index -> role."""
+        return {self.index[i]: role for i, role in find_roles(self.flow).items()}
+
+
 class OpCapture(TorchDispatchMode):
     """Captures ops while active. Options:
 
@@ -128,10 +199,16 @@ class OpCapture(TorchDispatchMode):
               its module, category decision and FLOPs from op k of the template, and the
               module hooks can stay off while timing. An op that differs from the template
               at its position is decided on the spot and counted in `misaligned`.
+    structure: record the dataflow of the forward (which op produced each tensor input,
+              which inputs are parameters/buffers) and, when the capture exits, give ops
+              a role found from it (``visprof.structure``: attention core and projections,
+              norms and activations written as ops), stored as ``attrs["role"]``. Meant for
+              the template forward: the captures built from it reuse its decisions.
     """
 
     def __init__(self, tracker: ModuleTracker, table: CategoryTable | None = None, *, nvtx: bool = True,
-                 tags: bool = False, flops: bool = False, template: "OpCapture | None" = None):
+                 tags: bool = False, flops: bool = False, template: "OpCapture | None" = None,
+                 structure: bool = False):
         super().__init__()
         self.tracker = tracker
         self.table = table or default_table()
@@ -147,6 +224,9 @@ class OpCapture(TorchDispatchMode):
         self._category_ids = {c: i + 1 for i, c in enumerate(self.table.report_order())}  # 0: untagged
         self._position = 0
         self.misaligned = 0
+        # Dataflow of the template forward (structure=True): per raw entry, its inputs' producers.
+        self._flow: _FlowRecorder | None = _FlowRecorder(tracker.root) if structure else None
+        self.roles: dict[int, str] = {}  # raw index -> role, once the capture has exited
         # Per position: (func, module, attrs, flops, (handle, colour, tag)).
         self._template = [
             (func, module, attrs, flops, self._decide(func, module, attrs))
@@ -170,9 +250,8 @@ class OpCapture(TorchDispatchMode):
         return {tag: category for category, tag in self._category_ids.items()}
 
     def _decide(self, func, module: int, attrs: dict | None) -> tuple[int, int, int]:
-        """(NVTX handle, ARGB colour, allocation tag) of an op, cached per op and module."""
-        attrs = attrs or {}
-        key = (func, module, tuple(attrs.get("kernel_size", ())), attrs.get("groups"))
+        """(NVTX handle, ARGB colour, allocation tag) of an op, cached per op, module and attrs."""
+        key = (func, module, _attrs_key(attrs) if attrs else None)
         decision = self._decisions.get(key)
         if decision is None:
             found = self.table.classify_op(str(func), self.tracker.classes(module), attrs)
@@ -208,10 +287,29 @@ class OpCapture(TorchDispatchMode):
         finally:
             c.op_exit()
         end = time.perf_counter_ns()
-        if flops is None:
+        if flops is None:  # decided on the spot: never a template-driven op
             flops = op_flops(func, args, kwargs, out) if self._flops else 0.0
+            if self._flow is not None:
+                self._flow.record(len(self.raw), func, args, kwargs, out, attrs)
         self.raw.append((external_id, func, module, self.iteration, start, end, flops, attrs))
         return out
+
+    def __exit__(self, exc_type, exc, tb):
+        result = super().__exit__(exc_type, exc, tb)
+        if self._flow is not None and exc_type is None:
+            self.apply_structure()
+        return result
+
+    def apply_structure(self) -> dict[int, str]:
+        """Find op roles from the recorded dataflow and store them as ``attrs["role"]``."""
+        flow, self._flow = self._flow, None
+        if flow is None:
+            return self.roles
+        self.roles = flow.roles()
+        for index, role in self.roles.items():
+            entry = self.raw[index]
+            self.raw[index] = (*entry[:7], {**(entry[7] or {}), "role": role})
+        return self.roles
 
     def to_records(self) -> list[OpRecord]:
         return [

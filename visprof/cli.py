@@ -114,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     from visprof.sweep.cli import add_sweep_commands
 
     add_sweep_commands(commands)  # sweep, export
+    from visprof.cli_compile import add_compare_compile_parser
+
+    add_compare_compile_parser(commands)
     return parser
 
 

@@ -126,6 +126,9 @@ class CategoryRow:
     live_bytes_at_peak: int | None = None  # None without a memory pass
     transient_peak_bytes: int | None = None
     reserved_bytes_at_peak: int | None = None  # segments this category's ops made the allocator reserve
+    # Compiled models: ms per iteration of this row's kernels that also ran work of another
+    # category fused into them (Inductor fusion), keyed "category" or "category/subcategory".
+    fused: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -278,8 +281,10 @@ def category_totals(rows: list[CategoryRow], memory: MemorySummary | None = None
     for row in rows:
         t = totals.get(row.category)
         if t is None:
-            totals[row.category] = dataclasses.replace(row, subcategory=None)
+            totals[row.category] = dataclasses.replace(row, subcategory=None, fused=dict(row.fused))
             continue
+        for key, ms in row.fused.items():
+            t.fused[key] = t.fused.get(key, 0.0) + ms
         t.time_ms += row.time_ms
         t.share += row.share
         t.kernel_count += row.kernel_count

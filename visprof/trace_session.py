@@ -28,7 +28,7 @@ class TraceSession:
                  gpu: bool | None = None):
         self.table_ = table or default_table()
         self._tracker = ModuleTracker(model)
-        self._capture = OpCapture(self._tracker, self.table_)
+        self._capture = OpCapture(self._tracker, self.table_, structure=True)
         use_gpu = torch.cuda.is_available() if gpu is None else gpu
         self._tracer = KernelTracer() if use_gpu else None
         self.trace: CapturedTrace | None = None

@@ -80,35 +80,25 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
 
     A torch.compile'd model on a GPU is traced without op capture: a dispatch mode makes
     torch.compile fall back to eager, which would attribute a different program than the
-    one timed. Its kernels are then classified by their names alone."""
+    one timed. Its kernels are linked to the aten ops and modules Inductor made them from
+    (visprof.compiled), or classified by their names where that provenance is missing."""
     cuda = runner.config.is_cuda
-    names_only = runner.config.compile and cuda
+    compiled = runner.config.compile and cuda
     tracker = ModuleTracker(runner.spec.module)
     warnings = []
-    if names_only:
+    if compiled:
         captures = [OpCapture(tracker, table, nvtx=False)]  # never entered: records no op
         method = "none (kernel names)"
-        warnings.append("torch.compile: kernels are attributed by their names only (no op, module or FLOPs); "
-                        "op capture would make torch.compile run the model eagerly")
     else:
-        template = OpCapture(tracker, table, nvtx=False, flops=True)
-        with tracker, template:
-            runner()
-            runner.sync()
-        # The timed iterations run without module hooks: modules, categories and FLOPs come
-        # from the template by position (see OpCapture), which keeps per-op work to a minimum.
-        python_capture = OpCapture(tracker, table, nvtx=nvtx, template=template)
-        # torch.compile on the CPU: the dispatch mode runs the model eagerly, and so must the replay.
-        replay, why_not = (None, "") if runner.config.compile else _replay_capture(runner, python_capture, iterations)
-        captures = [python_capture] if replay is None else [replay, python_capture]
-        method = "python dispatch mode" if replay is None else "aten observer"
-        if why_not:
-            method += f" ({why_not})"
+        # torch.compile on the CPU: op capture runs the model eagerly, so it runs the eager model.
+        with runner.eager() if runner.config.compile else contextlib.nullcontext():
+            captures, method = _op_captures(runner, tracker, table, iterations, nvtx)
         if runner.config.compile:
             warnings.append("torch.compile on the CPU: op capture runs the model eagerly, so the breakdown is "
                             "of the eager model")
     for capture in captures:
-        records, walls, bounds, tracer, event_span_ns = _captured_iterations(runner, capture, iterations, names_only)
+        with runner.eager() if runner.config.compile and not compiled else contextlib.nullcontext():
+            records, walls, bounds, tracer, event_span_ns = _captured_iterations(runner, capture, iterations, compiled)
         diverged = getattr(capture, "diverged_iterations", None)
         if not diverged:
             break
@@ -116,7 +106,10 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
         warnings.append(f"iteration(s) {', '.join(map(str, diverged))} ran a different op sequence than the first "
                         "forward (data-dependent code); the attributed pass ran again with op-by-op capture")
 
-    trace = build_trace(records, capture, tracker, iterations)
+    ops = None
+    if compiled and records is not None:
+        ops, method = _link_compiled(runner, records, tracker, bounds, table, warnings)
+    trace = build_trace(records, capture, tracker, iterations, ops=ops)
     trace.meta["op_capture"] = method
     if capture.misaligned:
         warnings.append(f"{capture.misaligned} ops differed from the first forward (data-dependent code); "
@@ -131,6 +124,49 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
                         "visprof traced alongside it")
     span = span_check(records, event_span_ns)
     return AttributedResult(trace, walls, span, records.dropped, warnings)
+
+
+def _op_captures(runner: ModelRunner, tracker: ModuleTracker, table: CategoryTable, iterations: int, nvtx: bool):
+    """The template forward (with dataflow: roles are decided from it), then the captures for
+    the timed iterations, C++ first where it aligns. Returns (captures, method)."""
+    template = OpCapture(tracker, table, nvtx=False, flops=True, structure=True)
+    with tracker, template:
+        runner()
+        runner.sync()
+    # The timed iterations run without module hooks: modules, categories and FLOPs come
+    # from the template by position (see OpCapture), which keeps per-op work to a minimum.
+    python_capture = OpCapture(tracker, table, nvtx=nvtx, template=template)
+    # torch.compile on the CPU: the dispatch mode runs the model eagerly, and so must the replay.
+    replay, why_not = (None, "") if runner.config.compile else _replay_capture(runner, python_capture, iterations)
+    captures = [python_capture] if replay is None else [replay, python_capture]
+    method = "python dispatch mode" if replay is None else "aten observer"
+    if why_not:
+        method += f" ({why_not})"
+    return captures, method
+
+
+def _link_compiled(runner: ModelRunner, records: TraceRecords, tracker: ModuleTracker, bounds, table: CategoryTable,
+                   warnings: list[str]):
+    """Ops for a compiled run's kernels from Inductor's provenance; (ops or None, method)."""
+    from visprof.compiled import attribute_rows
+
+    recorder = runner.compile_recorder
+    warnings.extend(recorder.warnings if recorder is not None else [])
+    program = recorder.program if recorder is not None else None
+    if program is None or not program.calls:
+        if recorder is not None and recorder.supported:
+            warnings.append("torch.compile: no kernel provenance was recorded (the model was compiled before, or "
+                            "by another backend); kernels are attributed by their names only")
+        return None, "none (kernel names)"
+    if not records.kernels.flags.writeable:
+        records.kernels = records.kernels.copy()  # their external ids are filled in
+    ops, stats = attribute_rows(records.kernels, records.kernel_names, program, tracker.modules, bounds, table)
+    share = stats["linked_ns"] / stats["ns"] if stats["ns"] else 1.0
+    if share < 0.999:
+        warnings.append(f"torch.compile: {share:.1%} of kernel time was linked to the ops and modules Inductor made "
+                        f"its kernels from; the rest ({stats['rows'] - stats['linked_rows']} kernels) is attributed "
+                        "by kernel names")
+    return ops, f"inductor provenance ({len(program.calls)} kernel calls, {share:.1%} of kernel time linked)"
 
 
 def _replay_capture(runner: ModelRunner, python_capture: OpCapture, iterations: int) -> tuple[ReplayCapture | None, str]:
@@ -182,10 +218,10 @@ def _captured_iterations(runner: ModelRunner, capture, iterations: int, names_on
 
 
 def build_trace(records: TraceRecords | None, capture: OpCapture, tracker: ModuleTracker,
-                iterations: int) -> CapturedTrace:
+                iterations: int, ops: list | None = None) -> CapturedTrace:
     """The recording of a captured run: GPU kernels from the tracer, or (records None, the
-    CPU path) one host-timed row per op."""
-    ops = capture.to_records()
+    CPU path) one host-timed row per op. `ops` replaces the capture's (a compiled run)."""
+    ops = capture.to_records() if ops is None else ops
     if records is not None:
         trace = CapturedTrace(records.kernels, records.kernel_names, ops, tracker.modules, "gpu", iterations)
         trace.meta.update(dropped=records.dropped, external_correlations=records.external_correlations)

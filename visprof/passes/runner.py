@@ -71,7 +71,16 @@ class ModelRunner:
         if cast_to is not None and spec.source == "module":
             module = copy.deepcopy(module)  # a user's own model keeps its dtype
         model = module.to(self.device, dtype=cast_to, memory_format=memory_format).eval()
-        self.model = torch.compile(model) if config.compile else model
+        self.eager_model = model
+        # Compiled through visprof's Inductor backend, which records each kernel's ops and
+        # modules (visprof.compiled); None when not compiled.
+        self.compile_recorder = None
+        if config.compile:
+            from visprof.compiled import compile_model
+
+            self.model, self.compile_recorder = compile_model(model)
+        else:
+            self.model = model
         self.input = spec.make_input(config.batch_size, self.device, dtype=cast_to or torch.float32,
                                      channels_last=config.channels_last)
         self._sessions = 0
@@ -103,6 +112,16 @@ class ModelRunner:
             raise RuntimeError("the whole-loop autocast regime runs forwards inside `with runner.session():`")
         with self.session():
             return self()
+
+    @contextlib.contextmanager
+    def eager(self):
+        """Run the uncompiled model inside: op capture (a dispatch mode, module hooks) makes a
+        compiled model run eagerly anyway, and calling it with module hooks makes torch warn."""
+        compiled, self.model = self.model, self.eager_model
+        try:
+            yield self
+        finally:
+            self.model = compiled
 
     def sync(self) -> None:
         if self.config.is_cuda:

@@ -1,0 +1,96 @@
+"""Eager vs torch.compile, side by side per category: what did compile speed up?
+
+Reads two ``ProfileResult``s of the same model and configuration, one eager and one compiled
+(``visprof compare-compile MODEL``, or ``visprof.profile(..., compile=True)`` twice).
+
+Inductor fuses pointwise work into neighbouring kernels, so a category's compiled time is the
+time of the kernels anchored in it (a GEMM, conv or SDPA, else the kernel's most specific op),
+and ``fused`` says what else ran inside them; eager timed that work in its own kernels. Two
+views of each category are given: its share of each run's own total, and its compiled time as
+a share of the *eager* total, which compares the same work on the same scale (shares of the
+compiled total grow wherever fusion shrank the total).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from visprof.result import ProfileResult
+
+__all__ = ["CompileRow", "compare_compile", "render_compile_comparison"]
+
+
+@dataclass
+class CompileRow:
+    category: str
+    eager_ms: float
+    compiled_ms: float
+    eager_share: float  # of the eager run's activity time
+    compiled_share: float  # of the compiled run's activity time
+    compiled_of_eager: float  # compiled_ms / the eager run's activity time
+    fused: dict[str, float] = field(default_factory=dict)  # compiled: ms of its kernels that also ran this work
+
+    @property
+    def share_points(self) -> float:
+        """Compiled minus eager share, in percentage points."""
+        return (self.compiled_share - self.eager_share) * 100
+
+    @property
+    def same_scale_points(self) -> float:
+        """Compiled time minus eager time, in points of the eager total."""
+        return (self.compiled_of_eager - self.eager_share) * 100
+
+
+def _total_ms(result: ProfileResult) -> float:
+    if result.attribution is not None and result.attribution.activity_ms:
+        return result.attribution.activity_ms
+    return sum(row.time_ms for row in result.categories)
+
+
+def compare_compile(eager: ProfileResult, compiled: ProfileResult) -> list[CompileRow]:
+    """One row per category present in either result, in the eager result's report order."""
+    if not compiled.config.compile or eager.config.compile:
+        from visprof.errors import BadInputError
+
+        raise BadInputError("compare_compile needs an eager result and a compiled one (config.compile)")
+    e_totals, c_totals = eager.category_totals(), compiled.category_totals()
+    e_total, c_total = _total_ms(eager), _total_ms(compiled)
+    order = list(e_totals) + [c for c in c_totals if c not in e_totals]
+    rows = []
+    for cat in order:
+        e, c = e_totals.get(cat), c_totals.get(cat)
+        e_ms, c_ms = (e.time_ms if e else 0.0), (c.time_ms if c else 0.0)
+        rows.append(CompileRow(
+            category=cat, eager_ms=e_ms, compiled_ms=c_ms,
+            eager_share=e_ms / e_total if e_total else 0.0, compiled_share=c_ms / c_total if c_total else 0.0,
+            compiled_of_eager=c_ms / e_total if e_total else 0.0, fused=dict(c.fused) if c else {}))
+    return rows
+
+
+def render_compile_comparison(eager: ProfileResult, compiled: ProfileResult) -> str:
+    from visprof.report.table import format_table
+
+    rows = compare_compile(eager, compiled)
+    m, cfg = eager.model, eager.config
+    lines = [f"eager vs torch.compile: {m.name}, batch {m.batch_size}, {cfg.precision}, {cfg.device}"]
+    if eager.timing and compiled.timing:
+        e, c = eager.timing.latency_ms.median, compiled.timing.latency_ms.median
+        lines.append(f"latency (median): eager {e:.3f} ms, compiled {c:.3f} ms ({e / c:.2f}x)")
+    unit = "host ms" if eager.measurement == "cpu" else "ms"
+    table = [[r.category, f"{r.eager_ms:.3f}", f"{r.eager_share:.1%}", f"{r.compiled_ms:.3f}", f"{r.compiled_share:.1%}",
+              f"{r.share_points:+.1f}", f"{r.same_scale_points:+.1f}",
+              ", ".join(f"{k} {v:.2f}" for k, v in sorted(r.fused.items(), key=lambda kv: -kv[1])) or "-"]
+             for r in rows]
+    lines += ["", *format_table(["category", f"eager {unit}", "share", f"compiled {unit}", "share", "Δ pts",
+                                 "Δ pts of eager", "fused into it (ms)"], table)]
+    lines += ["", "Δ pts: compiled share minus eager share. Δ pts of eager: compiled time minus eager time, in "
+                  "points of the eager total (the same work on the same scale).",
+              "Inductor fuses pointwise work into neighbouring kernels: a fused kernel counts in the category of "
+              "its anchor (a GEMM/conv/SDPA, else its most specific op); 'fused into it' is the time of those "
+              "kernels that also ran the named work, which eager ran in kernels of its own."]
+    notes = [w for w in compiled.warnings if "compile" in w]
+    if notes:
+        lines += ["", "compiled run:", *(f"  - {w}" for w in notes)]
+    failed = [f"{label}: {c.name}" for label, r in (("eager", eager), ("compiled", compiled)) for c in r.failed_checks]
+    if failed:
+        lines += ["", "SELF-CHECKS FAILED (the numbers above may be wrong):", *(f"  - {f}" for f in failed)]
+    return "\n".join(lines)
