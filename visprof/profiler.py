@@ -234,15 +234,16 @@ def _run_passes(runner, passes, table, warmup, iterations, attributed_iterations
             out["attributed"] = _or_warn(lambda: run_attributed_pass(runner, table, attributed_iterations), notes)
         if "memory" in passes:
             bar.step("memory pass")
-            out["memory"] = _memory_or_warn(runner, table, notes)
+            attributed = out.get("attributed")
+            out["memory"] = _memory_or_warn(runner, table, notes, attributed.template if attributed else None)
     return out
 
 
-def _memory_or_warn(runner, table, notes: list[str]) -> MemoryResult | None:
+def _memory_or_warn(runner, table, notes: list[str], template=None) -> MemoryResult | None:
     """If the memory pass fails (out of memory once the cache is emptied, a tracker error),
     the passes already done are kept and the result says why memory is missing."""
     try:
-        return run_memory_pass(runner, table)
+        return run_memory_pass(runner, table, template)
     except Exception as exc:  # noqa: BLE001 - reported in the result and on stderr, not lost
         message = f"memory pass failed, results have no memory breakdown: {type(exc).__name__}: {exc}"
         warnings_module.warn(message, stacklevel=3)

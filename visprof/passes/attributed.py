@@ -29,6 +29,9 @@ class AttributedResult:
     span: SpanCheck | None
     dropped: int = 0
     warnings: list[str] = field(default_factory=list)
+    # The template forward's capture (op modules, categories, roles by position), which the
+    # memory pass reuses to tag allocations; None for a compiled model on a GPU.
+    template: OpCapture | None = None
 
     @property
     def kernel_ns(self) -> float:
@@ -86,13 +89,14 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
     compiled = runner.config.compile and cuda
     tracker = ModuleTracker(runner.spec.module)
     warnings = []
+    template = None
     if compiled:
         captures = [OpCapture(tracker, table, nvtx=False)]  # never entered: records no op
         method = "none (kernel names)"
     else:
         # torch.compile on the CPU: op capture runs the model eagerly, so it runs the eager model.
         with runner.eager() if runner.config.compile else contextlib.nullcontext():
-            captures, method = _op_captures(runner, tracker, table, iterations, nvtx)
+            template, captures, method = _op_captures(runner, tracker, table, iterations, nvtx)
         if runner.config.compile:
             warnings.append("torch.compile on the CPU: op capture runs the model eagerly, so the breakdown is "
                             "of the eager model")
@@ -115,7 +119,7 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
         warnings.append(f"{capture.misaligned} ops differed from the first forward (data-dependent code); "
                         "they were classified without their module and their FLOPs are not counted")
     if records is None:
-        return AttributedResult(trace, walls, None, 0, warnings)
+        return AttributedResult(trace, walls, None, 0, warnings, template)
     per_iteration = rows_by_iteration(records.kernel_rows, bounds)
     trace.meta.update(kernel_ns_per_iteration=[duration_sum_ns(rows) for rows in per_iteration],
                       shared_subscription=tracer.shared_subscription)
@@ -123,12 +127,12 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
         warnings.append("CUPTI was still subscribed by an idle tool (a finished torch.profiler session); "
                         "visprof traced alongside it")
     span = span_check(records, event_span_ns)
-    return AttributedResult(trace, walls, span, records.dropped, warnings)
+    return AttributedResult(trace, walls, span, records.dropped, warnings, template)
 
 
 def _op_captures(runner: ModelRunner, tracker: ModuleTracker, table: CategoryTable, iterations: int, nvtx: bool):
     """The template forward (with dataflow: roles are decided from it), then the captures for
-    the timed iterations, C++ first where it aligns. Returns (captures, method)."""
+    the timed iterations, C++ first where it aligns. Returns (template, captures, method)."""
     template = OpCapture(tracker, table, nvtx=False, flops=True, structure=True)
     with tracker, template:
         runner()
@@ -142,7 +146,7 @@ def _op_captures(runner: ModelRunner, tracker: ModuleTracker, table: CategoryTab
     method = "python dispatch mode" if replay is None else "aten observer"
     if why_not:
         method += f" ({why_not})"
-    return captures, method
+    return template, captures, method
 
 
 def _link_compiled(runner: ModelRunner, records: TraceRecords, tracker: ModuleTracker, bounds, table: CategoryTable,

@@ -54,7 +54,10 @@ class MemoryResult:
     note: str = ""
 
 
-def run_memory_pass(runner: ModelRunner, table: CategoryTable) -> MemoryResult:
+def run_memory_pass(runner: ModelRunner, table: CategoryTable, template: OpCapture | None = None) -> MemoryResult:
+    """One forward on the booked allocator. `template`, the attributed pass's template capture,
+    gives each op its category (roles found from the dataflow included) by position, without
+    module hooks; without it, ops are classified on the spot from their module classes."""
     start = time.perf_counter()
     device = runner.device.index or 0
     attached, why_not = alloc_tracker.attach_tracker()
@@ -63,7 +66,7 @@ def run_memory_pass(runner: ModelRunner, table: CategoryTable) -> MemoryResult:
     if attached:
         with alloc_tracker.booking(device):
             baseline = alloc.stats(device).live
-            names = _forward_with_tags(runner, table)
+            names = _forward_with_tags(runner, table, template)
         result = _from_books(device, names, baseline)
     else:
         runner()
@@ -85,10 +88,10 @@ def _empty_cache(runner: ModelRunner) -> None:
     torch.cuda.empty_cache()
 
 
-def _forward_with_tags(runner: ModelRunner, table: CategoryTable) -> dict[int, str]:
+def _forward_with_tags(runner: ModelRunner, table: CategoryTable, template: OpCapture | None) -> dict[int, str]:
     """One forward with each op's category as allocation tag; returns tag -> name."""
     tracker = ModuleTracker(runner.spec.module)
-    capture = OpCapture(tracker, table, nvtx=False, tags=True)
+    capture = OpCapture(tracker, table, nvtx=False, tags=True, template=template)
     names = {0: PREALLOCATED, **capture.tag_names()}
     outside = max(names) + 1
     names[outside] = COMPILED_GRAPH if runner.config.compile else OUTSIDE_OPS
@@ -96,7 +99,8 @@ def _forward_with_tags(runner: ModelRunner, table: CategoryTable) -> dict[int, s
         # A compiled model runs its graph without op capture: a dispatch mode would make
         # torch.compile fall back to eager, and the memory measured would be the eager model's.
         if not runner.config.compile:
-            capturing.enter_context(tracker)
+            if template is None:
+                capturing.enter_context(tracker)  # module hooks: the template knows modules by position
             capturing.enter_context(capture)
         runner()
     runner.sync()
