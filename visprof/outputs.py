@@ -15,6 +15,7 @@ Every file visprof writes (results, traces, exports, reports) goes through here,
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import io
 import os
@@ -25,7 +26,26 @@ from typing import IO, Iterator, Mapping
 
 from visprof.errors import BadInputError, OutputWriteError
 
-__all__ = ["atomic_output", "atomic_write_text", "check_output_path", "check_output_paths"]
+__all__ = ["atomic_output", "atomic_write_text", "check_output_path", "check_output_paths", "describe_os_error",
+           "check_not_an_input"]
+
+# What to do about the failures a user can fix; strerror alone ("Read-only file system")
+# says what happened but not what to do.
+_HINTS = {
+    errno.EROFS: "the file system is mounted read-only; write to another folder",
+    errno.ENOSPC: "the disk is full; free some space or write to another disk",
+    errno.EDQUOT: "your disk quota is used up; free some space or write elsewhere",
+    errno.EACCES: "you have no permission to create files there; write to another folder",
+    errno.EPERM: "the operating system does not allow creating files there; write to another folder",
+    errno.EFBIG: "the file would exceed the file size limit (ulimit -f) or the file system's limit",
+}
+
+
+def describe_os_error(exc: OSError) -> str:
+    """``strerror`` plus what to do about it, e.g. "No space left on device (the disk is full; ...)"."""
+    reason = exc.strerror or str(exc)
+    hint = _HINTS.get(exc.errno)
+    return f"{reason} ({hint})" if hint else reason
 
 
 def check_output_path(path: str | Path, what: str = "output") -> Path:
@@ -46,7 +66,23 @@ def check_output_path(path: str | Path, what: str = "output") -> Path:
     # when the file itself already exists and is.
     if not os.access(parent, os.W_OK | os.X_OK):
         raise BadInputError(f"{what}: directory {parent} is not writable")
+    _probe(parent, path.name, what)
     return path
+
+
+def _probe(parent: Path, name: str, what: str) -> None:
+    """Creates and removes a file where the temporary file will go. os.access cannot see
+    everything: for root every folder is "writable", yet /sys refuses new files (EACCES),
+    /proc has none to create (ENOENT), and a read-only mount shows only on creation (EROFS)."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{name}.", suffix=".probe", dir=parent)
+    except OSError as exc:
+        # ENOENT for a folder that exists: a virtual file system (/proc) that takes no new files.
+        reason = "it takes no new files" if exc.errno == errno.ENOENT else describe_os_error(exc)
+        raise BadInputError(f"{what}: cannot create files in directory {parent}: {reason}") from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
 
 
 def check_output_paths(paths: Mapping[str, str | Path | None]) -> dict[str, Path]:
@@ -59,6 +95,17 @@ def check_output_paths(paths: Mapping[str, str | Path | None]) -> dict[str, Path
             raise BadInputError(f"{seen[key]} and {what} name the same file ({path}); give each its own")
         seen[key] = what
     return checked
+
+
+def check_not_an_input(outputs: Mapping[str, Path], inputs: Mapping[str, str | Path | None]) -> None:
+    """Refuses an output path that names one of the run's input files (it would be overwritten)."""
+    for what_in, source in inputs.items():
+        if source is None or not Path(source).exists():
+            continue
+        for what, path in outputs.items():
+            if path.exists() and os.path.samefile(path, source):
+                raise BadInputError(f"{what} {path} is the {what_in} file; writing it would overwrite "
+                                    f"that input; give another file name")
 
 
 def _creation_mode() -> int:
@@ -102,7 +149,7 @@ def atomic_output(path: str | Path, mode: str = "w", *, compress: bool | None = 
         os.replace(tmp_name, path)
         tmp_name = None
     except OSError as exc:
-        raise OutputWriteError(path, exc.strerror or str(exc)) from exc
+        raise OutputWriteError(path, describe_os_error(exc), previous_kept=os.path.exists(path)) from exc
     finally:
         if tmp_name is not None:
             with contextlib.suppress(OSError):
