@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import types
@@ -403,3 +404,20 @@ def test_an_interrupt_names_the_outputs_not_written(fake_profile, tmp_path, caps
     assert capsys.readouterr().err == (f"visprof: error: interrupted; not written: {tmp_path / 'r.json'}, {old} "
                                        "(its previous version is unchanged)\n")
     assert old.read_text() == "old" and not (tmp_path / "r.json").exists()
+
+
+def test_a_reader_that_goes_away_does_not_cost_the_files(fake_profile, tmp_path, monkeypatch, capsys):
+    # `visprof profile m --json r.json | head -1`: a real pipe whose reader has closed.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    stdout = os.fdopen(write_end, "w")
+    monkeypatch.setattr(sys, "stdout", stdout)
+    fake_profile()
+    out = tmp_path / "r.json"
+    try:
+        assert cli.main(["profile", "resnet18", "-q", "--json", str(out)]) == 0
+    finally:
+        monkeypatch.undo()
+        stdout.close()
+    assert json.loads(out.read_text()) == {"model": "resnet18"}
+    assert capsys.readouterr().err == ""

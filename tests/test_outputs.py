@@ -174,3 +174,18 @@ def test_root_is_refused_where_the_kernel_takes_no_files():
     with pytest.raises(BadInputError, match=r"cannot create files in directory /proc: it takes no new files"):
         check_output_path("/proc/visprof.json", "--json")
     assert not Path("/sys/visprof.json").exists()
+
+
+def test_a_link_is_written_through_and_stays_a_link(tmp_path):
+    (tmp_path / "data").mkdir()
+    target = tmp_path / "data" / "r.json"
+    target.write_text("old")
+    link = tmp_path / "r.json"
+    link.symlink_to(target)
+    assert check_output_path(link, "--json") == target
+    atomic_write_text(link, "new")
+    assert link.is_symlink() and target.read_text() == "new"
+    dangling = tmp_path / "nowhere.json"
+    dangling.symlink_to(tmp_path / "missing" / "x.json")
+    with pytest.raises(BadInputError, match="does not exist"):
+        check_output_path(dangling, "--json")

@@ -141,7 +141,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
         render = importlib.import_module("visprof.report.table").render
         table = render(result, top_modules=args.top) if args.top is not None else render(result)
-        print(table, flush=True)  # on screen before any file is written
+        _print_report(table)  # on screen before any file is written
         if args.json is not None:
             writer.write("--json", lambda path: result.to_json(path))
         if args.trace is not None:
@@ -154,6 +154,18 @@ def cmd_profile(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         raise KeyboardInterrupt(writer.unwritten_note()) from None
     return writer.exit_code()
+
+
+def _print_report(text: str) -> None:
+    """Prints the report; a reader that went away (`visprof profile m --json r.json | head`)
+    does not cost the files still to write."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # Point stdout at /dev/null, so that the interpreter's flush at exit finds no pipe.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def _check_profile_inputs(args: argparse.Namespace) -> dict[str, Path]:

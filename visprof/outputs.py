@@ -51,8 +51,9 @@ def describe_os_error(exc: OSError) -> str:
 def check_output_path(path: str | Path, what: str = "output") -> Path:
     """``path`` as a Path if a regular file can be created or replaced there, else BadInputError.
 
-    ``what`` names the path in the message (an option such as ``--json``)."""
-    path = Path(path)
+    ``what`` names the path in the message (an option such as ``--json``). A symbolic link
+    is checked (and later written) as the file it points to."""
+    path = _through_links(Path(path))
     if path.is_dir():
         raise BadInputError(f"{what}: {path} is a directory; give a file name")
     if path.exists() and not stat.S_ISREG(path.stat().st_mode):
@@ -68,6 +69,11 @@ def check_output_path(path: str | Path, what: str = "output") -> Path:
         raise BadInputError(f"{what}: directory {parent} is not writable")
     _probe(parent, path.name, what)
     return path
+
+
+def _through_links(path: Path) -> Path:
+    """The file a symbolic link names (the link stays, its target is replaced), else ``path``."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
 def _probe(parent: Path, name: str, what: str) -> None:
@@ -126,7 +132,7 @@ def atomic_output(path: str | Path, mode: str = "w", *, compress: bool | None = 
     ``OutputWriteError`` naming the file and the reason."""
     if mode not in ("w", "wb"):
         raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
-    path = Path(path)
+    path = _through_links(Path(path))
     compress = path.suffix == ".gz" if compress is None else compress
     tmp_name = None
     try:

@@ -1,0 +1,60 @@
+"""The profile command on a GPU (issue 8): the report first, then whole files; GPU-only checks
+and the memory pass still there; out of GPU memory with its exit code and a batch that fits."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _visprof(*args, timeout=900) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-m", "visprof", "profile", *map(str, args)], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+
+
+def test_gpu_run_prints_the_report_then_writes_whole_files(tmp_path):
+    from visprof.report.table import render
+    from visprof.result import ProfileResult
+
+    out, trace = tmp_path / "r.json", tmp_path / "t.json.gz"
+    trace.write_text("old")
+    done = _visprof("resnet18", "-b", "8", "--iterations", "20", "--precision", "tf32", "--json", out,
+                    "--trace", trace)
+    print(done.stdout[-3000:])
+    assert done.returncode == 0
+    result = ProfileResult.load(out)
+    report = render(result)
+    before, after = done.stdout.split(report)
+    assert all(line.startswith("[visprof] ") for line in before.splitlines()), before  # no torch warnings
+    assert after.splitlines() == ["", f"[visprof] writing {out}", f"[visprof] wrote {out}",
+                                  f"[visprof] writing {trace}", f"[visprof] wrote {trace}"]
+    assert result.config.passes == ["timing", "attributed", "memory"] and result.memory is not None
+    assert "dropped CUPTI records" in {c.name for c in result.checks}
+    assert not any("tf32" in w for w in result.warnings)  # tf32 does something on a GPU
+    assert re.search(r"^category\s+GPU ms\s+share\s+kernels\s", report, re.M)
+    assert result.category_totals()["attention"].time_ms == 0.0
+    from visprof.inputs import load_json_file
+
+    assert load_json_file(trace, "trace")["traceEvents"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "t.json.gz"]
+
+
+def test_gpu_out_of_memory_exits_3_and_names_a_batch_that_fits(tmp_path):
+    done = _visprof("resnet18", "-b", "1000000", "--passes", "timing", "-q", "--json", tmp_path / "r.json")
+    print(done.stdout)
+    assert done.returncode == 3
+    line, = done.stdout.splitlines()
+    match = re.fullmatch(r"visprof: error: out of GPU memory at batch size 1000000 on cuda:0; the largest batch "
+                         r"that fits is (\d+) \(--batch-size \1\)", line)
+    assert match and 1 <= int(match.group(1)) < 1_000_000
+    assert not (tmp_path / "r.json").exists()
