@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import weakref
 
 import pytest
 import torch
@@ -117,7 +118,36 @@ def test_a_forward_that_runs_out_of_memory_gets_an_estimated_batch(monkeypatch):
     assert error.batch_size == batch and error.estimated
     assert error.max_batch_size == pytest.approx(int(0.8 * available_bytes() // per_sample), abs=1)
     assert f"--batch-size {error.max_batch_size}" in str(error)
-    assert error.__cause__ is None  # the failed try's frames (and tensors) are released
+    assert error.__cause__ is None and error.__context__ is None  # the failed try is let go
+
+
+class HoldsThenFails(torch.nn.Module):
+    """At a large batch, allocates a tensor and then fails; at batch 1 and 2 (the estimate's
+    forwards) records whether the failed forward's tensors are still alive."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 1)
+        self.failed: list = []
+        self.alive_during_estimate: list[bool] = []
+
+    def forward(self, x):
+        held = x.new_empty(x.shape[0], 16)
+        if x.shape[0] > 2:
+            self.failed.append(weakref.ref(held))
+            x.new_empty(BEYOND_ADDRESS_SPACE, dtype=torch.uint8)  # a real failed allocation
+        self.alive_during_estimate.append(any(ref() is not None for ref in self.failed))
+        return self.conv(x)
+
+
+def test_the_estimate_runs_after_the_failed_forward_has_let_go_of_its_tensors(monkeypatch):
+    # Inside an except block the traceback keeps the failed forward's frames and tensors alive;
+    # the estimate (and the GPU's batch search) must not run there.
+    monkeypatch.setattr(host_memory, "ACTIVATIONS_PER_INPUT", 0)
+    model = HoldsThenFails()
+    with pytest.raises(OutOfMemoryError):
+        visprof.profile(model, batch_size=64, img_size=8, passes="timing", iterations=1, progress=False)
+    assert len(model.failed) == 1 and model.alive_during_estimate == [False, False]
 
 
 def test_not_even_batch_1_fits():
@@ -134,3 +164,22 @@ def test_a_small_batch_costs_no_estimate():
     visprof.profile(model, batch_size=2, img_size=8, passes="timing", iterations=1, warmup=0, progress=False)
     assert set(model.batches) == {2}  # no forward at batch 1 or 2 for an estimate
     assert 2 * math.prod((3, 8, 8)) * 4 * host_memory.ACTIVATIONS_PER_INPUT < available_bytes()
+
+
+class FailsOnThirdCall(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 1)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls == 3:  # in the attributed pass, after the first forward fit
+            x.new_empty(BEYOND_ADDRESS_SPACE, dtype=torch.uint8)
+        return self.conv(x)
+
+
+def test_out_of_memory_in_a_later_pass_is_out_of_memory_not_the_models_fault():
+    with pytest.raises(OutOfMemoryError) as info:
+        visprof.profile(FailsOnThirdCall(), batch_size=2, img_size=8, passes="attributed", progress=False)
+    assert str(info.value) == "out of host memory (RAM) at batch size 2 on the CPU; try a smaller --batch-size"

@@ -75,12 +75,9 @@ def test_a_failure_while_writing_keeps_the_old_file_and_leaves_no_temporary(tmp_
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 def test_a_full_disk_is_one_error_naming_the_file(tmp_path, monkeypatch):
     # /dev/full as the temporary file: every write fails with ENOSPC, as on a full disk.
-    import tempfile
+    import visprof.outputs
 
-    def full_mkstemp(prefix="", suffix="", dir=None):
-        return os.open("/dev/full", os.O_WRONLY), str(tmp_path / "unused.partial")
-
-    monkeypatch.setattr(tempfile, "mkstemp", full_mkstemp)
+    monkeypatch.setattr(visprof.outputs, "_create_new", lambda path: os.open("/dev/full", os.O_WRONLY))
     target = tmp_path / "r.json"
     with pytest.raises(OutputWriteError, match=r"could not write .*r\.json: No space left on device"):
         atomic_write_text(target, "x" * 100_000)

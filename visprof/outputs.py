@@ -19,8 +19,8 @@ import errno
 import gzip
 import io
 import os
+import secrets
 import stat
-import tempfile
 from pathlib import Path
 from typing import IO, Iterator, Mapping
 
@@ -80,15 +80,33 @@ def _probe(parent: Path, name: str, what: str) -> None:
     """Creates and removes a file where the temporary file will go. os.access cannot see
     everything: for root every folder is "writable", yet /sys refuses new files (EACCES),
     /proc has none to create (ENOENT), and a read-only mount shows only on creation (EROFS)."""
+    probe = _sibling_name(parent, name, ".probe")
+    ours = True  # until the name turns out to be taken: then the file there is not ours to remove
     try:
-        fd, probe = tempfile.mkstemp(prefix=f".{name}.", suffix=".probe", dir=parent)
+        os.close(_create_new(probe))
+    except FileExistsError:
+        ours = False
     except OSError as exc:
         # ENOENT for a folder that exists: a virtual file system (/proc) that takes no new files.
         reason = "it takes no new files" if exc.errno == errno.ENOENT else describe_os_error(exc)
         raise BadInputError(f"{what}: cannot create files in directory {parent}: {reason}") from None
-    os.close(fd)
-    with contextlib.suppress(OSError):
-        os.unlink(probe)
+    finally:
+        if ours:
+            with contextlib.suppress(OSError):
+                os.unlink(probe)
+
+
+# Temporary files are named *before* they are created, and removed by that name whatever
+# happens next. With tempfile.mkstemp, a Ctrl-C that lands after the file exists but before
+# mkstemp returns its name (seen in tests/test_bad_input_cli.py) would leave it behind.
+def _sibling_name(parent: Path, name: str, suffix: str) -> Path:
+    return parent / f".{name}.{secrets.token_hex(6)}{suffix}"
+
+
+def _create_new(path: Path) -> int:
+    """Creates ``path`` (it must not exist) for writing, readable by the owner only until it
+    is complete; returns the descriptor."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
 
 
 def check_output_paths(paths: Mapping[str, str | Path | None]) -> dict[str, Path]:
@@ -115,7 +133,7 @@ def check_not_an_input(outputs: Mapping[str, Path], inputs: Mapping[str, str | P
 
 
 def _creation_mode() -> int:
-    """The mode a plain open() would give a new file (0666 less the umask): mkstemp makes 0600."""
+    """The mode a plain open() would give a new file (0666 less the umask): _create_new makes 0600."""
     umask = os.umask(0o022)
     os.umask(umask)
     return 0o666 & ~umask
@@ -136,7 +154,13 @@ def atomic_output(path: str | Path, mode: str = "w", *, compress: bool | None = 
     compress = path.suffix == ".gz" if compress is None else compress
     tmp_name = None
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+        while True:
+            tmp_name = _sibling_name(path.parent, path.name, ".partial")
+            try:
+                fd = _create_new(tmp_name)
+                break
+            except FileExistsError:  # that random name is taken (not ours): draw another
+                tmp_name = None
         with os.fdopen(fd, "wb") as raw:
             # GzipFile given a fileobj does not close it; the text wrapper is detached, not
             # closed, for the same reason: `raw` must stay open to be flushed and synced.

@@ -112,11 +112,10 @@ def profile(
         except VisprofError:
             raise
         except Exception as exc:  # the model failed in a later pass (data-dependent code, OOM)
-            if kind == "cuda" and is_out_of_memory(exc):
+            # A forward at this batch already fit, so a search or an estimate from one forward
+            # cannot tell what the later pass needs: a smaller batch is the advice.
+            if is_out_of_memory(exc) if kind == "cuda" else is_host_out_of_memory(exc):
                 raise OutOfMemoryError(config.batch_size, None, config.device) from exc
-            if kind == "cpu" and is_host_out_of_memory(exc):
-                del exc
-                raise host_oom_error(spec, config, suggest=search_batch) from None
             if not _raised_in_a_forward(exc):
                 raise  # visprof's own bug: keep the traceback, do not blame the model
             raise spec.forward_error(config.batch_size, exc) from exc
@@ -207,17 +206,15 @@ def _make_runner(spec: ModelSpec, config: RunConfig, search_batch: bool = True) 
         if runner is not None:
             runner.close()  # restores the TF32 switches it changed
             runner = None  # and frees its input before a batch search
-        if config.device.startswith("cuda") and is_out_of_memory(exc):
-            del exc
-            if not search_batch:
-                raise OutOfMemoryError(config.batch_size, None, config.device) from None
-            raise _oom_with_search(spec, config) from None
-        if not config.is_cuda and is_host_out_of_memory(exc):
-            del exc
-            raise host_oom_error(spec, config, suggest=search_batch) from None
-        if isinstance(exc, VisprofError):
-            raise
-        raise spec.forward_error(config.batch_size, exc) from exc
+        if not (is_out_of_memory(exc) if config.is_cuda else is_host_out_of_memory(exc)):
+            if isinstance(exc, VisprofError):
+                raise
+            raise spec.forward_error(config.batch_size, exc) from exc
+    # Out of memory, handled after the except block: inside it, the exception's traceback keeps
+    # the failed forward's frames, and so its input and activations, alive through the search.
+    if not search_batch:
+        raise OutOfMemoryError(config.batch_size, None, config.device)
+    raise _oom_with_search(spec, config) if config.is_cuda else host_oom_error(spec, config)
 
 
 def _oom_with_search(spec: ModelSpec, config: RunConfig) -> OutOfMemoryError:

@@ -58,3 +58,38 @@ def test_gpu_out_of_memory_exits_3_and_names_a_batch_that_fits(tmp_path):
                          r"that fits is (\d+) \(--batch-size \1\)", line)
     assert match and 1 <= int(match.group(1)) < 1_000_000
     assert not (tmp_path / "r.json").exists()
+
+
+class TwoGigabytesPerSample:
+    """Built lazily (torch is imported by the test): holds 1 GiB a sample, then asks for another."""
+
+    @staticmethod
+    def make():
+        import torch
+
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                a = x.new_empty(x.shape[0], 1 << 28, dtype=torch.float32).fill_(1.0)
+                b = x.new_empty(x.shape[0], 1 << 28, dtype=torch.float32).fill_(2.0)
+                return a.add_(b).sum(dim=1)
+
+        return Model()
+
+
+def test_oom_in_the_middle_of_a_forward_searches_with_all_the_memory():
+    """The first try fails with 1 GiB a sample already held; the search must not run while the
+    failed try's tensors are alive (they were, inside the except block), or it finds ~half."""
+    import torch
+
+    import visprof
+    from visprof.errors import OutOfMemoryError
+
+    torch.cuda.empty_cache()
+    free, _ = torch.cuda.mem_get_info()
+    batch = int(0.7 * free / 2**30)  # the first GiB a sample fits, the second does not
+    with pytest.raises(OutOfMemoryError) as info:
+        visprof.profile(TwoGigabytesPerSample.make(), batch_size=batch, img_size=8, precision="fp32",
+                        passes="timing", progress=False)
+    best = info.value.max_batch_size
+    print(str(info.value), f"free {free / 2**30:.1f} GiB, asked {batch}")
+    assert best is not None and 0.8 * free / 2**31 < best < batch
