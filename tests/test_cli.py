@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import types
@@ -10,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from fixtures import cpu_trace
 from visprof import cli, errors, hardware
+from visprof.attribution import attribute
+from visprof.outputs import atomic_write_text
 from visprof import progress as progress_module
 from visprof.progress import Progress
 
@@ -22,20 +26,28 @@ class FakeResult:
         self.model = model
 
     def to_json(self, path):
-        Path(path).write_text(json.dumps({"model": self.model}))
+        atomic_write_text(path, json.dumps({"model": self.model}))
 
 
 class FakeProfiler:
-    """Stands in for visprof.profiler.profile: records its call, returns or raises."""
+    """Stands in for visprof.profiler.profile: records its call, hands a small real CPU trace
+    to ``on_trace`` (as profile() does after its attributed pass), returns or raises.
+    ``during(kwargs)`` runs in the middle, as if while profiling."""
 
-    def __init__(self, raises: BaseException | None = None):
+    def __init__(self, raises: BaseException | None = None, during=None):
         self.raises = raises
+        self.during = during
         self.calls = []
 
     def __call__(self, model, **kwargs):
         self.calls.append((model, kwargs))
+        if self.during is not None:
+            self.during(kwargs)
         if self.raises is not None:
             raise self.raises
+        if kwargs.get("on_trace") is not None:
+            trace = cpu_trace()
+            kwargs["on_trace"](trace, attribute(trace))
         return FakeResult(model)
 
 
@@ -43,8 +55,8 @@ class FakeProfiler:
 def fake_profile(monkeypatch):
     """Installs fake visprof.profiler and visprof.report.table modules; returns the profiler."""
 
-    def install(raises=None):
-        profiler = FakeProfiler(raises)
+    def install(raises=None, during=None):
+        profiler = FakeProfiler(raises, during)
         monkeypatch.setitem(sys.modules, "visprof.profiler", types.SimpleNamespace(profile=profiler))
         rendered = []
 
@@ -116,7 +128,9 @@ def test_profile_passes_every_option_and_prints_the_table(fake_profile, capsys, 
         ]
     )
     assert code == 0
-    assert profiler.calls == [
+    (model, kwargs), = profiler.calls
+    assert callable(kwargs.pop("on_trace"))  # the trace is written by the CLI, after the report
+    assert [(model, kwargs)] == [
         (
             "resnet50",
             {
@@ -127,7 +141,6 @@ def test_profile_passes_every_option_and_prints_the_table(fake_profile, capsys, 
                 "warmup": 2,
                 "iterations": 5,
                 "passes": ("timing", "attributed"),
-                "trace_path": str(tmp_path / "t.json"),
                 "category_file": str(rules),
                 "top_modules": 3,
                 "channels_last": True,
@@ -351,3 +364,60 @@ def test_progress_goes_to_stderr_by_default(capsys):
         progress.step("timing")
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == ("", "[visprof] pass 1/1: timing\n")
+
+
+# --- output files after the run (issue 8) -------------------------------------------------------
+
+def test_a_folder_removed_during_the_run_fails_that_file_only(fake_profile, tmp_path, capsys):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    fake_profile(during=lambda kwargs: gone.rmdir())  # the user deletes the folder while profiling
+    trace = tmp_path / "t.json"
+    code = cli.main(["profile", "resnet18", "--json", str(gone / "r.json"), "--trace", str(trace)])
+    captured = capsys.readouterr()
+    assert code == errors.EXIT_OUTPUT == 5
+    assert captured.out == "TABLE for resnet18 top=None\n"  # the report is on screen
+    assert captured.err.splitlines() == [
+        f"[visprof] writing {gone / 'r.json'}",
+        f"visprof: error: could not write {gone / 'r.json'}: No such file or directory; no file was created",
+        f"[visprof] writing {trace}",
+        f"[visprof] wrote {trace}",
+    ]
+    assert json.loads(trace.read_text())["traceEvents"]  # the next file is still written
+
+
+def test_a_trace_the_run_could_not_make_is_an_error_not_silence(fake_profile, tmp_path, capsys):
+    # As when CUPTI is held by another profiler: profile() warns and hands over no trace.
+    fake_profile(during=lambda kwargs: kwargs.pop("on_trace"))
+    trace = tmp_path / "t.json"
+    assert cli.main(["profile", "resnet18", "-q", "--trace", str(trace)]) == 5
+    assert capsys.readouterr().err == (f"visprof: error: --trace {trace} was not written: the attributed pass did "
+                                       "not run (see the warnings above)\n")
+    assert not trace.exists()
+
+
+def test_an_interrupt_names_the_outputs_not_written(fake_profile, tmp_path, capsys):
+    old = tmp_path / "t.json"
+    old.write_text("old")
+    fake_profile(raises=KeyboardInterrupt())
+    assert cli.main(["profile", "resnet18", "--json", str(tmp_path / "r.json"), "--trace", str(old)]) == 130
+    assert capsys.readouterr().err == (f"visprof: error: interrupted; not written: {tmp_path / 'r.json'}, {old} "
+                                       "(its previous version is unchanged)\n")
+    assert old.read_text() == "old" and not (tmp_path / "r.json").exists()
+
+
+def test_a_reader_that_goes_away_does_not_cost_the_files(fake_profile, tmp_path, monkeypatch, capsys):
+    # `visprof profile m --json r.json | head -1`: a real pipe whose reader has closed.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    stdout = os.fdopen(write_end, "w")
+    monkeypatch.setattr(sys, "stdout", stdout)
+    fake_profile()
+    out = tmp_path / "r.json"
+    try:
+        assert cli.main(["profile", "resnet18", "-q", "--json", str(out)]) == 0
+    finally:
+        monkeypatch.undo()
+        stdout.close()
+    assert json.loads(out.read_text()) == {"model": "resnet18"}
+    assert capsys.readouterr().err == ""

@@ -75,12 +75,9 @@ def test_a_failure_while_writing_keeps_the_old_file_and_leaves_no_temporary(tmp_
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 def test_a_full_disk_is_one_error_naming_the_file(tmp_path, monkeypatch):
     # /dev/full as the temporary file: every write fails with ENOSPC, as on a full disk.
-    import tempfile
+    import visprof.outputs
 
-    def full_mkstemp(prefix="", suffix="", dir=None):
-        return os.open("/dev/full", os.O_WRONLY), str(tmp_path / "unused.partial")
-
-    monkeypatch.setattr(tempfile, "mkstemp", full_mkstemp)
+    monkeypatch.setattr(visprof.outputs, "_create_new", lambda path: os.open("/dev/full", os.O_WRONLY))
     target = tmp_path / "r.json"
     with pytest.raises(OutputWriteError, match=r"could not write .*r\.json: No space left on device"):
         atomic_write_text(target, "x" * 100_000)
@@ -117,3 +114,75 @@ def test_sigint_while_writing_leaves_the_old_file_and_no_partial(tmp_path):
     assert proc.returncode != 0 and b"KeyboardInterrupt" in err
     assert target.read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.json", "ready"]
+
+
+def test_every_writer_keeps_the_old_file_when_the_write_fails(tmp_path):
+    """Results, recordings, Chrome traces and CSVs, written under a real file-size limit
+    (ulimit -f, in a child process): each fails with one error naming its file, and the file
+    that was there stays whole."""
+    script = textwrap.dedent(f"""
+        import resource, sys
+        sys.path[:0] = [{str(REPO)!r}, {str(REPO / "tests")!r}]
+        from fixtures import mini_vit, odd_rows
+        from test_report import make_result
+        from visprof.attribution import attribute
+        from visprof.errors import OutputWriteError
+        from visprof.report import to_chrome_trace, write_categories_csv, write_modules_csv
+
+        trace = odd_rows(mini_vit(iterations=2)).build()
+        result = make_result(trace)
+        writers = {{
+            "result.json": lambda p: result.to_json(p),
+            "recording.json.gz": lambda p: trace.save(p),
+            "trace.json": lambda p: to_chrome_trace(trace, attribute(trace), p),
+            "categories.csv": lambda p: write_categories_csv(result, p),
+            "modules.csv": lambda p: write_modules_csv(result, p),
+        }}
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200))  # Python ignores SIGXFSZ: writes fail with EFBIG
+        for name, write in writers.items():
+            path = {str(tmp_path)!r} + "/" + name
+            try:
+                write(path)
+            except OutputWriteError as error:
+                print(name, "|", error)
+            else:
+                print(name, "| written")
+    """)
+    for name in ("result.json", "recording.json.gz", "trace.json", "categories.csv", "modules.csv"):
+        (tmp_path / name).write_text("old")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 5
+    for line in lines:
+        name, message = line.split(" | ")
+        assert message == (f"could not write {tmp_path / name}: File too large (the file would exceed the file size "
+                           "limit (ulimit -f) or the file system's limit); the previous file is unchanged")
+        assert (tmp_path / name).read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["result.json", "recording.json.gz", "trace.json", "categories.csv", "modules.csv"])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a user cannot write to /sys anyway (covered by 'not writable')")
+def test_root_is_refused_where_the_kernel_takes_no_files():
+    # os.access says yes to root everywhere; creating a file is the only real test.
+    with pytest.raises(BadInputError, match=r"--json: cannot create files in directory /sys: Permission denied"):
+        check_output_path("/sys/visprof.json", "--json")
+    with pytest.raises(BadInputError, match=r"cannot create files in directory /proc: it takes no new files"):
+        check_output_path("/proc/visprof.json", "--json")
+    assert not Path("/sys/visprof.json").exists()
+
+
+def test_a_link_is_written_through_and_stays_a_link(tmp_path):
+    (tmp_path / "data").mkdir()
+    target = tmp_path / "data" / "r.json"
+    target.write_text("old")
+    link = tmp_path / "r.json"
+    link.symlink_to(target)
+    assert check_output_path(link, "--json") == target
+    atomic_write_text(link, "new")
+    assert link.is_symlink() and target.read_text() == "new"
+    dangling = tmp_path / "nowhere.json"
+    dangling.symlink_to(tmp_path / "missing" / "x.json")
+    with pytest.raises(BadInputError, match="does not exist"):
+        check_output_path(dangling, "--json")

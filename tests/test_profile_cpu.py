@@ -125,6 +125,43 @@ def test_a_model_raising_leaves_no_range_hook_or_mode_behind(fail_on, passes):
     assert not torch.nn.modules.module._global_forward_hooks and not torch.nn.modules.module._global_forward_pre_hooks
 
 
+def test_the_memory_pass_needs_a_gpu_and_the_default_passes_leave_it_out_on_the_cpu():
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3))
+    for passes in ("memory", ["timing", "memory"]):
+        with pytest.raises(BadInputError, match="the memory pass needs a GPU"):
+            visprof.profile(model, batch_size=1, img_size=8, passes=passes, progress=False)
+    result = visprof.profile(model, batch_size=1, img_size=8, iterations=1, progress=False)
+    assert result.config.passes == ["timing", "attributed"] and result.memory is None
+    assert "Memory: not measured (the memory pass needs a GPU" in render(result)
+
+
+class CountsCalls(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.conv(x)
+
+
+def test_trace_and_recording_paths_are_checked_before_the_run_and_written_whole(tmp_path):
+    model = CountsCalls()
+    for bad in ({"trace_path": tmp_path / "missing" / "t.json"}, {"recording_path": tmp_path},
+                {"trace_path": tmp_path / "x.json", "recording_path": tmp_path / "x.json"}):
+        with pytest.raises(BadInputError):
+            visprof.profile(model, batch_size=1, img_size=8, progress=False, **bad)
+    assert model.calls == 0  # refused before the model ran
+    trace, recording = tmp_path / "t.json", tmp_path / "rec.json.gz"
+    trace.write_text("old")
+    visprof.profile(model, batch_size=1, img_size=8, passes="attributed", progress=False, trace_path=trace,
+                    recording_path=recording)
+    assert json.loads(trace.read_text())["traceEvents"]
+    assert CapturedTrace.load(recording).measurement == "cpu"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rec.json.gz", "t.json"]
+
+
 def test_bad_input_is_reported_not_raised_as_a_traceback():
     with pytest.raises(UnknownModelError) as info:
         visprof.profile("resnet5O", progress=False)
@@ -171,10 +208,18 @@ def test_a_failed_memory_pass_keeps_the_other_results(monkeypatch):
     assert "tracker failed" in notes[0]
 
 
-def test_compiled_models_are_attributed_with_a_clear_caveat():
+def test_compiled_models_are_attributed_with_a_clear_caveat(caplog):
+    import logging
+    import warnings
+
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1))
-    result = visprof.profile(model, batch_size=1, img_size=8, iterations=2, compile=True,
-                             passes="attributed", progress=False)
+    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
+        warnings.simplefilter("always")
+        result = visprof.profile(model, batch_size=1, img_size=8, iterations=2, compile=True,
+                                 passes="attributed", progress=False)
+    # torch's complaints about visprof's own hooks, or about CUDA on a CPU-only torch, do not leak
+    assert [str(w.message) for w in caught] == []
+    assert not [r for r in caplog.records if r.name.startswith("torch")], caplog.records
     assert result.config.compile
     assert any("torch.compile" in w and "eager" in w for w in result.warnings)
     assert {row.category for row in result.categories} >= {"convolution", "activation", "pooling"}

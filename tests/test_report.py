@@ -133,7 +133,26 @@ def test_category_totals_merge_subcategories():
     assert attn.flops == pytest.approx(sum(r.flops for r in subs))
     assert attn.tflops == pytest.approx(attn.flops / (attn.time_ms * 1e-3) / 1e12)
     assert attn.live_bytes_at_peak == 200 << 20  # the memory pass's category figure
-    assert list(totals) == list(dict.fromkeys(r.category for r in result.categories))
+    measured = list(dict.fromkeys(r.category for r in result.categories))
+    assert [c for c in totals if c in measured] == measured  # row order kept
+
+
+def test_category_totals_list_every_category_with_zeros_where_nothing_ran():
+    from visprof.categories import CATEGORIES
+
+    result = make_result(mini_cnn().build())  # a CNN: no attention
+    totals = result.category_totals()
+    assert list(totals)[: len(CATEGORIES)] == list(CATEGORIES)
+    attention = totals["attention"]
+    assert (attention.time_ms, attention.share, attention.kernel_count, attention.flops) == (0.0, 0.0, 0.0, 0.0)
+    assert attention.tflops is None and attention.live_bytes_at_peak is None
+    assert totals["convolution"].time_ms > 0
+    assert sum(t.share for t in totals.values()) == pytest.approx(1.0)
+    # the report still shows only what ran
+    text = render(result)
+    assert not re.search(r"^attention\s", text, re.M) and re.search(r"^convolution\s", text, re.M)
+    # no attributed pass: nothing measured, so no totals (not zeros)
+    assert ProfileResult(ModelInfo("m"), RunConfig(), "cpu").category_totals() == {}
 
 
 # --- terminal table -------------------------------------------------------------------------

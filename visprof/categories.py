@@ -15,9 +15,7 @@ Two entry points:
 """
 from __future__ import annotations
 
-import json
 import re
-import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -226,11 +224,105 @@ class Rule:
 
 # --- the table ---------------------------------------------------------------------------
 def _read_mapping(path: str | Path) -> dict[str, Any]:
+    """A rules file as a mapping (JSON for *.json, else TOML); BadInputError naming the file
+    when it cannot be read or parsed."""
+    from visprof.inputs import load_json_file, load_toml_file
+
     path = Path(path)
     if path.suffix == ".json":
-        return json.loads(path.read_text(encoding="utf-8"))
-    with open(path, "rb") as fh:
-        return tomllib.load(fh)
+        return load_json_file(path, "category rules file")
+    return load_toml_file(path, "category rules file")
+
+
+# --- the shape of a table mapping (the default file, a user's rules file) -------------------
+# Top-level keys a rules file may have; anything else is most likely a typo ("rule" for
+# "rules") whose rules would silently not apply.
+TOP_LEVEL_KEYS = ("version", "categories", "unattributed", "patterns", "rules")
+_CATEGORY_FIELDS = ("id", "label", "color", "cname", "subcategories", "description")
+_COLOR = re.compile(r"^#[0-9A-Fa-f]{6}$")
+
+
+def check_table_mapping(data: Any) -> None:
+    """ValueError naming the first field of ``data`` that does not have the shape of the
+    default file (docs/taxonomy.md), e.g. ``rules[2] ('my-rule').op: expected a string or a
+    list of strings, got an integer (3)``. Meaning (known categories, valid regexes) is
+    checked later, when the rules are built."""
+    from visprof.inputs import describe_value
+
+    def fail(where: str, expected: str, value: Any) -> None:
+        raise ValueError(f"{where}: expected {expected}, got {describe_value(value)}")
+
+    if not isinstance(data, Mapping):
+        fail("the top level", "a table (a JSON object) with categories, patterns and rules", data)
+    unknown = sorted(set(data) - set(TOP_LEVEL_KEYS))
+    if unknown:
+        raise ValueError(f"unknown top-level key(s) {unknown}; valid: {', '.join(TOP_LEVEL_KEYS)}")
+    if "version" in data and (not isinstance(data["version"], int) or isinstance(data["version"], bool)):
+        fail("version", "an integer", data["version"])
+
+    def regex_like(where: str, value: Any) -> None:
+        if isinstance(value, str):
+            return
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return
+        fail(where, "a string or a non-empty list of strings", value)
+
+    def category(where: str, item: Any) -> None:
+        if not isinstance(item, Mapping):
+            fail(where, "a table", item)
+        extra = sorted(set(item) - set(_CATEGORY_FIELDS))
+        if extra:
+            raise ValueError(f"{where}: unknown key(s) {extra}; valid: {', '.join(_CATEGORY_FIELDS)}")
+        if "id" not in item:
+            raise ValueError(f"{where}: missing 'id'")
+        for key in ("id", "label", "cname", "description"):
+            if key in item and not isinstance(item[key], str):
+                fail(f"{where}.{key}", "a string", item[key])
+        if "color" in item and not (isinstance(item["color"], str) and _COLOR.match(item["color"])):
+            fail(f"{where}.color", 'a colour "#RRGGBB"', item["color"])
+        subs = item.get("subcategories", [])
+        if not isinstance(subs, list) or not all(isinstance(x, str) for x in subs):
+            fail(f"{where}.subcategories", "a list of strings", subs)
+
+    categories = data.get("categories", [])
+    if not isinstance(categories, list):
+        fail("categories", "a list of tables ([[categories]] in TOML)", categories)
+    for i, item in enumerate(categories):
+        category(f"categories[{i}]", item)
+    if "unattributed" in data:
+        category("unattributed", data["unattributed"])
+
+    patterns = data.get("patterns", {})
+    if not isinstance(patterns, Mapping):
+        fail("patterns", "a table of named regexes", patterns)
+    for name, value in patterns.items():
+        regex_like(f"patterns.{name}", value)
+
+    rules = data.get("rules", [])
+    if not isinstance(rules, list):
+        fail("rules", "a list of tables ([[rules]] in TOML)", rules)
+    for i, rule in enumerate(rules):
+        where = f"rules[{i}]"
+        if not isinstance(rule, Mapping):
+            fail(where, "a table with name, category and conditions", rule)
+        if isinstance(rule.get("name"), str):
+            where += f" ({rule['name']!r})"
+        extra = sorted(set(rule) - _RULE_FIELDS)
+        if extra:
+            raise ValueError(f"{where}: unknown key(s) {extra}; valid: {', '.join(sorted(_RULE_FIELDS))}")
+        for key in ("name", "category"):
+            if key not in rule:
+                raise ValueError(f"{where}: missing {key!r}")
+        for key in ("name", "category", "kind", "note"):
+            if key in rule and not isinstance(rule[key], str):
+                fail(f"{where}.{key}", "a string", rule[key])
+        if rule.get("subcategory") is not None and not isinstance(rule["subcategory"], str):
+            fail(f"{where}.subcategory", "a string", rule["subcategory"])
+        for key in _REGEX_FIELDS:
+            if rule.get(key) is not None:
+                regex_like(f"{where}.{key}", rule[key])
+        if "attrs" in rule and not isinstance(rule["attrs"], Mapping):
+            fail(f"{where}.attrs", "a table of attribute = value", rule["attrs"])
 
 
 def _category_from_mapping(data: Mapping[str, Any]) -> Category:
@@ -270,10 +362,16 @@ class CategoryTable:
 
     @classmethod
     def from_file(cls, path: str | Path) -> "CategoryTable":
-        return cls.from_mapping(_read_mapping(path))
+        """A complete table from a file of the default file's shape (errors as in ``extend_from_file``)."""
+        data = _read_mapping(path)
+        try:
+            return cls.from_mapping(data)
+        except (ValueError, KeyError, TypeError, re.error) as exc:
+            raise _file_error(path, exc) from exc
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "CategoryTable":
+        check_table_mapping(data)
         table = cls([_category_from_mapping(c) for c in data.get("categories", ())])
         if "unattributed" in data:
             table.unattributed = _category_from_mapping(data["unattributed"])
@@ -287,6 +385,7 @@ class CategoryTable:
         own order, so they override the defaults. New categories are appended.
         """
         # Everything is built and checked before the table changes: a bad mapping leaves it as it was.
+        check_table_mapping(data)
         categories = {c["id"]: _category_from_mapping(c) for c in data.get("categories", ())
                       if c["id"] not in self.categories}
         patterns = {**self.patterns, **data.get("patterns", {})}
@@ -305,14 +404,14 @@ class CategoryTable:
     def extend_from_file(self, path: str | Path, front: bool = True) -> list[Rule]:
         """Add rules (and patterns/categories) from a TOML or JSON file; see ``extend``.
 
-        A file that cannot be read or describes a bad rule raises BadInputError naming the
-        file and the problem, and leaves the table unchanged."""
-        from visprof.errors import BadInputError
-
+        A file that cannot be read, is not a table of the default file's shape, or describes
+        a bad rule raises BadInputError naming the file and the field, and leaves the table
+        unchanged."""
+        data = _read_mapping(path)
         try:
-            return self.extend(_read_mapping(path), front=front)
-        except (OSError, ValueError, KeyError, TypeError, re.error) as exc:  # TOML/JSON errors are ValueErrors
-            raise BadInputError(f"category rules file {path}: {type(exc).__name__}: {exc}") from exc
+            return self.extend(data, front=front)
+        except (ValueError, KeyError, TypeError, re.error) as exc:
+            raise _file_error(path, exc) from exc
 
     def add_rule(self, rule: Rule | None = None, *, front: bool = True, **fields: Any) -> Rule:
         """Add one rule, given as a ``Rule`` or as its fields (``${pattern}`` refs allowed).
@@ -406,6 +505,16 @@ class CategoryTable:
 
     def __repr__(self) -> str:
         return f"CategoryTable({len(self.categories)} categories, {len(self._rules)} rules)"
+
+
+def _file_error(path: str | Path, exc: BaseException) -> Exception:
+    from visprof.errors import BadInputError
+
+    # str(KeyError) is the repr of its argument; the message itself reads better.
+    message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+    if not isinstance(exc, ValueError):  # TypeError, re.error: say what kind of problem
+        message = f"{type(exc).__name__}: {message}"
+    return BadInputError(f"category rules file {path}: {message}")
 
 
 @lru_cache(maxsize=1)

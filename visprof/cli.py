@@ -123,10 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
 # --- commands ------------------------------------------------------------------------------
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    _check_output_path(args.json, "--json")
-    _check_output_path(args.trace, "--trace")
-    if args.categories is not None and not args.categories.is_file():
-        raise BadInputError(f"--categories: no such file: {args.categories}")
+    outputs = _check_profile_inputs(args)
 
     # Only options the user gave are passed on: the defaults live in one place, profile().
     options = {
@@ -139,35 +136,124 @@ def cmd_profile(args: argparse.Namespace) -> int:
         "warmup": args.warmup,
         "iterations": args.iterations,
         "passes": args.passes,
-        "trace_path": str(args.trace) if args.trace is not None else None,
         "category_file": str(args.categories) if args.categories is not None else None,
         "top_modules": args.top,  # how many modules the result keeps
     }
     kwargs: dict[str, Any] = {key: value for key, value in options.items() if value is not None}
     kwargs.update(channels_last=args.channels_last, compile=args.compile, progress=not args.quiet)
+    # The trace is written after the report is on screen: profile() hands over what it needs.
+    attributed: dict[str, Any] = {}
+    if args.trace is not None:
+        kwargs["on_trace"] = lambda trace, attribution: attributed.update(trace=trace, attribution=attribution)
 
-    # Imported here: it loads torch, timm and the native extension.
-    profile = importlib.import_module("visprof.profiler").profile
-    result = profile(args.model, **kwargs)
+    writer = _OutputWriter(outputs, quiet=args.quiet)
+    try:
+        # Imported here: it loads torch, timm and the native extension.
+        profile = importlib.import_module("visprof.profiler").profile
+        result = profile(args.model, **kwargs)
 
-    render = importlib.import_module("visprof.report.table").render
-    table = render(result, top_modules=args.top) if args.top is not None else render(result)
-    print(table)
-    if args.json is not None:
-        result.to_json(args.json)
-        if not args.quiet:
-            print(f"[visprof] wrote {args.json}", file=sys.stderr)
-    return 0
+        render = importlib.import_module("visprof.report.table").render
+        table = render(result, top_modules=args.top) if args.top is not None else render(result)
+        _print_report(table)  # on screen before any file is written
+        if args.json is not None:
+            writer.write("--json", lambda path: result.to_json(path))
+        if args.trace is not None:
+            if attributed:
+                chrome = importlib.import_module("visprof.report.chrome_trace")
+                writer.write("--trace", lambda path: chrome.to_chrome_trace(attributed["trace"],
+                                                                            attributed["attribution"], path))
+            else:
+                writer.skip("--trace", "the attributed pass did not run (see the warnings above)")
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(writer.unwritten_note()) from None
+    return writer.exit_code()
 
 
-def _check_output_path(path: Path | None, option: str) -> None:
-    # Checked before profiling, not after minutes of it.
-    if path is None:
-        return
-    if path.is_dir():
-        raise BadInputError(f"{option}: {path} is a directory; give a file name")
-    if not path.parent.is_dir():
-        raise BadInputError(f"{option}: directory {path.parent} does not exist")
+def _print_report(text: str) -> None:
+    """Prints the report; a reader that went away (`visprof profile m --json r.json | head`)
+    does not cost the files still to write."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # Point stdout at /dev/null, so that the interpreter's flush at exit finds no pipe.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _check_profile_inputs(args: argparse.Namespace) -> dict[str, Path]:
+    """Everything about the command line that can be checked before minutes of profiling:
+    output paths (writable, distinct, not an input), the rules file, the option mix."""
+    from visprof.outputs import check_not_an_input, check_output_paths
+
+    outputs = check_output_paths({"--json": args.json, "--trace": args.trace})
+    check_not_an_input(outputs, {"--categories": args.categories})
+    if args.trace is not None and args.passes is not None and "attributed" not in args.passes:
+        raise BadInputError("--trace writes the attributed pass, which --passes leaves out; add attributed "
+                            f"(--passes {','.join((*args.passes, 'attributed'))})")
+    if args.categories is not None:
+        # Parsed in full here (cheap: no torch), so a bad rule fails at once.
+        categories = importlib.import_module("visprof.categories")
+        categories.CategoryTable.default().extend_from_file(args.categories)
+    return outputs
+
+
+class _OutputWriter:
+    """Writes the output files one by one after the report; a failed write is one error line
+    and the next file is still tried. Knows which files were not written, for Ctrl-C."""
+
+    def __init__(self, outputs: dict[str, Path], quiet: bool):
+        self.pending = dict(outputs)  # option -> path, not yet written
+        self.quiet = quiet
+        self.failed = False
+
+    def write(self, option: str, write) -> None:
+        from visprof.errors import OutputWriteError
+
+        path = self.pending[option]
+        before = _identity(path)
+        if not self.quiet:
+            print(f"[visprof] writing {path}", file=sys.stderr, flush=True)
+        try:
+            write(path)
+        except OutputWriteError as error:
+            self.failed = True
+            print(f"visprof: error: {error}", file=sys.stderr, flush=True)
+            return
+        except KeyboardInterrupt:
+            # Ctrl-C between the rename and the return: the new file is complete and in place.
+            if _identity(path) != before and _identity(path) is not None:
+                del self.pending[option]
+            raise
+        del self.pending[option]
+        if not self.quiet:
+            print(f"[visprof] wrote {path}", file=sys.stderr, flush=True)
+
+    def skip(self, option: str, reason: str) -> None:
+        self.failed = True
+        print(f"visprof: error: {option} {self.pending.pop(option)} was not written: {reason}", file=sys.stderr,
+              flush=True)
+
+    def unwritten_note(self) -> str:
+        if not self.pending:
+            return ""
+        shown = [f"{path} (its previous version is unchanged)" if path.exists() else str(path)
+                 for path in self.pending.values()]
+        return "not written: " + ", ".join(shown)
+
+    def exit_code(self) -> int:
+        from visprof.errors import EXIT_OUTPUT
+
+        return EXIT_OUTPUT if self.failed else 0
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    """(device, inode, mtime) of ``path``, None if absent: an atomic write changes the inode."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_mtime_ns
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -274,6 +360,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"visprof: error: {error}", file=sys.stderr)
         return error.exit_code
-    except KeyboardInterrupt:
-        print("visprof: error: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as interrupt:
+        # A command may say what the interruption left undone (e.g. which files were not written).
+        detail = f"; {interrupt.args[0]}" if interrupt.args and interrupt.args[0] else ""
+        print(f"visprof: error: interrupted{detail}", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -98,10 +98,13 @@ class DeviceNotFoundError(VisprofError):
 
 
 class OutOfMemoryError(VisprofError):
-    """The model did not fit on the GPU at ``batch_size``.
+    """The model did not fit in the device's memory (GPU memory, or host RAM on the CPU) at
+    ``batch_size``.
 
     ``max_batch_size`` is the largest batch found to fit. It is None when no search ran
-    (``searched=False``) or when not even batch 1 fits (``searched=True``).
+    (``searched=False``) or when not even batch 1 fits (``searched=True``). On the CPU it is
+    an estimate from the memory one sample needs (``estimated=True``), since trying a batch
+    that fits can take minutes there; ``detail`` says how much was needed and available.
     """
 
     exit_code = EXIT_OUT_OF_MEMORY
@@ -112,17 +115,27 @@ class OutOfMemoryError(VisprofError):
         max_batch_size: int | None = None,
         device: str | None = None,
         searched: bool = False,
+        estimated: bool = False,
+        detail: str = "",
     ):
         self.batch_size = batch_size
         self.max_batch_size = max_batch_size
         self.device = device
         self.searched = searched
-        where = f" on {device}" if device else ""
-        message = f"out of GPU memory at batch size {batch_size}{where}"
+        self.estimated = estimated
+        self.detail = detail
+        host = device is not None and device.startswith("cpu")
+        where = " on the CPU" if host else f" on {device}" if device else ""
+        message = f"out of {'host memory (RAM)' if host else 'GPU memory'} at batch size {batch_size}{where}"
+        if detail:
+            message += f" ({detail})"
         if max_batch_size is not None:
-            message += f"; the largest batch that fits is {max_batch_size} (--batch-size {max_batch_size})"
+            about = "about " if estimated else ""
+            message += f"; the largest batch that fits is {about}{max_batch_size} (--batch-size {max_batch_size})"
+            if estimated:
+                message += ", estimated from the memory one sample needs"
         elif searched:
-            message += "; not even batch size 1 fits (try bf16/fp16 or a smaller --img-size)"
+            message += "; not even batch size 1 fits (try " + ("a smaller --img-size" if host else "bf16/fp16 or a smaller --img-size") + ")"
         elif batch_size > 1:
             message += "; try a smaller --batch-size"
         super().__init__(message)
@@ -166,10 +179,12 @@ class OutputWriteError(VisprofError):
 
     exit_code = EXIT_OUTPUT
 
-    def __init__(self, path, reason: str):
+    def __init__(self, path, reason: str, previous_kept: bool = False):
         self.path = str(path)
         self.reason = reason
-        super().__init__(f"could not write {self.path}: {reason} (nothing was written there)")
+        self.previous_kept = previous_kept
+        left = "the previous file is unchanged" if previous_kept else "no file was created"
+        super().__init__(f"could not write {self.path}: {reason}; {left}")
 
 
 class NativeUnavailableError(VisprofError):

@@ -12,7 +12,7 @@ import platform
 import time
 import warnings as warnings_module
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -22,6 +22,7 @@ from visprof import result as R
 from visprof.batch_search import is_out_of_memory, largest_fitting_batch, release_cached_memory
 from visprof.categories import CategoryTable, default_table
 from visprof.errors import BadInputError, CuptiUnavailableError, OutOfMemoryError, VisprofError
+from visprof.host_memory import check_host_memory, host_oom_error, is_host_out_of_memory
 from visprof.models import ModelSpec, resolve_model, validate_batch_size
 from visprof.native import native_info
 from visprof.passes.attributed import AttributedResult, run_attributed_pass
@@ -32,6 +33,7 @@ from visprof.passes.runner import ModelRunner, RunConfig
 from visprof.passes.timing import TimingResult, run_timing_pass
 from visprof.passes.trace_only import TraceOnlyResult, run_trace_only_pass
 from visprof.progress import Progress
+from visprof.torch_noise import quiet_torch_noise
 
 
 # Self-check tolerances (DESIGN.md section 3; issue 3's acceptance list).
@@ -59,7 +61,7 @@ def profile(
     autocast: str | None = None,
     warmup: int | None = None,
     iterations: int | None = None,
-    passes: Sequence[str] | str = PASSES,
+    passes: Sequence[str] | str | None = None,
     attributed_iterations: int = 5,
     trace_path: str | Path | None = None,
     recording_path: str | Path | None = None,
@@ -68,6 +70,7 @@ def profile(
     progress: bool = True,
     top_modules: int = 15,
     search_batch: bool = True,
+    on_trace: Callable[[Any, Any], None] | None = None,
 ) -> R.ProfileResult:
     """Profiles one model: latency, GPU time and peak memory by operator category.
 
@@ -76,11 +79,16 @@ def profile(
     or inference_mode; `autocast` per-forward (default, as timm's benchmark.py), whole-loop
     (autocast around all forwards: weight casts are cached) or model-cast (the model cast to
     bf16/fp16 up front); see visprof/passes/runner.py. `iterations=None` times until the
-    median is stable. `passes` picks any of timing, attributed, memory (the memory pass
-    needs a GPU). `trace_path` writes the attributed pass as a Chrome/Perfetto trace;
-    `recording_path` saves it as a CapturedTrace (.json.gz) that visprof.attribution replays.
-    On out of memory, `search_batch` looks for the largest batch that fits and names it in the
-    OutOfMemoryError (a sweep that decays the batch itself turns it off).
+    median is stable. `passes` picks any of timing, attributed, memory; None (the default)
+    runs all that the device can (on the CPU: not the memory pass, which needs a GPU; asking
+    for it there is a BadInputError). `trace_path` writes the attributed pass as a
+    Chrome/Perfetto trace; `recording_path` saves it as a CapturedTrace (.json.gz) that
+    visprof.attribution replays. Both paths are checked before the run and written atomically.
+    `on_trace(trace, attribution)` receives the attributed pass's recording and attribution,
+    for callers that write the trace later (the CLI prints the report first).
+    On out of memory, `search_batch` looks for the largest batch that fits (on the CPU:
+    estimates it) and names it in the OutOfMemoryError (a sweep that decays the batch itself
+    turns it off).
     """
     started = time.perf_counter()
     device = hardware.resolve_device(device)
@@ -96,15 +104,16 @@ def profile(
     table = table or default_table()
     if category_file is not None:
         table.extend_from_file(category_file)
+    trace_sink = _trace_sink(trace_path, recording_path, on_trace)
 
     spec = resolve_model(model, img_size=img_size)
     config = RunConfig(batch_size=batch_size, precision=precision, channels_last=channels_last,
                        compile=compile, device=device, grad_mode=grad_mode, autocast=autocast)
     steps = 1 + len(passes) + (1 if "timing" in passes and kind == "cuda" else 0)
-    notes: list[str] = list(spec.notes)
+    notes: list[str] = list(spec.notes) + _device_notes(kind, precision)
     if autocast != DEFAULT_AUTOCAST and config.autocast != autocast:
         notes.append(f"autocast={autocast} does nothing at {precision}: the model runs in {precision} without autocast")
-    with Progress(steps, spec.name, enabled=progress) as bar:
+    with Progress(steps, spec.name, enabled=progress) as bar, quiet_torch_noise():
         bar.step("loading model")
         build_start = time.perf_counter()
         runner = _make_runner(spec, config, search_batch)
@@ -117,7 +126,9 @@ def profile(
         except VisprofError:
             raise
         except Exception as exc:  # the model failed in a later pass (data-dependent code, OOM)
-            if kind == "cuda" and is_out_of_memory(exc):
+            # A forward at this batch already fit, so a search or an estimate from one forward
+            # cannot tell what the later pass needs: a smaller batch is the advice.
+            if is_out_of_memory(exc) if kind == "cuda" else is_host_out_of_memory(exc):
                 raise OutOfMemoryError(config.batch_size, None, config.device) from exc
             if not _raised_in_a_forward(exc):
                 raise  # visprof's own bug: keep the traceback, do not blame the model
@@ -126,7 +137,7 @@ def profile(
             runner.close()
     outcome["build_s"] = build_s
     result = _build_result(spec, config, passes, warmup, iterations, table, outcome, notes,
-                           sampler.summary(), trace_path, recording_path, top_modules)
+                           sampler.summary(), trace_sink, recording_path, top_modules)
     result.wall_s = time.perf_counter() - started
     return result
 
@@ -161,20 +172,53 @@ class _NoSampler:
         return None
 
 
-def _parse_passes(passes: Sequence[str] | str, kind: str) -> tuple[str, ...]:
+def _parse_passes(passes: Sequence[str] | str | None, kind: str) -> tuple[str, ...]:
+    if passes is None:  # all that can run here: host memory is not measured (reported as such)
+        return tuple(p for p in PASSES if kind == "cuda" or p != "memory")
     if isinstance(passes, str):
         passes = [p.strip() for p in passes.split(",") if p.strip()]
     unknown = [p for p in passes if p not in PASSES]
     if unknown or not passes:
         raise BadInputError(f"unknown pass(es) {unknown or passes!r}; choose from {', '.join(PASSES)}")
     if kind == "cpu" and "memory" in passes:
-        passes = [p for p in passes if p != "memory"]  # host memory is not measured: reported unknown
+        others = ",".join(p for p in PASSES if p in passes and p != "memory") or "timing,attributed"
+        raise BadInputError("the memory pass needs a GPU: it measures CUDA allocations, and host memory is not "
+                            f"profiled; on the CPU, run --passes {others}")
     return tuple(p for p in PASSES if p in passes)
+
+
+def _device_notes(kind: str, precision: str) -> list[str]:
+    """Options that change nothing on this device, said once in the result's warnings."""
+    if kind == "cpu" and precision == "tf32":
+        return ["precision tf32 on the CPU: TF32 is an NVIDIA GPU math mode, so the CPU ran plain fp32"]
+    return []
+
+
+def _trace_sink(trace_path, recording_path, on_trace) -> Callable[[Any, Any], None] | None:
+    """Checks the output paths before the run; returns what _build_result calls with the
+    attributed pass's trace and attribution (None when nobody wants them)."""
+    from visprof.outputs import check_output_paths
+
+    check_output_paths({"trace_path": trace_path, "recording_path": recording_path})
+    if trace_path is None and on_trace is None:
+        return None
+
+    def sink(trace, attribution) -> None:
+        if trace_path is not None:
+            from visprof.report.chrome_trace import to_chrome_trace
+
+            to_chrome_trace(trace, attribution, trace_path)
+        if on_trace is not None:
+            on_trace(trace, attribution)
+
+    return sink
 
 
 def _make_runner(spec: ModelSpec, config: RunConfig, search_batch: bool = True) -> ModelRunner:
     """Builds the runner and proves one forward works; an OOM becomes a clear message with
     the largest batch that fits."""
+    if not config.is_cuda:
+        check_host_memory(spec, config, suggest=search_batch)  # before a run that could swap or be killed
     runner = None
     try:
         runner = ModelRunner(spec, config)
@@ -186,14 +230,15 @@ def _make_runner(spec: ModelSpec, config: RunConfig, search_batch: bool = True) 
         if runner is not None:
             runner.close()  # restores the TF32 switches it changed
             runner = None  # and frees its input before a batch search
-        if config.device.startswith("cuda") and is_out_of_memory(exc):
-            del exc
-            if not search_batch:
-                raise OutOfMemoryError(config.batch_size, None, config.device) from None
-            raise _oom_with_search(spec, config) from None
-        if isinstance(exc, VisprofError):
-            raise
-        raise spec.forward_error(config.batch_size, exc) from exc
+        if not (is_out_of_memory(exc) if config.is_cuda else is_host_out_of_memory(exc)):
+            if isinstance(exc, VisprofError):
+                raise
+            raise spec.forward_error(config.batch_size, exc) from exc
+    # Out of memory, handled after the except block: inside it, the exception's traceback keeps
+    # the failed forward's frames, and so its input and activations, alive through the search.
+    if not search_batch:
+        raise OutOfMemoryError(config.batch_size, None, config.device)
+    raise _oom_with_search(spec, config) if config.is_cuda else host_oom_error(spec, config)
 
 
 def _oom_with_search(spec: ModelSpec, config: RunConfig) -> OutOfMemoryError:
@@ -262,7 +307,7 @@ def _or_warn(run, notes: list[str]):
         return None
 
 
-def _build_result(spec, config, passes, warmup, iterations, table, outcome, notes, gpu_state, trace_path,
+def _build_result(spec, config, passes, warmup, iterations, table, outcome, notes, gpu_state, trace_sink,
                   recording_path, top_modules) -> R.ProfileResult:
     cuda = config.device.startswith("cuda")
     timing: TimingResult | None = outcome.get("timing")
@@ -318,10 +363,8 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
         result.passes["attributed"] = R.PassInfo(sum(walls) / 1e9, attributed.trace.iterations)
         result.warnings.extend(attributed.warnings)
         result.notes.extend(_weight_cast_note(result))
-        if trace_path is not None:
-            from visprof.report.chrome_trace import to_chrome_trace
-
-            to_chrome_trace(attributed.trace, attr, trace_path)
+        if trace_sink is not None:
+            trace_sink(attributed.trace, attr)
         if recording_path is not None:
             attributed.trace.meta.update(model=spec.name, batch_size=config.batch_size, precision=config.precision,
                                          gpu=(result.gpu or {}).get("name"))
@@ -347,7 +390,8 @@ def _weight_cast_note(result: R.ProfileResult) -> list[str]:
         return []
     share = a.weight_cast_ms / a.activity_ms
     return [f"autocast re-casts the fp32 weights every forward: {a.weight_cast_count:g} casts, "
-            f"{a.weight_cast_ms:.3f} ms per iteration ({share:.1%} of GPU time). A loop with autocast entered once "
+            f"{a.weight_cast_ms:.3f} ms per iteration ({share:.1%} of {'GPU' if result.measurement == 'gpu' else 'op'} "
+            "time). A loop with autocast entered once "
             f"around it caches them (--autocast whole-loop), and a model cast to {result.config.precision} has none "
             "(--autocast model-cast)."]
 
@@ -359,7 +403,9 @@ def _self_checks(result, trace_only, attributed, timing, memory) -> list[R.Check
         checks.append(R.Check("unattributed time", unattributed, 0.0, MAX_UNATTRIBUTED,
                               unattributed <= MAX_UNATTRIBUTED, unit="share",
                               detail=f"at most {MAX_UNATTRIBUTED:.1%} of activity time without a category"))
-        if attributed.dropped or attributed.trace.meta.get("dropped"):
+        if result.measurement != "gpu":
+            pass  # the CPU path times ops on the host clock: no CUPTI, nothing to drop
+        elif attributed.dropped or attributed.trace.meta.get("dropped"):
             checks.append(R.Check("dropped CUPTI records", float(attributed.dropped), 0.0, 0.0, False,
                                   detail="CUPTI dropped records; kernel times are incomplete"))
         else:

@@ -16,7 +16,6 @@ A ``CapturedTrace`` holds, for one attributed pass:
 """
 from __future__ import annotations
 
-import gzip
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -136,17 +135,23 @@ class CapturedTrace:
         )
 
     def save(self, path: str | Path) -> None:
-        path = Path(path)
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "wt", encoding="utf-8") as fh:
-            json.dump(self.to_dict(), fh, separators=(",", ":"))
+        """Writes the recording (gzipped for ``.gz``) atomically: complete, or the previous file."""
+        from visprof.outputs import atomic_write_text
+
+        atomic_write_text(path, json.dumps(self.to_dict(), separators=(",", ":")))
 
     @classmethod
     def load(cls, path: str | Path) -> "CapturedTrace":
-        path = Path(path)
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8") as fh:
-            return cls.from_dict(json.load(fh))
+        """Reads a recording written by ``save`` (plain or gzipped); an unreadable file is a
+        BadInputError naming it."""
+        from visprof.inputs import load_json_file
+
+        data = load_json_file(path, "recording")
+        if not isinstance(data, dict):
+            from visprof.errors import BadInputError
+
+            raise BadInputError(f"recording {path}: expected a JSON object at the top level")
+        return cls.from_dict(data)
 
 
 def busy_time_ns(rows: np.ndarray) -> int:

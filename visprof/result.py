@@ -256,31 +256,58 @@ class ProfileResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ProfileResult":
-        schema = data.get("schema")
-        if not isinstance(schema, str) or schema.rsplit("/", 1)[0] != SCHEMA.rsplit("/", 1)[0]:
-            raise ValueError(f"not a visprof profile result (schema={schema!r})")
-        if schema != SCHEMA:
-            raise ValueError(f"unsupported result schema {schema!r}; this visprof reads {SCHEMA!r}")
-        return _decode(cls, data)
+        """A result from ``to_dict()``'s form. Every field is checked against the schema; a
+        document that does not fit raises BadInputError naming the field, e.g.
+        ``categories[3].time_ms: expected a number, got a string ('1.5')``."""
+        from visprof.errors import BadInputError
+
+        try:
+            return _from_document(data)
+        except _InvalidResult as exc:
+            raise BadInputError(f"not a valid visprof result: {exc}") from None
 
     def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
-        """The result as JSON text; also written to ``path`` when given."""
+        """The result as JSON text; also written to ``path`` when given, atomically (the
+        previous file stays whole if writing fails or is interrupted; gzipped for ``.gz``)."""
         text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
         if path is not None:
-            Path(path).write_text(text + "\n", encoding="utf-8")
+            from visprof.outputs import atomic_write_text
+
+            atomic_write_text(path, text + "\n")
         return text
 
     @classmethod
     def load(cls, path: str | Path) -> "ProfileResult":
-        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        """Reads a result written by ``to_json`` (plain or gzipped). A file that is missing,
+        empty, truncated, not JSON, or does not fit the schema raises BadInputError naming
+        the file and, where it applies, the field."""
+        from visprof.errors import BadInputError
+        from visprof.inputs import load_json_file
+
+        data = load_json_file(path, "result file")
+        try:
+            return _from_document(data)
+        except _InvalidResult as exc:
+            raise BadInputError(f"result file {path}: {exc}") from None
 
 
 def category_totals(rows: list[CategoryRow], memory: MemorySummary | None = None) -> dict[str, CategoryRow]:
-    """Rows summed per category, in row order; category-level memory figures from ``memory``."""
-    totals: dict[str, CategoryRow] = {}
+    """Rows summed per category; category-level memory figures from ``memory``.
+
+    Every default category is present (``totals["attention"]`` works on a CNN): one with no
+    rows has a zero row. The default categories come first, in taxonomy order, then any
+    others (user categories, ``unattributed``) in row order. Without rows (no attributed
+    pass) the result is empty: nothing was measured, not zero."""
+    if not rows:
+        return {}
+    from visprof.categories import CATEGORIES
+
+    totals: dict[str, CategoryRow] = {cat: CategoryRow(cat, None, 0.0, 0.0, 0.0, 0.0, None) for cat in CATEGORIES}
+    seen: set[str] = set()
     for row in rows:
         t = totals.get(row.category)
-        if t is None:
+        if t is None or row.category not in seen:
+            seen.add(row.category)
             totals[row.category] = dataclasses.replace(row, subcategory=None, fused=dict(row.fused))
             continue
         for key, ms in row.fused.items():
@@ -310,27 +337,131 @@ def _max_optional(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else max(a, b)
 
 
-# --- generic decoding: dataclass type hints drive from_dict -------------------------------
-def _decode(tp: Any, value: Any) -> Any:
-    if value is None:
-        return None
+# --- decoding: dataclass type hints drive from_dict, and check every field ---------------
+# The fields of the first visprof.profile/1 writer. Every v1 document has them, so a missing
+# one means a damaged or hand-made file and is refused. Fields added since (anything not
+# listed here) may be missing in older v1 files: they take their defaults.
+_V1_FIELDS: dict[str, tuple[str, ...]] = {
+    "ProfileResult": ("model", "config", "measurement", "timing", "categories", "modules", "attribution",
+                      "memory", "checks", "passes", "environment", "gpu", "warnings", "schema",
+                      "visprof_version", "created_at"),
+    "ModelInfo": ("name", "source", "param_count", "input_shape", "batch_size", "img_size"),
+    "RunConfig": ("precision", "channels_last", "compile", "device", "warmup", "iterations", "passes"),
+    "LatencyStats": ("median", "mean", "p10", "p90", "min", "max", "std"),
+    "Timing": ("latency_ms", "samples_per_s", "iterations", "busy_ms", "idle_ms", "max_memory_allocated_bytes"),
+    "CategoryRow": ("category", "subcategory", "time_ms", "share", "kernel_count", "flops", "tflops",
+                    "live_bytes_at_peak", "transient_peak_bytes"),
+    "ModuleRow": ("path", "cls", "time_ms", "self_time_ms", "share", "kernel_count"),
+    "NamedTime": ("name", "time_ms", "count"),
+    "AttributionSummary": ("kernel_ms", "memcpy_ms", "memset_ms", "activity_ms", "busy_ms", "span_ms", "coverage",
+                           "unattributed_ms", "unattributed_kernels", "other_ops", "kernel_count", "iterations"),
+    "MemorySummary": ("peak_bytes", "by_category_at_peak", "transient_peak_by_category", "alloc_count"),
+    "Check": ("name", "value", "reference", "tolerance", "passed", "unit", "detail"),
+    "PassInfo": ("wall_s", "iterations"),
+}
+
+
+class _InvalidResult(Exception):
+    """A document that does not fit the schema; the message names the field."""
+
+
+def _from_document(data: Any) -> "ProfileResult":
+    if not isinstance(data, dict):
+        raise _InvalidResult(f"expected a JSON object at the top level, got {_describe(data)}")
+    schema = data.get("schema")
+    if not isinstance(schema, str) or schema.rsplit("/", 1)[0] != SCHEMA.rsplit("/", 1)[0]:
+        raise _InvalidResult(f"not a visprof profile result (schema={schema!r})")
+    if schema != SCHEMA:
+        raise _InvalidResult(f"unsupported result schema {schema!r}; this visprof reads {SCHEMA!r}")
+    return _decode(ProfileResult, data, "")
+
+
+def _describe(value: Any) -> str:
+    from visprof.inputs import describe_value
+
+    return describe_value(value)
+
+
+def _expected(tp: Any) -> str:
+    """``tp`` in the words of an error message."""
+    if tp is Any:
+        return "any value"
+    if tp is type(None):
+        return "null"
     origin = typing.get_origin(tp)
-    if dataclasses.is_dataclass(tp):
-        hints = typing.get_type_hints(tp)
-        names = {f.name for f in dataclasses.fields(tp)}
-        # Unknown keys are ignored: newer minor writers may add fields within version 1.
-        return tp(**{k: _decode(hints[k], v) for k, v in value.items() if k in names})
     if origin in (Union, types.UnionType):
-        for arg in typing.get_args(tp):
-            if arg is type(None):
-                continue
-            if dataclasses.is_dataclass(arg) and isinstance(value, dict):
-                return _decode(arg, value)
+        return " or ".join(_expected(arg) for arg in typing.get_args(tp))
+    if dataclasses.is_dataclass(tp) or origin is dict or tp is dict:
+        return "an object"
+    if origin is list or tp is list:
+        return "a list"
+    return {str: "a string", int: "an integer", float: "a number", bool: "true or false"}.get(tp, str(tp))
+
+
+def _at(where: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{where}[{key}]"
+    return f"{where}.{key}" if where else key
+
+
+def _decode(tp: Any, value: Any, where: str) -> Any:
+    """``value`` (parsed JSON) as type ``tp``; _InvalidResult naming ``where`` if it is not one."""
+    if tp is Any:
         return value
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        for arg in args:
+            if arg is not type(None) and _fits(arg, value):
+                return _decode(arg, value, where)
+        raise _InvalidResult(f"{where or 'the document'}: expected {_expected(tp)}, got {_describe(value)}")
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise _InvalidResult(f"{where or 'the document'}: expected an object, got {_describe(value)}")
+        hints = typing.get_type_hints(tp)
+        required = _V1_FIELDS.get(tp.__name__, ())
+        kwargs = {}
+        for f in dataclasses.fields(tp):
+            if f.name in value:
+                kwargs[f.name] = _decode(hints[f.name], value[f.name], _at(where, f.name))
+            elif f.name in required or (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING):
+                raise _InvalidResult(f"{_at(where, f.name)}: missing (every visprof.profile/1 result has it)")
+        # Unknown keys are ignored: newer minor writers may add fields within version 1.
+        return tp(**kwargs)
+    if not _fits(tp, value):
+        raise _InvalidResult(f"{where or 'the document'}: expected {_expected(tp)}, got {_describe(value)}")
     if origin is list:
         (item,) = typing.get_args(tp)
-        return [_decode(item, v) for v in value]
+        return [_decode(item, v, _at(where, i)) for i, v in enumerate(value)]
     if origin is dict:
         _, item = typing.get_args(tp)
-        return {k: _decode(item, v) for k, v in value.items()}
+        return {k: _decode(item, v, _at(where, k)) for k, v in value.items()}
+    if tp is float:
+        return float(value)
     return value
+
+
+def _fits(tp: Any, value: Any) -> bool:
+    """Whether ``value`` has the JSON kind of ``tp`` (the outer level only)."""
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return True
+    if origin in (Union, types.UnionType):
+        return any(_fits(arg, value) for arg in typing.get_args(tp))
+    if tp is type(None):
+        return value is None
+    if dataclasses.is_dataclass(tp) or origin is dict or tp is dict:
+        return isinstance(value, dict)
+    if origin is list or tp is list:
+        return isinstance(value, list)
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if tp is str:
+        return isinstance(value, str)
+    return isinstance(value, tp)

@@ -16,7 +16,6 @@ as the format requires.
 """
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..attribution import HOW_LABELS, Attribution, module_category_ns
+from ..outputs import atomic_write_text
 from ..records import KIND_CPU_OP, CapturedTrace
 
 # Colour names the Chrome trace viewer reserves (catapult's color_scheme); "cname" must be one.
@@ -198,11 +198,10 @@ def chrome_trace_events(trace: CapturedTrace, attribution: Attribution) -> dict[
 
 
 def to_chrome_trace(trace: CapturedTrace, attribution: Attribution, path: str | Path | None = None) -> dict[str, Any]:
-    """Build the Trace Event Format JSON; write it to ``path`` (gzipped for ``.gz``) if given."""
+    """Build the Trace Event Format JSON; write it to ``path`` (gzipped for ``.gz``) if given,
+    atomically: an interrupted or failed write leaves the previous file, or none."""
     data = chrome_trace_events(trace, attribution)
     if path is not None:
-        path = Path(path)
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "wt", encoding="utf-8") as fh:
-            json.dump(data, fh, separators=(",", ":"), allow_nan=False)
+        # dumps (the C encoder) then one write: json.dump's pure-Python encoder is ~5x slower.
+        atomic_write_text(path, json.dumps(data, separators=(",", ":"), allow_nan=False))
     return data

@@ -5,13 +5,14 @@ import csv
 import dataclasses
 from pathlib import Path
 
+from ..outputs import atomic_output
 from ..result import CategoryRow, ModuleRow, ProfileResult
 
 
 def _write(path: str | Path, row_type: type, rows: list, result: ProfileResult) -> None:
     # model/measurement columns make files from many runs concatenable
     names = ["model", "measurement", *(f.name for f in dataclasses.fields(row_type))]
-    with open(path, "w", newline="", encoding="utf-8") as fh:
+    with atomic_output(path) as fh:  # newline="" already: csv writes its own line ends
         writer = csv.DictWriter(fh, fieldnames=names)
         writer.writeheader()
         for row in rows:

@@ -98,12 +98,15 @@ def format_categories(
     """The category table alone: a total line per category, then its sub-category lines."""
     if not rows:
         return "(no attributed pass: no category breakdown)"
-    headers = ["category", "host ms" if cpu else "GPU ms", "share", "kernels", "GFLOP", "TFLOP/s", "live MiB@peak",
-               "transient MiB", "reserved MiB@peak"]
+    # On the CPU path each row is one op timed by the host clock: there are no kernels.
+    headers = ["category", "host ms" if cpu else "GPU ms", "share", "ops" if cpu else "kernels", "GFLOP", "TFLOP/s",
+               "live MiB@peak", "transient MiB", "reserved MiB@peak"]
     totals = category_totals(rows, memory)
     cells: list[list[str]] = []
     for cat, total in totals.items():
         subs = [r for r in rows if r.category == cat]
+        if not subs:  # a category nothing ran in (category_totals lists every one, at zero)
+            continue
         if len(subs) == 1 and subs[0].subcategory is None:
             cells.append(_category_cells(cat, subs[0]))
             continue
@@ -128,7 +131,7 @@ def _modules(result: ProfileResult, width: int | None, cpu: bool, top: int | Non
     modules = result.modules[:top] if top is not None else result.modules
     if not modules:
         return []
-    headers = ["module", "class", "host ms" if cpu else "GPU ms", "self ms", "share", "kernels"]
+    headers = ["module", "class", "host ms" if cpu else "GPU ms", "self ms", "share", "ops" if cpu else "kernels"]
     rows = [[m.path or "(root)", m.cls, _fmt(m.time_ms, ".3f"), _fmt(m.self_time_ms, ".3f"), _share(m.share), _fmt(m.kernel_count, "g")]
             for m in modules]
     return ["", f"Top {len(rows)} modules (time includes children)", *format_table(headers, rows, width)]
@@ -161,6 +164,10 @@ def _timing(result: ProfileResult, cpu: bool) -> list[str]:
                          f"{a.memcpy_ms:.3f}, memset {a.memset_ms:.3f}; busy {busy}; coverage {_share(a.coverage)}")
     if result.memory is not None:
         lines.append(_memory_line(result.memory))
+    elif cpu:
+        lines.append("Memory: not measured (the memory pass needs a GPU; host memory is not profiled)")
+    elif "memory" not in result.config.passes:
+        lines.append("Memory: not measured (the memory pass was not run)")
     if result.passes:
         walls = ", ".join(f"{name} {info.wall_s:.2f} s" for name, info in result.passes.items())
         total = f"; whole profile {result.wall_s:.2f} s" if result.wall_s is not None else ""
@@ -180,14 +187,15 @@ def _memory_line(mem: MemorySummary) -> str:
     return line + f"; {mem.alloc_count} allocations ({mem.method or 'allocation hooks'})"
 
 
-def _taxonomy_gaps(result: ProfileResult) -> list[str]:
+def _taxonomy_gaps(result: ProfileResult, cpu: bool) -> list[str]:
     a = result.attribution
     if a is None:
         return []
     lines = []
     if a.other_ops:
         lines += ["", "Ops in 'other' (no rule matched; extend the taxonomy, see docs/taxonomy.md):"]
-        lines += [f"  {o.name}: {o.time_ms:.3f} ms, {o.count:g} kernels" for o in a.other_ops]
+        unit = "calls" if cpu else "kernels"
+        lines += [f"  {o.name}: {o.time_ms:.3f} ms, {o.count:g} {unit}" for o in a.other_ops]
     if a.unattributed_kernels:
         lines += ["", f"Unattributed kernels (no op, no kernel rule): {a.unattributed_ms:.3f} ms/iter, {_share(1 - a.coverage)} of activity:"]
         lines += [f"  {k.name}: {k.time_ms:.3f} ms, {k.count:g}x" for k in a.unattributed_kernels]
@@ -235,7 +243,7 @@ def render(result: ProfileResult, width: int | None = None, color: bool = False,
     lines = _wrap(lines, width) + [""]
     lines += _categories(result, width, cpu)
     lines += _modules(result, width, cpu, top_modules)
-    prose = _timing(result, cpu) + _taxonomy_gaps(result) + _checks(result, style)
+    prose = _timing(result, cpu) + _taxonomy_gaps(result, cpu) + _checks(result, style)
     if result.notes:
         prose += ["", "Notes", *(f"  * {n}" for n in result.notes)]
     if result.warnings:
