@@ -59,6 +59,8 @@ def compare_compile(eager: ProfileResult, compiled: ProfileResult) -> list[Compi
     for cat in order:
         e, c = e_totals.get(cat), c_totals.get(cat)
         e_ms, c_ms = (e.time_ms if e else 0.0), (c.time_ms if c else 0.0)
+        if not (e_ms or c_ms or (c and c.fused)):
+            continue  # category_totals lists every category; one that ran in neither run is no row
         rows.append(CompileRow(
             category=cat, eager_ms=e_ms, compiled_ms=c_ms,
             eager_share=e_ms / e_total if e_total else 0.0, compiled_share=c_ms / c_total if c_total else 0.0,
