@@ -66,7 +66,10 @@ def load_json_file(path: str | Path, what: str) -> Any:
     try:
         return json.loads(text, parse_constant=_no_nan)
     except json.JSONDecodeError as exc:
-        if exc.pos >= len(text.rstrip()):
+        # The text ran out: at the end, or inside a string that never closes (JSON strings
+        # cannot span lines, so an unterminated one on the last line is the end of the file).
+        unterminated = exc.msg.startswith("Unterminated string") and "\n" not in text[exc.pos:].rstrip()
+        if exc.pos >= len(text.rstrip()) or unterminated:
             raise BadInputError(f"{what} {path} ends in the middle of its JSON (truncated?): "
                                 f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
         raise BadInputError(f"{what} {path} is not valid JSON: {exc.msg} at line {exc.lineno} "
