@@ -1,6 +1,7 @@
 #include "nvtx/nvtx_ranges.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 
 #include "common/check.h"
@@ -82,10 +83,26 @@ nvtxEventAttributes_t attributes(uint32_t argb_color, int64_t payload, uint32_t 
   return a;
 }
 
-void push_handle(nvtxStringHandle_t message, uint32_t argb_color, int64_t payload, uint32_t kind) {
+// VISPROF_NVTX_ASCII=1 pushes registered ranges with their text instead of the handle, for
+// tools that do not resolve registered strings (read once).
+bool ascii_messages() {
+  static const bool ascii = [] {
+    const char* value = std::getenv("VISPROF_NVTX_ASCII");
+    return value != nullptr && value[0] != '\0' && value[0] != '0';
+  }();
+  return ascii;
+}
+
+void push_handle(nvtxStringHandle_t message, const std::string& text, uint32_t argb_color, int64_t payload,
+                 uint32_t kind) {
   nvtxEventAttributes_t a = attributes(argb_color, payload, kind);
-  a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
-  a.message.registered = message;
+  if (ascii_messages() || message == nullptr) {
+    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    a.message.ascii = text.c_str();  // lives in the registry as long as the process
+  } else {
+    a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    a.message.registered = message;
+  }
   nvtxDomainRangePushEx(domain(), &a);
 }
 #endif
@@ -144,8 +161,10 @@ void push_registered(uint32_t handle, uint32_t argb_color, int64_t payload) {
   }
 #ifdef VISPROF_WITH_NVTX
   if (instrumentation_disabled()) return;
-  if (pair) push_handle(entry->outer, argb_color, payload, kCategory);
-  push_handle(entry ? entry->inner : nullptr, argb_color, payload, entry ? entry->kind : kUser);
+  static const std::string unknown;
+  if (pair) push_handle(entry->outer, entry->outer_text, argb_color, payload, kCategory);
+  push_handle(entry ? entry->inner : nullptr, entry ? entry->text : unknown, argb_color, payload,
+              entry ? entry->kind : kUser);
 #else
   (void)argb_color, (void)payload;
 #endif

@@ -9,7 +9,8 @@
 // aten.addmm.default", payload = the op's id).
 //
 // Messages are registered once (nvtxDomainRegisterStringA) and pushed by handle, so a push
-// costs no string handling and no lock. Without the CUDA backend, or with VISPROF_DISABLE=1,
+// costs no string handling and no lock (VISPROF_NVTX_ASCII=1 pushes their text instead, for
+// tools that do not resolve registered strings). Without the CUDA backend, or with VISPROF_DISABLE=1,
 // every call is a no-op that still keeps the depth count (and the test log), so
 // exception-safety and scheme tests run anywhere.
 #pragma once

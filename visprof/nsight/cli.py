@@ -3,7 +3,7 @@
     visprof profile MODEL --nvtx-only          visprof's NVTX ranges only, for nsys/ncu
     visprof nsys import REPORT.sqlite          breakdown of an nsys recording
     visprof nsys run [-o BASE] -- PROGRAM...   record with nsys, export, import
-    visprof ncu MODEL --category C             Nsight Compute counters per category
+    visprof ncu MODEL --category C             Nsight Compute counters per category (ncu_run)
 
 Torch, sqlite readers and the profiler load inside the commands.
 """
@@ -75,6 +75,52 @@ def register(commands) -> None:
     _report_options(run)
     run.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM ...")
     run.set_defaults(handler=cmd_nsys_run)
+
+    _register_ncu(commands)
+
+
+def _register_ncu(commands) -> None:
+    from visprof.cli import _img_size, _positive_int  # the profile command's argument types
+    from visprof.options import PRECISIONS
+
+    ncu = commands.add_parser(
+        "ncu", help="Nsight Compute counters of a category's kernels: its roofline position by counters",
+        description="Profile MODEL, then run Nsight Compute on a sample of one category's kernels (through "
+                    "visprof's NVTX filter, --clock-control none) and fold SM/DRAM throughput, occupancy, "
+                    "tensor-pipe use and DRAM bytes into the profile.")
+    ncu.add_argument("model", help="timm model name")
+    ncu.add_argument("--category", "-c", action="append", required=True, metavar="C",
+                     help="a category (attention, convolution, linear, ...); repeat for several, or 'all'")
+    ncu.add_argument("--samples", type=_positive_int, default=2, metavar="K",
+                     help="ops profiled per kind of op (same aten op, module class and FLOPs; default 2)")
+    ncu.add_argument("--batch-size", "-b", type=_positive_int, metavar="N", help="default: 64")
+    ncu.add_argument("--img-size", type=_img_size, metavar="N|HxW")
+    ncu.add_argument("--precision", choices=PRECISIONS)
+    ncu.add_argument("--channels-last", action="store_true")
+    ncu.add_argument("--device", metavar="DEV")
+    ncu.add_argument("--ncu", metavar="PATH", help="the ncu executable (default: $VISPROF_NCU, PATH, /usr/local/cuda/bin)")
+    ncu.add_argument("--csv", type=Path, metavar="FILE", help="also keep ncu's raw CSV output")
+    ncu.add_argument("--timeout", type=_positive_int, default=1800, metavar="S", help="per ncu run (default 1800 s)")
+    ncu.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    _report_options(ncu)
+    ncu.set_defaults(handler=cmd_ncu)
+
+
+def cmd_ncu(args: argparse.Namespace) -> int:
+    from visprof.outputs import check_output_paths
+
+    _check_report_args(args)
+    check_output_paths({"--json": args.json, "--csv": args.csv})
+    profile_with_ncu = importlib.import_module("visprof.nsight.ncu_run").profile_with_ncu
+    categories = ["all"] if "all" in args.category else list(dict.fromkeys(args.category))
+    result = profile_with_ncu(args.model, categories, samples=args.samples, batch_size=args.batch_size,
+                              img_size=args.img_size, precision=args.precision, channels_last=args.channels_last,
+                              device=args.device, category_file=str(args.categories) if args.categories else None,
+                              ncu=args.ncu, timeout=args.timeout, progress=not args.quiet, csv_path=args.csv)
+    _print_result(result, args)
+    print()
+    print(importlib.import_module("visprof.nsight.ncu_report").format_counters(result.counters))
+    return 0
 
 
 def _print_result(result, args) -> None:
