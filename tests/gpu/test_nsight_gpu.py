@@ -46,14 +46,24 @@ out = defaultdict(Counter)
 for row in range(len(trace.kernels)):
     op = int(attr.op_index[row])
     if trace.kernels["kind"][row] == KIND_KERNEL and op >= 0 and trace.ops[op].iteration == 0:
-        out[attr.classification(row).category][trace.kernel_name(row)] += 1
+        found = attr.classification(row)
+        name = trace.kernel_name(row)
+        out[found.category][name] += 1
+        if found.subcategory:
+            out[found.key][name] += 1
+        module = trace.ops[op].module
+        path = trace.modules[module].path if module >= 0 else ""
+        if path == {module!r} or path.startswith({module!r} + "."):
+            out["module:" + {module!r}][name] += 1
 print(json.dumps({{c: dict(n) for c, n in out.items()}}))
 """
 
 
-def attributed_kernels(model: str) -> dict[str, Counter]:
-    """Kernel names and counts per category in one iteration of visprof's attributed pass."""
-    return {c: Counter(n) for c, n in run_json(ATTRIBUTED.format(model=model, batch=BATCH), timeout=600).items()}
+def attributed_kernels(model: str, module: str = "blocks.0.attn") -> dict[str, Counter]:
+    """Kernel names and counts in one iteration of visprof's attributed pass, per category, per
+    "category/subcategory", and under "module:<module>" for the kernels of that module's ops."""
+    snippet = ATTRIBUTED.format(model=model, batch=BATCH, module=module)
+    return {c: Counter(n) for c, n in run_json(snippet, timeout=600).items()}
 
 
 def ncu_kernels(model: str, includes: list[str], tag: str, iterations: int = 1, nvtx: bool = True,
@@ -95,12 +105,15 @@ def test_ncu_profiles_exactly_the_kernels_visprof_attributed_to_attention(model)
         ("scheme filter visprof@attention/", ["visprof@attention/"], attention, False),
         ("scheme filter, ASCII messages (visprof ncu's child)", ["visprof@attention/"], attention, True),
         ("anchored regex ^attention$", ["regex:visprof@^attention$/"], attention, False),
-        ("regex on op ranges ^attention:", ["regex:visprof@^attention:.*$/"], attention, False),
+        ("one sub-category through op ranges", ["regex:visprof@^attention:core .*$/"],
+         visprof.get("attention/core", Counter()), False),
+        ("one module's kernels", ["visprof@blocks.0.attn (Attention)/"], visprof.get("module:blocks.0.attn", Counter()),
+         False),
         ("one-run regex ^(attention|linear)$", ["regex:visprof@^(attention|linear)$/"], attention + linear, True),
         ("two includes attention + linear (OR?)", ["visprof@attention/", "visprof@linear/"], attention + linear, False),
     ]
     if model.startswith("swin"):
-        variants = variants[:2] + variants[4:5]  # the scheme's filter and the one-run form
+        variants = variants[:2] + variants[5:6]  # the scheme's filter and the one-run form
     results = {}
     for k, (label, includes, expected, ascii_messages) in enumerate(variants):
         results[label] = side_by_side(f"{model} · {label} · --nvtx-include {' '.join(includes)}",
