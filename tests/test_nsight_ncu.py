@@ -25,6 +25,15 @@ FIXTURE = DATA / "ncu" / "deit_small_attention.ncu-raw.csv"
 
 
 @pytest.fixture(scope="module")
+def resnet18_ops() -> list[str]:
+    """The op names of resnet18's forward (32 px, batch 1, CPU), as the ncu child sees them."""
+    from visprof.nsight.nvtx_only import run_nvtx_only
+
+    run = run_nvtx_only("resnet18", img_size=32, batch_size=1, device="cpu", iterations=1, warmup=0, progress=False)
+    return [name for name, _, _ in run.template]
+
+
+@pytest.fixture(scope="module")
 def deit():
     trace = CapturedTrace.load(DATA / "deit_small_patch16_224.trace.json.gz")
     attr = attribution.attribute(trace)
@@ -249,13 +258,10 @@ def test_the_command_refuses_without_a_gpu_or_with_an_unknown_category(capsys):
     assert "unknown category atention; choose from attention," in capsys.readouterr().err
 
 
-def test_the_child_runs_the_sampled_ops_and_refuses_a_different_op_sequence(tmp_path):
+def test_the_child_runs_the_sampled_ops_and_refuses_a_different_op_sequence(tmp_path, resnet18_ops):
     """The process ncu profiles, run directly (on the CPU)."""
     repo = Path(__file__).resolve().parents[1]
-    from visprof.nsight.nvtx_only import run_nvtx_only
-
-    run = run_nvtx_only("resnet18", img_size=32, batch_size=1, device="cpu", iterations=1, warmup=0, progress=False)
-    names = [name for name, _, _ in run.template]
+    names = resnet18_ops
     spec = {"model": "resnet18", "batch_size": 1, "img_size": 32, "precision": "fp32", "channels_last": False,
             "device": "cpu", "ops": len(names), "op_names": names, "positions": [0, 3]}
     env = {"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin"}
@@ -265,3 +271,49 @@ def test_the_child_runs_the_sampled_ops_and_refuses_a_different_op_sequence(tmp_
                               capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
         assert proc.returncode == code, proc.stderr[-1500:]
     assert "op sequence is not reproducible" in proc.stderr
+
+
+STAND_IN_NCU = """\
+#!{python}
+# Stands in for an older ncu: it knows no GMMA pipe metric and no --print-units; otherwise it
+# runs the program it profiles (for real) and writes ncu's CSV (the fixture) to --log-file.
+import json, os, shutil, subprocess, sys
+args = sys.argv[1:]
+with open({log!r}, "a") as log:
+    log.write(json.dumps({{"args": args, "ascii": os.environ.get("VISPROF_NVTX_ASCII")}}) + "\\n")
+metrics = args[args.index("--metrics") + 1].split(",")
+if any("gmma" in m for m in metrics):
+    print("==ERROR== Failed to find metric sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
+          file=sys.stderr)
+    sys.exit(1)
+if "--print-units" in args:
+    print("==ERROR== unrecognised option '--print-units'. Use --help for further details.", file=sys.stderr)
+    sys.exit(1)
+status = subprocess.run(args[args.index("--force-overwrite") + 1:]).returncode
+shutil.copyfile({csv!r}, args[args.index("--log-file") + 1])
+sys.exit(status)
+"""
+
+
+def test_run_ncu_drops_what_this_ncu_rejects_and_runs_the_child_for_real(tmp_path, monkeypatch, resnet18_ops):
+    from visprof.nsight.ncu_run import run_ncu
+
+    script = tmp_path / "ncu"
+    calls = tmp_path / "calls.jsonl"
+    script.write_text(STAND_IN_NCU.format(python=sys.executable, log=str(calls), csv=str(FIXTURE)))
+    script.chmod(0o755)
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[1]))
+    names = resnet18_ops
+    spec = {"model": "resnet18", "batch_size": 1, "img_size": 32, "precision": "fp32", "channels_last": False,
+            "device": "cpu", "ops": len(names), "op_names": names, "positions": [0]}
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    run, chosen = run_ncu(script, ["visprof@attention/"], M.choose(None), spec, scratch, timeout=600)
+    assert len(run.kernels) == 6 and run.filters == ["visprof@attention/"]
+    assert chosen["tensor"] == "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+    attempts = [json.loads(line) for line in calls.read_text().splitlines()]
+    assert len(attempts) == 3  # GMMA metric rejected, then --print-units, then the run
+    assert "--print-units" not in attempts[-1]["args"] and "--print-kernel-base" not in attempts[-1]["args"]
+    assert all(a["ascii"] == "1" for a in attempts)  # the child pushes its ranges' text
+    last = attempts[-1]["args"]
+    assert last[last.index("--nvtx-include") + 1] == "visprof@attention/" and "--clock-control" in last

@@ -143,23 +143,20 @@ def test_python_capture_and_cpp_replay_push_the_same_ranges(observer, nvtx_log):
     forward()
     tracker, template = _template(model, forward)
 
-    python = OpCapture(tracker, default_table(), nvtx=True, template=template, model_name="vit_tiny")
-    c.nvtx._take_log()
-    with python:
-        for iteration in range(2):
-            python.start_iteration(iteration)
-            forward()
-    python_log = c.nvtx._take_log()
+    def logged_iterations(capture) -> list[tuple]:
+        c.nvtx._take_log()
+        with capture:
+            for iteration in range(2):
+                capture.start_iteration(iteration)
+                forward()
+        return c.nvtx._take_log()
 
+    python_log = logged_iterations(OpCapture(tracker, default_table(), nvtx=True, template=template,
+                                             model_name="vit_tiny"))
     planned = OpCapture(tracker, default_table(), nvtx=True, template=template, model_name="vit_tiny")
     replay, why = ReplayCapture.prepare(observer, planned, forward, 2)
     assert replay is not None, why
-    c.nvtx._take_log()
-    with replay:
-        for iteration in range(2):
-            replay.start_iteration(iteration)
-            forward()
-    replay_log = c.nvtx._take_log()
+    replay_log = logged_iterations(replay)
     assert replay.diverged_iterations == []
 
     ops = planned.template_ops()

@@ -148,8 +148,17 @@ def cmd_nsys_import(args: argparse.Namespace) -> int:
     _check_report_args(args)
     import_nsys = importlib.import_module("visprof.nsight.nsys_import").import_nsys
     result = import_nsys(args.export, category_file=args.categories, top_modules=args.top)
+    print(_import_line(result))
     _print_result(result, args)
     return 0
+
+
+def _import_line(result) -> str:
+    env = result.environment
+    a = result.attribution
+    return (f"nsys import: {env.get('path')} (nsys {env.get('nsys_version')}, export schema "
+            f"{env.get('export_schema')}): {a.kernel_count * a.iterations:g} GPU rows in {a.iterations} "
+            f"iteration(s) owned by visprof's ranges")
 
 
 def cmd_nsys_run(args: argparse.Namespace) -> int:
@@ -163,5 +172,7 @@ def cmd_nsys_run(args: argparse.Namespace) -> int:
     if args.no_import:
         return 0
     import_nsys = importlib.import_module("visprof.nsight.nsys_import").import_nsys
-    _print_result(import_nsys(outputs.sqlite, category_file=args.categories, top_modules=args.top), args)
+    result = import_nsys(outputs.sqlite, category_file=args.categories, top_modules=args.top)
+    print(_import_line(result))
+    _print_result(result, args)
     return 0

@@ -223,14 +223,19 @@ def run_ncu(ncu: Path, filters: list[str], chosen: dict, spec: dict, scratch: Pa
             if not all(role in chosen for role in M.REQUIRED):
                 raise ExternalToolError("ncu", f"this ncu measures none of the duration metrics ({', '.join(sorted(bad))})")
             continue
-        if optional and any(flag in output and "unrecognised" in output.lower() or flag in output and
-                            "unrecognized" in output.lower() for flag in OPTIONAL_FLAGS):
-            optional = False
+        if optional and proc.returncode != 0 and _rejects_an_option(output):
+            optional = False  # an older ncu: its default units and kernel names, parsed all the same
             continue
         if proc.returncode != 0:
             raise failure("ncu", proc, "ncu (profiling the model's sampled kernels)")
         return NcuRun(filters, parse_ncu_csv(output), output), chosen
     raise ExternalToolError("ncu", "ncu kept rejecting the requested metrics or options")
+
+
+def _rejects_an_option(output: str) -> bool:
+    low = output.lower()
+    complaint = any(word in low for word in ("unrecognised", "unrecognized", "unknown option", "invalid option"))
+    return complaint and any(flag in output for flag in OPTIONAL_FLAGS)
 
 
 # --- folding the counters into the profile ---------------------------------------------------

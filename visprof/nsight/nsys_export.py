@@ -92,8 +92,10 @@ class Export:
 def open_export(path: str | Path) -> Export:
     """Opens an export read-only; BadInputError for anything that is not one."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise BadInputError(f"no such file: {path}")
+    if not path.is_file():
+        raise BadInputError(f"{path} is not a regular file; give an nsys SQLite export")
     if path.suffix == ".nsys-rep" or path.suffix == ".qdrep":
         raise BadInputError(f"{path} is an Nsight Systems report; export it first: "
                             f"nsys export --type sqlite --output {path.with_suffix('.sqlite')} {path}")
