@@ -13,6 +13,10 @@
 #                TIMM_SAMPLE (all), TIMM=0 (no timm-style loop) set it up
 #   sweep-ray    20 models of the list on a local Ray cluster of this machine's GPUs (needs the
 #                Ray wheels in .whl/: ray is 76 MiB, bench/slim_wheel.py makes it 44)
+#   nsight-tests  GPU tests of the Nsight integration (ncu's NVTX filter against visprof's attention)
+#   nsight-bench  bench/nvtx_overhead.py and bench/ncu_roofline.py (counter roofline, ViT-B/16, ResNet-50)
+#   nsys2022      with .nsys/nsyspack.tar.xz carried: visprof nsys run + import under Debian's nsys 2022.4
+#   nsight        nsight-tests, nsight-bench and (when .nsys is there) nsys2022
 # VISPROF_COMMIT names the commit in the results (the device copy has no .git).
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:${PYTHONPATH:-}
@@ -27,7 +31,12 @@ python3 -c "import visprof.native as n, json; print(json.dumps(n.native_info()))
 # Compile the runtime modules once, before tests start processes that would each wait for them.
 python3 -c "from visprof.native.aten_observer import load_observer; print('aten observer:', load_observer())"
 python3 -c "from visprof.native.alloc_tracker import attach_tracker; print('alloc tracker:', attach_tracker())"
+steps=()
 for step in "$@"; do
+  if [ "$step" = nsight ]; then steps+=(nsight-tests nsight-bench); [ -f .nsys/nsyspack.tar.xz ] && steps+=(nsys2022)
+  else steps+=("$step"); fi
+done
+for step in "${steps[@]}"; do
   case $step in
     native)
       python3 -m pytest tests/gpu/test_native_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-native.txt" | grep -E "PASS|FAIL|SKIP|Error|assert|passed|failed" | head -40
@@ -56,6 +65,23 @@ for step in "$@"; do
       python3 -m visprof sweep --model-list bench/sweep_models_300.txt --limit 20 --ray local \
         --store .sweep/sweep-ray.db --json "$OUT/sweep-ray.json" 2>&1 | tee "$OUT/sweep-ray.txt" | tail -30
       python3 -m visprof export .sweep/sweep-ray.db --format csv -o "$OUT/sweep-ray.csv" ;;
+    nsight-tests)
+      mkdir -p /tmp/ncu-csv/tests
+      VISPROF_NCU_OUT=/tmp/ncu-csv/tests python3 -m pytest tests/gpu/test_nsight_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-nsight.txt" | grep -E "IDENTICAL|DIFFERENT|summary|PASS|FAIL|SKIP|Error|passed|failed" | head -40
+      tar -czf "$OUT/ncu-csv.tar.gz" -C /tmp ncu-csv ;;
+    nsight-bench)
+      python3 bench/nvtx_overhead.py --models resnet50,vit_base_patch16_224,swin_tiny_patch4_window7_224 --rounds 5 --iterations 30 --json "$OUT/nvtx-overhead-h200.json" 2>&1 | tail -8 | tee "$OUT/nsight-bench.txt"
+      mkdir -p /tmp/ncu-csv/roofline
+      python3 bench/ncu_roofline.py --csv-dir /tmp/ncu-csv/roofline --json "$OUT/ncu-roofline-h200.json" 2>&1 | tail -40 | tee -a "$OUT/nsight-bench.txt"
+      tar -czf "$OUT/ncu-csv.tar.gz" -C /tmp ncu-csv ;;
+    nsys2022)
+      tar -xJf .nsys/nsyspack.tar.xz -C /tmp || continue
+      ( export LD_LIBRARY_PATH=/tmp/nsyspack/host-linux-x64:${LD_LIBRARY_PATH:-}
+        python3 -m visprof nsys run --capture-range none --nsys /tmp/nsyspack/target-linux-x64/nsys --no-import \
+          -o /tmp/nsys-resnet50 -- python3 -m visprof profile resnet50 --nvtx-only --iterations 3 --quiet ) > /tmp/nsys.log 2>&1
+      tail -5 /tmp/nsys.log | tee "$OUT/nsys2022.txt"
+      python3 -m visprof nsys import /tmp/nsys-resnet50.sqlite 2>&1 | tail -3 | tee -a "$OUT/nsys2022.txt"
+      gzip -c /tmp/nsys-resnet50.sqlite > "$OUT/nsys2022-h200-resnet50.sqlite.gz" ;;
     *) python3 -c "$step" ;;
   esac
 done

@@ -15,6 +15,7 @@
 #include "common/switches.h"
 #include "cupti/records.h"
 #include "native_info.h"
+#include "nvtx/nvtx_api.h"
 #include "nvtx/nvtx_ranges.h"
 #include "timer/event_timer.h"
 
@@ -204,15 +205,38 @@ void bind_alloc(py::module_& m) {
 }
 
 void bind_nvtx(py::module_& m) {
-  auto n = m.def_submodule("nvtx", "NVTX ranges in the 'visprof' domain.");
-  n.def("register_message", &nvtx::register_message);
+  auto n = m.def_submodule("nvtx", "NVTX ranges in the 'visprof' domain (scheme: docs/nsight.md).");
+  n.attr("KIND_USER") = static_cast<uint32_t>(nvtx::kUser);
+  n.attr("KIND_MODEL") = static_cast<uint32_t>(nvtx::kModel);
+  n.attr("KIND_MODULE") = static_cast<uint32_t>(nvtx::kModule);
+  n.attr("KIND_CATEGORY") = static_cast<uint32_t>(nvtx::kCategory);
+  n.attr("KIND_OP") = static_cast<uint32_t>(nvtx::kOp);
+  n.def("register_message", &nvtx::register_message, py::arg("message"), py::arg("kind") = 0u);
+  n.def("register_op", &nvtx::register_op, py::arg("category"), py::arg("message"));
   n.def("push", &nvtx::push, py::arg("message"), py::arg("color") = 0xFF76B900u,
-        py::arg("payload") = 0);
+        py::arg("payload") = 0, py::arg("kind") = 0u);
   n.def("push_registered", &nvtx::push_registered, py::arg("handle"), py::arg("color") = 0xFF76B900u,
         py::arg("payload") = 0);
   n.def("pop", &nvtx::pop);
+  n.def("mark", &nvtx::mark, py::arg("message"), py::arg("color") = 0xFF76B900u, py::arg("payload") = 0);
   n.def("depth", &nvtx::depth);
   n.def("enabled", &nvtx::enabled);
+  n.def("_set_log", &nvtx::set_log, py::arg("on"));
+  n.def("_take_log", [] {
+    py::list out;
+    for (const nvtx::LogEntry& e : nvtx::take_log()) {
+      if (e.push) {
+        out.append(py::make_tuple("push", e.message, e.kind, e.payload, e.color));
+      } else {
+        out.append(py::make_tuple("pop"));
+      }
+    }
+    return out;
+  }, "Ranges pushed and popped since _set_log(True), in order: ('push', message, kind, payload, colour) or ('pop',).");
+  n.def("_capsule", [] {
+    static const NvtxApi api{&nvtx::push_registered, &nvtx::pop};
+    return py::capsule(const_cast<NvtxApi*>(&api), kNvtxCapsuleName);
+  }, "push_registered/pop for visprof's ATen observer module (nvtx/nvtx_api.h).");
   n.def("_scoped_range_then_raise", [](const std::string& message) {
     // Exercises the C++ RAII range on the exception path, for tests.
     nvtx::ScopedRange range(message);

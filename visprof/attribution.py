@@ -114,13 +114,17 @@ def attribute(trace: CapturedTrace, table: CategoryTable | None = None) -> Attri
             classes.append(c)
         return class_ids[c]
 
-    # Ops: one classification each; the table's cache makes repeats of a layer free.
+    # Ops: one classification each; the table's cache makes repeats of a layer free. An op
+    # that carries the category decided when it ran (imported from NVTX ranges) keeps it.
     chains = module_chains(trace.modules)
-    op_class = np.fromiter(
-        (class_id(table.classify_op(op.name, chains[op.module] if op.module >= 0 else (), op.attrs)) for op in trace.ops),
-        dtype=np.int32,
-        count=len(trace.ops),
-    )
+
+    def classify(op) -> Classification:
+        if op.category is not None:
+            category, _, subcategory = op.category.partition("/")
+            return Classification(category, subcategory or None, "recorded")
+        return table.classify_op(op.name, chains[op.module] if op.module >= 0 else (), op.attrs)
+
+    op_class = np.fromiter((class_id(classify(op)) for op in trace.ops), dtype=np.int32, count=len(trace.ops))
     op_module = np.fromiter((op.module for op in trace.ops), dtype=np.int32, count=len(trace.ops))
 
     rows = trace.kernels

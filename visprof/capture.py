@@ -2,9 +2,11 @@
 
 ``OpCapture`` is a ``TorchDispatchMode``. For each op it makes one native call in and one
 out (``visprof._C.op_enter/op_exit``) that together push the op's id as CUPTI external
-correlation id (so every kernel the op launches carries it), an NVTX range named after the
-op's category in the "visprof" domain, and, in the memory pass, the category as allocation
-tag. Module paths come from global forward hooks that keep a stack of the active modules.
+correlation id (so every kernel the op launches carries it), the op's NVTX ranges (its
+category around the op, in the "visprof" domain; the module ranges around them follow the
+op's module: visprof/nsight/nvtx_scheme.py) and, in the memory pass, the category as
+allocation tag. Module paths come from global forward hooks that keep a stack of the
+active modules.
 
 Per-op Python work is what this pass costs (DESIGN.md section 3), so the hot path does a
 dict lookup for the op's category and appends a tuple; everything else happens after the
@@ -21,6 +23,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from visprof.categories import CategoryTable, default_table
 from visprof.native import native
+from visprof.nsight.nvtx_scheme import LiveModuleRanges, ModulePlan, ModuleRanges, op_handle, op_range_name
 from visprof.op_flops import op_flops
 from visprof.records import ModuleRecord, OpRecord
 from visprof.structure import EXTERNAL, PARAM, SOFTMAX, Dataflow, find_roles, op_kind
@@ -191,7 +194,9 @@ class _FlowRecorder:
 class OpCapture(TorchDispatchMode):
     """Captures ops while active. Options:
 
-    nvtx:     push an NVTX range per op, named by its category (for Nsight tools);
+    nvtx:     push NVTX ranges for Nsight tools: per op its category and the op (one
+              registered handle), and the module ranges around them (model_name names the
+              root's range); see visprof/nsight/nvtx_scheme.py;
     tags:     push the op's category as allocation tag (memory pass);
     flops:    count FLOPs from the op's shapes (costs shape handling);
     template: a capture of one earlier iteration of the same forward (with module hooks).
@@ -208,7 +213,7 @@ class OpCapture(TorchDispatchMode):
 
     def __init__(self, tracker: ModuleTracker, table: CategoryTable | None = None, *, nvtx: bool = True,
                  tags: bool = False, flops: bool = False, template: "OpCapture | None" = None,
-                 structure: bool = False):
+                 structure: bool = False, model_name: str | None = None):
         super().__init__()
         self.tracker = tracker
         self.table = table or default_table()
@@ -227,6 +232,8 @@ class OpCapture(TorchDispatchMode):
         # Dataflow of the template forward (structure=True): per raw entry, its inputs' producers.
         self._flow: _FlowRecorder | None = _FlowRecorder(tracker.root) if structure else None
         self.roles: dict[int, str] = {}  # raw index -> role, once the capture has exited
+        self._module_ranges = ModuleRanges(tracker.modules, model_name) if nvtx else None
+        self._live_ranges = LiveModuleRanges(self._module_ranges) if nvtx else None
         # Per position: (func, module, attrs, flops, (handle, colour, tag)).
         self._template = [
             (func, module, attrs, flops, self._decide(func, module, attrs))
@@ -241,9 +248,41 @@ class OpCapture(TorchDispatchMode):
         """Per template position: (NVTX handle, ARGB colour, allocation tag), by this capture's options."""
         return [entry[4] for entry in self._template or []]
 
+    def restrict_nvtx(self, positions) -> None:
+        """Keeps the NVTX op ranges of these template positions only (the others run with
+        their module ranges but no category or op range), so that Nsight Compute's filter
+        selects a sample of a category's ops (visprof ncu)."""
+        keep = set(positions)
+        self._template = [entry if index in keep else (*entry[:4], (-1, *entry[4][1:]))
+                          for index, entry in enumerate(self._template or [])]
+
+    def nvtx_module_plan(self) -> ModulePlan | None:
+        """The module ranges to pop and push before each template op (for the C++ replay);
+        None when this capture pushes no NVTX ranges."""
+        if self._module_ranges is None:
+            return None
+        return self._module_ranges.plan([module for _, module, *_ in self.template_ops()])
+
     def start_iteration(self, iteration: int) -> None:
         self.iteration = iteration
         self._position = 0
+        if self._live_ranges is not None:
+            self._live_ranges.close()
+
+    def __enter__(self):
+        if self._live_ranges is not None:
+            self._live_ranges.claim_thread()
+        return super().__enter__()
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            if self._live_ranges is not None:
+                self._live_ranges.close()  # balanced however the forward ended
+        finally:
+            super().__exit__(exc_type, exc, tb)
+        if self._flow is not None and exc_type is None:
+            self.apply_structure()  # the template forward ended: roles from its dataflow
+        return False
 
     def tag_names(self) -> dict[int, str]:
         """Allocation tag -> category id (tag 0: allocated outside any op)."""
@@ -256,7 +295,8 @@ class OpCapture(TorchDispatchMode):
         if decision is None:
             found = self.table.classify_op(str(func), self.tracker.classes(module), attrs)
             category = self.table.category(found.category)
-            handle = self._c.nvtx.register_message(found.category) if self._nvtx else -1
+            handle = op_handle(found.category, op_range_name(found.category, found.subcategory, str(func))) \
+                if self._nvtx else -1
             tag = self._category_ids.get(found.category, 0) if self._tags else -1
             decision = (handle, category.argb, tag)
             self._decisions[key] = decision
@@ -277,6 +317,8 @@ class OpCapture(TorchDispatchMode):
             attrs = _op_attrs(func, args, kwargs)
             handle, color, tag = self._decide(func, module, attrs)
             flops = None
+        if self._live_ranges is not None:
+            self._live_ranges.before_op(module)
         external_id = self.next_id
         self.next_id += 1
         c = self._c
@@ -287,18 +329,14 @@ class OpCapture(TorchDispatchMode):
         finally:
             c.op_exit()
         end = time.perf_counter_ns()
+        if template is not None and position == len(template) - 1 and self._live_ranges is not None:
+            self._live_ranges.close()  # the forward's last op: its modules end with it, as in the replay
         if flops is None:  # decided on the spot: never a template-driven op
             flops = op_flops(func, args, kwargs, out) if self._flops else 0.0
             if self._flow is not None:
                 self._flow.record(len(self.raw), func, args, kwargs, out, attrs)
         self.raw.append((external_id, func, module, self.iteration, start, end, flops, attrs))
         return out
-
-    def __exit__(self, exc_type, exc, tb):
-        result = super().__exit__(exc_type, exc, tb)
-        if self._flow is not None and exc_type is None:
-            self.apply_structure()
-        return result
 
     def apply_structure(self) -> dict[int, str]:
         """Find op roles from the recorded dataflow and store them as ``attrs["role"]``."""

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from visprof.options import AUTOCAST_MODES, GRAD_MODES, PASSES, PRECISIONS
 from visprof.errors import BadInputError, VisprofError
+from visprof.nsight import cli as nsight_cli
 
 EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT (128 + 2)
 
@@ -109,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--top", type=_positive_int, metavar="N", help="show the N costliest modules (default: 15)")
     prof.add_argument("--categories", type=Path, metavar="FILE", help="extra category rules, checked before the built-in ones")
     prof.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    nsight_cli.add_nvtx_only_option(prof)
     prof.set_defaults(handler=cmd_profile)
 
     from visprof.sweep.cli import add_sweep_commands
@@ -117,12 +119,15 @@ def build_parser() -> argparse.ArgumentParser:
     from visprof.cli_compile import add_compare_compile_parser
 
     add_compare_compile_parser(commands)
+    nsight_cli.register(commands)  # nsys import/run, ncu (visprof/nsight/cli.py)
     return parser
 
 
 # --- commands ------------------------------------------------------------------------------
 
 def cmd_profile(args: argparse.Namespace) -> int:
+    if args.nvtx_only:
+        return nsight_cli.cmd_profile_nvtx_only(args)
     outputs = _check_profile_inputs(args)
 
     # Only options the user gave are passed on: the defaults live in one place, profile().

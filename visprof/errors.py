@@ -18,6 +18,7 @@ EXIT_BAD_INPUT = 2
 EXIT_OUT_OF_MEMORY = 3
 EXIT_NO_DEVICE = 4
 EXIT_OUTPUT = 5  # an output file could not be written (full disk, permissions)
+EXIT_TOOL = 6  # an external tool visprof drives (nsys, ncu) is missing or failed
 
 
 def _restore(cls: type, args: tuple, state: dict) -> "VisprofError":
@@ -195,6 +196,17 @@ class NativeUnavailableError(VisprofError):
         self.reason = reason
 
 
+class ExternalToolError(VisprofError):
+    """An external tool visprof drives (Nsight Systems, Nsight Compute) is missing or failed."""
+
+    exit_code = EXIT_TOOL
+
+    def __init__(self, tool: str, reason: str):
+        self.tool = tool
+        self.reason = reason
+        super().__init__(f"{tool}: {reason}")
+
+
 def exit_code_for(error: BaseException) -> int:
     """The CLI exit code for ``error`` (1 for anything that is not a VisprofError)."""
     return error.exit_code if isinstance(error, VisprofError) else EXIT_FAILURE
@@ -211,5 +223,6 @@ __all__ = [
     "ModelForwardError",
     "NativeUnavailableError",
     "OutputWriteError",
+    "ExternalToolError",
     "exit_code_for",
 ]

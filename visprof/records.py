@@ -81,6 +81,10 @@ class OpRecord:
     cpu_end_ns: int = 0
     flops: float = 0.0  # from torch.utils.flop_counter formulas; 0 where none applies
     attrs: dict[str, Any] = field(default_factory=dict)  # shape-derived facts (conv groups, ...)
+    # "category/subcategory" (or "category") decided when the op ran, for ops read back from a
+    # report rather than captured (visprof nsys import reads it from the op's NVTX range);
+    # None: attribution classifies the op by its name, modules and attrs.
+    category: str | None = None
 
 
 @dataclass

@@ -10,8 +10,10 @@ under visprof's C++ RecordFunction observer instead (csrc/aten_observer):
 2. ``align()`` finds the template's ops among those calls (the dispatch mode sees only some
    of them: composite ops such as ``aten::linear`` are decomposed before it, and the calls
    an op makes inside itself are hidden from it);
-3. the timed iterations replay the recording: the observer pushes op ids (and NVTX ranges)
-   around the calls that are template ops and checks every call against the recording.
+3. the timed iterations replay the recording: the observer pushes op ids (and NVTX ranges:
+   the op's category and op ranges, and the module ranges between ops from the template's
+   ``nvtx_module_plan()``) around the calls that are template ops and checks every call
+   against the recording.
 
 Attribution then reads the same op records as with ``OpCapture``. An iteration that departs
 from the recording (data-dependent control flow) is reported in ``diverged_iterations``, and
@@ -87,8 +89,11 @@ class ReplayCapture:
         decisions = self._planned.template_decisions()
         handles = [handle for handle, _, _ in decisions]
         colors = [color for _, color, _ in decisions]
-        self._observer.replay_start(native()._op_scope_capsule(), self._plan, handles, colors,
-                                    first_id=FIRST_ID, iterations=self._iterations)
+        module_plan = self._planned.nvtx_module_plan()
+        c = native()
+        modules = module_plan.observer_kwargs(c.nvtx._capsule()) if module_plan is not None else {}
+        self._observer.replay_start(c._op_scope_capsule(), self._plan, handles, colors,
+                                    first_id=FIRST_ID, iterations=self._iterations, **modules)
         return self
 
     def start_iteration(self, iteration: int) -> None:

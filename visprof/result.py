@@ -213,6 +213,55 @@ class Check:
 
 
 @dataclass
+class CategoryCounters:
+    """Hardware counters of one category's kernels, measured by Nsight Compute (`visprof ncu`).
+
+    ncu profiles a sample of the category's ops (the first few of each kind); each sampled
+    kernel stands for the ops of its kind, so sums are extrapolated to one iteration and
+    percentages are means weighted by kernel time."""
+
+    category: str
+    kernels_profiled: int  # kernel launches ncu measured
+    kernels_per_iteration: float  # the category's kernels per iteration in the attributed pass
+    time_coverage: float  # share of the category's kernel time whose kind of op was measured
+    duration_ms: float | None  # ncu's kernel durations, extrapolated to one iteration
+    sm_throughput_pct: float | None  # compute speed of light: % of peak sustained
+    dram_throughput_pct: float | None  # DRAM speed of light: % of peak sustained
+    achieved_occupancy_pct: float | None  # active warps, % of the SM's maximum
+    tensor_pipe_pct: float | None  # tensor pipe busy, % of peak
+    dram_bytes: float | None  # DRAM bytes moved per iteration
+    arithmetic_intensity: float | None  # FLOPs (visprof's count) per DRAM byte
+    dram_gbps: float | None  # dram_bytes / the category's attributed-pass time, GB/s
+    bound: str | None  # "compute" | "memory" | "latency" (neither unit past 40% of peak)
+
+
+@dataclass
+class KernelCounters:
+    """One kernel name within a category, as ncu measured it (means over its profiled launches)."""
+
+    name: str
+    category: str
+    launches: int  # profiled
+    weight: float  # launches per iteration each profiled launch stands for, summed
+    metrics: dict[str, float | None] = field(default_factory=dict)  # role -> mean value
+
+
+@dataclass
+class CounterSummary:
+    """`visprof ncu`: how the counters were taken, and the per-category roofline position."""
+
+    tool: str  # e.g. "ncu 2025.3.1.0"
+    metrics: dict[str, str]  # role -> metric name(s) used ("a+b" where combined)
+    nvtx_filters: list[str]  # the --nvtx-include expression of each ncu run
+    clock_control: str
+    samples_per_kind: int  # ops profiled per kind of op (same op, module class and FLOPs)
+    kernels_profiled: int
+    categories: list[CategoryCounters] = field(default_factory=list)
+    kernels: list[KernelCounters] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
 class PassInfo:
     wall_s: float
     iterations: int
@@ -235,6 +284,7 @@ class ProfileResult:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # advice drawn from the numbers (e.g. weight casts)
     wall_s: float | None = None  # the whole profile() call
+    counters: CounterSummary | None = None  # Nsight Compute per category (visprof ncu); null otherwise
     schema: str = SCHEMA
     visprof_version: str = field(default_factory=_visprof_version)
     created_at: str = field(default_factory=_utc_now)  # ISO 8601, UTC

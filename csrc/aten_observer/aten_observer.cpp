@@ -13,6 +13,13 @@
 //           recording stops the replay for the rest of that iteration (counted as diverged),
 //           so a data-dependent forward can never be attributed to the wrong op.
 //
+// Replay also pushes the NVTX module ranges of the scheme (docs/nsight.md) without Python
+// module hooks: for each template op, Python precomputed how many module ranges to pop and
+// which to push before it (the path from the previous op's module to its own), so that the
+// timed iterations show model -> module path -> category -> op in Nsight at the cost of a
+// few registered pushes per module change. The ranges still open after the last op of an
+// iteration, or when it diverges or raises, are popped (balanced on every way out).
+//
 // Compiled at run time against the torch in the process (visprof/native/aten_observer.py), because
 // RecordFunction is C++ API without a stable ABI across torch versions. op_enter/op_exit come
 // from visprof._C through a capsule (capture/op_scope_api.h).
@@ -27,6 +34,7 @@
 #include <vector>
 
 #include "capture/op_scope_api.h"
+#include "nvtx/nvtx_api.h"
 #include "common/clock.h"
 
 namespace py = pybind11;
@@ -57,7 +65,27 @@ struct Observer {
   std::vector<int64_t> diverged_iterations;
   std::vector<uint64_t> starts, ends;  // per (iteration, template op)
   std::vector<int64_t> open_slots;     // per open call: its (iteration, op) slot, or -1
+  // NVTX module ranges (structure): per template op j, pops[j] ranges to pop and the pushes
+  // push_begin[j]..push_begin[j+1] of (handle, colour, payload) to make before it.
+  bool structure = false;
+  NvtxApi nvtx{};
+  std::vector<int32_t> pops, push_begin;
+  std::vector<int64_t> push_handles, push_payloads;
+  std::vector<uint32_t> push_colors;
+  int32_t open_ranges = 0;
 };
+
+void close_structure(Observer& o) {
+  for (; o.open_ranges > 0; --o.open_ranges) o.nvtx.pop();
+}
+
+// Moves the open module ranges from the previous template op's module to op's.
+void enter_structure(Observer& o, size_t op) {
+  for (int32_t i = 0; i < o.pops[op] && o.open_ranges > 0; ++i, --o.open_ranges) o.nvtx.pop();
+  for (int32_t p = o.push_begin[op]; p < o.push_begin[op + 1]; ++p, ++o.open_ranges) {
+    o.nvtx.push_registered(static_cast<uint32_t>(o.push_handles[p]), o.push_colors[p], o.push_payloads[p]);
+  }
+}
 
 Observer& observer() {
   static Observer* instance = new Observer();  // never destroyed: torch may call back at exit
@@ -79,6 +107,7 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     } else if (o.plan[k] >= 0) {
       const size_t op = static_cast<size_t>(o.plan[k]);
       slot = o.iteration * static_cast<int64_t>(o.n_ops) + static_cast<int64_t>(op);
+      if (o.structure) enter_structure(o, op);
       o.starts[slot] = monotonic_ns();
       o.api.enter(o.first_id + static_cast<uint64_t>(slot), o.nvtx_handles[op], o.colors[op], -1);
     }
@@ -99,6 +128,8 @@ void on_exit(const at::RecordFunction&, at::ObserverContext*) {
   if (slot >= 0) {
     o.api.exit();
     o.ends[slot] = monotonic_ns();
+    // The iteration's last op: its module ranges end with it, not at the next iteration.
+    if (o.structure && static_cast<size_t>(slot) % o.n_ops == o.n_ops - 1) close_structure(o);
   }
 }
 
@@ -120,6 +151,7 @@ void uninstall() {
 
 // Closes the running iteration: one that made fewer calls than the recording diverged too.
 void close_iteration(Observer& o) {
+  if (o.structure) close_structure(o);
   if (o.iteration >= 0 && (o.diverged || o.position != o.plan.size())) o.diverged_iterations.push_back(o.iteration);
   o.iteration = -1;
 }
@@ -140,8 +172,38 @@ py::tuple record_stop() {
   return py::make_tuple(names, o.depths);
 }
 
+void set_structure(Observer& o, const py::object& nvtx_api, std::vector<int32_t> pops, std::vector<int32_t> push_begin,
+                   std::vector<int64_t> push_handles, std::vector<uint32_t> push_colors,
+                   std::vector<int64_t> push_payloads) {
+  o.structure = !nvtx_api.is_none();
+  o.open_ranges = 0;
+  if (!o.structure) return;
+  py::capsule capsule = nvtx_api.cast<py::capsule>();
+  if (std::strcmp(capsule.name(), kNvtxCapsuleName) != 0) throw std::invalid_argument("not visprof._C's NVTX capsule");
+  if (pops.size() != o.n_ops || push_begin.size() != o.n_ops + 1) {
+    throw std::invalid_argument("the module-range plan must have one entry per template op");
+  }
+  const size_t pushes = push_handles.size();
+  if (push_colors.size() != pushes || push_payloads.size() != pushes || push_begin.front() != 0 ||
+      static_cast<size_t>(push_begin.back()) != pushes) {
+    throw std::invalid_argument("module-range pushes and their offsets disagree");
+  }
+  for (size_t j = 0; j < o.n_ops; ++j) {
+    if (push_begin[j] > push_begin[j + 1]) throw std::invalid_argument("module-range offsets must not decrease");
+  }
+  o.nvtx = *static_cast<const NvtxApi*>(capsule.get_pointer());
+  o.pops = std::move(pops);
+  o.push_begin = std::move(push_begin);
+  o.push_handles = std::move(push_handles);
+  o.push_colors = std::move(push_colors);
+  o.push_payloads = std::move(push_payloads);
+}
+
 void replay_start(py::capsule op_scope, std::vector<int32_t> plan, std::vector<int64_t> nvtx_handles,
-                  std::vector<uint32_t> colors, uint64_t first_id, int64_t iterations) {
+                  std::vector<uint32_t> colors, uint64_t first_id, int64_t iterations, py::object nvtx_api,
+                  std::vector<int32_t> module_pops, std::vector<int32_t> module_push_begin,
+                  std::vector<int64_t> module_handles, std::vector<uint32_t> module_colors,
+                  std::vector<int64_t> module_payloads) {
   Observer& o = observer();
   if (std::strcmp(op_scope.name(), kOpScopeCapsuleName) != 0) throw std::invalid_argument("not visprof._C's op scope capsule");
   if (plan.size() != o.names.size()) throw std::invalid_argument("the plan must have one entry per recorded call");
@@ -154,6 +216,8 @@ void replay_start(py::capsule op_scope, std::vector<int32_t> plan, std::vector<i
   o.nvtx_handles = std::move(nvtx_handles);
   o.colors = std::move(colors);
   o.n_ops = o.nvtx_handles.size();
+  set_structure(o, nvtx_api, std::move(module_pops), std::move(module_push_begin), std::move(module_handles),
+                std::move(module_colors), std::move(module_payloads));
   o.first_id = first_id;
   o.iteration = -1;
   o.diverged_iterations.clear();
@@ -178,11 +242,14 @@ py::tuple replay_stop() {
   Observer& o = observer();
   close_iteration(o);
   uninstall();
-  // Ops still open (the forward raised inside an op) pop what they pushed.
+  // Ops still open (the forward raised inside an op) pop what they pushed, then the module
+  // ranges around them.
   for (int64_t slot : o.open_slots) {
     if (slot >= 0) o.api.exit();
   }
   o.open_slots.clear();
+  if (o.structure) close_structure(o);
+  o.structure = false;
   return py::make_tuple(o.starts, o.ends, o.diverged_iterations);
 }
 
@@ -195,8 +262,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("record_start", &record_start, "Logs every aten op call on this thread until record_stop().");
   m.def("record_stop", &record_stop, "Stops recording; returns (names, depths) of the calls in call order.");
   m.def("replay_start", &replay_start, py::arg("op_scope"), py::arg("plan"), py::arg("nvtx_handles"),
-        py::arg("colors"), py::arg("first_id"), py::arg("iterations"),
-        "Replays the recording on this thread: plan[k] is the template op of recorded call k, or -1.");
+        py::arg("colors"), py::arg("first_id"), py::arg("iterations"), py::arg("nvtx_api") = py::none(),
+        py::arg("module_pops") = std::vector<int32_t>(), py::arg("module_push_begin") = std::vector<int32_t>(),
+        py::arg("module_handles") = std::vector<int64_t>(), py::arg("module_colors") = std::vector<uint32_t>(),
+        py::arg("module_payloads") = std::vector<int64_t>(),
+        "Replays the recording on this thread: plan[k] is the template op of recorded call k, or -1. "
+        "With nvtx_api (visprof._C.nvtx._capsule()), also pushes module ranges: before template op j, "
+        "pops module_pops[j] and pushes entries module_push_begin[j]..module_push_begin[j+1].");
   m.def("begin_iteration", &begin_iteration, py::arg("iteration"));
   m.def("replay_stop", &replay_stop, "Stops replaying; returns (start_ns, end_ns, diverged iterations).");
 }

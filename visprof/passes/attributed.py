@@ -139,7 +139,7 @@ def _op_captures(runner: ModelRunner, tracker: ModuleTracker, table: CategoryTab
         runner.sync()
     # The timed iterations run without module hooks: modules, categories and FLOPs come
     # from the template by position (see OpCapture), which keeps per-op work to a minimum.
-    python_capture = OpCapture(tracker, table, nvtx=nvtx, template=template)
+    python_capture = OpCapture(tracker, table, nvtx=nvtx, template=template, model_name=runner.spec.name)
     # torch.compile on the CPU: the dispatch mode runs the model eagerly, and so must the replay.
     replay, why_not = (None, "") if runner.config.compile else _replay_capture(runner, python_capture, iterations)
     captures = [python_capture] if replay is None else [replay, python_capture]

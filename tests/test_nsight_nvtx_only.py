@@ -1,0 +1,81 @@
+"""`visprof profile MODEL --nvtx-only` on the CPU: visprof's ranges around exactly the measured
+iterations, no tracer, and the options that cannot apply refused in one line."""
+from __future__ import annotations
+
+import pytest
+
+from visprof import cli
+from visprof.native import native
+from visprof.nsight import nvtx_scheme as S
+from visprof.nsight.nvtx_only import run_nvtx_only
+
+c = native()
+
+
+def logged(run):
+    c.nvtx._set_log(True)
+    try:
+        out = run()
+        log = c.nvtx._take_log()
+    finally:
+        c.nvtx._set_log(False)
+    return out, log
+
+
+def test_the_measured_iterations_run_under_visprofs_ranges_and_nothing_else_does():
+    run, log = logged(lambda: run_nvtx_only("resnet18", img_size=32, batch_size=1, device="cpu", iterations=3,
+                                            warmup=2, progress=False))
+    pushes = [entry for entry in log if entry[0] == "push"]
+    assert len(pushes) == len(log) // 2 and c.nvtx.depth() == 0  # balanced
+    models = [entry for entry in pushes if entry[2] == S.KIND_MODEL]
+    assert [m[1] for m in models] == ["resnet18 (ResNet)"] * 3  # the measured iterations only
+    ops = [entry for entry in pushes if entry[2] == S.KIND_OP]
+    assert len(ops) == 3 * run.ops_per_iteration and run.ranged_ops == run.ops_per_iteration
+    assert [op[3] for op in ops] == list(range(1, len(ops) + 1))  # the op ids as payloads
+    assert run.op_capture == "aten observer" and not run.profiler_api
+    assert (run.iterations, run.warmup) == (3, 2) and run.latency_ms.median > 0
+    assert not c.tracer.active()
+    text = run.summary()
+    assert "resnet18" in text and "3 measured iteration(s)" in text and "no cudaProfilerStart/Stop on the CPU" in text
+
+
+def test_ranged_ops_pick_which_ops_push_their_category_and_op_ranges():
+    def convolutions(template):
+        return [j for j, (_, _, key) in enumerate(template) if key.startswith("convolution")]
+
+    run, log = logged(lambda: run_nvtx_only("resnet18", img_size=32, batch_size=1, device="cpu", iterations=1,
+                                            warmup=0, progress=False, ranged_ops=convolutions))
+    categories = [entry[1] for entry in log if entry[0] == "push" and entry[2] == S.KIND_CATEGORY]
+    assert categories == ["convolution"] * 20 and run.ranged_ops == 20  # resnet18 has 20 convolutions
+
+
+def test_the_cli_runs_it_and_refuses_options_that_cannot_apply(capsys):
+    assert cli.main(["profile", "resnet18", "--img-size", "32", "-b", "1", "--device", "cpu", "--iterations", "1",
+                     "--warmup", "0", "--nvtx-only", "--quiet"]) == 0
+    assert "visprof profile --nvtx-only: resnet18" in capsys.readouterr().out
+    assert cli.main(["profile", "resnet18", "--nvtx-only", "--json", "x.json", "--passes", "timing"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("visprof: error: --nvtx-only runs no measuring pass, so --json, --passes cannot apply; profile "
+                   "under nsys and import it (visprof nsys run) for a breakdown")
+
+
+def test_a_model_that_fails_is_blamed_in_one_line_and_leaves_no_range_open():
+    import torch
+
+    class Fails(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 3, 1)
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            if self.calls > 3:
+                raise ValueError("boom on a later forward")
+            return self.conv(x)
+
+    from visprof.errors import ModelForwardError
+
+    with pytest.raises(ModelForwardError, match="boom on a later forward"):
+        run_nvtx_only(Fails(), img_size=8, batch_size=1, device="cpu", iterations=2, warmup=0, progress=False)
+    assert c.nvtx.depth() == 0 and c.op_depth() == 0

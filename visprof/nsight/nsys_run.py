@@ -1,0 +1,89 @@
+"""``visprof nsys run -- python train.py``: record a program with Nsight Systems, export it.
+
+Builds and runs
+
+    nsys profile --trace cuda,nvtx --sample none --cpuctxsw none [--capture-range cudaProfilerApi
+                 --capture-range-end stop] --force-overwrite true --output BASE PROGRAM...
+    nsys export --type sqlite --force-overwrite true --output BASE.sqlite BASE.nsys-rep
+
+CPU sampling and context switches are off: visprof reads NVTX ranges, CUDA API calls and
+GPU work only, and sampling makes reports large. The capture range is the profiler API
+when the program is ``visprof profile ... --nvtx-only`` (which brackets exactly its measured
+iterations), else the whole run. Both files appear complete or not at all: nsys writes
+beside them under a temporary name, renamed once the export succeeded.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from visprof.errors import BadInputError
+from visprof.nsight.tools import failure, find_tool, run_tool
+from visprof.outputs import check_output_paths
+
+CAPTURE_RANGES = ("auto", "none", "cudaProfilerApi")
+
+
+@dataclass
+class NsysOutputs:
+    report: Path  # BASE.nsys-rep
+    sqlite: Path  # BASE.sqlite
+    program_status: int  # nsys's exit status (the program's, for nsys >= 2023)
+
+
+def output_paths(base: str | Path) -> tuple[Path, Path]:
+    base = Path(base)
+    if base.suffix in (".nsys-rep", ".qdrep", ".sqlite"):
+        base = base.with_suffix("")
+    return base.with_name(base.name + ".nsys-rep"), base.with_name(base.name + ".sqlite")
+
+
+def wants_profiler_api(program: list[str]) -> bool:
+    """True for a visprof --nvtx-only run on a GPU: it brackets its measured iterations with
+    cudaProfilerStart/Stop itself (on the CPU there is no CUDA profiler API to call)."""
+    on_cpu = any(a == "--device=cpu" or a == "cpu" and b == "--device" for b, a in zip(program, program[1:]))
+    return "--nvtx-only" in program and not on_cpu
+
+
+def profile_command(nsys: Path, base: Path, program: list[str], capture_range: str, trace: str) -> list[str]:
+    command = [str(nsys), "profile", "--trace", trace, "--sample", "none", "--cpuctxsw", "none"]
+    if capture_range == "cudaProfilerApi" or capture_range == "auto" and wants_profiler_api(program):
+        command += ["--capture-range", "cudaProfilerApi", "--capture-range-end", "stop"]
+    return command + ["--force-overwrite", "true", "--output", str(base), *program]
+
+
+def export_command(nsys: Path, report: Path, sqlite: Path) -> list[str]:
+    return [str(nsys), "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(sqlite), str(report)]
+
+
+def run_nsys(program: list[str], base: str | Path, *, capture_range: str = "auto", nsys: str | None = None,
+             trace: str = "cuda,nvtx") -> NsysOutputs:
+    """Records `program` with nsys and exports it to SQLite; returns the two files."""
+    if not program:
+        raise BadInputError("nothing to run: give the program after --, e.g. visprof nsys run -- python train.py")
+    if capture_range not in CAPTURE_RANGES:
+        raise BadInputError(f"--capture-range must be one of {', '.join(CAPTURE_RANGES)}, got {capture_range!r}")
+    report, sqlite = output_paths(base)
+    check_output_paths({"report": report, "export": sqlite})
+    tool = find_tool("nsys", nsys)
+    partial = report.with_name(f".{report.name[:-len('.nsys-rep')]}.partial-{os.getpid()}")
+    partial_report, partial_sqlite = output_paths(partial)
+    command = profile_command(tool, partial, program, capture_range, trace)
+    try:
+        proc = run_tool("nsys", command, capture=False)
+        produced = next((p for p in (partial_report, partial.with_name(partial.name + ".qdrep")) if p.is_file()), None)
+        if produced is None:
+            why = ("no report was written: with --capture-range cudaProfilerApi nsys records only after the program "
+                   "calls cudaProfilerStart" if "cudaProfilerApi" in command else "no report was written")
+            raise failure("nsys", proc, f"nsys profile ({why})")
+        exported = run_tool("nsys", export_command(tool, produced, partial_sqlite))
+        if exported.returncode != 0 or not partial_sqlite.is_file():
+            raise failure("nsys", exported, "nsys export")
+        os.replace(produced, report)
+        os.replace(partial_sqlite, sqlite)
+    finally:
+        for leftover in (partial_report, partial.with_name(partial.name + ".qdrep"), partial_sqlite):
+            if leftover.exists():
+                leftover.unlink()
+    return NsysOutputs(report, sqlite, proc.returncode)
