@@ -82,6 +82,10 @@ class OpRecord:
     cpu_end_ns: int = 0
     flops: float = 0.0  # from torch.utils.flop_counter formulas; 0 where none applies
     attrs: dict[str, Any] = field(default_factory=dict)  # shape-derived facts (conv groups, ...)
+    # From the op's tensors (visprof.op_flops.OpCost); 0/None in recordings made before them.
+    bytes: int = 0  # inputs read once + outputs written once; 0 for views
+    param_bytes: int = 0  # the part of `bytes` that is weights: it does not grow with the batch
+    tensor_core: str | None = None  # tensor-core precision of its FLOPs ("bf16", "tf32", ...), or None
 
 
 @dataclass
