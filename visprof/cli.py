@@ -106,6 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--categories", type=Path, metavar="FILE", help="extra category rules, checked before the built-in ones")
     prof.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     prof.set_defaults(handler=cmd_profile)
+
+    from visprof.analysis.commands import add_analysis_commands  # import-timm, compare, predict, report
+
+    add_analysis_commands(commands)
     return parser
 
 
