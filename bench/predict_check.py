@@ -97,7 +97,28 @@ def stratified(rows, count: int, max_gmacs: float | None = None):
     return chosen
 
 
-def check(results, pub, efficiency: float | None = None) -> dict:
+def pick_profiles(results, pub, profile_batch: int | None, skipped: list[str]):
+    """One profile per (model, image size) in both CSVs: at ``profile_batch`` if given, else
+    the one whose batch is closest (by ratio) to the CSV's, newest first among equals."""
+    from visprof.analysis.families import architecture
+
+    chosen: dict[tuple, object] = {}
+    for result in results:
+        key = (architecture(result.model.name), result.model.img_size)
+        if key not in pub["rtx3090"] or key not in pub["rtx4090"]:
+            skipped.append(f"{result.model.name}@{result.model.img_size}: not in both CSVs at this size")
+            continue
+        batch = result.model.batch_size or 1
+        if profile_batch is not None and batch != profile_batch:
+            continue
+        target = int(pub["rtx3090"][key]["infer_batch_size"])
+        distance = abs(math.log(batch / target))
+        if key not in chosen or distance <= chosen[key][0]:
+            chosen[key] = (distance, result)
+    return [result for _, result in chosen.values()]
+
+
+def check(results, pub, efficiency: float | None = None, profile_batch: int | None = None) -> dict:
     """Per-model predictions against the CSVs, and the summary."""
     from visprof.analysis.families import architecture, family
     from visprof.analysis.metrics import ratio_errors, spearman
@@ -105,11 +126,8 @@ def check(results, pub, efficiency: float | None = None) -> dict:
     from visprof.errors import BadInputError
 
     rows, skipped = [], []
-    for result in results:
+    for result in pick_profiles(results, pub, profile_batch, skipped):
         key = (architecture(result.model.name), result.model.img_size)
-        if key not in pub["rtx3090"] or key not in pub["rtx4090"]:
-            skipped.append(f"{result.model.name}@{result.model.img_size}: not in both CSVs at this size")
-            continue
         row = {"model": result.model.name, "img_size": key[1], "family": family(key[0]),
                "profile_gpu": (result.gpu or {}).get("name"), "profile_batch": result.model.batch_size,
                "profile_precision": result.config.precision}
@@ -231,6 +249,8 @@ def main() -> int:
     parser.add_argument("--write-model-list", type=Path, metavar="FILE", help="write the models to sweep and exit")
     parser.add_argument("--count", type=int, default=200, help="models for --write-model-list / --cpu-baseline")
     parser.add_argument("--max-gmacs", type=float, default=None, help="--cpu-baseline: skip models above this")
+    parser.add_argument("--profile-batch", type=int, help="use only profiles at this batch (default: per model, the "
+                                                              "batch closest to the CSV's)")
     parser.add_argument("--csv-dir", type=Path, default=CSV_DIR)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -249,8 +269,8 @@ def main() -> int:
         outcome = check(results, pub, efficiency=1.0)
         label = "CPU-captured op costs, pure roofline (every group at its roof), no GPU measurement"
     elif args.sources:
-        outcome = check(load_profiles(args.sources), pub)
-        label = "measured profiles, efficiencies kept"
+        outcome = check(load_profiles(args.sources), pub, profile_batch=args.profile_batch)
+        label = "measured profiles, efficiencies kept" + (f", profiles at batch {args.profile_batch}" if args.profile_batch else "")
     else:
         parser.error("give --from STORE|FOLDER, --cpu-baseline or --write-model-list")
     print_report(outcome, label)

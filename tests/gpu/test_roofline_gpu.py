@@ -53,3 +53,21 @@ def test_groups_collapse_repeated_blocks(profiles):
     print([(g.op, g.count, g.flops, g.bytes, g.efficiency) for g in roof.groups[:10]])
     assert qkv, "the 12 blocks' qkv projections should be one group"
     assert len(roof.groups) < 40
+
+
+@pytest.mark.parametrize("model", ["resnet50", "vit_base_patch16_224"])
+def test_prediction_to_a_larger_batch_on_the_same_gpu(profiles, model):
+    """Batch extrapolation against a measurement: the batch-64 profile predicts batch 256 on
+    the same H200 (efficiencies kept, FLOPs and activation bytes x4)."""
+    from visprof.analysis.predict import predict_result
+
+    measured = visprof.profile(model, batch_size=256, passes="timing,attributed", progress=False)
+    predicted = predict_result(profiles[model], measured.roofline.gpu, batch_size=256)
+    error = predicted.latency_ms / measured.timing.latency_ms.median - 1
+    print(f"{model}: batch 64 -> 256 predicted {predicted.latency_ms:.3f} ms, measured "
+          f"{measured.timing.latency_ms.median:.3f} ms ({error:+.1%})")
+    same = predict_result(profiles[model], measured.roofline.gpu)
+    print(f"{model}: batch 64 on itself predicted {same.latency_ms:.3f} ms, measured "
+          f"{profiles[model].timing.latency_ms.median:.3f} ms")
+    assert same.latency_ms == pytest.approx(profiles[model].timing.latency_ms.median, rel=0.05)
+    assert abs(error) < 0.4

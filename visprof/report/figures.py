@@ -21,7 +21,12 @@ MAX_BARS = 60
 
 
 def _figure(width: float, height: float):
-    from matplotlib.figure import Figure
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        from visprof.errors import VisprofError
+
+        raise VisprofError("the report's figures need matplotlib: pip install 'visprof[report]'") from None
 
     fig = Figure(figsize=(width, height), dpi=110, layout="constrained")
     fig.patch.set_facecolor("white")
