@@ -51,6 +51,9 @@ def test_import_timm_adds_rows_once(tmp_path, capsys):
     (["predict", "--from", str(CSV_3090), "--to", "rtx4090"], "no profile results in the inputs"),
     (["predict", "--from", "{tmp}", "--to", "rtx4090"], "no visprof profile results"),
     (["report", str(CSV_3090), "-o", "{tmp}"], "is a directory"),
+    # a real H200 result written before results carried roofline groups
+    (["predict", "--from", str(REPO / "bench/results/h200-final/visprof-profile-vit_base_patch16_224.json"), "--to", "4090"],
+     "nothing could be predicted: vit_base_patch16_224: the result has no roofline groups"),
 ])
 def test_user_mistakes_are_one_line_and_exit_2(tmp_path, capsys, argv, message):
     code, out, err = run(capsys, *[a.replace("{tmp}", str(tmp_path)) for a in argv])

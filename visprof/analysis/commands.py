@@ -28,6 +28,12 @@ def _sources_help(what: str) -> str:
             "CSVs (GPU from the file name, or FILE@GPU)")
 
 
+def _add_files(parser, what: str) -> None:
+    parser.add_argument("--json", type=Path, metavar="FILE", help=f"write {what} as JSON")
+    parser.add_argument("--csv", type=Path, metavar="FILE", help="write one row per model as CSV")
+    parser.add_argument("--gpus", type=Path, metavar="FILE", help="extra GPU spec rows")
+
+
 def add_analysis_commands(commands) -> None:
     imp = commands.add_parser(
         "import-timm", help="add timm benchmark CSV rows to a store's reference table",
@@ -49,9 +55,7 @@ def add_analysis_commands(commands) -> None:
     cmp_.add_argument("--target", metavar="GPU", help="the GPU to compare to (default: the other)")
     cmp_.add_argument("--top", type=_positive_int, default=15, metavar="N", help="show the N most and N least sensitive (default 15)")
     cmp_.add_argument("--all", action="store_true", help="show every model")
-    cmp_.add_argument("--json", type=Path, metavar="FILE", help="write the whole comparison as JSON")
-    cmp_.add_argument("--csv", type=Path, metavar="FILE", help="write one row per model as CSV")
-    cmp_.add_argument("--gpus", type=Path, metavar="FILE", help="extra GPU spec rows")
+    _add_files(cmp_, "the whole comparison")
     cmp_.set_defaults(handler=cmd_compare)
 
     pred = commands.add_parser(
@@ -64,9 +68,7 @@ def add_analysis_commands(commands) -> None:
     pred.add_argument("--batch-size", "-b", type=_positive_int, metavar="N", help="predict at this batch (default: each profile's)")
     pred.add_argument("--precision", choices=("fp16", "bf16"), help="switch 16-bit precision (same bytes per value)")
     pred.add_argument("--model", metavar="PATTERN", help="only models matching this shell pattern")
-    pred.add_argument("--json", type=Path, metavar="FILE", help="write the predictions as JSON (with their groups)")
-    pred.add_argument("--csv", type=Path, metavar="FILE", help="write one row per model as CSV")
-    pred.add_argument("--gpus", type=Path, metavar="FILE", help="extra GPU spec rows")
+    _add_files(pred, "the predictions, with their groups,")
     pred.set_defaults(handler=cmd_predict)
 
     rep = commands.add_parser(
@@ -171,13 +173,16 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise BadInputError("no profile results in the inputs" + (f" match {args.model!r}" if args.model else "")
                             + " (predict reads visprof profiles: JSON files, folders or stores)")
     predictions, skipped = predict_many(results, target, batch_size=args.batch_size, precision=args.precision, table=table)
+    if not predictions:
+        more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+        raise BadInputError(f"nothing could be predicted: {skipped[0]}{more}")
     print(format_predictions(predictions, target.name, skipped), end="")
     if args.json is not None:
         doc = {"target": target.as_dict(), "predictions": [p.to_dict(groups=True) for p in predictions], "skipped": skipped}
         atomic_write_text(args.json, json.dumps(doc, indent=2, default=_json_default) + "\n")
     if args.csv is not None:
         atomic_write_text(args.csv, rows_to_csv([prediction_row(p) for p in predictions]))
-    return 0 if predictions else 2
+    return 0
 
 
 def _json_default(value):
