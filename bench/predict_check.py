@@ -118,7 +118,7 @@ def pick_profiles(results, pub, profile_batch: int | None, skipped: list[str]):
     return [result for _, result in chosen.values()]
 
 
-def check(results, pub, efficiency: float | None = None, profile_batch: int | None = None) -> dict:
+def check(results, pub, efficiency: float | None = None, profile_batch: int | None = None, excess: str = "bound") -> dict:
     """Per-model predictions against the CSVs, and the summary."""
     from visprof.analysis.families import architecture, family
     from visprof.analysis.metrics import ratio_errors, spearman
@@ -136,7 +136,7 @@ def check(results, pub, efficiency: float | None = None, profile_batch: int | No
                 ref = pub[gpu][key]
                 batch = int(ref["infer_batch_size"])
                 p = predict_result(result, gpu, batch_size=batch, precision="fp16", efficiency=efficiency,
-                                   source=None if efficiency is None else "h200")
+                                   source=None if efficiency is None else "h200", excess=excess)
                 row[f"{gpu}_batch"] = batch
                 row[f"{gpu}_predicted"] = p.samples_per_s
                 row[f"{gpu}_published"] = float(ref["infer_samples_per_sec"])
@@ -242,6 +242,17 @@ def cpu_baseline_profiles(rows, progress: bool = True):
     return results
 
 
+def _finite(value):
+    """NaN (a Spearman over constant values) as null: JSON has no NaN."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--from", dest="sources", nargs="+", help="stores or folders of H200 ProfileResults")
@@ -251,6 +262,9 @@ def main() -> int:
     parser.add_argument("--max-gmacs", type=float, default=None, help="--cpu-baseline: skip models above this")
     parser.add_argument("--profile-batch", type=int, help="use only profiles at this batch (default: per model, the "
                                                               "batch closest to the CSV's)")
+    parser.add_argument("--excess", choices=("bound", "compute", "both"), default="both",
+                        help="how time above the roofline scales (visprof.analysis.predict.predict_group); "
+                             "both: the default mode last (the summary and the JSON), the other before it")
     parser.add_argument("--csv-dir", type=Path, default=CSV_DIR)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -269,14 +283,21 @@ def main() -> int:
         outcome = check(results, pub, efficiency=1.0)
         label = "CPU-captured op costs, pure roofline (every group at its roof), no GPU measurement"
     elif args.sources:
-        outcome = check(load_profiles(args.sources), pub, profile_batch=args.profile_batch)
-        label = "measured profiles, efficiencies kept" + (f", profiles at batch {args.profile_batch}" if args.profile_batch else "")
+        profiles = load_profiles(args.sources)
+        batch = f", profiles at batch {args.profile_batch}" if args.profile_batch else ""
+        modes = ("bound", "compute") if args.excess == "both" else (args.excess,)
+        outcomes = {mode: check(profiles, pub, profile_batch=args.profile_batch, excess=mode) for mode in modes}
+        for mode in modes[1:]:
+            print_report(outcomes[mode], f"measured profiles, time above the roof scaled by {mode}{batch}")
+            print()
+        outcome, label = outcomes[modes[0]], f"measured profiles, time above the roof scaled by {modes[0]}{batch}"
+        outcome = {**outcome, "other_modes": {m: o["summary"] for m, o in outcomes.items() if m != modes[0]}}
     else:
         parser.error("give --from STORE|FOLDER, --cpu-baseline or --write-model-list")
     print_report(outcome, label)
     if args.json:
-        args.json.write_text(json.dumps({"provenance": provenance(), "method": label, "targets": TARGETS, **outcome},
-                                        indent=1, allow_nan=False, default=lambda x: None if isinstance(x, float) and math.isnan(x) else x) + "\n")
+        doc = _finite({"provenance": provenance(), "method": label, "targets": TARGETS, **outcome})
+        args.json.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
         print(f"wrote {args.json}", file=sys.stderr)
     return 0
 

@@ -134,3 +134,14 @@ def test_predicted_peak_memory_and_fit():
     assert small.fits and small.peak_memory_bytes == pytest.approx(result.timing.max_memory_allocated_bytes)
     huge = predict_result(result, "rtx3090", batch_size=8192)
     assert huge.fits is False and any("more than the 24 GB" in n for n in huge.notes)
+
+
+def test_time_above_the_roof_can_scale_with_general_throughput():
+    """excess="compute": the 18 us the GEMMs took above their 20 us roof (and 2 us of floors)
+    scale with FP32 throughput, not with the tensor peak that bounds them."""
+    fast_fp32 = dataclasses.replace(SPEC, id="fast-fp32", fp32_tflops=20)
+    assert predict_group(gemm(), SPEC, fast_fp32).time_ms == pytest.approx(40 * US)  # bound: tensor peak unchanged
+    assert predict_group(gemm(), SPEC, fast_fp32, excess="compute").time_ms == pytest.approx((2 + 20 + 9) * US)
+    assert predict_group(gemm(), SPEC, SPEC, scale=2, excess="compute").time_ms == pytest.approx((2 + 40 + 36) * US)
+    with pytest.raises(ValueError, match="excess must be one of"):
+        predict_group(gemm(), SPEC, SPEC, excess="magic")

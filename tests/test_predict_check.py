@@ -20,7 +20,8 @@ def test_predict_check_prints_the_table_and_writes_json(tmp_path):
                            "--csv-dir", str(TIMM), "--json", str(out)], capture_output=True, text=True, cwd=REPO,
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "VISPROF_COMMIT": "test"}, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "predict_check (measured profiles, efficiencies kept): 4 models, 0 skipped" in proc.stdout
+    assert "predict_check (measured profiles, time above the roof scaled by bound): 4 models, 0 skipped" in proc.stdout
+    assert "predict_check (measured profiles, time above the roof scaled by compute): 4 models" in proc.stdout
     assert "speed-up 3090->4090   Spearman" in proc.stdout and "models>=150 NOT MET" in proc.stdout
     doc = json.loads(out.read_text())
     assert doc["provenance"]["commit"] == "test" and doc["summary"]["models"] == 4
@@ -30,6 +31,7 @@ def test_predict_check_prints_the_table_and_writes_json(tmp_path):
     # the transformer gains most, as published (see tests/test_predict.py for the values)
     assert max(rows, key=lambda m: rows[m]["speedup_predicted"]) == "deit_small_patch16_224"
     assert doc["summary"]["speedup_error"]["median_abs"] < 0.15
+    assert doc["other_modes"]["compute"]["models"] == 4
 
 
 def test_model_list_for_the_sweep(tmp_path):

@@ -68,6 +68,9 @@ def add_analysis_commands(commands) -> None:
     pred.add_argument("--batch-size", "-b", type=_positive_int, metavar="N", help="predict at this batch (default: each profile's)")
     pred.add_argument("--precision", choices=("fp16", "bf16"), help="switch 16-bit precision (same bytes per value)")
     pred.add_argument("--model", metavar="PATTERN", help="only models matching this shell pattern")
+    pred.add_argument("--excess", choices=("bound", "compute"), default="bound",
+                      help="how time above a group's roofline scales: with the resource that bounds it (default), "
+                           "or with FP32 throughput (SMs x clock)")
     _add_files(pred, "the predictions, with their groups,")
     pred.set_defaults(handler=cmd_predict)
 
@@ -172,7 +175,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if not results:
         raise BadInputError("no profile results in the inputs" + (f" match {args.model!r}" if args.model else "")
                             + " (predict reads visprof profiles: JSON files, folders or stores)")
-    predictions, skipped = predict_many(results, target, batch_size=args.batch_size, precision=args.precision, table=table)
+    predictions, skipped = predict_many(results, target, batch_size=args.batch_size, precision=args.precision, table=table,
+                                        excess=args.excess)
     if not predictions:
         more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
         raise BadInputError(f"nothing could be predicted: {skipped[0]}{more}")

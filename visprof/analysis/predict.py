@@ -76,10 +76,21 @@ def _target_precision(tensor_core: str | None, precision: str | None) -> str | N
     return tensor_core
 
 
+EXCESS_MODES = ("bound", "compute")
+
+
 def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, scale: float = 1.0,
-                  precision: str | None = None, efficiency: float | None = None) -> GroupPrediction:
+                  precision: str | None = None, efficiency: float | None = None,
+                  excess: str = "bound") -> GroupPrediction:
     """One group on ``target`` at ``scale`` times the profiled batch (module doc, steps 1-3).
-    ``efficiency`` fixes e instead of measuring it (then ``source`` is not needed)."""
+    ``efficiency`` fixes e instead of measuring it (then ``source`` is not needed).
+
+    ``excess`` says how the measured time above the roofline scales: "bound" (the default,
+    Habitat's assumption) keeps the efficiency, so it scales with the resource that bounds
+    the group; "compute" scales it with the GPUs' general throughput (FP32 TFLOP/s: SMs x
+    clock), for time lost to issue, latency and poor parallelism rather than to the roof."""
+    if excess not in EXCESS_MODES:
+        raise ValueError(f"excess must be one of {EXCESS_MODES}, got {excess!r}")
     floor = g.kernel_count * KERNEL_FLOOR_MS
     main_a = max(g.time_ms - g.helper_ms, 0.0)
     bandwidth_ratio = source.memory_bandwidth_gbs / target.memory_bandwidth_gbs if source else 1.0
@@ -92,6 +103,7 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
         return GroupPrediction(g, main_b + helper, "unknown", helper)
     if measured and main_a <= 0:  # FLOPs counted but no kernel ran (e.g. fused away)
         return GroupPrediction(g, helper, "memory", helper)
+    roof_a = 0.0
     if efficiency is None:
         if source is None:
             raise ValueError("a measured efficiency needs the source GPU's spec")
@@ -102,7 +114,12 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
     flops_b = g.flops * scale
     bytes_b = activations * scale + g.param_bytes
     compute_b, memory_b, kind = roofline_ms(target, flops_b, bytes_b, _target_precision(g.tensor_core, precision))
-    main_b = floor + g.count * max(compute_b, memory_b) / efficiency
+    roof_b = g.count * max(compute_b, memory_b)
+    if excess == "compute" and measured:
+        above = max(main_a - floor - roof_a, 0.0)
+        main_b = floor + roof_b + above * scale * source.fp32_tflops / target.fp32_tflops
+    else:
+        main_b = floor + roof_b / efficiency
     return GroupPrediction(g, main_b + helper, kind if compute_b >= memory_b else "memory", helper)
 
 
@@ -128,12 +145,12 @@ def source_spec(result: ProfileResult, table: GpuTable) -> GpuSpec:
 
 def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuSpec | str | None = None,
                    batch_size: int | None = None, precision: str | None = None, table: GpuTable | None = None,
-                   efficiency: float | None = None) -> Prediction:
+                   efficiency: float | None = None, excess: str = "bound") -> Prediction:
     """``result``'s latency on ``target`` at ``batch_size`` (default: the profile's).
 
     ``source`` overrides the spec row of the profile's GPU. ``efficiency`` (a number) skips
     the measured efficiencies: a pure roofline, for profiles whose times do not count
-    (CPU results), used by bench/predict_check.py's baseline."""
+    (CPU results), used by bench/predict_check.py's baseline. ``excess``: see ``predict_group``."""
     table = table or gpu_table()
     target = table.get(target) if isinstance(target, str) else target
     roof = result.roofline
@@ -152,7 +169,7 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
     if batch < 1:
         raise BadInputError(f"batch size must be >= 1, got {batch}")
     scale = batch / own_batch
-    groups = [predict_group(g, source, target, scale, precision, efficiency) for g in roof.groups]
+    groups = [predict_group(g, source, target, scale, precision, efficiency, excess) for g in roof.groups]
     kernel_ms_a = sum(g.time_ms for g in roof.groups)
     timing = result.timing
     overlap = timing.busy_ms / kernel_ms_a if timing and timing.busy_ms and kernel_ms_a > 0 and efficiency is None else 1.0
@@ -214,5 +231,5 @@ def predict_many(results: Iterable[ProfileResult], target: GpuSpec | str, **kwar
     return out, skipped
 
 
-__all__ = ["KERNEL_FLOOR_MS", "GroupPrediction", "Prediction", "predict_group", "predict_many", "predict_result",
+__all__ = ["EXCESS_MODES", "KERNEL_FLOOR_MS", "GroupPrediction", "Prediction", "predict_group", "predict_many", "predict_result",
            "source_spec", "speedup"]
