@@ -221,6 +221,8 @@ def category_rows(attr: Attribution, memory: MemorySummary | None = None) -> lis
     count = np.bincount(bucket, minlength=len(pairs))
     op_flops = np.fromiter((op.flops for op in trace.ops), dtype=np.float64, count=len(trace.ops))
     flops = np.bincount(of_class[attr.op_class], weights=op_flops, minlength=len(pairs))
+    op_bytes = np.fromiter((op.bytes for op in trace.ops), dtype=np.float64, count=len(trace.ops))
+    moved = np.bincount(of_class[attr.op_class], weights=op_bytes, minlength=len(pairs))
     total = float(dur.sum())
 
     measured = {pairs[i]: i for i in np.flatnonzero((count > 0) | (flops > 0))}
@@ -242,6 +244,7 @@ def category_rows(attr: Attribution, memory: MemorySummary | None = None) -> lis
         t_ns = float(time_ns[i]) if i is not None else 0.0
         t = t_ns / it
         f = float(flops[i]) / it if i is not None else 0.0
+        nbytes = float(moved[i]) / it if i is not None else 0.0
         rows.append(
             CategoryRow(
                 category=cat,
@@ -256,6 +259,8 @@ def category_rows(attr: Attribution, memory: MemorySummary | None = None) -> lis
                 transient_peak_bytes=memory_of(memory and memory.transient_peak_by_category, cat, sub),
                 reserved_bytes_at_peak=memory_of(memory and memory.reserved_by_category_at_peak, cat, sub),
                 fused=fused.get(i, {}) if i is not None else {},
+                bytes=nbytes,
+                gbps=nbytes / t if t > 0 and nbytes > 0 else None,  # t is in ns here, and byte/ns = GB/s
             )
         )
     rows.sort(key=lambda r: attr.table.sort_key(r.category, r.subcategory))

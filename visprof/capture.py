@@ -24,7 +24,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from visprof.categories import CategoryTable, default_table
 from visprof.native import native
 from visprof.nsight.nvtx_scheme import LiveModuleRanges, ModulePlan, ModuleRanges, op_handle, op_range_name
-from visprof.op_flops import op_flops
+from visprof.op_flops import NO_COST, OpCostCounter
 from visprof.records import ModuleRecord, OpRecord
 from visprof.structure import EXTERNAL, PARAM, SOFTMAX, Dataflow, find_roles, op_kind
 
@@ -198,7 +198,7 @@ class OpCapture(TorchDispatchMode):
               registered handle), and the module ranges around them (model_name names the
               root's range); see visprof/nsight/nvtx_scheme.py;
     tags:     push the op's category as allocation tag (memory pass);
-    flops:    count FLOPs from the op's shapes (costs shape handling);
+    flops:    count FLOPs and bytes moved from the op's tensors (visprof.op_flops.OpCost);
     template: a capture of one earlier iteration of the same forward (with module hooks).
               The op sequence of a forward repeats, so op k of every later iteration takes
               its module, category decision and FLOPs from op k of the template, and the
@@ -220,10 +220,10 @@ class OpCapture(TorchDispatchMode):
         self._c = native()
         self._nvtx = nvtx
         self._tags = tags
-        self._flops = flops
+        self._cost = OpCostCounter() if flops else None
         self.iteration = 0
         self.next_id = 1
-        # (external_id, op name, module index, iteration, start_ns, end_ns, flops, attrs)
+        # (external_id, op name, module index, iteration, start_ns, end_ns, OpCost, attrs)
         self.raw: list[tuple] = []
         self._decisions: dict[tuple, tuple[int, int, int]] = {}
         self._category_ids = {c: i + 1 for i, c in enumerate(self.table.report_order())}  # 0: untagged
@@ -234,14 +234,14 @@ class OpCapture(TorchDispatchMode):
         self.roles: dict[int, str] = {}  # raw index -> role, once the capture has exited
         self._module_ranges = ModuleRanges(tracker.modules, model_name) if nvtx else None
         self._live_ranges = LiveModuleRanges(self._module_ranges) if nvtx else None
-        # Per position: (func, module, attrs, flops, (handle, colour, tag)).
+        # Per position: (func, module, attrs, OpCost, (handle, colour, tag)).
         self._template = [
             (func, module, attrs, flops, self._decide(func, module, attrs))
             for _, func, module, _, _, _, flops, attrs in template.raw
         ] if template is not None else None
 
     def template_ops(self) -> list[tuple]:
-        """Per position of the template given at construction: (func, module index, attrs, FLOPs)."""
+        """Per position of the template given at construction: (func, module index, attrs, OpCost)."""
         return [entry[:4] for entry in self._template or []]
 
     def template_decisions(self) -> list[tuple[int, int, int]]:
@@ -332,7 +332,7 @@ class OpCapture(TorchDispatchMode):
         if template is not None and position == len(template) - 1 and self._live_ranges is not None:
             self._live_ranges.close()  # the forward's last op: its modules end with it, as in the replay
         if flops is None:  # decided on the spot: never a template-driven op
-            flops = op_flops(func, args, kwargs, out) if self._flops else 0.0
+            flops = self._cost(func, args, kwargs, out) if self._cost else NO_COST
             if self._flow is not None:
                 self._flow.record(len(self.raw), func, args, kwargs, out, attrs)
         self.raw.append((external_id, func, module, self.iteration, start, end, flops, attrs))
@@ -352,6 +352,6 @@ class OpCapture(TorchDispatchMode):
     def to_records(self) -> list[OpRecord]:
         return [
             OpRecord(external_id=ext, name=str(func), module=module, iteration=it, cpu_start_ns=start,
-                     cpu_end_ns=end, flops=flops, attrs=attrs or {})
+                     cpu_end_ns=end, attrs=attrs or {}, **flops.record_fields())
             for ext, func, module, it, start, end, flops, attrs in self.raw
         ]

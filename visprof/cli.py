@@ -120,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_compare_compile_parser(commands)
     nsight_cli.register(commands)  # nsys import/run, ncu (visprof/nsight/cli.py)
+    from visprof.analysis.commands import add_analysis_commands  # import-timm, compare, predict, report
+
+    add_analysis_commands(commands)
     return parser
 
 

@@ -1,4 +1,4 @@
-"""FLOPs of one aten op from its argument shapes.
+"""FLOPs of one aten op from its argument shapes, and (``OpCostCounter``) the bytes it moves.
 
 torch.utils.flop_counter's formulas cover the ops autograd leaves behind (convolution, mm,
 addmm, bmm, the SDPA backends). Under torch.inference_mode the dispatch mode sees the
@@ -9,7 +9,7 @@ those are mapped onto the same formulas here.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch.utils.flop_counter import flop_registry
@@ -67,3 +67,145 @@ def op_flops(func, args: tuple, kwargs: dict, out: Any) -> float:
         return float(composite(args, kwargs, out)) if composite else 0.0
     except Exception:  # a formula that cannot read these arguments counts nothing
         return 0.0
+
+
+# --- bytes moved and tensor-core use ----------------------------------------------------------
+# The roofline (visprof/analysis/roofline.py) needs, per op, the bytes it moves and whether its
+# FLOPs can run on tensor cores. Both are estimated from the op's tensors, where FLOPs are.
+
+class OpCost(NamedTuple):
+    """What one op costs, from its argument and result tensors.
+
+    flops        as ``op_flops``;
+    bytes        its tensor inputs read once plus its outputs written once (an in-place op's
+                 tensor counts as read and as written); 0 for views and other ops that return
+                 an alias of an input and launch no kernel;
+    param_bytes  the part of ``bytes`` that is parameters, or tensors made from parameters
+                 alone (autocast's weight copies, a transposed weight): it does not grow
+                 with the batch, the rest does;
+    tensor_core  the tensor-core precision its FLOPs can use ("fp16", "bf16", "tf32",
+                 "fp8"), or None (no FLOPs, fp32 without TF32, depthwise convolution).
+    """
+
+    flops: float = 0.0
+    bytes: int = 0
+    param_bytes: int = 0
+    tensor_core: str | None = None
+
+    def record_fields(self) -> dict[str, Any]:
+        """The OpRecord fields this cost fills."""
+        return {"flops": self.flops, "bytes": self.bytes, "param_bytes": self.param_bytes,
+                "tensor_core": self.tensor_core}
+
+
+NO_COST = OpCost()
+_TENSOR_CORE_DTYPES = {torch.float16: "fp16", torch.bfloat16: "bf16"}
+_TENSOR_CORE_DTYPES.update({getattr(torch, name): "fp8" for name in ("float8_e4m3fn", "float8_e5m2")
+                            if hasattr(torch, name)})
+_CONVOLUTIONS = {aten.convolution, aten._convolution, *_CONV_ND}
+
+
+def tensor_bytes(t: torch.Tensor) -> int:
+    """Bytes a kernel must touch to read ``t``: its elements, or less for a broadcast view
+    (stride 0), whose memory extent is smaller than its element count."""
+    n = t.numel()
+    if n == 0:
+        return 0
+    extent = 1 + sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride()))
+    return min(n, extent) * t.element_size()
+
+
+def _tensors(tree: Any) -> list[torch.Tensor]:
+    from torch.utils._pytree import tree_leaves
+
+    return [x for x in tree_leaves(tree) if isinstance(x, torch.Tensor)]
+
+
+def _storage_key(t: torch.Tensor) -> tuple[int, int, int]:
+    """Identity of the memory ``t`` covers: the same region passed twice is read once."""
+    try:
+        ptr = t.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # no storage (sparse, a tensor subclass)
+        ptr = id(t)
+    return ptr, t.storage_offset(), tensor_bytes(t)
+
+
+def _storage_ptr(t: torch.Tensor) -> int | None:
+    try:
+        return t.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
+def tensor_core_precision(func, inputs: list[torch.Tensor]) -> str | None:
+    """The tensor-core precision an op with FLOPs would use, from its operands' dtype and
+    torch's TF32 switches (read when the op runs)."""
+    floats = [t for t in inputs[:2] if t.is_floating_point()]
+    if not floats:
+        return None
+    packet = func._overloadpacket
+    if packet in _CONVOLUTIONS and len(inputs) > 1 and inputs[1].dim() > 2:
+        if inputs[1].shape[1] == 1 and inputs[0].dim() > 1 and inputs[0].shape[1] > 1:
+            return None  # depthwise: one input channel per filter, no GEMM for tensor cores
+    dtype = floats[0].dtype
+    if dtype in _TENSOR_CORE_DTYPES:
+        return _TENSOR_CORE_DTYPES[dtype]
+    if dtype == torch.float32 and floats[0].is_cuda:
+        allowed = torch.backends.cudnn.allow_tf32 if packet in _CONVOLUTIONS else torch.backends.cuda.matmul.allow_tf32
+        return "tf32" if allowed else None
+    return None
+
+
+class OpCostCounter:
+    """Counts ``OpCost`` op by op through one forward (capture's template forward).
+
+    It remembers which tensors were made from parameters alone (weakly, so it keeps no
+    tensor alive), which is how autocast's bf16 copy of a weight still counts as weight.
+    Module buffers (running statistics, index tables) count as activations: they are
+    small in vision models.
+    """
+
+    def __init__(self) -> None:
+        from torch.utils.weak import WeakIdKeyDictionary
+
+        self._from_params = WeakIdKeyDictionary()
+
+    def _is_param(self, t: torch.Tensor) -> bool:
+        return isinstance(t, torch.nn.Parameter) or t in self._from_params
+
+    def __call__(self, func, args: tuple, kwargs: dict, out: Any) -> OpCost:
+        flops = op_flops(func, args, kwargs, out)
+        inputs, outputs = _tensors((args, kwargs)), _tensors(out)
+        params = [self._is_param(t) for t in inputs]
+        if inputs and all(params):
+            for t in outputs:
+                self._from_params[t] = True
+        tensor_core = tensor_core_precision(func, inputs) if flops > 0 else None
+        if not _moves_data(func, inputs, outputs):
+            return OpCost(flops, 0, 0, tensor_core)
+        read: dict[tuple, bool] = {}
+        for t, is_param in zip(inputs, params):
+            read.setdefault(_storage_key(t), is_param)
+        written = {_storage_key(t): self._is_param(t) for t in outputs}
+        total = sum(key[2] for key in read) + sum(key[2] for key in written)
+        param = sum(key[2] for key, p in read.items() if p) + sum(key[2] for key, p in written.items() if p)
+        return OpCost(flops, total, param, tensor_core)
+
+
+def _moves_data(func, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> bool:
+    """False for ops that only return aliases of their inputs (views, a no-op ``.to``) or
+    allocate without writing (``empty``): they launch no kernel."""
+    schema = func._schema
+    if schema.is_mutable:  # in-place and out= ops write into an input
+        return True
+    if not outputs:
+        return False
+    if func._overloadpacket in _NO_KERNEL:
+        return False
+    in_ptrs = {p for p in map(_storage_ptr, inputs) if p is not None}
+    return not all(_storage_ptr(t) in in_ptrs for t in outputs)
+
+
+# Ops that return fresh tensors without running a kernel. (Views, a `.to` to the same dtype
+# and `_unsafe_view` are caught by their result sharing an input's storage.)
+_NO_KERNEL = {aten.empty, aten.empty_like, aten.empty_strided, aten.new_empty, aten.new_empty_strided}

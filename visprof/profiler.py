@@ -19,6 +19,7 @@ import torch
 from visprof import attribution as attribution_mod
 from visprof import hardware
 from visprof import result as R
+from visprof.analysis import roofline
 from visprof.batch_search import is_out_of_memory, largest_fitting_batch, release_cached_memory
 from visprof.categories import CategoryTable, default_table
 from visprof.errors import BadInputError, CuptiUnavailableError, OutOfMemoryError, VisprofError
@@ -359,6 +360,7 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
         result.attribution = attribution_mod.summarize(attr)
         result.categories = attr.category_rows(memory_summary)
         result.modules = attribution_mod.module_rows(attr, top=top_modules)
+        roofline.attach(result, attr)  # op groups and time by bound, against the GPU's spec row
         walls = sorted(attributed.wall_ns_per_iteration)
         result.passes["attributed"] = R.PassInfo(sum(walls) / 1e9, attributed.trace.iterations)
         result.warnings.extend(attributed.warnings)

@@ -85,6 +85,10 @@ class OpRecord:
     # report rather than captured (visprof nsys import reads it from the op's NVTX range);
     # None: attribution classifies the op by its name, modules and attrs.
     category: str | None = None
+    # From the op's tensors (visprof.op_flops.OpCost); 0/None in recordings made before them.
+    bytes: int = 0  # inputs read once + outputs written once; 0 for views
+    param_bytes: int = 0  # the part of `bytes` that is weights: it does not grow with the batch
+    tensor_core: str | None = None  # tensor-core precision of its FLOPs ("bf16", "tf32", ...), or None
 
 
 @dataclass

@@ -108,9 +108,9 @@ class ReplayCapture:
         count = len(template)
         records = []
         for iteration in range(self._iterations):
-            for index, (func, module, attrs, flops) in enumerate(template):
+            for index, (func, module, attrs, cost) in enumerate(template):
                 slot = iteration * count + index
                 records.append(OpRecord(external_id=FIRST_ID + slot, name=str(func), module=module, iteration=iteration,
                                         cpu_start_ns=self._starts[slot], cpu_end_ns=self._ends[slot],
-                                        flops=flops or 0.0, attrs=attrs or {}))
+                                        attrs=attrs or {}, **cost.record_fields()))
         return records

@@ -129,6 +129,8 @@ class CategoryRow:
     # Compiled models: ms per iteration of this row's kernels that also ran work of another
     # category fused into them (Inductor fusion), keyed "category" or "category/subcategory".
     fused: dict[str, float] = field(default_factory=dict)
+    bytes: float = 0.0  # per iteration: what this row's ops read and write (OpRecord.bytes)
+    gbps: float | None = None  # achieved GB/s = bytes / time; None when either is 0
 
 
 @dataclass
@@ -267,6 +269,62 @@ class PassInfo:
     iterations: int
 
 
+# --- roofline (visprof.analysis.roofline; docs/result-schema.md#roofline) ---------------------
+@dataclass
+class RooflineGroup:
+    """Ops of one kind: same category, aten op, FLOPs, bytes and tensor-core precision.
+
+    A network's repeated blocks collapse into one group each (twelve identical ViT blocks
+    give one qkv group with count 12), so the list stays short, and it is all a predictor
+    needs: what each kind of op computes and moves, and how long it took here."""
+
+    category: str
+    subcategory: str | None
+    op: str  # aten op, or "[kernel] name" / "[memcpy]" / "[memset]" for rows without an op
+    count: float  # ops per iteration
+    kernel_count: float  # kernels (and copies) per iteration
+    time_ms: float  # all their kernels, per iteration
+    helper_ms: float  # of time_ms: layout transforms and copies inside them (NCHW<->NHWC), memory-bound
+    flops: float  # per op
+    bytes: float  # per op: inputs read once + outputs written once
+    param_bytes: float  # per op: the part of `bytes` that is weights (does not grow with the batch)
+    tensor_core: str | None  # tensor-core precision of its FLOPs, or None
+    bound: str | None = None  # "tensor" | "compute" | "memory" | "unknown" on the running GPU; None without ceilings
+    efficiency: float | None = None  # roofline time / measured time of its main kernels (helper_ms excluded)
+
+
+@dataclass
+class RooflinePoint:
+    """A category placed against the ceilings."""
+
+    category: str
+    time_ms: float
+    flops: float  # per iteration
+    bytes: float  # per iteration
+    intensity: float | None  # FLOP per byte; None without bytes
+    tflops: float | None  # achieved
+    gbps: float | None  # achieved
+    attainable_tflops: float | None  # the roof at this intensity: min(peak, intensity x bandwidth)
+    bound: str | None  # where most of its time is bound
+    bound_ms: dict[str, float] = field(default_factory=dict)  # its time by bound
+
+
+@dataclass
+class RooflineSummary:
+    """Where each op kind and category sits against the running GPU's ceilings, and the
+    share of the model's time that is tensor-core, memory-bandwidth, other-compute and
+    launch/host bound."""
+
+    gpu: str | None  # id of the spec row (visprof/data/gpus.toml); None: no ceilings known
+    precision: str
+    ceilings: dict[str, float] = field(default_factory=dict)  # tensor_tflops, fp32_tflops, bandwidth_gbs
+    bound_ms: dict[str, float] = field(default_factory=dict)  # kernel time per iteration by bound
+    shares: dict[str, float] = field(default_factory=dict)  # tensor, memory, compute, unknown, launch
+    basis: str = ""  # "latency" (busy time split by bound, plus idle) or "kernel time"
+    categories: list[RooflinePoint] = field(default_factory=list)
+    groups: list[RooflineGroup] = field(default_factory=list)
+
+
 @dataclass
 class ProfileResult:
     model: ModelInfo
@@ -285,6 +343,7 @@ class ProfileResult:
     notes: list[str] = field(default_factory=list)  # advice drawn from the numbers (e.g. weight casts)
     wall_s: float | None = None  # the whole profile() call
     counters: CounterSummary | None = None  # Nsight Compute per category (visprof ncu); null otherwise
+    roofline: RooflineSummary | None = None  # visprof.analysis.roofline; absent in older results
     schema: str = SCHEMA
     visprof_version: str = field(default_factory=_visprof_version)
     created_at: str = field(default_factory=_utc_now)  # ISO 8601, UTC
@@ -366,12 +425,14 @@ def category_totals(rows: list[CategoryRow], memory: MemorySummary | None = None
         t.share += row.share
         t.kernel_count += row.kernel_count
         t.flops += row.flops
+        t.bytes += row.bytes
         t.live_bytes_at_peak = _add_optional(t.live_bytes_at_peak, row.live_bytes_at_peak)
         # transient peaks of sub-categories happen at different times: the max is a lower bound
         t.transient_peak_bytes = _max_optional(t.transient_peak_bytes, row.transient_peak_bytes)
         t.reserved_bytes_at_peak = _add_optional(t.reserved_bytes_at_peak, row.reserved_bytes_at_peak)
     for cat, t in totals.items():
         t.tflops = t.flops / t.time_ms / 1e9 if t.time_ms > 0 and t.flops > 0 else None
+        t.gbps = t.bytes / t.time_ms / 1e6 if t.time_ms > 0 and t.bytes > 0 else None
         if memory is not None:
             t.live_bytes_at_peak = memory.by_category_at_peak.get(cat, t.live_bytes_at_peak)
             t.transient_peak_bytes = memory.transient_peak_by_category.get(cat, t.transient_peak_bytes)

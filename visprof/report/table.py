@@ -11,6 +11,7 @@ from typing import Sequence
 
 from ..options import regime_label
 from ..result import CategoryRow, MemorySummary, ProfileResult, category_totals
+from .roofline_text import roofline_section
 
 MIB = float(1 << 20)
 _ANSI = {"red": "1;31", "green": "32", "yellow": "33"}
@@ -242,6 +243,7 @@ def render(result: ProfileResult, width: int | None = None, color: bool = False,
         lines.append(style(f"*** {CPU_BANNER} ***", "yellow"))
     lines = _wrap(lines, width) + [""]
     lines += _categories(result, width, cpu)
+    lines += roofline_section(result, width)
     lines += _modules(result, width, cpu, top_modules)
     prose = _timing(result, cpu) + _taxonomy_gaps(result, cpu) + _checks(result, style)
     if result.notes:

@@ -1,0 +1,187 @@
+"""Loading measurements (results, folders, stores, CSVs), families, and `compare`."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import zlib
+from pathlib import Path
+
+import pytest
+
+from recorded_results import recorded_result, write_results
+from visprof.analysis import sources
+from visprof.analysis.compare import compare
+from visprof.analysis.families import architecture, family
+from visprof.analysis.sources import Measurement
+from visprof.analysis.store_adapter import FallbackStore, open_store
+from visprof.analysis.timm_csv import read_benchmark_csv
+from visprof.errors import BadInputError
+
+TIMM = Path(__file__).parent / "data" / "timm"
+CSV_3090 = TIMM / "benchmark-infer-amp-nchw-pt240-cu124-rtx3090.csv"
+CSV_4090 = TIMM / "benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv"
+
+
+def m(model, gpu, samples, img=224, batch=256, precision="fp16", **kw) -> Measurement:
+    return Measurement(model=model, img_size=img, gpu_name=gpu, gpu_id=gpu, batch_size=batch, precision=precision,
+                       samples_per_s=samples, source="test", kind="reference", **kw)
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("vit_base_patch16_224", "vision_transformer"), ("vit_base_resnet50_384", "vision_transformer_hybrid"),
+    ("deit3_small_patch16_224", "deit"), ("coatnet_0_rw_224", "maxxvit"), ("resnet50.a1_in1k", "resnet"),
+    ("timm/convnext_tiny.fb_in1k", "convnext"), ("my_custom_net", "unknown")])
+def test_family_is_the_defining_timm_module(name, expected):
+    assert family(name) == expected
+    assert architecture("hf-hub:timm/resnet50.a1_in1k") == "resnet50"
+
+
+def test_speedup_sensitivity_and_aggregates_with_known_answers():
+    ms = [m("resnet50", "rtx3090", 100), m("resnet50", "rtx4090", 120),
+          m("vit_base_patch16_224", "rtx3090", 100), m("vit_base_patch16_224", "rtx4090", 200),
+          m("convnext_tiny", "rtx3090", 100), m("convnext_tiny", "rtx4090", 150),
+          m("efficientnet_b0", "rtx3090", 100)]  # only on one GPU
+    c = compare(ms)
+    assert (c.base, c.target) == ("rtx3090", "rtx4090")
+    assert c.median_speedup == pytest.approx(1.5)
+    assert {x.model: x.speedup for x in c.models} == pytest.approx({"vit_base_patch16_224": 2.0, "convnext_tiny": 1.5,
+                                                                    "resnet50": 1.2})
+    assert {x.model: x.sensitivity for x in c.models} == pytest.approx({"vit_base_patch16_224": 1 / 3, "convnext_tiny": 0.0,
+                                                                        "resnet50": -0.2})
+    assert [x.model for x in c.models] == ["vit_base_patch16_224", "convnext_tiny", "resnet50"]  # most sensitive first
+    assert c.unmatched == {"rtx3090": 1, "rtx4090": 0}
+    families = {a.key: (a.count, a.median_speedup) for a in c.by_family}
+    assert families == {"vision_transformer": (1, 2.0), "convnext": (1, 1.5), "resnet": (1, 1.2)}
+    assert "gains x2.00 against a median x1.50 (+33%); no profile of it" in c.models[0].explanation
+    # the other direction: the reciprocal
+    back = compare(ms, base="rtx4090", target="3090")
+    assert {x.model: x.speedup for x in back.models}["resnet50"] == pytest.approx(1 / 1.2)
+
+
+def test_best_pair_matches_precision_and_batch():
+    ms = [m("resnet50", "a", 100, precision="fp32"), m("resnet50", "a", 300, precision="fp16"),
+          m("resnet50", "b", 450, precision="fp16"), m("resnet50", "b", 150, precision="fp32", batch=64)]
+    c = compare(ms)
+    assert c.models[0].speedup == pytest.approx(1.5)  # fp16 with fp16
+
+
+def test_choosing_gpus_needs_names_when_there_are_more_than_two():
+    ms = [m("resnet50", g, 100 + i) for i, g in enumerate(("rtx3090", "rtx4090", "h200"))]
+    with pytest.raises(BadInputError, match=r"measurements on 3 GPU\(s\) \(rtx3090, rtx4090, h200\); name the two"):
+        compare(ms)
+    assert compare(ms, base="h200", target="RTX 4090").target == "rtx4090"
+    with pytest.raises(BadInputError, match="no measurements on GPU 'a100'"):
+        compare(ms, base="a100", target="h200")
+    with pytest.raises(BadInputError, match="are the same GPU"):
+        compare(ms, base="h200", target="h200")
+    with pytest.raises(BadInputError, match="no model was measured on both"):
+        compare([m("a_net", "rtx3090", 1), m("b_net", "rtx4090", 1)])
+
+
+def test_profiled_models_are_explained_from_their_predicted_bounds_on_the_base_gpu():
+    profile = sources.from_result(recorded_result("deit_small_patch16_224"), "h200.json", sources.gpu_table())
+    ms = [profile,
+          m("deit_small_patch16_224", "rtx3090", 4586.19, batch=1024), m("deit_small_patch16_224", "rtx4090", 7688.09, batch=1024),
+          m("resnet50", "rtx3090", 3219.06, batch=1024), m("resnet50", "rtx4090", 4217.6, batch=1024),
+          m("convnext_tiny", "rtx3090", 2000, batch=1024), m("convnext_tiny", "rtx4090", 2600, batch=1024)]
+    c = compare(ms, base="rtx3090", target="rtx4090")
+    deit = next(x for x in c.models if x.model == "deit_small_patch16_224")
+    assert deit.dominant_category == "attention" or deit.dominant_category in ("linear", "convolution", "normalization")
+    assert deit.shares_from == "predicted from h200"
+    assert deit.shares["tensor"] > 0.5
+    print(deit.explanation)
+    assert deit.explanation.startswith("gains x1.68 against a median x1.31 (+28%): ")
+    assert "of its RTX 3090 time is tensor-core bound (predicted from the h200 profile), and the RTX 4090 has 2.33x " \
+           "the RTX 3090's tensor throughput but 1.08x its bandwidth" in deit.explanation
+    assert {a.key for a in c.by_category} >= {deit.dominant_category, "(no profile)"}
+
+
+def test_load_folders_csvs_and_named_gpus(tmp_path):
+    folder = tmp_path / "results"
+    write_results(folder)
+    (folder / "notes.json").write_text('{"not": "a result"}')
+    loaded = sources.load([folder, CSV_3090, f"{CSV_4090}@RTX 4090"])
+    profiles = loaded.profiles
+    assert len(profiles) == 4 and {p.gpu for p in profiles} == {"h200"}
+    assert len(loaded.skipped) == 1 and "notes.json" in loaded.skipped[0]
+    refs = [x for x in loaded.measurements if x.kind == "reference"]
+    assert {x.gpu for x in refs} == {"rtx3090", "rtx4090"} and len(refs) == 120
+    assert all(x.precision == "fp16" for x in refs)
+
+
+def test_load_errors_are_one_line(tmp_path):
+    with pytest.raises(BadInputError, match="no such file or folder"):
+        sources.load([tmp_path / "missing.json"])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(BadInputError, match="no visprof profile results"):
+        sources.load([tmp_path / "empty"])
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    with pytest.raises(BadInputError, match="not a visprof profile result"):
+        sources.load([bad])
+    odd = tmp_path / "benchmark-infer-amp-nchw-pt240-cu124-mygpu.csv"
+    odd.write_text(CSV_3090.read_text())
+    with pytest.raises(BadInputError, match=r"GPU 'mygpu' \(from the file name\) is not in the GPU spec table; name it as FILE@GPU"):
+        sources.load([odd])
+    assert len(sources.load([f"{odd}@rtx3090"]).measurements) == 60
+
+
+def test_store_round_trip_of_reference_rows(tmp_path):
+    store_path = tmp_path / "s.db"
+    rows = read_benchmark_csv(CSV_4090, "NVIDIA GeForce RTX 4090").rows
+    with open_store(store_path, write=True) as store:
+        assert store.add_references(rows) == 60
+        assert store.add_references(rows) == 0  # same source, GPU, model, size, batch, precision: kept
+    with open_store(store_path) as store:
+        back = store.references(model="resnet50")
+        assert len(back) == 1 and store.references(gpu_name="*3090*") == []
+        assert len(store.references(gpu_name="*4090")) == 60
+    loaded = sources.load([store_path])
+    assert len(loaded.measurements) == 60 and loaded.measurements[0].gpu == "rtx4090"
+
+
+def test_fallback_reads_results_in_the_sweep_format(tmp_path):
+    """The sweep's store keeps each result as zlib-compressed JSON in results.result_json."""
+    path = tmp_path / "sweep.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE results (id INTEGER PRIMARY KEY, model TEXT, result_json BLOB)")
+    doc = recorded_result("resnet50").to_dict()
+    conn.execute("INSERT INTO results (model, result_json) VALUES (?, ?)", ("resnet50", zlib.compress(json.dumps(doc).encode())))
+    conn.commit()
+    conn.close()
+    with FallbackStore(path) as store:
+        results = list(store.results())
+        assert [r.model.name for r in results] == ["resnet50"] and results[0].roofline.groups
+        assert list(store.results(model="vit*")) == [] and store.references() == []
+
+
+def test_results_of_the_store_open_store_gives_are_loaded(tmp_path):
+    """With visprof.sweep installed, open_store is the sweep's own store: a result it holds is
+    a measurement with its profile; without it, the fallback reads the same format."""
+    path = tmp_path / "store.db"
+    doc = recorded_result("resnet50").to_dict()
+    try:
+        from visprof.sweep.plan import Cell
+        from visprof.sweep.store import open_store as sweep_open_store
+    except ImportError:
+        conn = sqlite3.connect(path)
+        conn.execute("CREATE TABLE results (id INTEGER PRIMARY KEY, model TEXT, result_json BLOB)")
+        conn.execute("INSERT INTO results (model, result_json) VALUES (?, ?)", ("resnet50", zlib.compress(json.dumps(doc).encode())))
+        conn.commit()
+        conn.close()
+    else:
+        with sweep_open_store(path, write=True) as store:
+            assert store.add_result(Cell(model="resnet50", batch_size=64), doc) is not None
+    profiles = sources.load([path]).profiles
+    assert len(profiles) == 1 and profiles[0].gpu == "h200" and profiles[0].result.roofline.groups
+
+
+def test_store_path_errors(tmp_path):
+    with pytest.raises(BadInputError, match="no such store"):
+        FallbackStore(tmp_path / "none.db")
+    text = tmp_path / "text.db"
+    text.write_text("hello")
+    with pytest.raises(BadInputError, match="not a visprof results store"):
+        FallbackStore(text, write=True)
+    with pytest.raises(BadInputError, match="does not exist"):
+        FallbackStore(tmp_path / "no" / "dir.db", write=True)

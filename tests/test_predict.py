@@ -1,0 +1,147 @@
+"""visprof.analysis.predict on synthetic profiles with known answers, and on the H200 recordings."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from recorded_results import recorded_result
+from test_roofline import SPEC, toy_result, toy_trace
+from visprof.analysis.gpus import GpuTable
+from visprof.analysis.predict import KERNEL_FLOOR_MS, predict_group, predict_result, speedup
+from visprof.errors import BadInputError
+from visprof.result import LatencyStats, RooflineGroup, Timing
+
+FAST_MATH = dataclasses.replace(SPEC, id="fast-math", name="Fast math", match=(), tensor_tflops={"bf16": 200, "fp16": 200},
+                                fp32_tflops=20)
+FAST_MEMORY = dataclasses.replace(SPEC, id="fast-memory", name="Fast memory", match=(), memory_bandwidth_gbs=2000)
+TABLE = GpuTable([SPEC, FAST_MATH, FAST_MEMORY])
+US = 1e-3  # ms
+
+
+def gemm(**changes) -> RooflineGroup:
+    # Two 1 GFLOP GEMMs that ran 20 us each on SPEC: roof 10 us each (tensor), 1 us floor each.
+    fields = dict(category="linear", subcategory=None, op="aten.addmm.default", count=2, kernel_count=2, time_ms=40 * US,
+                  helper_ms=0.0, flops=1e9, bytes=1e6, param_bytes=6e5, tensor_core="bf16")
+    return RooflineGroup(**{**fields, **changes})
+
+
+def test_floor_plus_roof_over_efficiency():
+    # e = 2 x 10 us / (40 - 2) us; on twice the tensor peak: 2 us + 2 x 5 us / e = 21 us
+    p = predict_group(gemm(), SPEC, FAST_MATH)
+    assert p.time_ms == pytest.approx(21 * US) and p.bound == "tensor"
+    assert predict_group(gemm(), SPEC, SPEC).time_ms == pytest.approx(40 * US)  # same GPU: unchanged
+    assert predict_group(gemm(), SPEC, FAST_MEMORY).time_ms == pytest.approx(40 * US)  # compute-bound: bandwidth no help
+
+
+def test_memory_bound_group_scales_with_bandwidth_only():
+    add = gemm(op="aten.add.Tensor", count=1, kernel_count=1, time_ms=8 * US, flops=0.0, bytes=4e6, param_bytes=0.0,
+               tensor_core=None)
+    # roof 4 us, floor 1 us, e = 4/7: twice the bandwidth gives 1 + 2 x 7/4 = 4.5 us
+    assert predict_group(add, SPEC, FAST_MEMORY).time_ms == pytest.approx(4.5 * US)
+    assert predict_group(add, SPEC, FAST_MATH).time_ms == pytest.approx(8 * US)
+    assert predict_group(add, SPEC, FAST_MEMORY).bound == "memory"
+
+
+def test_batch_scales_flops_and_activations_not_weights():
+    # batch x4: 4 GFLOP -> 40 us roof on SPEC; bytes 0.4 MB x 4 + 0.6 MB = 2.2 MB -> 2.2 us (still tensor-bound)
+    p = predict_group(gemm(), SPEC, SPEC, scale=4)
+    e = 20 / 38
+    assert p.time_ms == pytest.approx(2 * US + 2 * 40 * US / e)
+    # a weight-only op (an autocast weight cast) does not grow with the batch
+    cast = gemm(op="aten.to.dtype", category="memory", count=1, kernel_count=1, time_ms=3 * US, flops=0.0, bytes=1e6,
+                param_bytes=1e6, tensor_core=None)
+    assert predict_group(cast, SPEC, SPEC, scale=16).time_ms == pytest.approx(3 * US)
+
+
+def test_efficiency_is_capped_at_one_and_helpers_scale_with_bandwidth_and_batch():
+    # ran faster than its roof (L2 hits): e = 1, so the target gets the full roof
+    quick = gemm(time_ms=12 * US)
+    assert predict_group(quick, SPEC, SPEC).time_ms == pytest.approx(2 * US + 20 * US)
+    with_helper = gemm(time_ms=50 * US, helper_ms=10 * US)
+    p = predict_group(with_helper, SPEC, FAST_MEMORY, scale=2)
+    assert p.helper_ms == pytest.approx(10 * US * 2 / 2)
+
+
+def test_unknown_groups_scale_as_memory_traffic_and_vanish_with_a_fixed_efficiency():
+    unknown = gemm(flops=0.0, bytes=0.0, param_bytes=0.0, tensor_core=None, count=1, kernel_count=1, time_ms=11 * US)
+    assert predict_group(unknown, SPEC, FAST_MEMORY).time_ms == pytest.approx(1 * US + 10 * US / 2)
+    assert predict_group(unknown, None, FAST_MEMORY, efficiency=1.0).time_ms == 0.0
+    # a fixed efficiency is a pure roofline: floor + roof
+    assert predict_group(gemm(), None, SPEC, efficiency=1.0).time_ms == pytest.approx(2 * US + 20 * US)
+
+
+def test_whole_result_adds_idle_and_reports_shares():
+    timing = Timing(LatencyStats.from_samples([0.1]), 80_000, 1, busy_ms=0.076, idle_ms=0.024)
+    result = toy_result(toy_trace(), timing)
+    same = predict_result(result, SPEC, table=TABLE)
+    assert same.idle_ms == pytest.approx(0.024)
+    assert same.latency_ms == pytest.approx(same.busy_ms + 0.024)
+    # every toy group is slower than its roof except the two convolutions, which ran exactly at it:
+    # capped at e = 1, they get their floors (1 us per kernel, the bf16 one's layout kernel
+    # included) on top of their 10 us, so the same GPU predicts 3 us more busy time
+    assert same.busy_ms == pytest.approx(0.076 + 0.003)
+    assert sum(same.shares.values()) == pytest.approx(1.0)
+    fast = predict_result(result, "fast-math", table=TABLE)
+    assert fast.latency_ms < same.latency_ms and fast.shares["launch"] > same.shares["launch"]
+    assert fast.source_gpu == "toy" and fast.target_gpu == "fast-math"
+    assert fast.measured_latency_ms == pytest.approx(0.1)
+
+
+def test_precision_switch_and_errors():
+    result = toy_result(toy_trace())
+    assert predict_result(result, SPEC, table=TABLE, precision="fp16").precision == "fp16"
+    with pytest.raises(BadInputError, match="can switch between fp16 and bf16"):
+        predict_result(result, SPEC, table=TABLE, precision="fp32")
+    with pytest.raises(BadInputError, match="unknown GPU 'nope'"):
+        predict_result(result, "nope", table=TABLE)
+    result.roofline = None
+    with pytest.raises(BadInputError, match="has no roofline groups"):
+        predict_result(toy_result(toy_trace()).__class__.from_dict(result.to_dict()), SPEC, table=TABLE)
+
+
+def test_a_gpu_without_a_spec_row_cannot_be_predicted_from():
+    result = toy_result(toy_trace(), gpu="Mystery GPU")
+    with pytest.raises(BadInputError, match="has no row in the GPU spec table"):
+        predict_result(result, SPEC, table=TABLE)
+
+
+# --- H200 recordings (real kernel times; bytes estimated, see tests/data/make_op_costs.py) -----
+@pytest.mark.parametrize("name", ["resnet50", "deit_small_patch16_224", "coatnet_0_rw_224", "mobilevit_s"])
+def test_h200_to_itself_reproduces_the_measured_latency(name):
+    result = recorded_result(name)
+    p = predict_result(result, "h200")
+    assert p.latency_ms == pytest.approx(result.timing.latency_ms.median, rel=0.05)
+
+
+def test_h200_to_consumer_gpus_orders_vit_above_cnns():
+    """The published 3090 -> 4090 speed-ups (timm CSVs, batch 1024): DeiT-S x1.68, ResNet-50
+    x1.31, CoAtNet-0 x1.37, MobileViT-S x1.31 (median of all models x1.40)."""
+    published = {"deit_small_patch16_224": 1.676, "resnet50": 1.310, "coatnet_0_rw_224": 1.371, "mobilevit_s": 1.308}
+    predicted = {}
+    for name in published:
+        _, _, predicted[name] = speedup(recorded_result(name), "rtx3090", "rtx4090", batch_size=1024, precision="fp16")
+    print(predicted)
+    assert max(predicted, key=predicted.get) == "deit_small_patch16_224"
+    for name, value in published.items():
+        assert predicted[name] == pytest.approx(value, rel=0.15), name
+    assert all(1.05 < v < 2.33 for v in predicted.values())  # between the bandwidth and the tensor ratio
+
+
+def test_predicted_peak_memory_and_fit():
+    result = recorded_result("resnet50")
+    small = predict_result(result, "rtx3090", batch_size=64)
+    assert small.fits and small.peak_memory_bytes == pytest.approx(result.timing.max_memory_allocated_bytes)
+    huge = predict_result(result, "rtx3090", batch_size=8192)
+    assert huge.fits is False and any("more than the 24 GB" in n for n in huge.notes)
+
+
+def test_time_above_the_roof_can_scale_with_general_throughput():
+    """excess="compute": the 18 us the GEMMs took above their 20 us roof (and 2 us of floors)
+    scale with FP32 throughput, not with the tensor peak that bounds them."""
+    fast_fp32 = dataclasses.replace(SPEC, id="fast-fp32", fp32_tflops=20)
+    assert predict_group(gemm(), SPEC, fast_fp32).time_ms == pytest.approx(40 * US)  # bound: tensor peak unchanged
+    assert predict_group(gemm(), SPEC, fast_fp32, excess="compute").time_ms == pytest.approx((2 + 20 + 9) * US)
+    assert predict_group(gemm(), SPEC, SPEC, scale=2, excess="compute").time_ms == pytest.approx((2 + 40 + 36) * US)
+    with pytest.raises(ValueError, match="excess must be one of"):
+        predict_group(gemm(), SPEC, SPEC, excess="magic")

@@ -1,0 +1,36 @@
+"""Hardware sensitivity: roofline bounds, GPU specs, cross-GPU comparison, prediction, timm
+benchmark import (docs/hardware-sensitivity.md).
+
+Modules, each small and importable on its own (nothing heavy loads at import):
+
+    gpus          the GPU spec table (visprof/data/gpus.toml), lookup and NVML check
+    roofline      op groups, bounds and time shares of one result
+    timm_csv      timm benchmark CSVs -> reference rows (pure parsing and validation)
+    store_adapter the results store as the analysis reads and writes it
+    sources       results, stores and CSVs -> measurements
+    families      a model's family from the timm module that defines it
+    compare       speed-ups between two GPUs, sensitivity, aggregates, explanations
+    predict       a profile on one GPU -> latency on another (roofline scaling per group)
+    accuracy      ImageNet top-1 of timm's pretrained weights (a compact copy)
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = ["compare", "gpu_table", "predict_result", "roofline"]
+
+_LAZY = {
+    "compare": ("visprof.analysis.compare", "compare"),
+    "gpu_table": ("visprof.analysis.gpus", "gpu_table"),
+    "predict_result": ("visprof.analysis.predict", "predict_result"),
+    "roofline": ("visprof.analysis.roofline", None),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'visprof.analysis' has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = importlib.import_module(module)
+    return value if attribute is None else getattr(value, attribute)

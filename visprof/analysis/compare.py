@@ -1,0 +1,275 @@
+"""Speed-ups between two GPUs, how sensitive each model is, and why (docs/hardware-sensitivity.md).
+
+    comparison = compare(loaded.measurements, base="rtx3090", target="rtx4090")
+
+* **speed-up**: the model's throughput on the target over its throughput on the base, both
+  at the same image size (measurements are joined on architecture and image size; where a
+  GPU has several, the one whose precision and batch match the other side's best);
+* **sensitivity**: speed-up / the median speed-up of all joined models - 1. +0.26 means the
+  model gains 26% more from the upgrade than the typical model does;
+* **family**: the timm module that defines the model (``visprof.analysis.families``);
+* **dominant category** and **time by bound** on the base GPU: from the model's profile on
+  the base GPU if there is one, else predicted onto the base GPU (at the base measurement's
+  batch) from its profile on any GPU with a spec row (``visprof.analysis.predict``);
+* **explanation**: one sentence built from these numbers and the two GPUs' spec rows.
+"""
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Iterable
+
+from visprof.analysis.families import family
+from visprof.analysis.gpus import GpuSpec, GpuTable, gpu_table
+from visprof.analysis.roofline import BOUND_LABELS, dominant_category
+from visprof.analysis.sources import Measurement
+from visprof.errors import BadInputError
+
+
+@dataclass
+class ModelComparison:
+    model: str
+    img_size: int | None
+    family: str
+    base: Measurement
+    target: Measurement
+    speedup: float
+    sensitivity: float = 0.0
+    dominant_category: str | None = None
+    shares: dict[str, float] = field(default_factory=dict)  # time by bound on the base GPU
+    shares_from: str = ""  # "measured on rtx3090" / "predicted from h200"
+    explanation: str = ""
+
+    @property
+    def intensity(self) -> float | None:
+        """MACs per activation (timm's counts): how much math each value moved carries."""
+        for m in (self.base, self.target):
+            if m.gmacs and m.macts_m:
+                return m.gmacs * 1e3 / m.macts_m
+        return None
+
+    def row(self) -> dict:
+        """Plain fields for JSON/CSV."""
+        return {"model": self.model, "img_size": self.img_size, "family": self.family,
+                "base_samples_per_s": self.base.samples_per_s, "target_samples_per_s": self.target.samples_per_s,
+                "base_batch": self.base.batch_size, "target_batch": self.target.batch_size,
+                "speedup": self.speedup, "sensitivity": self.sensitivity, "dominant_category": self.dominant_category,
+                **{f"share_{b}": v for b, v in self.shares.items()}, "shares_from": self.shares_from,
+                "macs_per_activation": self.intensity, "explanation": self.explanation,
+                "base_source": self.base.source, "target_source": self.target.source}
+
+
+@dataclass
+class Aggregate:
+    key: str
+    count: int
+    median_speedup: float
+    median_sensitivity: float
+    min_speedup: float
+    max_speedup: float
+
+
+@dataclass
+class Comparison:
+    base: str  # GPU key (spec id, else name)
+    target: str
+    base_spec: GpuSpec | None
+    target_spec: GpuSpec | None
+    models: list[ModelComparison]
+    median_speedup: float
+    by_family: list[Aggregate]
+    by_category: list[Aggregate]
+    by_bound: list[Aggregate]
+    unmatched: dict[str, int] = field(default_factory=dict)  # GPU key -> models without a partner
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"base": self.base, "target": self.target,
+                "base_spec": self.base_spec.as_dict() if self.base_spec else None,
+                "target_spec": self.target_spec.as_dict() if self.target_spec else None,
+                "median_speedup": self.median_speedup, "models": [m.row() for m in self.models],
+                "by_family": [asdict(a) for a in self.by_family], "by_category": [asdict(a) for a in self.by_category],
+                "by_bound": [asdict(a) for a in self.by_bound], "unmatched": self.unmatched, "notes": self.notes}
+
+
+def gpu_keys(measurements: Iterable[Measurement]) -> list[str]:
+    """GPU keys in order of first appearance."""
+    return list(dict.fromkeys(m.gpu for m in measurements if m.samples_per_s))
+
+
+def busiest_pair(measurements: Iterable[Measurement]) -> tuple[str, str] | None:
+    """The two GPUs with the most models measured on both (in order of first appearance)."""
+    keys = gpu_keys(measurements)
+    seen: dict[str, set] = {k: set() for k in keys}
+    for m in measurements:
+        if m.samples_per_s:
+            seen[m.gpu].add((m.arch, m.img_size))
+    pairs = [(len(seen[a] & seen[b]), -i, -j, a, b) for i, a in enumerate(keys) for j, b in enumerate(keys) if i < j]
+    best = max(pairs, default=None)
+    return (best[3], best[4]) if best and best[0] > 0 else None
+
+
+def _resolve(name: str | None, keys: list[str], table: GpuTable) -> str:
+    spec = table.find(name) if name else None
+    for key in keys:
+        if key == name or (spec is not None and key == spec.id):
+            return key
+    raise BadInputError(f"no measurements on GPU {name!r}; the inputs have: {', '.join(keys) or 'none'}")
+
+
+def pick_gpus(measurements: list[Measurement], base: str | None, target: str | None, table: GpuTable) -> tuple[str, str]:
+    """The two GPUs to compare: as named, or the only two there are (base: the first seen)."""
+    keys = gpu_keys(measurements)
+    if base is None and target is None:
+        if len(keys) != 2:
+            raise BadInputError(f"the inputs have measurements on {len(keys)} GPU(s) ({', '.join(keys) or 'none'}); "
+                                f"name the two to compare with --base and --target")
+        return keys[0], keys[1]
+    if base is None or target is None:
+        named = _resolve(base or target, keys, table)
+        others = [k for k in keys if k != named]
+        if len(others) != 1:
+            raise BadInputError(f"name both --base and --target: the inputs have GPUs {', '.join(keys)}")
+        return (named, others[0]) if base else (others[0], named)
+    b, t = _resolve(base, keys, table), _resolve(target, keys, table)
+    if b == t:
+        raise BadInputError(f"--base and --target are the same GPU ({b})")
+    return b, t
+
+
+def _best_pair(a: list[Measurement], b: list[Measurement]) -> tuple[Measurement, Measurement]:
+    """The pair whose precision, batch and layout agree best (ties: the latest measurements)."""
+    def score(pair):
+        x, y = pair
+        return ((x.precision == y.precision) + (x.channels_last == y.channels_last) + (x.batch_size == y.batch_size),
+                a.index(x), b.index(y))
+    return max(((x, y) for x in a for y in b), key=score)
+
+
+def _aggregate(models: list[ModelComparison], key) -> list[Aggregate]:
+    groups: dict[str, list[ModelComparison]] = defaultdict(list)
+    for m in models:
+        groups[key(m) or "-"].append(m)
+    out = [Aggregate(k, len(ms), statistics.median(m.speedup for m in ms), statistics.median(m.sensitivity for m in ms),
+                     min(m.speedup for m in ms), max(m.speedup for m in ms)) for k, ms in groups.items()]
+    out.sort(key=lambda a: -a.median_speedup)
+    return out
+
+
+def _profile_for(arch_img: tuple[str, int | None], profiles: dict, base_key: str) -> Measurement | None:
+    candidates = profiles.get(arch_img, [])
+    on_base = [m for m in candidates if m.gpu == base_key]
+    with_spec = [m for m in candidates if m.gpu_id]
+    return (on_base or with_spec or candidates or [None])[-1]
+
+
+def bound_shares_on(profile: Measurement, base: Measurement, base_spec: GpuSpec | None, table: GpuTable) -> tuple[dict[str, float], str]:
+    """Time by bound of ``profile``'s model on the base GPU: measured there, else predicted."""
+    result = profile.result
+    roof = result.roofline if result else None
+    if roof is None or not roof.groups:
+        return {}, ""
+    if profile.gpu == base.gpu and roof.shares:
+        return dict(roof.shares), f"measured on {profile.gpu}"
+    if base_spec is None or profile.gpu_id is None:
+        return ({}, "") if not roof.shares else (dict(roof.shares), f"measured on {profile.gpu}")
+    from visprof.analysis.predict import predict_result
+
+    try:
+        predicted = predict_result(result, base_spec, batch_size=base.batch_size, table=table,
+                                   precision=base.precision if base.precision in ("fp16", "bf16") else None)
+    except BadInputError:
+        return dict(roof.shares), f"measured on {profile.gpu}"
+    return predicted.shares, f"predicted from {profile.gpu}"
+
+
+def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: GpuSpec | None, base_name: str,
+            target_name: str, precision: str | None) -> str:
+    """One sentence: how much it gains against the median, what bounds its time, and the
+    ratios of the two GPUs that matter for those bounds."""
+    head = f"gains x{m.speedup:.2f} against a median x{median:.2f} ({m.sensitivity:+.0%})"
+    ratios = ""
+    tensor_ratio = bandwidth_ratio = None
+    if base and target:
+        key = precision if precision in ("fp16", "bf16", "tf32") else "fp16"
+        tb, tt = base.tensor_peak(key), target.tensor_peak(key)
+        tensor_ratio = tt / tb if tb and tt else None
+        bandwidth_ratio = target.memory_bandwidth_gbs / base.memory_bandwidth_gbs
+        fp32_ratio = target.fp32_tflops / base.fp32_tflops
+    if not m.shares:
+        tail = "; no profile of it to say why (profile it, or sweep it, on a GPU with a spec row)"
+        if m.intensity is not None:
+            tail = f"; no profile of it (it does {m.intensity:.0f} MACs per activation)"
+        return head + tail
+    kernel = {b: v for b, v in m.shares.items() if b != "launch"}
+    bound = max(kernel, key=kernel.get)
+    where = m.shares_from.replace("measured on ", "measured on the ").replace("predicted from ", "predicted from the ")
+    what = f"{m.shares[bound]:.0%} of its {base_name} time is {BOUND_LABELS[bound]} bound ({where} profile)"
+    if tensor_ratio is None:
+        return f"{head}: {what}"
+    if bound == "tensor":
+        why = f"and the {target_name} has {tensor_ratio:.2f}x the {base_name}'s tensor throughput but {bandwidth_ratio:.2f}x its bandwidth"
+    elif bound == "memory":
+        why = f"and the {target_name} has only {bandwidth_ratio:.2f}x the {base_name}'s bandwidth ({tensor_ratio:.2f}x its tensor throughput)"
+    elif bound == "compute":
+        why = f"and the {target_name} has {fp32_ratio:.2f}x the {base_name}'s FP32 throughput, {bandwidth_ratio:.2f}x its bandwidth"
+    else:
+        why = f"(ops without recorded bytes); the {target_name} has {tensor_ratio:.2f}x the tensor throughput, {bandwidth_ratio:.2f}x the bandwidth"
+    launch = m.shares.get("launch", 0.0)
+    extra = f"; {launch:.0%} is launch/host time, which no GPU speeds up" if launch >= 0.10 else ""
+    return f"{head}: {what}, {why}{extra}"
+
+
+def compare(measurements: list[Measurement], base: str | None = None, target: str | None = None,
+            table: GpuTable | None = None) -> Comparison:
+    table = table or gpu_table()
+    measurements = [m for m in measurements if m.samples_per_s]
+    base_key, target_key = pick_gpus(measurements, base, target, table)
+    by_gpu: dict[str, dict[tuple, list[Measurement]]] = {base_key: defaultdict(list), target_key: defaultdict(list)}
+    profiles: dict[tuple, list[Measurement]] = defaultdict(list)
+    for m in measurements:
+        if m.gpu in by_gpu:
+            by_gpu[m.gpu][(m.arch, m.img_size)].append(m)
+        if m.result is not None:
+            profiles[(m.arch, m.img_size)].append(m)
+    base_spec, target_spec = table.find(base_key), table.find(target_key)
+    models = []
+    for key in by_gpu[base_key]:
+        if key not in by_gpu[target_key]:
+            continue
+        a, b = _best_pair(by_gpu[base_key][key], by_gpu[target_key][key])
+        models.append(ModelComparison(model=a.model, img_size=key[1], family=family(a.model), base=a, target=b,
+                                      speedup=b.samples_per_s / a.samples_per_s))
+    if not models:
+        raise BadInputError(f"no model was measured on both {base_key} and {target_key} at the same image size")
+    median = statistics.median(m.speedup for m in models)
+    base_name = base_spec.name.replace("NVIDIA ", "").replace("GeForce ", "") if base_spec else base_key
+    target_name = target_spec.name.replace("NVIDIA ", "").replace("GeForce ", "") if target_spec else target_key
+    for m in models:
+        m.sensitivity = m.speedup / median - 1
+        profile = _profile_for((m.base.arch, m.img_size), profiles, base_key)
+        if profile is not None:
+            m.dominant_category = dominant_category(profile.result)
+            m.shares, m.shares_from = bound_shares_on(profile, m.base, base_spec, table)
+        m.explanation = explain(m, median, base_spec, target_spec, base_name, target_name, m.base.precision)
+    models.sort(key=lambda m: -m.sensitivity)
+    unmatched = {k: len(set(by_gpu[k]) - set(by_gpu[o])) for k, o in ((base_key, target_key), (target_key, base_key))}
+    notes = []
+    mixed = sum(1 for m in models if m.base.kind != m.target.kind)
+    if mixed:
+        notes.append(f"{mixed} model(s) compare a visprof profile with a reference measurement (different loops and settings)")
+    return Comparison(base_key, target_key, base_spec, target_spec, models, median,
+                      by_family=_aggregate(models, lambda m: m.family),
+                      by_category=_aggregate(models, lambda m: m.dominant_category or "(no profile)"),
+                      by_bound=_aggregate(models, lambda m: _dominant_bound(m.shares) or "(no profile)"),
+                      unmatched=unmatched, notes=notes)
+
+
+def _dominant_bound(shares: dict[str, float]) -> str | None:
+    kernel = {b: v for b, v in shares.items() if b != "launch"}
+    return max(kernel, key=kernel.get) if kernel else None
+
+
+__all__ = ["Aggregate", "Comparison", "ModelComparison", "bound_shares_on", "busiest_pair", "compare", "explain", "gpu_keys",
+           "pick_gpus"]

@@ -1,0 +1,299 @@
+"""The GPU spec table (``visprof/data/gpus.toml``): peak rates, bandwidth, memory, SMs, L2, clocks.
+
+    table = gpu_table()                      # the built-in rows (+ $VISPROF_GPUS, if set)
+    table.extend_from_file("my_gpus.toml")   # add or replace rows; checked, with clear errors
+    spec = table.get("rtx4090")              # by id, alias or device name
+    spec = table.for_device("NVIDIA H200")   # the row an NVML/torch device name matches
+    spec.tensor_peak("bf16")                 # dense TFLOP/s with fp32 accumulation
+    device_warnings(spec, result.gpu)        # the row against what NVML measured
+
+The file's conventions (dense figures, fp32 accumulation, units) are in its header.
+"""
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from visprof.errors import BadInputError
+
+DEFAULT_GPUS_PATH = Path(__file__).resolve().parent.parent / "data" / "gpus.toml"
+ENV_FILE = "VISPROF_GPUS"  # a user file added to the built-in table by gpu_table()
+
+TENSOR_KEYS = ("fp16", "bf16", "tf32", "fp8", "int8", "fp4", "fp16_acc16")
+# Numeric fields of a row, with their unit for messages; every one is required.
+NUMBERS = {
+    "sms": "SMs",
+    "boost_clock_mhz": "MHz",
+    "memory_gb": "GB",
+    "memory_bandwidth_gbs": "GB/s",
+    "l2_mb": "MB",
+    "fp32_tflops": "TFLOP/s",
+}
+TEXT = {"id", "name", "arch", "compute_capability", "note"}
+LISTS = {"match", "aliases"}
+ROW_KEYS = {*NUMBERS, *TEXT, *LISTS, "tensor_tflops", "source"}
+# The device check's tolerances (module doc of device_warnings).
+MEMORY_TOLERANCE = 0.08
+CLOCK_TOLERANCE = 0.05
+# Precisions visprof runs at, and the tensor rate each uses.
+PRECISION_TENSOR_KEY = {"fp16": "fp16", "bf16": "bf16", "tf32": "tf32", "fp32": None, "fp8": "fp8"}
+
+
+def normalize_name(text: str) -> str:
+    """``NVIDIA GeForce RTX 4090`` -> ``rtx4090``: lower case, no vendor words, no punctuation."""
+    text = re.sub(r"\b(nvidia|geforce|tesla)\b", "", str(text).lower())
+    return re.sub(r"[^a-z0-9]", "", text)
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    id: str
+    name: str
+    sms: int
+    boost_clock_mhz: float
+    memory_gb: float
+    memory_bandwidth_gbs: float
+    l2_mb: float
+    fp32_tflops: float
+    tensor_tflops: dict[str, float]
+    match: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    arch: str = ""
+    compute_capability: str = ""
+    note: str = ""
+    source: dict[str, str] = field(default_factory=dict)
+    origin: str = ""  # the file the row came from
+
+    def tensor_peak(self, precision: str | None) -> float | None:
+        """Dense tensor-core TFLOP/s at ``precision`` ("fp16", "bf16", "tf32", "fp8"); None
+        where the GPU has no tensor rate for it (fp32 without TF32, FP8 on Ampere)."""
+        key = PRECISION_TENSOR_KEY.get(precision or "", precision)
+        return self.tensor_tflops.get(key) if key else None
+
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        return self.memory_bandwidth_gbs * 1e9
+
+    def matches(self, device_name: str) -> bool:
+        return any(re.search(p, device_name, re.IGNORECASE) for p in self.match)
+
+    def names(self) -> list[str]:
+        """Every name this row answers to on the command line."""
+        return [self.id, self.name, *self.aliases]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The figures a result or a prediction records of the GPU it used."""
+        return {"id": self.id, "name": self.name, "sms": self.sms, "boost_clock_mhz": self.boost_clock_mhz,
+                "memory_gb": self.memory_gb, "memory_bandwidth_gbs": self.memory_bandwidth_gbs,
+                "l2_mb": self.l2_mb, "fp32_tflops": self.fp32_tflops, "tensor_tflops": dict(self.tensor_tflops)}
+
+
+def _fail(origin: str, where: str, message: str) -> BadInputError:
+    return BadInputError(f"GPU spec file {origin}: {where}: {message}")
+
+
+def spec_from_mapping(data: Mapping[str, Any], origin: str = "<mapping>", index: int = 0,
+                      require_sources: bool = False) -> GpuSpec:
+    """One [[gpus]] row, checked: every figure present, a positive number, in known keys."""
+    where = f"row {index + 1}" + (f" (id {data.get('id')!r})" if isinstance(data, Mapping) and data.get("id") else "")
+    if not isinstance(data, Mapping):
+        raise _fail(origin, where, f"expected a table, got {type(data).__name__}")
+    unknown = set(data) - ROW_KEYS
+    if unknown:
+        raise _fail(origin, where, f"unknown key(s) {sorted(unknown)}; valid keys: {sorted(ROW_KEYS)}")
+    for key in ("id", "name"):
+        if not isinstance(data.get(key), str) or not data[key].strip():
+            raise _fail(origin, where, f"'{key}' must be a non-empty string")
+    numbers = {}
+    for key, unit in NUMBERS.items():
+        numbers[key] = _positive(data.get(key), origin, where, key, unit)
+    tensor = data.get("tensor_tflops")
+    if not isinstance(tensor, Mapping) or not tensor:
+        raise _fail(origin, where, "'tensor_tflops' must be a table such as { fp16 = 165.2, bf16 = 165.2 }")
+    bad_keys = set(tensor) - set(TENSOR_KEYS)
+    if bad_keys:
+        raise _fail(origin, where, f"tensor_tflops: unknown precision(s) {sorted(bad_keys)}; valid: {list(TENSOR_KEYS)}")
+    tensor_tflops = {k: _positive(v, origin, where, f"tensor_tflops.{k}", "TFLOP/s") for k, v in tensor.items()}
+    lists = {}
+    for key in LISTS:
+        value = data.get(key, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise _fail(origin, where, f"'{key}' must be a list of strings")
+        lists[key] = tuple(value)
+    for pattern in lists["match"]:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise _fail(origin, where, f"bad match regex {pattern!r}: {exc}") from None
+    source = data.get("source", {})
+    if not isinstance(source, Mapping) or not all(isinstance(v, str) for v in source.values()):
+        raise _fail(origin, where, "'source' must be a table of strings, one per figure")
+    if require_sources:
+        missing = [k for k in [*NUMBERS, "tensor_tflops"] if k not in source]
+        if missing:
+            raise _fail(origin, where, f"no source for {missing}")
+    else:
+        source = {key: source.get(key, f"user file {origin}") for key in [*NUMBERS, "tensor_tflops"]}
+    for key in ("arch", "compute_capability", "note"):
+        if key in data and not isinstance(data[key], str):
+            raise _fail(origin, where, f"'{key}' must be a string")
+    return GpuSpec(id=data["id"].strip(), name=data["name"].strip(), sms=int(numbers["sms"]),
+                   boost_clock_mhz=numbers["boost_clock_mhz"], memory_gb=numbers["memory_gb"],
+                   memory_bandwidth_gbs=numbers["memory_bandwidth_gbs"], l2_mb=numbers["l2_mb"],
+                   fp32_tflops=numbers["fp32_tflops"], tensor_tflops=tensor_tflops, match=lists["match"],
+                   aliases=lists["aliases"], arch=data.get("arch", ""),
+                   compute_capability=data.get("compute_capability", ""), note=data.get("note", ""),
+                   source=dict(source), origin=origin)
+
+
+def _positive(value: Any, origin: str, where: str, key: str, unit: str) -> float:
+    if value is None:
+        raise _fail(origin, where, f"missing '{key}' ({unit})")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
+        raise _fail(origin, where, f"'{key}' must be a positive number ({unit}), got {value!r}")
+    return float(value)
+
+
+class GpuTable:
+    """GPU rows by id, in file order; later rows with the same id replace earlier ones."""
+
+    def __init__(self, specs: Iterable[GpuSpec] = ()):
+        self.specs: dict[str, GpuSpec] = {}
+        for spec in specs:
+            self.specs[spec.id] = spec
+
+    @classmethod
+    def default(cls) -> "GpuTable":
+        """A fresh copy of the built-in table (safe to extend)."""
+        return cls(_default_specs())
+
+    @classmethod
+    def from_file(cls, path: str | Path, require_sources: bool = False) -> "GpuTable":
+        return cls(read_specs(path, require_sources))
+
+    def extend_from_file(self, path: str | Path) -> list[GpuSpec]:
+        """Adds the rows of a user file (same shape as gpus.toml); a row whose id exists
+        replaces it. A bad file raises BadInputError and leaves the table unchanged."""
+        specs = read_specs(path)
+        for spec in specs:
+            self.specs[spec.id] = spec
+        return specs
+
+    def __iter__(self):
+        return iter(self.specs.values())
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+    def for_device(self, device_name: str | None) -> GpuSpec | None:
+        """The row whose ``match`` regexes fit an NVML/torch device name; the last-added
+        row wins, so a user row overrides the built-in one."""
+        if not device_name:
+            return None
+        hits = [spec for spec in self.specs.values() if spec.matches(device_name)]
+        return hits[-1] if hits else None
+
+    def find(self, name: str | None) -> GpuSpec | None:
+        """By id, alias, row name or device name (case and punctuation ignored); None if unknown."""
+        if not name:
+            return None
+        key = normalize_name(name)
+        for spec in reversed(list(self.specs.values())):
+            if key in {normalize_name(n) for n in spec.names()}:
+                return spec
+        return self.for_device(name)
+
+    def get(self, name: str) -> GpuSpec:
+        """As ``find``, but an unknown name is a BadInputError that lists the known ones."""
+        spec = self.find(name)
+        if spec is None:
+            known = ", ".join(spec.id for spec in self.specs.values())
+            raise BadInputError(f"unknown GPU {name!r}; known: {known} (add a row with --gpus FILE, "
+                                f"see docs/hardware-sensitivity.md)")
+        return spec
+
+
+def read_specs(path: str | Path, require_sources: bool = False) -> list[GpuSpec]:
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise BadInputError(f"GPU spec file {path}: no such file") from None
+    except OSError as exc:
+        raise BadInputError(f"GPU spec file {path}: cannot read it: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInputError(f"GPU spec file {path}: not valid TOML: {exc}") from None
+    rows = data.get("gpus")
+    if not isinstance(rows, list) or not rows:
+        raise BadInputError(f"GPU spec file {path}: no [[gpus]] rows")
+    extra = set(data) - {"version", "gpus"}
+    if extra:
+        raise BadInputError(f"GPU spec file {path}: unknown top-level key(s) {sorted(extra)}; expected 'version' and [[gpus]]")
+    specs = [spec_from_mapping(row, str(path), i, require_sources) for i, row in enumerate(rows)]
+    seen: dict[str, int] = {}
+    for i, spec in enumerate(specs):
+        if spec.id in seen:
+            raise BadInputError(f"GPU spec file {path}: rows {seen[spec.id] + 1} and {i + 1} both have id {spec.id!r}")
+        seen[spec.id] = i
+    return specs
+
+
+@lru_cache(maxsize=1)
+def _default_specs() -> tuple[GpuSpec, ...]:
+    return tuple(read_specs(DEFAULT_GPUS_PATH, require_sources=True))
+
+
+def gpu_table(extra: str | Path | None = None) -> GpuTable:
+    """The built-in table, plus the file named by $VISPROF_GPUS, plus ``extra``."""
+    table = GpuTable.default()
+    env = os.environ.get(ENV_FILE)
+    if env:
+        table.extend_from_file(env)
+    if extra is not None:
+        table.extend_from_file(extra)
+    return table
+
+
+def device_warnings(spec: GpuSpec | None, gpu: Mapping[str, Any] | None) -> list[str]:
+    """Disagreements between a spec row and what NVML/torch say about the running GPU
+    (``ProfileResult.gpu`` / ``hardware.gpu_identity``):
+
+    * no row matches the device name: the roofline has no ceilings;
+    * SM count differs (exact);
+    * memory differs by more than 8% (``memory_gb`` read as GiB: NVML reports GiB less
+      reserved/ECC memory);
+    * the maximum SM clock NVML reports is more than 5% below the row's boost clock (a
+      power-limited variant or a capped clock). A higher maximum is normal on GeForce cards.
+    """
+    if not gpu:
+        return []
+    name = gpu.get("name") or "?"
+    if spec is None:
+        return [f"GPU {name!r} has no row in the GPU spec table: no roofline ceilings or predictions for it "
+                f"(add one with VISPROF_GPUS=FILE; see docs/hardware-sensitivity.md)"]
+    out = []
+    sms = gpu.get("sm_count")
+    if sms and int(sms) != spec.sms:
+        out.append(f"GPU {name!r}: NVML/torch report {sms} SMs, the spec row {spec.id!r} says {spec.sms}")
+    memory = gpu.get("memory_total_bytes")
+    if memory:
+        gib = memory / 2**30
+        if abs(gib - spec.memory_gb) > MEMORY_TOLERANCE * spec.memory_gb:
+            out.append(f"GPU {name!r}: {gib:.1f} GiB of memory, the spec row {spec.id!r} says {spec.memory_gb:g} GB")
+    clock = gpu.get("max_sm_clock_mhz")
+    if clock and clock < (1 - CLOCK_TOLERANCE) * spec.boost_clock_mhz:
+        out.append(f"GPU {name!r}: max SM clock {clock} MHz, below the spec row {spec.id!r}'s boost clock "
+                   f"{spec.boost_clock_mhz:g} MHz: its peak rates are not reachable here")
+    return out
+
+
+__all__ = ["DEFAULT_GPUS_PATH", "GpuSpec", "GpuTable", "device_warnings", "gpu_table", "normalize_name",
+           "read_specs", "spec_from_mapping"]

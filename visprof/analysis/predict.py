@@ -1,0 +1,235 @@
+"""Latency on a GPU you do not have, from a profile on one you do (docs/hardware-sensitivity.md).
+
+Habitat-style roofline scaling, per op group (``RooflineGroup``), from the profile's GPU row
+A to the target's row B:
+
+1. Each group's measured time is ``kernels x floor + roofline_A / e``: a fixed cost per
+   kernel (``KERNEL_FLOOR_MS``, the shortest kernels the H200 runs take 1 us) plus the
+   group's roofline time on A, max(FLOPs / peak, bytes / bandwidth), over an efficiency e
+   in (0, 1] that this solves for. Bytes above A's bandwidth (L2 hits on A) give e = 1.
+2. At a batch ``s`` times the profile's, FLOPs and activation bytes scale by s, weight
+   bytes (``param_bytes``) do not.
+3. On B the group takes ``kernels x floor + roofline_B / e``: the same efficiency, B's
+   peaks (the tensor peak of the group's tensor-core precision, else FP32) and bandwidth.
+   Layout transforms inside an op (``helper_ms``) scale with bandwidth and batch; groups
+   with neither FLOPs nor bytes known scale like memory traffic.
+4. GPU busy time is the sum, times the profile's busy/kernel-time ratio (overlap).
+   Launch/host: the profile's idle time per iteration (``timing.idle_ms``: the host's lead
+   before the GPU starts, and gaps it could not fill) is added unchanged: it is host work,
+   the same on any GPU at any batch. Where the target is faster than the host can launch,
+   this is optimistic; a note says when the profile was host-bound.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Iterable
+
+from visprof.analysis.gpus import GpuSpec, GpuTable, gpu_table
+from visprof.analysis.roofline import BOUNDS, roofline_ms
+from visprof.errors import BadInputError
+from visprof.result import ProfileResult, RooflineGroup
+
+KERNEL_FLOOR_MS = 0.001  # shortest kernels in the H200 recordings: 0.96-1.0 us (tests/data)
+HOST_BOUND_IDLE = 0.10  # idle share of latency above which a note says the profile was host-bound
+SIXTEEN_BIT = ("fp16", "bf16")
+
+
+@dataclass
+class GroupPrediction:
+    group: RooflineGroup
+    time_ms: float  # on the target, per iteration: main kernels + helpers
+    bound: str  # on the target
+    helper_ms: float
+
+
+@dataclass
+class Prediction:
+    model: str
+    img_size: int | None
+    source_gpu: str  # spec id of the profile's GPU
+    target_gpu: str
+    source_batch: int
+    batch_size: int
+    precision: str
+    latency_ms: float
+    samples_per_s: float
+    busy_ms: float
+    idle_ms: float
+    bound_ms: dict[str, float] = field(default_factory=dict)
+    shares: dict[str, float] = field(default_factory=dict)  # of latency; "launch" is the idle time
+    measured_latency_ms: float | None = None  # the profile's own, on its GPU at its batch
+    peak_memory_bytes: float | None = None  # rough: weights + activations scaled with the batch
+    fits: bool | None = None  # peak_memory_bytes within the target's memory
+    notes: list[str] = field(default_factory=list)
+    groups: list[GroupPrediction] = field(default_factory=list)
+
+    def to_dict(self, groups: bool = False) -> dict:
+        data = asdict(self)
+        if not groups:
+            data.pop("groups")
+        return data
+
+
+def _target_precision(tensor_core: str | None, precision: str | None) -> str | None:
+    if tensor_core in SIXTEEN_BIT and precision in SIXTEEN_BIT:
+        return precision
+    return tensor_core
+
+
+EXCESS_MODES = ("bound", "compute")
+
+
+def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, scale: float = 1.0,
+                  precision: str | None = None, efficiency: float | None = None,
+                  excess: str = "bound") -> GroupPrediction:
+    """One group on ``target`` at ``scale`` times the profiled batch (module doc, steps 1-3).
+    ``efficiency`` fixes e instead of measuring it (then ``source`` is not needed).
+
+    ``excess`` says how the measured time above the roofline scales: "bound" (the default,
+    Habitat's assumption) keeps the efficiency, so it scales with the resource that bounds
+    the group; "compute" scales it with the GPUs' general throughput (FP32 TFLOP/s: SMs x
+    clock), for time lost to issue, latency and poor parallelism rather than to the roof."""
+    if excess not in EXCESS_MODES:
+        raise ValueError(f"excess must be one of {EXCESS_MODES}, got {excess!r}")
+    floor = g.kernel_count * KERNEL_FLOOR_MS
+    main_a = max(g.time_ms - g.helper_ms, 0.0)
+    bandwidth_ratio = source.memory_bandwidth_gbs / target.memory_bandwidth_gbs if source else 1.0
+    helper = g.helper_ms * scale * bandwidth_ratio
+    measured = efficiency is None
+    if g.flops <= 0 and g.bytes <= 0:
+        # Nothing known but its time: scaled as memory traffic. Without measured times
+        # (a fixed efficiency) such an op is a view or an allocation: it launches nothing.
+        main_b = (floor + max(main_a - floor, 0.0) * scale * bandwidth_ratio) if measured and main_a > 0 else 0.0
+        return GroupPrediction(g, main_b + helper, "unknown", helper)
+    if measured and main_a <= 0:  # FLOPs counted but no kernel ran (e.g. fused away)
+        return GroupPrediction(g, helper, "memory", helper)
+    roof_a = 0.0
+    if efficiency is None:
+        if source is None:
+            raise ValueError("a measured efficiency needs the source GPU's spec")
+        compute_a, memory_a, _ = roofline_ms(source, g.flops, g.bytes, g.tensor_core)
+        roof_a = g.count * max(compute_a, memory_a)
+        efficiency = roof_a / max(main_a - floor, roof_a) if main_a > 0 and roof_a > 0 else 1.0
+    activations = max(g.bytes - g.param_bytes, 0.0)
+    flops_b = g.flops * scale
+    bytes_b = activations * scale + g.param_bytes
+    compute_b, memory_b, kind = roofline_ms(target, flops_b, bytes_b, _target_precision(g.tensor_core, precision))
+    roof_b = g.count * max(compute_b, memory_b)
+    if excess == "compute" and measured:
+        above = max(main_a - floor - roof_a, 0.0)
+        main_b = floor + roof_b + above * scale * source.fp32_tflops / target.fp32_tflops
+    else:
+        main_b = floor + roof_b / efficiency
+    return GroupPrediction(g, main_b + helper, kind if compute_b >= memory_b else "memory", helper)
+
+
+def _check_precision(result: ProfileResult, precision: str | None) -> str:
+    own = result.config.precision
+    if precision is None or precision == own:
+        return own
+    if precision in SIXTEEN_BIT and own in SIXTEEN_BIT:
+        return precision
+    raise BadInputError(f"{result.model.name}: profiled at {own}; a prediction can switch between fp16 and bf16 "
+                        f"(same bytes per value) but not to {precision}: profile it at {precision}")
+
+
+def source_spec(result: ProfileResult, table: GpuTable) -> GpuSpec:
+    """The spec row of the GPU a result ran on; a clear error where there is none."""
+    name = (result.gpu or {}).get("name")
+    spec = (table.find(result.roofline.gpu) if result.roofline and result.roofline.gpu else None) or table.for_device(name)
+    if spec is None:
+        raise BadInputError(f"{result.model.name}: its GPU {name!r} has no row in the GPU spec table; "
+                            f"add one with --gpus FILE to predict from it")
+    return spec
+
+
+def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuSpec | str | None = None,
+                   batch_size: int | None = None, precision: str | None = None, table: GpuTable | None = None,
+                   efficiency: float | None = None, excess: str = "bound") -> Prediction:
+    """``result``'s latency on ``target`` at ``batch_size`` (default: the profile's).
+
+    ``source`` overrides the spec row of the profile's GPU. ``efficiency`` (a number) skips
+    the measured efficiencies: a pure roofline, for profiles whose times do not count
+    (CPU results), used by bench/predict_check.py's baseline. ``excess``: see ``predict_group``."""
+    table = table or gpu_table()
+    target = table.get(target) if isinstance(target, str) else target
+    roof = result.roofline
+    if roof is None or not roof.groups:
+        raise BadInputError(f"{result.model.name}: the result has no roofline groups (made by a visprof before they "
+                            f"were recorded, or without an attributed pass); profile it again")
+    if efficiency is None:
+        if result.measurement != "gpu":
+            raise BadInputError(f"{result.model.name}: a CPU result has host-clock times; predict from a GPU profile")
+        source = (table.get(source) if isinstance(source, str) else source) or source_spec(result, table)
+    elif isinstance(source, str):
+        source = table.get(source)
+    precision = _check_precision(result, precision)
+    own_batch = result.model.batch_size or 1
+    batch = batch_size or own_batch
+    if batch < 1:
+        raise BadInputError(f"batch size must be >= 1, got {batch}")
+    scale = batch / own_batch
+    groups = [predict_group(g, source, target, scale, precision, efficiency, excess) for g in roof.groups]
+    kernel_ms_a = sum(g.time_ms for g in roof.groups)
+    timing = result.timing
+    overlap = timing.busy_ms / kernel_ms_a if timing and timing.busy_ms and kernel_ms_a > 0 and efficiency is None else 1.0
+    bound_ms: dict[str, float] = {}
+    for p in groups:
+        main = p.time_ms - p.helper_ms
+        bound_ms[p.bound] = bound_ms.get(p.bound, 0.0) + main * overlap
+        if p.helper_ms:
+            bound_ms["memory"] = bound_ms.get("memory", 0.0) + p.helper_ms * overlap
+    busy = sum(bound_ms.values())
+    idle = (timing.idle_ms or 0.0) if timing and efficiency is None else 0.0
+    latency = busy + idle
+    notes = []
+    if timing and timing.idle_ms and timing.latency_ms.median and timing.idle_ms / timing.latency_ms.median > HOST_BOUND_IDLE:
+        notes.append(f"host-bound on its own GPU ({timing.idle_ms / timing.latency_ms.median:.0%} idle): the host's "
+                     f"{timing.idle_ms:.3f} ms per iteration is kept as is")
+    if scale != 1:
+        notes.append(f"batch {own_batch} -> {batch}: FLOPs and activation bytes x{scale:g}, weight bytes kept")
+    peak, fits = _memory(result, scale, target)
+    if fits is False:
+        notes.append(f"needs ~{peak / 2**30:.1f} GiB at batch {batch}, more than the {target.memory_gb:g} GB of the {target.id}")
+    shares = {b: ms / latency for b, ms in bound_ms.items()} if latency > 0 else {}
+    if idle and latency > 0:
+        shares["launch"] = idle / latency
+    return Prediction(model=result.model.name, img_size=result.model.img_size, source_gpu=source.id if source else "-",
+                      target_gpu=target.id, source_batch=own_batch, batch_size=batch, precision=precision,
+                      latency_ms=latency, samples_per_s=batch / latency * 1e3 if latency > 0 else float("nan"),
+                      busy_ms=busy, idle_ms=idle, bound_ms={b: bound_ms[b] for b in BOUNDS if b in bound_ms},
+                      shares=shares, measured_latency_ms=timing.latency_ms.median if timing else None,
+                      peak_memory_bytes=peak, fits=fits, notes=notes, groups=groups)
+
+
+def _memory(result: ProfileResult, scale: float, target: GpuSpec) -> tuple[float | None, bool | None]:
+    """Peak memory at the new batch: fp32 weights stay, the rest scales with the batch."""
+    measured = (result.timing.max_memory_allocated_bytes if result.timing else None) or (
+        result.memory.peak_bytes if result.memory else None)
+    if not measured:
+        return None, None
+    weights = min((result.model.param_count or 0) * 4, measured)
+    peak = weights + (measured - weights) * scale
+    return peak, peak <= target.memory_gb * 1e9
+
+
+def speedup(result: ProfileResult, base: GpuSpec | str, target: GpuSpec | str, **kwargs) -> tuple[Prediction, Prediction, float]:
+    """(prediction on base, prediction on target, target throughput / base throughput)."""
+    a = predict_result(result, base, **kwargs)
+    b = predict_result(result, target, **kwargs)
+    return a, b, b.samples_per_s / a.samples_per_s
+
+
+def predict_many(results: Iterable[ProfileResult], target: GpuSpec | str, **kwargs) -> tuple[list[Prediction], list[str]]:
+    """Predictions for every result that can be predicted; the others' reasons, one line each."""
+    out, skipped = [], []
+    for result in results:
+        try:
+            out.append(predict_result(result, target, **kwargs))
+        except BadInputError as exc:
+            skipped.append(str(exc))
+    return out, skipped
+
+
+__all__ = ["EXCESS_MODES", "KERNEL_FLOOR_MS", "GroupPrediction", "Prediction", "predict_group", "predict_many", "predict_result",
+           "source_spec", "speedup"]

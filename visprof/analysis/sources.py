@@ -1,0 +1,151 @@
+"""Everything the analysis commands read, as measurements: one model on one GPU at one setting.
+
+Accepted inputs (any mix, any number):
+
+* a ProfileResult JSON file (``visprof profile --json``), or a folder of them (searched
+  recursively; JSON files that are not results are skipped and counted);
+* a results store (SQLite): its results and its reference rows (``visprof import-timm``);
+* a timm benchmark CSV, named as timm names them (``...-rtx4090.csv``: the GPU comes from
+  the name); ``FILE@GPU`` names the GPU of a file named otherwise.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from visprof.analysis.families import architecture
+from visprof.analysis.gpus import GpuTable, gpu_table
+from visprof.analysis.store_adapter import is_sqlite_file, open_store, reference_dict
+from visprof.analysis.timm_csv import canonical_precision, parse_benchmark_filename, read_benchmark_csv
+from visprof.errors import BadInputError
+from visprof.result import ProfileResult
+
+
+@dataclass
+class Measurement:
+    """Throughput of one model on one GPU. ``result`` is its profile, when it is one."""
+
+    model: str  # as recorded (may carry a pretrained tag)
+    img_size: int | None
+    gpu_name: str  # as the device or the source names it
+    gpu_id: str | None  # the spec row it matches, if any
+    batch_size: int | None
+    precision: str | None  # visprof's names: fp16, bf16, fp32, tf32
+    samples_per_s: float | None
+    source: str
+    kind: str  # "profile" | "reference"
+    result: ProfileResult | None = None
+    gmacs: float | None = None  # per sample (timm's count: multiply-accumulates)
+    macts_m: float | None = None  # activations per sample, millions (timm's count)
+    param_count_m: float | None = None
+    channels_last: bool = False
+
+    @property
+    def arch(self) -> str:
+        return architecture(self.model)
+
+    @property
+    def gpu(self) -> str:
+        """The key measurements of one GPU share: its spec id, else its name."""
+        return self.gpu_id or self.gpu_name
+
+    @property
+    def latency_ms(self) -> float | None:
+        if self.samples_per_s and self.batch_size:
+            return self.batch_size / self.samples_per_s * 1e3
+        return None
+
+
+@dataclass
+class Loaded:
+    measurements: list[Measurement] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # files passed over, with why
+
+    @property
+    def profiles(self) -> list[Measurement]:
+        return [m for m in self.measurements if m.result is not None]
+
+
+def from_result(result: ProfileResult, source: str, table: GpuTable) -> Measurement:
+    gpu_name = (result.gpu or {}).get("name") or ("CPU" if result.measurement == "cpu" else "unknown GPU")
+    spec = table.for_device(gpu_name) if result.measurement == "gpu" else None
+    return Measurement(model=result.model.name, img_size=result.model.img_size, gpu_name=gpu_name,
+                       gpu_id=spec.id if spec else None, batch_size=result.model.batch_size,
+                       precision=result.config.precision, source=source, kind="profile", result=result,
+                       samples_per_s=result.timing.samples_per_s if result.timing else None,
+                       param_count_m=result.model.param_count / 1e6 if result.model.param_count else None,
+                       channels_last=result.config.channels_last)
+
+
+def from_reference(ref: Any, table: GpuTable) -> Measurement:
+    row = reference_dict(ref)
+    spec = table.find(row["gpu_name"])
+    extra = row.get("extra") or {}
+    return Measurement(model=row["model"], img_size=row["img_size"], gpu_name=row["gpu_name"],
+                       gpu_id=spec.id if spec else None, batch_size=row["batch_size"],
+                       precision=canonical_precision(row["precision"]), samples_per_s=row["samples_per_s"],
+                       source=row["source"], kind="reference", gmacs=row.get("gmacs"), macts_m=row.get("macts_m"),
+                       param_count_m=row.get("param_count_m"), channels_last=extra.get("layout") == "nhwc")
+
+
+def _load_json(path: Path, table: GpuTable, loaded: Loaded, explicit: bool) -> None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        result = ProfileResult.from_dict(data)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError, TypeError, KeyError) as exc:
+        if explicit:
+            raise BadInputError(f"{path}: not a visprof profile result ({type(exc).__name__}: {exc})") from None
+        loaded.skipped.append(f"{path} (not a profile result)")
+        return
+    loaded.measurements.append(from_result(result, str(path), table))
+
+
+def csv_gpu(path: Path, gpu: str | None, table: GpuTable, how: str = "name it as FILE@GPU") -> str:
+    """The spec row name of a timm CSV's GPU: given, or from the file name."""
+    if not Path(path).is_file():
+        raise BadInputError(f"no such file: {path}" if not Path(path).exists() else f"{path} is not a file")
+    if gpu:
+        return table.get(gpu).name
+    hint = parse_benchmark_filename(Path(path).name)["gpu"]
+    spec = table.find(hint) if hint else None
+    if spec is None:
+        what = f"GPU {hint!r} (from the file name)" if hint else "no GPU in its name"
+        raise BadInputError(f"{path}: {what} is not in the GPU spec table; {how} with a known GPU, "
+                            f"or add a row with --gpus FILE")
+    return spec.name
+
+
+def load(paths: Iterable[str | Path], table: GpuTable | None = None) -> Loaded:
+    """Measurements from results, folders of results, stores and timm CSVs (module doc)."""
+    table = table or gpu_table()
+    loaded = Loaded()
+    for item in paths:
+        text = str(item)
+        gpu = None
+        if "@" in text and not Path(text).exists():
+            text, gpu = text.rsplit("@", 1)
+        path = Path(text)
+        if not path.exists():
+            raise BadInputError(f"no such file or folder: {path}")
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*.json") if p.is_file())
+            before = len(loaded.measurements)
+            for file in files:
+                _load_json(file, table, loaded, explicit=False)
+            if len(loaded.measurements) == before:
+                raise BadInputError(f"{path}: no visprof profile results (*.json) in this folder")
+        elif is_sqlite_file(path):
+            with open_store(path) as store:
+                loaded.measurements += [from_result(r, f"{path}", table) for r in store.results()]
+                loaded.measurements += [from_reference(ref, table) for ref in store.references()]
+        elif path.suffix.lower() == ".csv":
+            parsed = read_benchmark_csv(path, csv_gpu(path, gpu, table))
+            loaded.measurements += [from_reference(row, table) for row in parsed.rows]
+        else:
+            _load_json(path, table, loaded, explicit=True)
+    return loaded
+
+
+__all__ = ["Loaded", "Measurement", "csv_gpu", "from_reference", "from_result", "load"]

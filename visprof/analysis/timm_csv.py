@@ -1,0 +1,177 @@
+"""timm's benchmark CSVs -> reference rows (pure functions: text in, plain dicts out).
+
+timm's ``benchmark.py`` writes one row per (model, image size): ``model, infer_img_size,
+infer_samples_per_sec, infer_step_time, infer_batch_size, param_count, infer_gmacs,
+infer_macts``. Its published files are named like
+``benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv``: mode, precision, memory layout,
+PyTorch and CUDA versions, GPU.
+
+A reference row is a dict with the fields of the results store's reference table:
+``source, gpu_name, model, img_size, batch_size, precision, samples_per_s, step_time_ms,
+param_count_m, gmacs, macts_m, extra``. Nothing here touches a store or a file system
+beyond ``read_benchmark_csv``'s one read.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from visprof.errors import BadInputError
+
+REQUIRED = ("model", "infer_img_size", "infer_samples_per_sec", "infer_batch_size")
+OPTIONAL = {"infer_step_time": "step_time_ms", "param_count": "param_count_m", "infer_gmacs": "gmacs",
+            "infer_macts": "macts_m"}
+# timm's benchmark.py --amp ran fp16 autocast when these files were made (PyTorch 2.4).
+PRECISION_WORDS = {"amp": "amp-fp16", "fp16": "amp-fp16", "amp-fp16": "amp-fp16", "bf16": "amp-bf16",
+                   "amp-bf16": "amp-bf16", "fp32": "fp32", "tf32": "tf32"}
+STEP_TIME_TOLERANCE = 0.10
+
+
+@dataclass
+class ParsedBenchmark:
+    rows: list[dict[str, Any]]
+    test_rows_dropped: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+def canonical_precision(text: str | None) -> str | None:
+    """A reference's or a result's precision as visprof names it: "amp-fp16" -> "fp16"."""
+    if not text:
+        return None
+    text = text.lower()
+    return text[4:] if text.startswith("amp-") else text
+
+
+def parse_benchmark_filename(name: str) -> dict[str, str | None]:
+    """What a timm results file name says: ``benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv``
+    -> {mode: infer, precision: amp-fp16, layout: nchw, torch: 2.4.0, cuda: 12.4, gpu: rtx4090}.
+    Unknown parts come out as None."""
+    stem = Path(name).name
+    stem = stem[: -len(".csv")] if stem.lower().endswith(".csv") else stem
+    parts = stem.lower().split("-")
+    out: dict[str, str | None] = {"mode": None, "precision": None, "layout": None, "torch": None, "cuda": None, "gpu": None}
+    if parts and parts[0] == "benchmark":
+        parts = parts[1:]
+    rest = []
+    for part in parts:
+        if part in ("infer", "train") and out["mode"] is None:
+            out["mode"] = part
+        elif part in PRECISION_WORDS and out["precision"] is None:
+            out["precision"] = PRECISION_WORDS[part]
+        elif part in ("nchw", "nhwc") and out["layout"] is None:
+            out["layout"] = part
+        elif re.fullmatch(r"pt\d{3,}", part):
+            digits = part[2:]
+            out["torch"] = f"{digits[0]}.{digits[1:-1]}.{digits[-1]}"
+        elif re.fullmatch(r"cu\d{3,}", part):
+            digits = part[2:]
+            out["cuda"] = f"{digits[:-1]}.{digits[-1]}"
+        else:
+            rest.append(part)
+    out["gpu"] = "-".join(rest) or None
+    return out
+
+
+def _number(text: str, where: str, column: str, integer: bool = False, positive: bool = True) -> float | int | None:
+    text = (text or "").strip().replace(",", "")  # "1,014.45" in some timm files
+    if text == "":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadInputError(f"{where}: column {column!r} is not a number: {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise BadInputError(f"{where}: column {column!r} is not a finite number: {text!r}")
+    if positive and value <= 0:
+        raise BadInputError(f"{where}: column {column!r} must be > 0, got {text}")
+    if integer:
+        if value != int(value):
+            raise BadInputError(f"{where}: column {column!r} must be a whole number, got {text}")
+        return int(value)
+    return value
+
+
+def parse_benchmark_csv(text: str, *, source: str, gpu_name: str, precision: str | None = None,
+                        extra: dict[str, Any] | None = None) -> ParsedBenchmark:
+    """Rows of one timm inference benchmark CSV, checked; ``test_*`` rows (timm's own test
+    models) are dropped. ``precision`` defaults to what ``source``'s file name says.
+
+    Raises BadInputError, naming the file and line, for a missing column, a value that is
+    not a positive number, or a (model, image size) listed twice."""
+    meta = parse_benchmark_filename(source)
+    precision = precision or meta["precision"]
+    if precision is None:
+        raise BadInputError(f"{source}: the file name does not say the precision (amp, fp32, ...); give --precision")
+    precision = PRECISION_WORDS.get(precision.lower(), precision.lower())
+    reader = csv.DictReader(io.StringIO(text))
+    header = reader.fieldnames or []
+    if not header:
+        raise BadInputError(f"{source}: empty file, expected a timm benchmark CSV")
+    if "train_samples_per_sec" in header and "infer_samples_per_sec" not in header:
+        raise BadInputError(f"{source}: a training benchmark; import-timm reads inference benchmarks (infer_* columns)")
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise BadInputError(f"{source}: not a timm inference benchmark CSV: missing column(s) {missing} "
+                            f"(header: {', '.join(header)})")
+    base_extra = {k: v for k, v in meta.items() if k in ("layout", "torch", "cuda", "mode") and v}
+    base_extra.update(extra or {})
+    parsed = ParsedBenchmark(rows=[])
+    seen: dict[tuple[str, int], int] = {}
+    for line, raw in enumerate(reader, start=2):
+        where = f"{source} line {line}"
+        if None in raw:  # more cells than header columns
+            raise BadInputError(f"{where}: more values than columns")
+        model = (raw.get("model") or "").strip()
+        if not model:
+            raise BadInputError(f"{where}: empty model name")
+        if model.startswith("test_"):
+            parsed.test_rows_dropped += 1
+            continue
+        img_size = _number(raw["infer_img_size"], where, "infer_img_size", integer=True)
+        samples = _number(raw["infer_samples_per_sec"], where, "infer_samples_per_sec")
+        batch = _number(raw["infer_batch_size"], where, "infer_batch_size", integer=True)
+        for column, value in (("infer_img_size", img_size), ("infer_samples_per_sec", samples), ("infer_batch_size", batch)):
+            if value is None:
+                raise BadInputError(f"{where}: column {column!r} is empty")
+        key = (model, img_size)
+        if key in seen:
+            raise BadInputError(f"{where}: {model} at {img_size}px is listed twice (also line {seen[key]})")
+        seen[key] = line
+        row: dict[str, Any] = {"source": Path(source).name, "gpu_name": gpu_name, "model": model, "img_size": img_size,
+                               "batch_size": batch, "precision": precision, "samples_per_s": samples}
+        for column, name in OPTIONAL.items():
+            row[name] = _number(raw[column], where, column) if column in raw else None
+        row["extra"] = dict(base_extra)
+        step = row["step_time_ms"]
+        if step is not None and abs(batch / samples * 1e3 / step - 1) > STEP_TIME_TOLERANCE:
+            parsed.warnings.append(f"{where}: {model}: step time {step} ms disagrees with batch / samples/s "
+                                   f"= {batch / samples * 1e3:.3f} ms")
+        parsed.rows.append(row)
+    if not parsed.rows:
+        raise BadInputError(f"{source}: no benchmark rows (only {parsed.test_rows_dropped} test_* rows)")
+    return parsed
+
+
+def read_benchmark_csv(path: str | Path, gpu_name: str, precision: str | None = None,
+                       extra: dict[str, Any] | None = None) -> ParsedBenchmark:
+    """``parse_benchmark_csv`` of a file; a file that cannot be read is a BadInputError."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise BadInputError(f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise BadInputError(f"{path} is a directory; give a timm benchmark CSV file") from None
+    except UnicodeDecodeError:
+        raise BadInputError(f"{path}: not a text file, expected a timm benchmark CSV") from None
+    except OSError as exc:
+        raise BadInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return parse_benchmark_csv(text, source=str(path), gpu_name=gpu_name, precision=precision, extra=extra)
+
+
+__all__ = ["ParsedBenchmark", "canonical_precision", "parse_benchmark_csv", "parse_benchmark_filename",
+           "read_benchmark_csv"]

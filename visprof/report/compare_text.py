@@ -1,0 +1,90 @@
+"""Text tables for ``visprof compare`` and ``visprof predict`` (and CSV rows for their files)."""
+from __future__ import annotations
+
+import csv
+import io
+from typing import Iterable, Sequence
+
+from visprof.report.table import format_table
+
+BOUND_SHORT = {"tensor": "tensor", "memory": "memory", "compute": "compute", "unknown": "unknown", "launch": "launch"}
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.0f}%"
+
+
+def _shares(shares: dict[str, float]) -> str:
+    parts = [f"{BOUND_SHORT.get(b, b)} {v * 100:.0f}%" for b, v in sorted(shares.items(), key=lambda kv: -kv[1]) if v >= 0.005]
+    return ", ".join(parts) or "-"
+
+
+def format_comparison(comparison, top: int | None = 15, width: int | None = None) -> str:
+    """Header, the most and least sensitive models, then the aggregates."""
+    c = comparison
+    lines = [f"visprof compare: {c.base} -> {c.target}: {len(c.models)} models measured on both "
+             f"(median speed-up x{c.median_speedup:.3f})"]
+    if c.base_spec and c.target_spec:
+        b, t = c.base_spec, c.target_spec
+        key = c.models[0].base.precision if c.models and c.models[0].base.precision in ("fp16", "bf16", "tf32") else "fp16"
+        tb, tt = b.tensor_peak(key), t.tensor_peak(key)
+        ratio = f"tensor ({key}) x{tt / tb:.2f}, " if tb and tt else ""
+        lines.append(f"spec ratios {c.target}/{c.base}: {ratio}FP32 x{t.fp32_tflops / b.fp32_tflops:.2f}, "
+                     f"bandwidth x{t.memory_bandwidth_gbs / b.memory_bandwidth_gbs:.2f}, L2 x{t.l2_mb / b.l2_mb:.1f}")
+    unmatched = ", ".join(f"{n} only on {k}" for k, n in c.unmatched.items() if n)
+    if unmatched:
+        lines.append(f"not compared: {unmatched}")
+    lines += [f"note: {n}" for n in c.notes]
+    models = c.models
+    shown = models if top is None or len(models) <= 2 * top else models[:top] + models[-top:]
+    headers = ["model", "img", "family", "speed-up", "sensitivity", "dominant", "time by bound (base)"]
+    rows = [[m.model, str(m.img_size or "-"), m.family, f"x{m.speedup:.3f}", f"{m.sensitivity:+.1%}",
+             m.dominant_category or "-", _shares(m.shares)] for m in shown]
+    title = "Models, most sensitive first" if shown is models else f"The {top} most and {top} least sensitive models"
+    lines += ["", title, *format_table(headers, rows, width)]
+    explained = [m for m in models if m.shares][: 2 * (top or 15)]
+    if explained:
+        lines += ["", "Why (profiled models)"]
+        lines += [f"  {m.model} @{m.img_size}: {m.explanation}" for m in explained]
+    for title, aggregates in (("By family (timm module)", c.by_family), ("By dominant category", c.by_category),
+                              ("By dominant bound on the base GPU", c.by_bound)):
+        if len(aggregates) == 1 and aggregates[0].key == "(no profile)":
+            continue
+        agg = aggregates if top is None or len(aggregates) <= 2 * top else aggregates[:top] + aggregates[-top:]
+        rows = [[a.key, str(a.count), f"x{a.median_speedup:.3f}", f"{a.median_sensitivity:+.1%}",
+                 f"x{a.min_speedup:.2f}-x{a.max_speedup:.2f}"] for a in agg]
+        lines += ["", title, *format_table(["group", "models", "median speed-up", "sensitivity", "range"], rows, width)]
+    return "\n".join(lines) + "\n"
+
+
+def format_predictions(predictions: Sequence, target_name: str, skipped: Iterable[str] = (), width: int | None = None) -> str:
+    lines = [f"visprof predict: {len(predictions)} model(s) on {target_name}"]
+    headers = ["model", "img", "from", "batch", "measured ms", "predicted ms", "samples/s", "time by bound", "fits"]
+    rows = []
+    for p in predictions:
+        measured = "-" if p.measured_latency_ms is None else f"{p.measured_latency_ms:.3f}@{p.source_batch}"
+        rows.append([p.model, str(p.img_size or "-"), p.source_gpu, str(p.batch_size), measured, f"{p.latency_ms:.3f}",
+                     f"{p.samples_per_s:,.1f}", _shares(p.shares), "-" if p.fits is None else "yes" if p.fits else "NO"])
+    lines += ["", *format_table(headers, rows, width)]
+    notes = [(p.model, n) for p in predictions for n in p.notes]
+    if notes:
+        lines += ["", "Notes"] + [f"  {model}: {note}" for model, note in notes]
+    skipped = list(skipped)
+    if skipped:
+        lines += ["", f"Not predicted ({len(skipped)})"] + [f"  {s}" for s in skipped]
+    return "\n".join(lines) + "\n"
+
+
+def rows_to_csv(rows: list[dict]) -> str:
+    columns: dict[str, None] = {}
+    for row in rows:
+        columns.update(dict.fromkeys(row))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(columns), lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    return out.getvalue()
+
+
+__all__ = ["format_comparison", "format_predictions", "rows_to_csv"]

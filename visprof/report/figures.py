@@ -1,0 +1,420 @@
+"""The report's pictures, drawn with matplotlib's object API (no pyplot: no global state, no
+display needed, safe in a notebook). matplotlib is imported when a figure is drawn.
+
+Each function takes analysis objects (measurements, a comparison) and returns a
+``matplotlib.figure.Figure``, or None when the inputs hold nothing to draw;
+``png_bytes(fig)`` renders one.
+"""
+from __future__ import annotations
+
+import io
+import math
+from collections import defaultdict
+from typing import Sequence
+
+BOUND_COLORS = {"tensor": "#D1495B", "compute": "#EDAE49", "memory": "#00798C", "unknown": "#B8B8B8", "launch": "#30343F"}
+BOUND_NAMES = {"tensor": "tensor-core", "compute": "other compute", "memory": "memory bandwidth", "unknown": "unknown",
+               "launch": "launch/host (idle)"}
+NO_PROFILE = "#9A9A9A"
+GPU_COLORS = ["#1F77B4", "#D62728", "#2CA02C", "#9467BD", "#FF7F0E", "#8C564B"]
+MAX_BARS = 60
+
+
+def _figure(width: float, height: float):
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        from visprof.errors import VisprofError
+
+        raise VisprofError("the report's figures need matplotlib: pip install 'visprof[report]'") from None
+
+    fig = Figure(figsize=(width, height), dpi=110, layout="constrained")
+    fig.patch.set_facecolor("white")
+    return fig
+
+
+def png_bytes(fig) -> bytes:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    out = io.BytesIO()
+    fig.savefig(out, format="png", facecolor="white")
+    return out.getvalue()
+
+
+def _categories():
+    from visprof.categories import default_table
+
+    table = default_table()
+    return table, [*table.categories, "unattributed"]
+
+
+def _style(ax, grid_axis: str = "both") -> None:
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.grid(True, axis=grid_axis, color="#E5E5E5", linewidth=0.8)
+    ax.set_axisbelow(True)
+
+
+def _label(m) -> str:
+    gpu = m.gpu_id or m.gpu_name.replace("NVIDIA ", "")
+    return f"{m.model} · {gpu} · b{m.batch_size}"
+
+
+def category_bars(profiles: Sequence, max_bars: int = MAX_BARS):
+    """Per profile: GPU time per image by category, the same as shares, and time by bound."""
+    profiles = [m for m in profiles if m.result is not None and m.result.categories]
+    if not profiles:
+        return None
+    table, order = _categories()
+    totals = []
+    for m in profiles:
+        cats = m.result.category_totals()
+        batch = m.batch_size or 1
+        total = sum(r.time_ms for r in cats.values())
+        if total <= 0:
+            continue
+        totals.append((m, {c: cats[c].time_ms for c in cats}, total, batch))
+    if not totals:
+        return None
+    note = ""
+    if len(totals) > max_bars:
+        totals.sort(key=lambda t: -t[2] / t[3])
+        note = f" (the {max_bars} slowest per image of {len(totals)})"
+        totals = totals[:max_bars]
+    # Most GEMM-heavy (attention + linear) at the top.
+    totals.sort(key=lambda t: (t[1].get("attention", 0) + t[1].get("linear", 0)) / t[2])
+    has_bounds = any(m.result.roofline and m.result.roofline.shares for m, *_ in totals)
+    panels = 3 if has_bounds else 2
+    fig = _figure(5.0 * panels + (1.6 if has_bounds else 0), max(3.0, 1.4 + 0.3 * len(totals)))
+    axes = fig.subplots(1, panels, sharey=True, width_ratios=[1.25, 1, 1][:panels])
+    y = list(range(len(totals)))
+    cpu = any(m.result.measurement != "gpu" for m, *_ in totals)
+    for panel, ax in enumerate(axes[:2]):
+        left = [0.0] * len(totals)
+        for cat in order:
+            values = []
+            for m, by_cat, total, batch in totals:
+                ms = by_cat.get(cat, 0.0)
+                values.append(ms / batch * 1e3 if panel == 0 else ms / total * 100)
+            if not any(values):
+                continue
+            color = table.category(cat).color
+            ax.barh(y, values, left=left, color=color, edgecolor="white", linewidth=0.4,
+                    label=table.category(cat).label)
+            left = [a + b for a, b in zip(left, values)]
+        _style(ax, "x")
+    axes[0].set_yticks(y, [_label(m) for m, *_ in totals], fontsize=8)
+    axes[0].set_xlabel(("host" if cpu else "GPU kernel") + " µs per image")
+    axes[1].set_xlabel("share of kernel time (%)")
+    axes[1].set_xlim(0, 100)
+    axes[0].set_title("Time by category" + note, loc="left", fontsize=10)
+    axes[1].set_title("Share by category", loc="left", fontsize=10)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 9), fontsize=8, frameon=False)
+    if has_bounds:
+        ax = axes[2]
+        left = [0.0] * len(totals)
+        for bound in ("tensor", "compute", "memory", "unknown", "launch"):
+            values = [((m.result.roofline.shares or {}).get(bound, 0.0) * 100 if m.result.roofline else 0.0)
+                      for m, *_ in totals]
+            if not any(values):
+                continue
+            ax.barh(y, values, left=left, color=BOUND_COLORS[bound], edgecolor="white", linewidth=0.4,
+                    label=BOUND_NAMES[bound])
+            left = [a + b for a, b in zip(left, values)]
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("share of latency (%)")
+        ax.set_title("Time by roofline bound", loc="left", fontsize=10)
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", fontsize=8, frameon=False,
+                   title="bound", title_fontsize=8)
+        _style(ax, "x")
+    return fig
+
+
+def _front(points: list[tuple[float, float, str]], higher_x: bool) -> list[tuple[float, float, str]]:
+    """Pareto front, maximizing y and (higher_x) maximizing or (else) minimizing x."""
+    ordered = sorted(points, key=lambda p: (-p[0], -p[1]) if higher_x else (p[0], -p[1]))
+    front, best = [], -math.inf
+    for p in ordered:
+        if p[1] > best:
+            front.append(p)
+            best = p[1]
+    return sorted(front, key=lambda p: p[0])
+
+
+def _peak_memory(m) -> float | None:
+    r = m.result
+    if r is None:
+        return None
+    if r.memory is not None and r.memory.peak_bytes:
+        return r.memory.peak_bytes
+    return r.timing.max_memory_allocated_bytes if r.timing else None
+
+
+def pareto(measurements: Sequence):
+    """Accuracy against throughput (every GPU), accuracy and throughput against peak memory
+    (profiles), each with its Pareto front."""
+    from visprof.analysis.accuracy import top1
+
+    with_acc = [(m, top1(m.model, m.img_size)) for m in measurements if m.samples_per_s]
+    with_acc = [(m, a) for m, a in with_acc if a is not None]
+    profiled = [(m, _peak_memory(m)) for m in measurements if m.result is not None and m.samples_per_s]
+    profiled = [(m, mem) for m, mem in profiled if mem]
+    panels = []
+    if with_acc:
+        panels.append("acc_thr")
+    if any(top1(m.model, m.img_size) is not None for m, _ in profiled):
+        panels.append("acc_mem")
+    if profiled:
+        panels.append("thr_mem")
+    if not panels:
+        return None
+    fig = _figure(5.6 * len(panels), 5.0)
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, panel in zip(axes, panels):
+        _style(ax)
+        if panel == "acc_thr":
+            by_gpu: dict[str, list] = defaultdict(list)
+            for m, acc in with_acc:
+                by_gpu[m.gpu].append((m.samples_per_s, acc, m.model))
+            for i, (gpu, points) in enumerate(by_gpu.items()):
+                color = GPU_COLORS[i % len(GPU_COLORS)]
+                xs, ys, _ = zip(*points)
+                ax.scatter(xs, ys, s=9, color=color, alpha=0.35, linewidths=0)
+                front = _front(points, higher_x=True)
+                ax.plot([p[0] for p in front], [p[1] for p in front], "-o", color=color, markersize=3.5,
+                        linewidth=1.4, label=f"{gpu} (front of {len(points)})")
+                if i == 0:
+                    for x, y, name in front[-10:]:
+                        ax.annotate(name, (x, y), fontsize=6.5, xytext=(3, 2), textcoords="offset points", color="#333333")
+            ax.set_xscale("log")
+            ax.set_xlabel("throughput (images/s, log)")
+            ax.set_ylabel("ImageNet top-1 (%)")
+            ax.set_title("Accuracy vs throughput", loc="left", fontsize=10)
+            ax.legend(fontsize=8, frameon=False, loc="lower left")
+            _clip_accuracy(ax, [a for _, a in with_acc])
+        else:
+            table, _ = _categories()
+            points, colors = [], []
+            for m, mem in profiled:
+                y = top1(m.model, m.img_size) if panel == "acc_mem" else m.samples_per_s
+                if y is None:
+                    continue
+                points.append((mem / 2**20, y, m.model))
+                from visprof.analysis.roofline import dominant_category
+
+                cat = dominant_category(m.result)
+                colors.append(table.category(cat).color if cat else NO_PROFILE)
+            xs, ys, _ = zip(*points)
+            ax.scatter(xs, ys, s=22, c=colors, edgecolors="#444444", linewidths=0.4, zorder=3)
+            front = _front(points, higher_x=False)
+            ax.plot([p[0] for p in front], [p[1] for p in front], "-", color="#444444", linewidth=1.2, zorder=2)
+            for x, y, name in front[:12]:
+                ax.annotate(name, (x, y), fontsize=6.5, xytext=(3, 2), textcoords="offset points", color="#333333")
+            ax.set_xscale("log")
+            ax.set_xlabel("peak memory (MiB, log)")
+            if panel == "acc_mem":
+                ax.set_ylabel("ImageNet top-1 (%)")
+                ax.set_title("Accuracy vs peak memory (colour: dominant category)", loc="left", fontsize=10)
+                _clip_accuracy(ax, ys)
+            else:
+                ax.set_yscale("log")
+                ax.set_ylabel("throughput (images/s, log)")
+                ax.set_title("Throughput vs peak memory (colour: dominant category)", loc="left", fontsize=10)
+    return fig
+
+
+def _clip_accuracy(ax, values) -> None:
+    """Accuracy axes from a little under the 5th percentile: a few weak models would squash the rest."""
+    values = sorted(values)
+    if len(values) >= 20:
+        low = values[len(values) // 20]
+        ax.set_ylim(low - 2, max(values) + 0.7)
+
+
+def _bound_curve(tensor_ratio: float, bandwidth_ratio: float):
+    xs = [i / 100 for i in range(101)]
+    return xs, [1 / (f / tensor_ratio + (1 - f) / bandwidth_ratio) for f in xs]
+
+
+def speedup_scatter(comparison):
+    """Speed-up against MACs per activation (every model timm counted), and against the
+    share of base-GPU time that is tensor-core bound (profiled models), coloured by dominant
+    category; the second with the speed-up a pure two-bound model predicts from the specs."""
+    models = comparison.models
+    if not models:
+        return None
+    table, _ = _categories()
+    profiled = [m for m in models if m.shares]
+    counted = [m for m in models if m.intensity is not None]
+    panels = (["intensity"] if counted else []) + (["tensor"] if profiled else [])
+    if not panels:
+        panels = ["rank"]
+    fig = _figure(6.0 * len(panels), 4.8)
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    median = comparison.median_speedup
+    title = f"{comparison.base} → {comparison.target}"
+
+    def color(m):
+        return table.category(m.dominant_category).color if m.dominant_category else NO_PROFILE
+
+    for ax, panel in zip(axes, panels):
+        _style(ax)
+        ax.axhline(median, color="#555555", linestyle="--", linewidth=1, label=f"median x{median:.2f}")
+        if panel == "intensity":
+            grey = [m for m in counted if not m.dominant_category]
+            colored = [m for m in counted if m.dominant_category]
+            ax.scatter([m.intensity for m in grey], [m.speedup for m in grey], s=8, color=NO_PROFILE, alpha=0.45,
+                       linewidths=0, label=f"not profiled ({len(grey)})")
+            ax.scatter([m.intensity for m in colored], [m.speedup for m in colored], s=28, c=[color(m) for m in colored],
+                       edgecolors="#333333", linewidths=0.5, zorder=3)
+            ax.set_xscale("log")
+            ax.set_xlabel("MACs per activation (timm's counts, log)")
+            ax.set_title(f"Speed-up {title} vs arithmetic intensity", loc="left", fontsize=10)
+        elif panel == "tensor":
+            xs = [m.shares.get("tensor", 0.0) for m in profiled]
+            ax.scatter(xs, [m.speedup for m in profiled], s=34, c=[color(m) for m in profiled], edgecolors="#333333",
+                       linewidths=0.5, zorder=3)
+            for m, x in zip(profiled, xs):
+                if len(profiled) <= 25:
+                    ax.annotate(m.model, (x, m.speedup), fontsize=6.5, xytext=(3, 2), textcoords="offset points")
+            b, t = comparison.base_spec, comparison.target_spec
+            if b and t and b.tensor_peak("fp16") and t.tensor_peak("fp16"):
+                tr = t.tensor_peak("fp16") / b.tensor_peak("fp16")
+                br = t.memory_bandwidth_gbs / b.memory_bandwidth_gbs
+                cx, cy = _bound_curve(tr, br)
+                ax.plot(cx, cy, color="#D1495B", linewidth=1.2, alpha=0.8,
+                        label=f"tensor-or-bandwidth model (x{tr:.2f} / x{br:.2f})")
+            ax.set_xlim(-0.02, 1.02)
+            ax.set_xlabel(f"share of {comparison.base} time that is tensor-core bound")
+            ax.set_title(f"Speed-up {title} vs tensor-core share", loc="left", fontsize=10)
+        else:
+            ordered = sorted(models, key=lambda m: m.speedup)
+            ax.scatter(range(len(ordered)), [m.speedup for m in ordered], s=10, c=[color(m) for m in ordered])
+            ax.set_xlabel("models, by speed-up")
+        ax.set_ylabel(f"speed-up (throughput {comparison.target} / {comparison.base})")
+    present = sorted({m.dominant_category for m in models if m.dominant_category}, key=lambda c: list(table.categories).index(c)
+                     if c in table.categories else 99)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], marker="o", linestyle="", color=table.category(c).color, markeredgecolor="#333333",
+                      label=table.category(c).label) for c in present]
+    h0, l0 = axes[0].get_legend_handles_labels()
+    extra = [h for ax in axes[1:] for h in ax.get_legend_handles_labels()[0][1:]]
+    extra_labels = [l for ax in axes[1:] for l in ax.get_legend_handles_labels()[1][1:]]
+    fig.legend(h0 + extra + handles, l0 + extra_labels + [f"dominant: {h.get_label()}" for h in handles],
+               loc="outside lower center", ncols=4, fontsize=8, frameon=False)
+    return fig
+
+
+def family_boxes(comparison, max_families: int = 18):
+    """Speed-up distribution of the largest families, sorted by median."""
+    groups: dict[str, list[float]] = defaultdict(list)
+    for m in comparison.models:
+        groups[m.family].append(m.speedup)
+    big = sorted(groups, key=lambda f: -len(groups[f]))[:max_families]
+    big = [f for f in big if len(groups[f]) >= 3]
+    if len(big) < 2:
+        return None
+    import statistics
+
+    big.sort(key=lambda f: statistics.median(groups[f]))
+    fig = _figure(11, 0.9 + 0.32 * len(big))
+    ax = fig.subplots()
+    import matplotlib
+
+    # matplotlib 3.10 renamed vert=False to orientation="horizontal" (vert warns from 3.11)
+    horizontal = {"orientation": "horizontal"} if tuple(map(int, matplotlib.__version__.split(".")[:2])) >= (3, 10) else {"vert": False}
+    ax.boxplot([groups[f] for f in big], **horizontal, widths=0.6, patch_artist=True,
+               boxprops={"facecolor": "#CFE3EA", "edgecolor": "#4A6A78"}, medianprops={"color": "#D1495B"},
+               flierprops={"markersize": 2.5, "markeredgecolor": "#777777"})
+    ax.set_yticks(range(1, len(big) + 1), [f"{f} ({len(groups[f])})" for f in big], fontsize=8)
+    ax.axvline(comparison.median_speedup, color="#555555", linestyle="--", linewidth=1)
+    ax.set_xlabel(f"speed-up {comparison.base} → {comparison.target}")
+    ax.set_title("Speed-up by family (timm module; the largest families)", loc="left", fontsize=10)
+    _style(ax, "x")
+    return fig
+
+
+def roofline(profiles: Sequence, table_specs) -> object | None:
+    """One roofline per GPU: its ceilings, each profile's categories (size: time share) and
+    op groups (small grey points); beside it, achieved bandwidth of the FLOP-less categories."""
+    by_gpu: dict[str, list] = defaultdict(list)
+    for m in profiles:
+        r = m.result
+        if r is not None and r.roofline is not None and r.roofline.gpu and r.roofline.categories:
+            by_gpu[r.roofline.gpu].append(m)
+    if not by_gpu:
+        return None
+    gpus = list(by_gpu)[:3]
+    cat_table, order = _categories()
+    fig = _figure(11.5, 4.8 * len(gpus))
+    grid = fig.subplots(len(gpus), 2, squeeze=False, width_ratios=[1.6, 1])
+    for row, gpu in enumerate(gpus):
+        spec = table_specs.find(gpu)
+        ax, bx = grid[row]
+        ms = by_gpu[gpu]
+        ceilings = ms[0].result.roofline.ceilings
+        bw = ceilings.get("bandwidth_gbs") or (spec.memory_bandwidth_gbs if spec else 1.0)
+        tensor = ceilings.get("tensor_tflops") or 0
+        fp32 = ceilings.get("fp32_tflops") or 0
+        xs_all, ys_all = [], []
+        for m in ms:
+            for g in m.result.roofline.groups:
+                if g.flops > 0 and g.bytes > 0 and g.time_ms > g.helper_ms:
+                    xs_all.append(g.flops / g.bytes)
+                    ys_all.append(g.flops * g.count / ((g.time_ms - g.helper_ms) * 1e9))
+        if xs_all:
+            ax.scatter(xs_all, ys_all, s=6, color="#BBBBBB", alpha=0.6, linewidths=0, label="op groups", zorder=2)
+        lo = min(xs_all + [1.0]) / 3
+        hi = max(xs_all + [2000.0]) * 3
+        xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+        if tensor:
+            ax.plot(xs, [min(tensor, x * bw / 1e3) for x in xs], color="#D1495B", linewidth=1.6,
+                    label=f"tensor {tensor:g} TFLOP/s")
+        if fp32:
+            ax.plot(xs, [min(fp32, x * bw / 1e3) for x in xs], color="#EDAE49", linewidth=1.4, linestyle="--",
+                    label=f"FP32 {fp32:g} TFLOP/s")
+        total_by_model = {id(m): sum(p.time_ms for p in m.result.roofline.categories) or 1.0 for m in ms}
+        for m in ms:
+            for p in m.result.roofline.categories:
+                if p.intensity and p.tflops:
+                    share = p.time_ms / total_by_model[id(m)]
+                    ax.scatter([p.intensity], [p.tflops], s=30 + 500 * share, color=cat_table.category(p.category).color,
+                               edgecolors="#222222", linewidths=0.6, alpha=0.85, zorder=4)
+                    if len(ms) <= 4:
+                        ax.annotate(f"{p.category}\n{m.model}" if len(ms) > 1 else p.category, (p.intensity, p.tflops),
+                                    fontsize=6.5, xytext=(5, -3), textcoords="offset points")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(lo, hi)
+        ax.set_xlabel("arithmetic intensity (FLOP per byte, log)")
+        ax.set_ylabel("achieved TFLOP/s (log)")
+        name = spec.name if spec else gpu
+        ax.set_title(f"Roofline on {name}, {bw:g} GB/s: categories (size: share of time)", loc="left", fontsize=10)
+        ax.legend(fontsize=7.5, frameon=False, loc="lower right")
+        _style(ax)
+        # Bandwidth achieved by categories without FLOPs (median over the profiles).
+        gbps: dict[str, list[float]] = defaultdict(list)
+        for m in ms:
+            for p in m.result.roofline.categories:
+                if p.gbps and not p.flops:
+                    gbps[p.category].append(p.gbps)
+        cats = [c for c in order if c in gbps]
+        if cats:
+            import statistics
+
+            values = [statistics.median(gbps[c]) for c in cats]
+            bx.barh(range(len(cats)), values, color=[cat_table.category(c).color for c in cats], edgecolor="#333333",
+                    linewidth=0.5)
+            bx.set_yticks(range(len(cats)), cats, fontsize=8)
+            bx.axvline(bw, color="#00798C", linewidth=1.5, label=f"peak {bw:g} GB/s")
+            bx.set_xlabel("achieved GB/s (median over profiles)")
+            bx.legend(fontsize=7.5, frameon=False, loc="lower right")
+            bx.invert_yaxis()
+        bx.set_title("Categories without FLOPs: bandwidth", loc="left", fontsize=10)
+        _style(bx, "x")
+    return fig
+
+
+__all__ = ["category_bars", "family_boxes", "pareto", "png_bytes", "roofline", "speedup_scatter"]

@@ -1,0 +1,203 @@
+"""A self-contained HTML report: every figure embedded as a PNG, no script, no network.
+
+    build_report(sources.load(paths), "report.html", png_dir="figs")
+
+Sections (each only where the inputs have data for it): the profiles (stacked category and
+bound bars, a table), the roofline per GPU, accuracy/throughput/memory Pareto fronts, and,
+with measurements on two GPUs, the speed-up scatter, family spreads and the most and least
+sensitive models with their explanations.
+"""
+from __future__ import annotations
+
+import base64
+import html
+from datetime import datetime, timezone
+from pathlib import Path
+
+from visprof.errors import BadInputError
+
+CSS = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 0; color: #1d2329; background: #f6f7f9; }
+header { background: #1d2b36; color: #fff; padding: 22px 36px; }
+header h1 { margin: 0 0 6px 0; font-size: 24px; font-weight: 600; }
+header p { margin: 0; color: #c6d2dc; font-size: 13px; }
+main { padding: 8px 36px 40px 36px; max-width: 1500px; }
+section { background: #fff; border: 1px solid #e1e5ea; border-radius: 8px; margin: 20px 0; padding: 14px 22px; }
+h2 { font-size: 18px; margin: 6px 0 4px 0; }
+p.caption { color: #4c5863; font-size: 13px; margin: 4px 0 10px 0; max-width: 1100px; }
+img { max-width: 100%; height: auto; display: block; margin: 8px 0; }
+table { border-collapse: collapse; font-size: 12.5px; margin: 8px 0; }
+th, td { padding: 4px 10px; border-bottom: 1px solid #eceff2; text-align: right; white-space: nowrap; }
+th { background: #f1f3f5; font-weight: 600; }
+td:first-child, th:first-child, td.text { text-align: left; }
+td.explain { text-align: left; white-space: normal; max-width: 760px; color: #34404a; }
+.tiles { display: flex; gap: 14px; flex-wrap: wrap; margin: 12px 0; }
+.tile { background: #fff; border: 1px solid #e1e5ea; border-radius: 8px; padding: 10px 16px; min-width: 150px; }
+.tile b { display: block; font-size: 22px; }
+.tile span { color: #5b6670; font-size: 12px; }
+"""
+
+
+def _img(png: bytes, alt: str) -> str:
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+
+
+def _table(headers: list[str], rows: list[list], text_columns: tuple[int, ...] = (0,), explain_column: int | None = None) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = []
+    for row in rows:
+        cells = []
+        for i, value in enumerate(row):
+            cls = ' class="explain"' if i == explain_column else ' class="text"' if i in text_columns else ""
+            cells.append(f"<td{cls}>{html.escape(str(value))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _fmt(value, spec: str, empty: str = "-") -> str:
+    return empty if value is None else format(value, spec)
+
+
+def _profiles_table(profiles) -> str:
+    from visprof.analysis.roofline import dominant_category
+    from visprof.report.figures import _peak_memory
+
+    rows = []
+    for m in sorted(profiles, key=lambda m: (m.gpu, m.model)):
+        r = m.result
+        shares = (r.roofline.shares if r.roofline else None) or {}
+        bounds = ", ".join(f"{b} {v:.0%}" for b, v in sorted(shares.items(), key=lambda kv: -kv[1]) if v >= 0.01)
+        mem = _peak_memory(m)
+        rows.append([m.model, m.gpu, str(m.batch_size), m.precision or "-",
+                     _fmt(r.timing.latency_ms.median if r.timing else None, ".3f"), _fmt(m.samples_per_s, ",.0f"),
+                     _fmt(mem / 2**20 if mem else None, ",.0f"), dominant_category(r) or "-", bounds or "-",
+                     "FAIL" if r.failed_checks else "pass" if r.checks else "-"])
+    return _table(["model", "GPU", "batch", "precision", "latency ms", "images/s", "peak MiB", "dominant category",
+                   "time by bound", "self-checks"], rows, text_columns=(0, 1, 3, 7, 8, 9))
+
+
+def _comparison_section(comparison, figures) -> list[str]:
+    c = comparison
+    out = [f"<section><h2>Speed-up {html.escape(c.base)} → {html.escape(c.target)}</h2>",
+           f'<p class="caption">{len(c.models)} models measured on both at the same image size; median speed-up '
+           f"x{c.median_speedup:.2f}. Sensitivity is a model's speed-up over that median, minus one. "
+           "Colour: the model's dominant category in its profile (grey: not profiled).</p>"]
+    if c.base_spec and c.target_spec:
+        b, t = c.base_spec, c.target_spec
+        tb, tt = b.tensor_peak("fp16"), t.tensor_peak("fp16")
+        tiles = [("tensor (fp16) ratio", f"x{tt / tb:.2f}" if tb and tt else "-"),
+                 ("FP32 ratio", f"x{t.fp32_tflops / b.fp32_tflops:.2f}"),
+                 ("bandwidth ratio", f"x{t.memory_bandwidth_gbs / b.memory_bandwidth_gbs:.2f}"),
+                 ("L2 ratio", f"x{t.l2_mb / b.l2_mb:.1f}"), ("median speed-up", f"x{c.median_speedup:.2f}")]
+        out.append('<div class="tiles">' + "".join(f'<div class="tile"><b>{v}</b><span>{html.escape(k)}</span></div>'
+                                                   for k, v in tiles) + "</div>")
+    for name, alt in (("speedup", "speed-up scatter"), ("families", "speed-up by family")):
+        if figures.get(name):
+            out.append(_img(figures[name], alt))
+    shown = c.models[:12] + c.models[-12:] if len(c.models) > 24 else c.models
+    rows = [[m.model, str(m.img_size), m.family, f"x{m.speedup:.2f}", f"{m.sensitivity:+.0%}", m.dominant_category or "-",
+             m.explanation] for m in shown]
+    out.append("<h2>Most and least sensitive models</h2>" if len(c.models) > 24 else "<h2>Models</h2>")
+    out.append(_table(["model", "img", "family", "speed-up", "sensitivity", "dominant", "why"], rows,
+                      text_columns=(0, 2, 5), explain_column=6))
+    rows = [[a.key, str(a.count), f"x{a.median_speedup:.2f}", f"{a.median_sensitivity:+.0%}",
+             f"x{a.min_speedup:.2f} – x{a.max_speedup:.2f}"] for a in c.by_family]
+    out.append("<h2>By family</h2>" + _table(["family (timm module)", "models", "median speed-up", "sensitivity", "range"], rows))
+    if any(a.key != "(no profile)" for a in c.by_category):
+        rows = [[a.key, str(a.count), f"x{a.median_speedup:.2f}", f"{a.median_sensitivity:+.0%}"] for a in c.by_category]
+        out.append("<h2>By dominant category</h2>" + _table(["dominant category", "models", "median speed-up", "sensitivity"], rows))
+    out.append("</section>")
+    return out
+
+
+def _comparison(loaded, base, target, table, notes):
+    from visprof.analysis.compare import busiest_pair, compare, gpu_keys
+
+    keys = gpu_keys(loaded.measurements)
+    if len(keys) < 2 and not (base or target):
+        return None
+    if len(keys) > 2 and not (base and target):
+        pair = busiest_pair(loaded.measurements)
+        if pair is None:
+            notes.append("no model was measured on two GPUs: no speed-up section")
+            return None
+        base, target = base or pair[0], target or pair[1]
+        notes.append(f"measurements on {len(keys)} GPUs; the speed-up section compares {base} and {target}, "
+                     f"the pair with the most models in common (choose with --base/--target)")
+    try:
+        return compare(loaded.measurements, base, target, table)
+    except BadInputError as exc:
+        notes.append(f"no speed-up section: {exc}")
+        return None
+
+
+def render_figures(loaded, comparison, table) -> dict[str, bytes]:
+    """name -> PNG bytes of every figure the inputs allow."""
+    from visprof.report import figures as F
+
+    drawn = {
+        "categories": F.category_bars(loaded.profiles),
+        "roofline": F.roofline(loaded.profiles, table),
+        "pareto": F.pareto(loaded.measurements),
+        "speedup": F.speedup_scatter(comparison) if comparison else None,
+        "families": F.family_boxes(comparison) if comparison else None,
+    }
+    return {name: F.png_bytes(fig) for name, fig in drawn.items() if fig is not None}
+
+
+def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = None, base: str | None = None,
+                 target: str | None = None, title: str = "visprof report", table=None) -> list[Path]:
+    """Writes the HTML report (atomically); returns the PNGs written to ``png_dir``."""
+    from visprof.analysis.gpus import gpu_table
+    from visprof.outputs import atomic_output, atomic_write_text
+    from visprof.result import _visprof_version
+
+    table = table or gpu_table()
+    if not loaded.measurements:
+        raise BadInputError("nothing to report: the inputs hold no measurements")
+    notes: list[str] = []
+    comparison = _comparison(loaded, base, target, table, notes)
+    figures = render_figures(loaded, comparison, table)
+    gpus = sorted({m.gpu for m in loaded.measurements})
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
+             f"<header><h1>{html.escape(title)}</h1><p>{len(loaded.measurements)} measurements of "
+             f"{len({m.arch for m in loaded.measurements})} models on {len(gpus)} GPU(s) ({html.escape(', '.join(gpus))}); "
+             f"{len(loaded.profiles)} visprof profiles · made {now} by visprof {html.escape(_visprof_version())}</p></header><main>"]
+    for note in notes + [f"skipped {s}" for s in loaded.skipped[:10]]:
+        parts.append(f'<p class="caption">Note: {html.escape(note)}</p>')
+    if loaded.profiles:
+        parts.append("<section><h2>Where the time goes</h2><p class=\"caption\">GPU kernel time per image by operator "
+                     "category, the same as shares, and the share of latency bound by tensor-core throughput, memory "
+                     "bandwidth, other compute, or the host (idle GPU).</p>")
+        if "categories" in figures:
+            parts.append(_img(figures["categories"], "time by category"))
+        parts.append(_profiles_table(loaded.profiles) + "</section>")
+    if "roofline" in figures:
+        parts.append("<section><h2>Roofline</h2><p class=\"caption\">Each category of each profile placed by its "
+                     "arithmetic intensity (FLOPs over the bytes its ops read and write) and achieved throughput, under "
+                     "the GPU's ceilings from its spec row; grey points are op groups. Categories without FLOPs "
+                     "(normalization, activations, elementwise, copies) are placed by the bandwidth they reach.</p>"
+                     + _img(figures["roofline"], "roofline") + "</section>")
+    if "pareto" in figures:
+        parts.append("<section><h2>Pareto fronts</h2><p class=\"caption\">ImageNet top-1 of timm's pretrained weights "
+                     "(where known) against throughput and peak memory; lines join the models no other model beats on "
+                     "both axes.</p>" + _img(figures["pareto"], "Pareto fronts") + "</section>")
+    if comparison is not None:
+        parts += _comparison_section(comparison, figures)
+    parts.append("</main></body></html>")
+    atomic_write_text(output, "\n".join(parts) + "\n")
+    written = []
+    if png_dir is not None:
+        png_dir = Path(png_dir)
+        png_dir.mkdir(parents=True, exist_ok=True)
+        for name, png in figures.items():
+            path = png_dir / f"{name}.png"
+            with atomic_output(path, "wb") as fh:
+                fh.write(png)
+            written.append(path)
+    return written
+
+
+__all__ = ["build_report", "render_figures"]
