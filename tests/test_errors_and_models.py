@@ -277,3 +277,13 @@ def test_building_a_timm_model_leaves_the_callers_rng_alone():
     torch.manual_seed(123)
     resolve_model("resnet18")
     assert torch.equal(torch.rand(3), expected)
+
+
+def test_a_model_that_cannot_be_built_on_its_gpu_is_built_on_the_cpu():
+    """On this machine building under cuda:0 fails (no CUDA): the fallback must give the same model."""
+    on_cpu = resolve_model("resnet18", img_size=64)
+    fell_back = resolve_model("resnet18", img_size=64, device="cuda:0")
+    assert next(fell_back.module.parameters()).device.type == "cpu"
+    x = on_cpu.make_input(1, "cpu")
+    assert torch.equal(fell_back.module(x), on_cpu.module(x))
+

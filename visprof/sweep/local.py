@@ -245,6 +245,10 @@ class LocalExecutor:
             command += ["--import", module]
         env = {**os.environ, **dict(slot.env), "PYTHONUNBUFFERED": "1"}
         env["PYTHONPATH"] = _pythonpath_with_visprof(env.get("PYTHONPATH"))
+        # Workers share the host's cores: each takes its part for torch's CPU threads (model
+        # building, host ops), unless the user set it. With every worker spinning up all cores,
+        # two H200 workers each took 2.6x longer outside the passes (bench/results/h200x2-sweep-1).
+        env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // len(self.slots))))
         proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=env, start_new_session=True, bufsize=0)
         worker = _Worker(slot, proc, time.monotonic())
