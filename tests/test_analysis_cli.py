@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from recorded_results import write_results
+from visprof.child_env import child_env
 from visprof import cli
 
 TIMM = Path(__file__).parent / "data" / "timm"
@@ -108,6 +109,6 @@ def test_help_answers_without_loading_torch():
     code = ("import sys; from visprof import cli; "
             "rc = cli.main(['compare', '--help']); assert 'torch' not in sys.modules, 'torch loaded'; sys.exit(rc)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
-                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+                          env=child_env({"PATH": "/usr/bin:/bin"}))
     assert proc.returncode == 0, proc.stderr
     assert "--base GPU" in proc.stdout

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from visprof.child_env import child_env
 from visprof.result import ProfileResult
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU path;
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), **extra)
+    env = child_env(**extra)
     env.pop("VISPROF_DEBUG", None)
     return env
 
@@ -78,7 +79,7 @@ def test_a_read_only_folder_is_refused_before_the_run(read_only_dir):
     done = visprof("profile", "resnet18", *FAST, "--json", read_only_dir / "r.json")
     assert done.returncode == 2 and done.stdout == ""
     line = _one_error_line(done)
-    assert f"--json: " in line and str(read_only_dir) in line
+    assert "--json: " in line and str(read_only_dir) in line
     assert "Read-only file system" in line or "is not writable" in line
     assert list(read_only_dir.iterdir()) == []
 

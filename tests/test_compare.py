@@ -1,9 +1,6 @@
 """Loading measurements (results, folders, stores, CSVs), families, and `compare`."""
 from __future__ import annotations
 
-import json
-import sqlite3
-import zlib
 from pathlib import Path
 
 import pytest
@@ -13,7 +10,7 @@ from visprof.analysis import sources
 from visprof.analysis.compare import compare
 from visprof.analysis.families import architecture, family
 from visprof.analysis.sources import Measurement
-from visprof.analysis.store_adapter import FallbackStore, open_store
+from visprof.analysis.store_adapter import open_store
 from visprof.analysis.timm_csv import read_benchmark_csv
 from visprof.errors import BadInputError
 
@@ -140,48 +137,27 @@ def test_store_round_trip_of_reference_rows(tmp_path):
     assert len(loaded.measurements) == 60 and loaded.measurements[0].gpu == "rtx4090"
 
 
-def test_fallback_reads_results_in_the_sweep_format(tmp_path):
-    """The sweep's store keeps each result as zlib-compressed JSON in results.result_json."""
-    path = tmp_path / "sweep.db"
-    conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE results (id INTEGER PRIMARY KEY, model TEXT, result_json BLOB)")
+def test_results_of_a_store_are_loaded_with_their_profiles(tmp_path):
+    from visprof.sweep.plan import Cell
+
+    path = tmp_path / "store.db"
     doc = recorded_result("resnet50").to_dict()
-    conn.execute("INSERT INTO results (model, result_json) VALUES (?, ?)", ("resnet50", zlib.compress(json.dumps(doc).encode())))
-    conn.commit()
-    conn.close()
-    with FallbackStore(path) as store:
+    with open_store(path, write=True) as store:
+        assert store.add_result(Cell(model="resnet50", batch_size=64), doc) is not None
+    with open_store(path) as store:
         results = list(store.results())
         assert [r.model.name for r in results] == ["resnet50"] and results[0].roofline.groups
         assert list(store.results(model="vit*")) == [] and store.references() == []
-
-
-def test_results_of_the_store_open_store_gives_are_loaded(tmp_path):
-    """With visprof.sweep installed, open_store is the sweep's own store: a result it holds is
-    a measurement with its profile; without it, the fallback reads the same format."""
-    path = tmp_path / "store.db"
-    doc = recorded_result("resnet50").to_dict()
-    try:
-        from visprof.sweep.plan import Cell
-        from visprof.sweep.store import open_store as sweep_open_store
-    except ImportError:
-        conn = sqlite3.connect(path)
-        conn.execute("CREATE TABLE results (id INTEGER PRIMARY KEY, model TEXT, result_json BLOB)")
-        conn.execute("INSERT INTO results (model, result_json) VALUES (?, ?)", ("resnet50", zlib.compress(json.dumps(doc).encode())))
-        conn.commit()
-        conn.close()
-    else:
-        with sweep_open_store(path, write=True) as store:
-            assert store.add_result(Cell(model="resnet50", batch_size=64), doc) is not None
     profiles = sources.load([path]).profiles
     assert len(profiles) == 1 and profiles[0].gpu == "h200" and profiles[0].result.roofline.groups
 
 
 def test_store_path_errors(tmp_path):
-    with pytest.raises(BadInputError, match="no such store"):
-        FallbackStore(tmp_path / "none.db")
+    with pytest.raises(BadInputError):
+        open_store(tmp_path / "none.db")
     text = tmp_path / "text.db"
     text.write_text("hello")
-    with pytest.raises(BadInputError, match="not a visprof results store"):
-        FallbackStore(text, write=True)
+    with pytest.raises(BadInputError):
+        open_store(text, write=True)
     with pytest.raises(BadInputError, match="does not exist"):
-        FallbackStore(tmp_path / "no" / "dir.db", write=True)
+        open_store(tmp_path / "no" / "dir.db", write=True)

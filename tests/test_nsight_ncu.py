@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from visprof.child_env import child_env
 from visprof import attribution, cli
 from visprof import result as R
 from visprof.errors import BadInputError
@@ -260,11 +261,10 @@ def test_the_command_refuses_without_a_gpu_or_with_an_unknown_category(capsys):
 
 def test_the_child_runs_the_sampled_ops_and_refuses_a_different_op_sequence(tmp_path, resnet18_ops):
     """The process ncu profiles, run directly (on the CPU)."""
-    repo = Path(__file__).resolve().parents[1]
     names = resnet18_ops
     spec = {"model": "resnet18", "batch_size": 1, "img_size": 32, "precision": "fp32", "channels_last": False,
             "device": "cpu", "ops": len(names), "op_names": names, "positions": [0, 3]}
-    env = {"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin"}
+    env = child_env({"PATH": "/usr/bin:/bin"})
     for op_names, code in ((names, 0), (names[:-1], 2)):
         (tmp_path / "spec.json").write_text(json.dumps({**spec, "op_names": op_names}))
         proc = subprocess.run([sys.executable, "-m", "visprof.nsight.ncu_child", str(tmp_path / "spec.json")],
@@ -302,7 +302,6 @@ def test_run_ncu_drops_what_this_ncu_rejects_and_runs_the_child_for_real(tmp_pat
     calls = tmp_path / "calls.jsonl"
     script.write_text(STAND_IN_NCU.format(python=sys.executable, log=str(calls), csv=str(FIXTURE)))
     script.chmod(0o755)
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[1]))
     names = resnet18_ops
     spec = {"model": "resnet18", "batch_size": 1, "img_size": 32, "precision": "fp32", "channels_last": False,
             "device": "cpu", "ops": len(names), "op_names": names, "positions": [0]}

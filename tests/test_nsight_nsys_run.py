@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from visprof.child_env import child_env
 from visprof import cli
 from visprof.errors import BadInputError, ExternalToolError
 from visprof.nsight import nsys_run, tools
@@ -132,8 +133,7 @@ REAL_NSYS = os.environ.get("VISPROF_NSYS")
 
 @pytest.mark.skipif(not (REAL_NSYS and os.access(REAL_NSYS, os.X_OK)), reason="needs a real nsys in $VISPROF_NSYS")
 def test_a_real_nsys_records_visprofs_ranges(tmp_path):
-    repo = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": str(repo)}
+    env = child_env()
     proc = subprocess.run([sys.executable, "-m", "visprof", "nsys", "run", "--no-import", "-o", str(tmp_path / "r"),
                            "--", sys.executable, "-m", "visprof", "profile", "resnet18", "--img-size", "32", "-b", "1",
                            "--device", "cpu", "--iterations", "1", "--warmup", "0", "--nvtx-only", "--quiet"],

@@ -8,7 +8,7 @@ import pytest
 from recorded_results import recorded_result
 from test_roofline import SPEC, toy_result, toy_trace
 from visprof.analysis.gpus import GpuTable
-from visprof.analysis.predict import KERNEL_FLOOR_MS, predict_group, predict_result, speedup
+from visprof.analysis.predict import predict_group, predict_result, speedup
 from visprof.errors import BadInputError
 from visprof.result import LatencyStats, RooflineGroup, Timing
 

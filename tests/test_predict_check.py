@@ -8,6 +8,8 @@ from pathlib import Path
 
 from recorded_results import write_results
 
+from visprof.child_env import child_env
+
 REPO = Path(__file__).resolve().parents[1]
 TIMM = Path(__file__).parent / "data" / "timm"
 
@@ -18,7 +20,7 @@ def test_predict_check_prints_the_table_and_writes_json(tmp_path):
     out = tmp_path / "check.json"
     proc = subprocess.run([sys.executable, str(REPO / "bench" / "predict_check.py"), "--from", str(folder),
                            "--csv-dir", str(TIMM), "--json", str(out)], capture_output=True, text=True, cwd=REPO,
-                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "VISPROF_COMMIT": "test"}, timeout=600)
+                          env=child_env({"PATH": "/usr/bin:/bin", "VISPROF_COMMIT": "test"}), timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "predict_check (measured profiles, time above the roof scaled by bound): 4 models, 0 skipped" in proc.stdout
     assert "predict_check (measured profiles, time above the roof scaled by compute): 4 models" in proc.stdout
@@ -38,7 +40,7 @@ def test_model_list_for_the_sweep(tmp_path):
     listing = tmp_path / "models.txt"
     proc = subprocess.run([sys.executable, str(REPO / "bench" / "predict_check.py"), "--write-model-list", str(listing),
                            "--count", "30", "--csv-dir", str(TIMM)], capture_output=True, text=True, cwd=REPO,
-                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=600)
+                          env=child_env({"PATH": "/usr/bin:/bin"}), timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     names = listing.read_text().split()
     sizes = json.loads(listing.with_suffix(".sizes.json").read_text())

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 import visprof
+from visprof.child_env import child_env
 from visprof.errors import BadInputError
 from visprof.models import resolve_model
 from visprof.passes.runner import ModelRunner, RunConfig
@@ -121,16 +122,15 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path):
     """Users write scripts and notebooks without `if __name__ == "__main__":`; no pass may
     re-execute them (the memory pass used to, in a spawned worker)."""
     script = tmp_path / "no_guard.py"
-    script.write_text(textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {str(REPO)!r})
+    script.write_text(textwrap.dedent("""
         import torch, visprof
         print("SCRIPT BODY RAN", flush=True)
         model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU())
         result = visprof.profile(model, batch_size=1, img_size=16, iterations=2, progress=False)
-        print("CATEGORIES", sorted({{row.category for row in result.categories}}))
+        print("CATEGORIES", sorted({row.category for row in result.categories}))
     """))
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env=child_env())
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.count("SCRIPT BODY RAN") == 1
     assert "convolution" in proc.stdout

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from visprof.child_env import child_env
 from visprof.sweep import open_store, run_sweep
 from visprof.sweep.run import _Sweep
 from visprof.sweep.plan import SweepPlan
@@ -97,8 +98,7 @@ def sweep_command(store: Path, *extra: str) -> list[str]:
 
 
 def env() -> dict:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-            "PYTHONUNBUFFERED": "1"}
+    return child_env(PYTHONUNBUFFERED="1")
 
 
 def store_contents(path: Path) -> tuple:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from visprof.child_env import pythonpath_with_visprof
 from visprof.sweep import open_store, run_sweep
 
 ray = pytest.importorskip("ray")  # in the test extra; CI installs it
@@ -16,12 +17,12 @@ FAKE_MODELS = str(Path(__file__).parent / "sweep_fake_models.py")
 
 @pytest.fixture(scope="module")
 def local_ray():
-    root = str(Path(__file__).resolve().parent.parent)
     # Ray's workers inherit the environment: they must import this very visprof.
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [root, os.environ.get("PYTHONPATH", "")] if p)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    yield
-    ray.shutdown()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTHONPATH", pythonpath_with_visprof(os.environ.get("PYTHONPATH")))
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        yield
+        ray.shutdown()
 
 
 def test_a_sweep_on_ray_records_results_failures_and_retries(local_ray, tmp_path):

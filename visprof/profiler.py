@@ -351,10 +351,8 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
         result.passes["trace_only"] = R.PassInfo(trace_only.wall_s, trace_only.iterations)
     memory_summary = _memory_summary(memory) if memory else None
     result.memory = memory_summary
-    if memory:
-        result.passes["memory"] = R.PassInfo(memory.wall_s, 1)
-        if memory.note:
-            result.warnings.append(f"memory pass: {memory.note}")
+    if memory and memory.note:
+        result.warnings.append(f"memory pass: {memory.note}")
     if attributed is not None:
         attr = attribution_mod.attribute(attributed.trace, table)
         result.attribution = attribution_mod.summarize(attr)
@@ -371,6 +369,8 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
             attributed.trace.meta.update(model=spec.name, batch_size=config.batch_size, precision=config.precision,
                                          gpu=(result.gpu or {}).get("name"))
             attributed.trace.save(recording_path)
+    if memory:  # after the attributed pass's entry: passes are listed in the order they ran
+        result.passes["memory"] = R.PassInfo(memory.wall_s, 1)
     result.checks = _self_checks(result, trace_only, attributed, timing, memory)
     return result
 

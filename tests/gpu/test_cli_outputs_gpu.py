@@ -2,7 +2,6 @@
 and the memory pass still there; out of GPU memory with its exit code and a batch that fits."""
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess

@@ -2,7 +2,6 @@
 stem + one attention block, batch 32, 224 px, bf16) has attention, with its core and its
 projections, eager and torch.compile'd. Prints the breakdowns it checks."""
 import pytest
-import torch
 from torch import nn
 
 import visprof

@@ -189,7 +189,6 @@ def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: Gpu
     """One sentence: how much it gains against the median, what bounds its time, and the
     ratios of the two GPUs that matter for those bounds."""
     head = f"gains x{m.speedup:.2f} against a median x{median:.2f} ({m.sensitivity:+.0%})"
-    ratios = ""
     tensor_ratio = bandwidth_ratio = None
     if base and target:
         key = precision if precision in ("fp16", "bf16", "tf32") else "fp16"

@@ -38,6 +38,7 @@ from visprof.errors import BadInputError, ExternalToolError
 from visprof.nsight import ncu_metrics as M
 from visprof.nsight.ncu_csv import NcuKernel, parse_ncu_csv
 from visprof.nsight.nvtx_scheme import DOMAIN, ncu_filter
+from visprof.child_env import child_env as visprof_child_env
 from visprof.nsight.tools import failure, find_tool, run_tool
 
 DEFAULT_SAMPLES = 2
@@ -48,9 +49,7 @@ OPTIONAL_FLAGS = ("--print-units", "--print-kernel-base")  # dropped if this ncu
 def child_env() -> dict:
     """The child pushes its ranges' text rather than registered handles: ncu's NVTX filter is
     known to match ASCII messages (tests/gpu/test_nsight_gpu.py checks registered ones too)."""
-    import os
-
-    return {**os.environ, "VISPROF_NVTX_ASCII": "1"}
+    return visprof_child_env(VISPROF_NVTX_ASCII="1")
 
 
 @dataclass

@@ -5,7 +5,6 @@ import glob
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from visprof.errors import ExternalToolError
@@ -58,8 +57,3 @@ def failure(tool: str, proc: subprocess.CompletedProcess, what: str) -> External
     errors = [line for line in lines if "ERROR" in line or "error" in line.lower()]
     last = (errors or lines or ["no output"])[-1]
     return ExternalToolError(tool, f"{what} failed (exit status {proc.returncode}): {last}")
-
-
-def python_command() -> list[str]:
-    """How to start this Python with visprof importable (child processes under a tool)."""
-    return [sys.executable]

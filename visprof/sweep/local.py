@@ -18,9 +18,9 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Sequence
 
+from visprof.child_env import child_env
 from visprof.errors import VisprofError
 from visprof.sweep.execute import DETAIL_CHARS
 from visprof.sweep.tasks import Task, TaskSource
@@ -243,8 +243,7 @@ class LocalExecutor:
         command = [sys.executable, "-m", "visprof.sweep.worker", "--device", slot.device, "--parent-pid", str(os.getpid())]
         for module in self.imports:
             command += ["--import", module]
-        env = {**os.environ, **dict(slot.env), "PYTHONUNBUFFERED": "1"}
-        env["PYTHONPATH"] = _pythonpath_with_visprof(env.get("PYTHONPATH"))
+        env = child_env({**os.environ, **dict(slot.env), "PYTHONUNBUFFERED": "1"})
         # Workers share the host's cores: each takes its part for torch's CPU threads (model
         # building, host ops), unless the user set it. With every worker spinning up all cores,
         # two H200 workers each took 2.6x longer outside the passes (bench/results/h200x2-sweep-1).
@@ -353,13 +352,3 @@ def _describe_exit(code: int | None) -> str:
             name = f"signal {-code}"
         return f"was killed by {name}" + (" (a crash in native code)" if name in ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT") else "")
     return f"exited with code {code}"
-
-
-def _pythonpath_with_visprof(current: str | None) -> str:
-    """PYTHONPATH for the worker, so it imports this very visprof: its source tree goes first,
-    unless visprof is installed (a site-packages folder is never put ahead of the stdlib)."""
-    root = str(Path(__file__).resolve().parents[2])
-    parts = [p for p in (current or "").split(os.pathsep) if p]
-    if Path(root).name in ("site-packages", "dist-packages") or root in parts:
-        return os.pathsep.join(parts)
-    return os.pathsep.join([root, *parts])

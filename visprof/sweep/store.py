@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ResultStore", "open_store", "Reference", "CellState", "StoreBusyError"]
 
-_SQLITE_HEADER = b"SQLite format 3\x00"
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first bytes of every SQLite file
 _FAILURE_KINDS = ("error", "oom", "timeout", "crash")
 # SQLite's words for a store that cannot take a write (not a bug in the SQL).
 _STORAGE_ERRORS = ("disk is full", "readonly", "disk I/O error", "unable to open", "database is locked")
@@ -126,10 +126,10 @@ class ResultStore:
         if path.is_file() and path.stat().st_size > 0:
             try:
                 with open(path, "rb") as fh:
-                    header = fh.read(len(_SQLITE_HEADER))
+                    header = fh.read(len(SQLITE_HEADER))
             except OSError as exc:
                 raise BadInputError(f"cannot read the store {path}: {exc.strerror}") from None
-            if header != _SQLITE_HEADER:
+            if header != SQLITE_HEADER:
                 raise BadInputError(f"{path} is not a visprof results store (not an SQLite file)")
 
     def _prepare(self) -> None:
