@@ -91,6 +91,29 @@ def test_profiled_models_are_explained_from_their_predicted_bounds_on_the_base_g
     assert "of its RTX 3090 time is tensor-core bound (predicted from the h200 profile), and the RTX 4090 has 2.33x " \
            "the RTX 3090's tensor throughput but 1.08x its bandwidth" in deit.explanation
     assert {a.key for a in c.by_category} >= {deit.dominant_category, "(no profile)"}
+    # the profile's own prediction, independent of compare: the same number, and said
+    from visprof.analysis.predict import speedup
+
+    *_, expected = speedup(profile.result, "rtx3090", "rtx4090", batch_size=1024, precision="fp16")
+    assert deit.predicted_speedup == pytest.approx(expected)
+    assert deit.explanation.endswith(f"; its profile predicts x{expected:.2f}")
+    assert abs(expected / 1.68 - 1) <= 0.10  # a transformer's gain is accounted for by its bounds
+
+
+def test_an_explanation_says_when_the_bounds_do_not_account_for_the_gain():
+    profile = sources.from_result(recorded_result("mobilevit_s"), "h200.json", sources.gpu_table())
+    # mobilevit_s published: 3090 -> 4090 gains more than its mostly memory-bound profile predicts
+    ms = [profile, m("mobilevit_s", "rtx3090", 3000, batch=1024, img=256), m("mobilevit_s", "rtx4090", 3000 * 1.9, batch=1024, img=256),
+          m("resnet50", "rtx3090", 3219.06, batch=1024), m("resnet50", "rtx4090", 4217.6, batch=1024)]
+    c = compare(ms, base="rtx3090", target="rtx4090")
+    mv = next(x for x in c.models if x.model == "mobilevit_s")
+    assert mv.predicted_speedup is not None and mv.predicted_speedup < 1.9 / 1.1
+    assert f"its profile predicts only x{mv.predicted_speedup:.2f}, so the bounds under-state its gain" in mv.explanation
+    slow = [m("mobilevit_s", "rtx3090", 3000, batch=1024, img=256), m("mobilevit_s", "rtx4090", 3000 * 1.01, batch=1024, img=256)]
+    c = compare([profile, *slow, *ms[3:]], base="rtx3090", target="rtx4090")
+    mv = next(x for x in c.models if x.model == "mobilevit_s")
+    assert "so the bounds over-state its gain" in mv.explanation
+    assert not any("profiled model" in n for n in c.notes)  # one profiled model: no agreement summary
 
 
 def test_load_folders_csvs_and_named_gpus(tmp_path):
@@ -161,3 +184,16 @@ def test_store_path_errors(tmp_path):
         open_store(text, write=True)
     with pytest.raises(BadInputError, match="does not exist"):
         open_store(tmp_path / "no" / "dir.db", write=True)
+
+
+def test_the_agreement_of_profiled_predictions_is_a_note(tmp_path):
+    folder = tmp_path / "results"
+    write_results(folder)
+    c = compare(sources.load([folder, CSV_3090, CSV_4090]).measurements, base="rtx3090", target="rtx4090")
+    profiled = [x for x in c.models if x.predicted_speedup]
+    assert len(profiled) == 4
+    errors = sorted(abs(x.predicted_speedup / x.speedup - 1) for x in profiled)
+    note = next(n for n in c.notes if "profiled model" in n)
+    assert note.startswith("4 profiled model(s): their profiles predict the speed-up with median error "
+                           f"{(errors[1] + errors[2]) / 2:.1%}")
+    assert f"within 10% for {sum(e <= 0.10 for e in errors)} of them" in note

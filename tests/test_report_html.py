@@ -79,6 +79,40 @@ def test_category_bars_grow_with_the_number_of_models_and_cap_it(loaded):
     assert "the 60 slowest per image of 80" in many.axes[0].get_title(loc="left")
 
 
+def test_an_outlier_does_not_flatten_the_other_bars(loaded):
+    import copy
+
+    profiles = loaded.profiles
+    giant = copy.deepcopy(profiles[0])
+    giant.model = "giant_net"
+    for row in giant.result.categories:
+        row.time_ms *= 40
+    fig = figures.category_bars([*profiles, giant])
+    ax = fig.axes[0]
+    per_row: dict[float, float] = {}
+    for bar in ax.patches:  # stacked segments: a row's length is the sum of its segments
+        row = round(bar.get_y() + bar.get_height() / 2, 3)
+        per_row[row] = per_row.get(row, 0.0) + bar.get_width()
+    lengths = sorted(per_row.values())
+    assert ax.get_xlim()[1] == pytest.approx(1.3 * lengths[-2])
+    assert [t.get_text() for t in ax.texts] == [f"{lengths[-1]:,.0f} ▸"]
+    assert len(figures.category_bars(profiles).axes[0].texts) == 0  # no outlier: nothing clipped
+
+
+def test_repeated_profiles_are_shown_once(loaded, tmp_path):
+    import copy
+
+    again = copy.deepcopy(loaded.profiles[0])
+    again.result.created_at = "2099-01-01T00:00:00+00:00"
+    doubled = sources.Loaded([*loaded.measurements, again], [])
+    latest, dropped = doubled.latest_profiles_only()
+    assert dropped == 1 and len(latest.profiles) == len(loaded.profiles)
+    assert again in latest.profiles and loaded.profiles[0] not in latest.profiles
+    assert len(latest.measurements) == len(loaded.measurements)  # references untouched
+    build_report(doubled, tmp_path / "r.html")
+    assert "1 repeated profile(s) of a model under the same conditions" in (tmp_path / "r.html").read_text()
+
+
 def test_html_is_self_contained(report):
     path, written = report
     html = path.read_text()

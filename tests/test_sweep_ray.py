@@ -16,10 +16,12 @@ FAKE_MODELS = str(Path(__file__).parent / "sweep_fake_models.py")
 
 
 @pytest.fixture(scope="module")
-def local_ray():
-    # Ray's workers inherit the environment: they must import this very visprof.
+def local_ray(tmp_path_factory):
+    # Ray's workers inherit the environment: they must import this very visprof. Ray also puts
+    # the driver's working directory first on their path: not the checkout, which CI installs.
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PYTHONPATH", pythonpath_with_visprof(os.environ.get("PYTHONPATH")))
+        patch.chdir(tmp_path_factory.mktemp("ray-cwd"))
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
         yield
         ray.shutdown()
@@ -50,3 +52,14 @@ def test_a_sweep_on_ray_records_results_failures_and_retries(local_ray, tmp_path
                       batch_sizes=[16], imports=[FAKE_MODELS], profile_options={"iterations": 3, "warmup": 1},
                       progress=False)
     assert (again.skipped, again.done, again.failed_total) == (3, 0, 0)
+
+
+def test_a_checkout_in_the_working_directory_that_ray_would_import_is_refused(tmp_path, monkeypatch):
+    from visprof.errors import BadInputError
+
+    (tmp_path / "visprof").mkdir()
+    (tmp_path / "visprof" / "__init__.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(BadInputError, match=rf"--ray: Ray's workers would import the visprof sources in {tmp_path} "
+                                            r"\(the working directory"):
+        run_sweep(["visprof_fake_tiny"], store=tmp_path / "r.db", ray="auto", imports=[FAKE_MODELS], progress=False)

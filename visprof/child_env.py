@@ -28,6 +28,16 @@ def pythonpath_with_visprof(current: str | None) -> str:
     return os.pathsep.join([VISPROF_PATH, *parts])
 
 
+def shadowing_checkout(cwd: Path | None = None) -> Path | None:
+    """The current directory, when it holds visprof sources other than the visprof imported
+    here. Ray puts its driver's working directory first on its workers' path (no
+    ``PYTHONSAFEPATH`` helps there): they would import those sources instead."""
+    cwd = (cwd or Path.cwd()).resolve()
+    if (cwd / "visprof" / "__init__.py").is_file() and cwd != Path(VISPROF_PATH):
+        return cwd
+    return None
+
+
 def child_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str, str]:
     """``base`` (default: this process's environment) plus ``extra``, set up so that a child
     Python imports the visprof this process runs."""

@@ -11,6 +11,9 @@
 * **dominant category** and **time by bound** on the base GPU: from the model's profile on
   the base GPU if there is one, else predicted onto the base GPU (at the base measurement's
   batch) from its profile on any GPU with a spec row (``visprof.analysis.predict``);
+* **predicted speed-up**: what the profile's roofline groups give for the two spec rows
+  (``visprof.analysis.predict``); where it misses the measured speed-up by more than
+  ``EXPLAINED_WITHIN``, the explanation says the bounds do not account for the difference;
 * **explanation**: one sentence built from these numbers and the two GPUs' spec rows.
 """
 from __future__ import annotations
@@ -22,9 +25,13 @@ from typing import Iterable
 
 from visprof.analysis.families import family
 from visprof.analysis.gpus import GpuSpec, GpuTable, gpu_table
+from visprof.analysis.metrics import ratio_errors, spearman
 from visprof.analysis.roofline import BOUND_LABELS, dominant_category
 from visprof.analysis.sources import Measurement
 from visprof.errors import BadInputError
+
+# A predicted speed-up within this of the measured one: the bounds account for the gain.
+EXPLAINED_WITHIN = 0.10
 
 
 @dataclass
@@ -39,6 +46,7 @@ class ModelComparison:
     dominant_category: str | None = None
     shares: dict[str, float] = field(default_factory=dict)  # time by bound on the base GPU
     shares_from: str = ""  # "measured on rtx3090" / "predicted from h200"
+    predicted_speedup: float | None = None  # from the profile's roofline groups and the two spec rows
     explanation: str = ""
 
     @property
@@ -54,7 +62,8 @@ class ModelComparison:
         return {"model": self.model, "img_size": self.img_size, "family": self.family,
                 "base_samples_per_s": self.base.samples_per_s, "target_samples_per_s": self.target.samples_per_s,
                 "base_batch": self.base.batch_size, "target_batch": self.target.batch_size,
-                "speedup": self.speedup, "sensitivity": self.sensitivity, "dominant_category": self.dominant_category,
+                "speedup": self.speedup, "predicted_speedup": self.predicted_speedup, "sensitivity": self.sensitivity,
+                "dominant_category": self.dominant_category,
                 **{f"share_{b}": v for b, v in self.shares.items()}, "shares_from": self.shares_from,
                 "macs_per_activation": self.intensity, "explanation": self.explanation,
                 "base_source": self.base.source, "target_source": self.target.source}
@@ -184,6 +193,36 @@ def bound_shares_on(profile: Measurement, base: Measurement, base_spec: GpuSpec 
     return predicted.shares, f"predicted from {profile.gpu}"
 
 
+def predicted_speedup(profile: Measurement, base: Measurement, base_spec: GpuSpec | None, target_spec: GpuSpec | None,
+                      table: GpuTable) -> float | None:
+    """The speed-up ``profile``'s roofline groups predict, at the base measurement's batch."""
+    result = profile.result
+    if base_spec is None or target_spec is None or profile.gpu_id is None or result is None or result.measurement != "gpu":
+        return None
+    from visprof.analysis.predict import speedup
+
+    try:
+        *_, ratio = speedup(result, base_spec, target_spec, batch_size=base.batch_size, table=table,
+                            precision=base.precision if base.precision in ("fp16", "bf16") else None)
+    except BadInputError:
+        return None
+    return ratio
+
+
+def _unexplained(m: ModelComparison, bound: str, target_name: str, fp32_ratio: float) -> str:
+    """What the sentence adds when the bounds do not account for the measured speed-up."""
+    p = m.predicted_speedup
+    gap = m.speedup / p - 1
+    if abs(gap) <= EXPLAINED_WITHIN:
+        return f"; its profile predicts x{p:.2f}"
+    if gap > 0:
+        hint = (f": kernels below their roof gain from the {target_name}'s {fp32_ratio:.2f}x SMs x clock as well"
+                if bound in ("memory", "unknown") else "")
+        return f"; its profile predicts only x{p:.2f}, so the bounds under-state its gain{hint}"
+    hint = f": its kernels reach less of the {target_name}'s peak than the profile's GPU suggests" if bound == "tensor" else ""
+    return f"; its profile predicts x{p:.2f}, so the bounds over-state its gain{hint}"
+
+
 def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: GpuSpec | None, base_name: str,
             target_name: str, precision: str | None) -> str:
     """One sentence: how much it gains against the median, what bounds its time, and the
@@ -217,6 +256,8 @@ def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: Gpu
         why = f"(ops without recorded bytes); the {target_name} has {tensor_ratio:.2f}x the tensor throughput, {bandwidth_ratio:.2f}x the bandwidth"
     launch = m.shares.get("launch", 0.0)
     extra = f"; {launch:.0%} is launch/host time, which no GPU speeds up" if launch >= 0.10 else ""
+    if m.predicted_speedup:
+        extra += _unexplained(m, bound, target_name, fp32_ratio)
     return f"{head}: {what}, {why}{extra}"
 
 
@@ -251,6 +292,7 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
         if profile is not None:
             m.dominant_category = dominant_category(profile.result)
             m.shares, m.shares_from = bound_shares_on(profile, m.base, base_spec, table)
+            m.predicted_speedup = predicted_speedup(profile, m.base, base_spec, target_spec, table)
         m.explanation = explain(m, median, base_spec, target_spec, base_name, target_name, m.base.precision)
     models.sort(key=lambda m: -m.sensitivity)
     unmatched = {k: len(set(by_gpu[k]) - set(by_gpu[o])) for k, o in ((base_key, target_key), (target_key, base_key))}
@@ -258,11 +300,26 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
     mixed = sum(1 for m in models if m.base.kind != m.target.kind)
     if mixed:
         notes.append(f"{mixed} model(s) compare a visprof profile with a reference measurement (different loops and settings)")
+    notes += _prediction_note(models)
     return Comparison(base_key, target_key, base_spec, target_spec, models, median,
                       by_family=_aggregate(models, lambda m: m.family),
                       by_category=_aggregate(models, lambda m: m.dominant_category or "(no profile)"),
                       by_bound=_aggregate(models, lambda m: _dominant_bound(m.shares) or "(no profile)"),
                       unmatched=unmatched, notes=notes)
+
+
+def _prediction_note(models: list[ModelComparison]) -> list[str]:
+    """How far the explanations can be trusted: the profiles' predicted speed-ups against the measured ones."""
+    pairs = [(m.predicted_speedup, m.speedup) for m in models if m.predicted_speedup]
+    if len(pairs) < 3:
+        return []
+    predicted, measured = zip(*pairs)
+    errors = ratio_errors(predicted, measured)
+    within = sum(abs(p / s - 1) <= EXPLAINED_WITHIN for p, s in pairs)
+    return [f"{len(pairs)} profiled model(s): their profiles predict the speed-up with median error "
+            f"{errors['median_abs']:.1%} (median signed {errors['median_signed']:+.1%}), rank the models with "
+            f"Spearman {spearman(predicted, measured):.2f}, and account for it within {EXPLAINED_WITHIN:.0%} "
+            f"for {within} of them"]
 
 
 def _dominant_bound(shares: dict[str, float]) -> str | None:

@@ -67,6 +67,20 @@ class Loaded:
     def profiles(self) -> list[Measurement]:
         return [m for m in self.measurements if m.result is not None]
 
+    def latest_profiles_only(self) -> tuple["Loaded", int]:
+        """A copy where profiles repeated under the same conditions (model, image size, GPU
+        kind, batch, precision, layout) are reduced to the latest; returns it and how many it
+        dropped. Sweeps on two GPUs of one kind, or a resumed list, measure some models twice:
+        one bar per model reads better than two, and speed-ups must not count a model twice."""
+        latest: dict[tuple, Measurement] = {}
+        for m in self.profiles:
+            key = (m.arch, m.img_size, m.gpu, m.batch_size, m.precision, m.channels_last)
+            if key not in latest or m.result.created_at >= latest[key].result.created_at:
+                latest[key] = m
+        kept = {id(m) for m in latest.values()}
+        measurements = [m for m in self.measurements if m.result is None or id(m) in kept]
+        return Loaded(measurements, list(self.skipped)), len(self.measurements) - len(measurements)
+
 
 def from_result(result: ProfileResult, source: str, table: GpuTable) -> Measurement:
     gpu_name = (result.gpu or {}).get("name") or ("CPU" if result.measurement == "cpu" else "unknown GPU")

@@ -103,6 +103,8 @@ def category_bars(profiles: Sequence, max_bars: int = MAX_BARS):
                     label=table.category(cat).label)
             left = [a + b for a, b in zip(left, values)]
         _style(ax, "x")
+        if panel == 0:
+            _clip_outliers(ax, y, left)
     axes[0].set_yticks(y, [_label(m) for m, *_ in totals], fontsize=8)
     axes[0].set_xlabel(("host" if cpu else "GPU kernel") + " µs per image")
     axes[1].set_xlabel("share of kernel time (%)")
@@ -129,6 +131,21 @@ def category_bars(profiles: Sequence, max_bars: int = MAX_BARS):
                    title="bound", title_fontsize=8)
         _style(ax, "x")
     return fig
+
+
+def _clip_outliers(ax, y: list[int], lengths: list[float]) -> None:
+    """One model far slower than the rest (SAM at 1024 px next to ResNets) would flatten
+    every other bar: the axis stops a little past the second-longest bar, and the longer ones
+    carry their length as text."""
+    ordered = sorted(lengths, reverse=True)
+    if len(ordered) < 2 or ordered[1] <= 0 or ordered[0] < 2.5 * ordered[1]:
+        return
+    limit = 1.3 * ordered[1]
+    ax.set_xlim(0, limit)
+    for row, length in zip(y, lengths):
+        if length > limit:
+            ax.text(limit * 0.98, row, f"{length:,.0f} ▸", ha="right", va="center", fontsize=7, color="white",
+                    fontweight="bold")
 
 
 def _front(points: list[tuple[float, float, str]], higher_x: bool) -> list[tuple[float, float, str]]:

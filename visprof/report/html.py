@@ -156,6 +156,10 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
     if not loaded.measurements:
         raise BadInputError("nothing to report: the inputs hold no measurements")
     notes: list[str] = []
+    loaded, repeats = loaded.latest_profiles_only()
+    if repeats:
+        notes.append(f"{repeats} repeated profile(s) of a model under the same conditions (GPU kind, batch, "
+                     f"precision, layout): only the latest of each is shown")
     comparison = _comparison(loaded, base, target, table, notes)
     figures = render_figures(loaded, comparison, table)
     gpus = sorted({m.gpu for m in loaded.measurements})

@@ -16,6 +16,7 @@ import threading
 import time
 from typing import Any, Sequence
 
+from visprof.child_env import VISPROF_PATH, shadowing_checkout
 from visprof.errors import BadInputError
 from visprof.sweep.tasks import Task, TaskSource
 
@@ -75,6 +76,11 @@ class RayExecutor:
     # --- the cluster ------------------------------------------------------------------
     def connect(self) -> dict[str, float]:
         """Joins (or starts) the cluster; returns its resources (``{"CPU": .., "GPU": ..}``)."""
+        shadow = shadowing_checkout()
+        if shadow is not None:
+            raise BadInputError(f"--ray: Ray's workers would import the visprof sources in {shadow} (the working "
+                                f"directory, which Ray puts first on their path) rather than this visprof "
+                                f"({VISPROF_PATH}); run the sweep from another directory")
         ray = self._ray = import_ray()
         if not ray.is_initialized():
             import logging
