@@ -17,6 +17,8 @@
 #   nsight-bench  bench/nvtx_overhead.py and bench/ncu_roofline.py (counter roofline, ViT-B/16, ResNet-50)
 #   nsys2022      with .nsys/nsyspack.tar.xz carried: visprof nsys run + import under Debian's nsys 2022.4
 #   nsight        nsight-tests, nsight-bench and (when .nsys is there) nsys2022
+#   outputs   GPU tests of the CLI's outputs and out-of-memory exit (issue 8) and of the roofline
+#   structure GPU tests of structural roles and torch.compile'd models + bench/compile_check.py
 # VISPROF_COMMIT names the commit in the results (the device copy has no .git).
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:${PYTHONPATH:-}
@@ -65,6 +67,11 @@ for step in "${steps[@]}"; do
       python3 -m visprof sweep --model-list bench/sweep_models_300.txt --limit 20 --ray local \
         --store .sweep/sweep-ray.db --json "$OUT/sweep-ray.json" 2>&1 | tee "$OUT/sweep-ray.txt" | tail -30
       python3 -m visprof export .sweep/sweep-ray.db --format csv -o "$OUT/sweep-ray.csv" ;;
+    outputs)
+      python3 -m pytest tests/gpu/test_cli_outputs_gpu.py tests/gpu/test_roofline_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-outputs.txt" | grep -E "PASS|FAIL|SKIP|Error|passed|failed|assert" | head -40 ;;
+    structure)
+      python3 -m pytest tests/gpu/test_structure_gpu.py tests/gpu/test_compile_compare_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-structure.txt" | grep -E "PASS|FAIL|SKIP|Error|passed|failed|assert" | head -40
+      python3 bench/compile_check.py --out "$OUT/compile-check-h200.json" 2>&1 | tail -30 | tee "$OUT/compile-check.txt" ;;
     nsight-tests)
       mkdir -p /tmp/ncu-csv/tests
       VISPROF_NCU_OUT=/tmp/ncu-csv/tests python3 -m pytest tests/gpu/test_nsight_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-nsight.txt" | grep -E "IDENTICAL|DIFFERENT|summary|PASS|FAIL|SKIP|Error|passed|failed" | head -40

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from visprof.cli import main
+from visprof.sweep import open_store
 from visprof.sweep.store import ResultStore
 
 FAKE_MODELS = str(Path(__file__).parent / "sweep_fake_models.py")
@@ -25,7 +26,6 @@ def one_error_line(err: str) -> str:
 
 
 @pytest.mark.parametrize("args, code, message", [
-    ([], 2, "name models or patterns"),
     (["resnet5O"], 2, "did you mean: resnet50"),
     (["nosuchfamily_*"], 2, "matches no timm model"),
     (["resnet18", "--exclude", "resnet*"], 2, "leaves none"),
@@ -92,6 +92,19 @@ def test_export_errors(tmp_path, capsys):
     code, out, err = run_cli(capsys, "export", str(tmp_path / "r.db"), "--format", "timm")
     assert code == 0 and out.splitlines() == [
         "model,infer_img_size,infer_samples_per_sec,infer_step_time,infer_batch_size,param_count,infer_gmacs,infer_macts"]
+
+
+def test_no_models_named_sweeps_the_starter_list(tmp_path, capsys):
+    from visprof.sweep.selection import STARTER_MODELS
+
+    store = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "sweep", "--store", str(store), "--device", "cpu", "--limit", "1", "-b", "1",
+                             "--img-size", "32", "--iterations", "2", "--warmup", "0", "--passes", "timing")
+    assert code == 0, err
+    assert f"[visprof] no models named: the starter list ({', '.join(STARTER_MODELS)})" in err
+    assert "cells: 1 planned, 0 already in the store, 1 measured, 0 failed" in out
+    with open_store(store) as opened:
+        assert [r["model"] for r in opened.rows()] == [STARTER_MODELS[0]]
 
 
 def test_cli_sweep_then_export(tmp_path, capsys):

@@ -95,7 +95,8 @@ def add_sweep_commands(commands: argparse._SubParsersAction) -> None:
                     "into one SQLite results store. The same command again resumes: finished cells are skipped.",
     )
     sweep.add_argument("models", nargs="*", metavar="MODEL",
-                       help="timm names or patterns ('vit_*', '*convnext*'), space- or comma-separated")
+                       help="timm names or patterns ('vit_*', '*convnext*'), space- or comma-separated "
+                            "(none: a starter list of 8 models, one of each kind)")
     sweep.add_argument("--store", type=Path, required=True, metavar="FILE", help="the results store (SQLite; created if new)")
     pick = sweep.add_argument_group("models")
     pick.add_argument("--model-list", type=Path, metavar="FILE", help="one model name or pattern a line (as timm's benchmark.py)")
@@ -160,7 +161,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from visprof.sweep.run import run_sweep
 
     if not args.models and args.model_list is None and not args.all_models:
-        raise BadInputError("name models or patterns to sweep ('resnet50,vit_*'), or use --model-list FILE or --all")
+        from visprof.sweep.selection import STARTER_MODELS
+
+        args.models = list(STARTER_MODELS)
+        print(f"[visprof] no models named: the starter list ({', '.join(STARTER_MODELS)}); name models or "
+              f"patterns ('resnet50,vit_*'), or use --model-list FILE or --all for others", file=sys.stderr)
     if args.json is not None:
         from visprof.outputs import check_output_paths
 

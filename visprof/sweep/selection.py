@@ -20,7 +20,13 @@ from typing import Iterable, Sequence
 
 from visprof.errors import BadInputError
 
-__all__ = ["select_models", "read_model_list", "split_names", "import_modules", "is_pattern"]
+__all__ = ["STARTER_MODELS", "select_models", "read_model_list", "split_names", "import_modules", "is_pattern"]
+
+# What `visprof sweep --store FILE` sweeps when no model is named: one model of each kind the
+# categories tell apart (CNNs plain, depthwise and mobile; ViTs plain, distilled, windowed;
+# a hybrid), small enough to run on a CPU in minutes.
+STARTER_MODELS = ("resnet50", "convnext_tiny", "efficientnet_b0", "mobilenetv3_large_100", "vit_base_patch16_224",
+                  "deit_small_patch16_224", "swin_tiny_patch4_window7_224", "maxvit_tiny_tf_224")
 
 _PATTERN_CHARS = set("*?[")
 
