@@ -9,7 +9,7 @@
 #   sweep-tests  GPU tests of visprof sweep (every visible GPU, a real CUDA OOM decay)
 #   sweep-scale  one budgeted call of bench/sweep_scale.py; the store lives in .sweep/ (carry it
 #                back in: `mkdir -p .sweep && cp <files>/sweep-* .sweep/`, carry: [".sweep"]).
-#                SWEEP_NAME (sweep-h200), GPUS (all), BUDGET (420 s), LIMIT (all 300 models),
+#                SWEEP_NAME (sweep-h200), GPUS (all), BUDGET (420 s), LIMIT (all 300 models), BATCH (64),
 #                TIMM_SAMPLE (all), TIMM=0 (no timm-style loop) set it up
 #   sweep-ray    20 models of the list on a local Ray cluster of this machine's GPUs (needs the
 #                Ray wheels in .whl/: ray is 76 MiB, bench/slim_wheel.py makes it 44)
@@ -59,7 +59,7 @@ for step in "${steps[@]}"; do
       name=${SWEEP_NAME:-sweep-h200}; mkdir -p .sweep
       timm_args="--timm-loop --timm-state .sweep/$name-timm.json ${TIMM_SAMPLE:+--timm-sample $TIMM_SAMPLE}"
       [ "${TIMM:-1}" = 0 ] && timm_args=""
-      python3 bench/sweep_scale.py --store ".sweep/$name.db" --gpus "${GPUS:-all}" --time-budget "${BUDGET:-420}" \
+      python3 bench/sweep_scale.py --store ".sweep/$name.db" --gpus "${GPUS:-all}" --time-budget "${BUDGET:-420}" --batch-size "${BATCH:-64}" \
         $timm_args ${LIMIT:+--limit $LIMIT} --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.txt" | tail -30
       cp .sweep/"$name"* "$OUT/" ;;
     sweep-ray)
