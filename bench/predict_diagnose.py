@@ -7,6 +7,8 @@
    search, median absolute error), fitted on one half of the models and judged on the other
    (2-fold, fixed seed), and fitted on all. A fit to the data it is judged on is not a method;
    it says how far better ratios alone could take the ranking.
+3. How far the published data itself allows a ranking: the speed-ups of the same
+   architectures at their two smallest image sizes in the CSVs, ranked against each other.
 
     python bench/predict_diagnose.py bench/results/h200x2-sweep-1/predict-check-h200-115models.json \\
         --json bench/results/h200x2-sweep-1/predict-diagnosis.json
@@ -22,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _provenance import provenance  # noqa: E402
+from predict_check import CSV_DIR, published as published_rows  # noqa: E402
 
 from visprof.analysis.metrics import ratio_errors, spearman  # noqa: E402
 
@@ -47,10 +50,22 @@ def judged(rows, published, indices, ratios) -> dict:
             "median_abs_error": ratio_errors(predicted, truth)["median_abs"]}
 
 
+def size_consistency(csv_dir: Path) -> dict:
+    pub = published_rows(csv_dir)
+    by_model: dict[str, dict[int, float]] = {}
+    for key in set(pub["rtx3090"]) & set(pub["rtx4090"]):
+        speedup = float(pub["rtx4090"][key]["infer_samples_per_sec"]) / float(pub["rtx3090"][key]["infer_samples_per_sec"])
+        by_model.setdefault(key[0], {})[key[1]] = speedup
+    pairs = [tuple(v for _, v in sorted(sizes.items())[:2]) for sizes in by_model.values() if len(sizes) >= 2]
+    first, second = zip(*pairs)
+    return {"architectures": len(pairs), "spearman": spearman(first, second)}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("check", type=Path, help="a JSON file bench/predict_check.py wrote")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--csv-dir", type=Path, default=CSV_DIR)
     args = parser.parse_args(argv)
     rows = json.loads(args.check.read_text())["rows"]
     published = [r["speedup_published"] for r in rows]
@@ -67,6 +82,7 @@ def main(argv=None) -> int:
     out["two_fold"] = [judged(rows, published, test, fit(rows, published, train))
                        for train, test in (halves, halves[::-1])]
     out["fitted_on_all"] = judged(rows, published, everyone, fit(rows, published, everyone))
+    out["published_two_sizes"] = size_consistency(args.csv_dir)
     print(json.dumps({k: v for k, v in out.items() if k != "provenance"}, indent=1))
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
