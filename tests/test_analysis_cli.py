@@ -112,3 +112,15 @@ def test_help_answers_without_loading_torch():
                           env=child_env({"PATH": "/usr/bin:/bin"}))
     assert proc.returncode == 0, proc.stderr
     assert "--base GPU" in proc.stdout
+
+
+def test_report_without_matplotlib_says_so_before_loading_anything(tmp_path, capsys, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    # the source does not exist: a check after loading would have said that instead
+    assert cli.main(["report", str(tmp_path / "missing.db"), "-o", str(tmp_path / "r.html")]) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == ["visprof: error: the report's figures need matplotlib: pip install 'visprof[report]'"]
+    assert not (tmp_path / "r.html").exists()

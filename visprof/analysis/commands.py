@@ -202,9 +202,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     from visprof.errors import BadInputError
     from visprof.report.html import build_report
 
+    from visprof.report.figures import require_matplotlib
+
     _check_outputs(output=args.output)
     if args.png_dir is not None and args.png_dir.exists() and not args.png_dir.is_dir():
         raise BadInputError(f"--png-dir: {args.png_dir} is not a directory")
+    require_matplotlib()  # before minutes of loading, not after
     table = _table(args)
     loaded = sources.load(args.sources, table)
     _say(f"{len(loaded.measurements)} measurements ({len(loaded.profiles)} profiles); drawing")

@@ -20,13 +20,20 @@ GPU_COLORS = ["#1F77B4", "#D62728", "#2CA02C", "#9467BD", "#FF7F0E", "#8C564B"]
 MAX_BARS = 60
 
 
-def _figure(width: float, height: float):
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
+def require_matplotlib() -> None:
+    """Raises the one-line error a report without matplotlib ends in (callers check first,
+    before loading their inputs)."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
         from visprof.errors import VisprofError
 
-        raise VisprofError("the report's figures need matplotlib: pip install 'visprof[report]'") from None
+        raise VisprofError("the report's figures need matplotlib: pip install 'visprof[report]'")
+
+
+def _figure(width: float, height: float):
+    require_matplotlib()
+    from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width, height), dpi=110, layout="constrained")
     fig.patch.set_facecolor("white")
