@@ -56,6 +56,10 @@ def test_every_figure_is_a_png_with_content(loaded):
         "speedup": figures.speedup_scatter(comparison),
         "families": figures.family_boxes(comparison),
     }
+    # intensity, tensor share, and measured against what each of the 4 profiles predicts
+    titles = [ax.get_title(loc="left") for ax in drawn["speedup"].axes]
+    assert len(titles) == 3 and titles[2].startswith("Measured vs predicted (Spearman ")
+    assert len(drawn["speedup"].axes[2].collections[-1].get_offsets()) == 4
     for name, fig in drawn.items():
         assert fig is not None, name
         png = figures.png_bytes(fig)
@@ -123,6 +127,9 @@ def test_html_is_self_contained(report):
     for section in ("Where the time goes", "Roofline", "Pareto fronts", "Speed-up rtx3090 → rtx4090", "By family"):
         assert section in html
     assert "deit_small_patch16_224" in html and "tensor-core bound" in html
+    # every profiled model explained, with what its profile predicts and how far that holds overall
+    assert "<h2>Why: the 4 profiled models</h2>" in html and html.count("its profile predicts") >= 4
+    assert "4 profiled model(s): their profiles predict the speed-up with median error" in html
 
 
 def test_report_refuses_empty_inputs(tmp_path):

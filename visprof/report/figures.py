@@ -261,17 +261,41 @@ def _bound_curve(tensor_ratio: float, bandwidth_ratio: float):
     return xs, [1 / (f / tensor_ratio + (1 - f) / bandwidth_ratio) for f in xs]
 
 
+def _predicted_panel(ax, models, color) -> None:
+    from visprof.analysis.compare import EXPLAINED_WITHIN
+    from visprof.analysis.metrics import ratio_errors, spearman
+
+    xs, ys = [m.predicted_speedup for m in models], [m.speedup for m in models]
+    low, high = min(xs + ys) * 0.97, max(xs + ys) * 1.03
+    line = [low, high]
+    ax.fill_between(line, [v / (1 + EXPLAINED_WITHIN) for v in line], [v * (1 + EXPLAINED_WITHIN) for v in line],
+                    color="#DDDDDD", alpha=0.6, linewidth=0, label=f"within {EXPLAINED_WITHIN:.0%}")
+    ax.plot(line, line, color="#555555", linewidth=1)
+    ax.scatter(xs, ys, s=34, c=[color(m) for m in models], edgecolors="#333333", linewidths=0.5, zorder=3)
+    ax.set_xlim(low, high)
+    ax.set_ylim(low, high)
+    ax.set_xlabel("speed-up predicted from the model's profile")
+    ax.set_ylabel("speed-up measured")
+    summary = ""
+    if len(models) >= 3:
+        summary = (f" (Spearman {spearman(xs, ys):.2f}, median error "
+                   f"{ratio_errors(xs, ys)['median_abs']:.1%})")
+    ax.set_title(f"Measured vs predicted{summary}", loc="left", fontsize=10)
+
+
 def speedup_scatter(comparison):
     """Speed-up against MACs per activation (every model timm counted), and against the
     share of base-GPU time that is tensor-core bound (profiled models), coloured by dominant
-    category; the second with the speed-up a pure two-bound model predicts from the specs."""
+    category; the second with the speed-up a pure two-bound model predicts from the specs; the
+    third, the measured speed-up against the one each profile predicts (within 10%: a band)."""
     models = comparison.models
     if not models:
         return None
     table, _ = _categories()
     profiled = [m for m in models if m.shares]
     counted = [m for m in models if m.intensity is not None]
-    panels = (["intensity"] if counted else []) + (["tensor"] if profiled else [])
+    predicted = [m for m in profiled if m.predicted_speedup]
+    panels = (["intensity"] if counted else []) + (["tensor"] if profiled else []) + (["predicted"] if predicted else [])
     if not panels:
         panels = ["rank"]
     fig = _figure(6.0 * len(panels), 4.8)
@@ -284,6 +308,9 @@ def speedup_scatter(comparison):
 
     for ax, panel in zip(axes, panels):
         _style(ax)
+        if panel == "predicted":
+            _predicted_panel(ax, predicted, color)
+            continue
         ax.axhline(median, color="#555555", linestyle="--", linewidth=1, label=f"median x{median:.2f}")
         if panel == "intensity":
             grey = [m for m in counted if not m.dominant_category]
@@ -324,8 +351,9 @@ def speedup_scatter(comparison):
     handles = [Line2D([], [], marker="o", linestyle="", color=table.category(c).color, markeredgecolor="#333333",
                       label=table.category(c).label) for c in present]
     h0, l0 = axes[0].get_legend_handles_labels()
-    extra = [h for ax in axes[1:] for h in ax.get_legend_handles_labels()[0][1:]]
-    extra_labels = [l for ax in axes[1:] for l in ax.get_legend_handles_labels()[1][1:]]
+    # the median line once (every speed-up panel has one), then what else the other panels drew
+    later = [pair for ax in axes[1:] for pair in zip(*ax.get_legend_handles_labels()) if not pair[1].startswith("median")]
+    extra, extra_labels = [h for h, _ in later], [label for _, label in later]
     fig.legend(h0 + extra + handles, l0 + extra_labels + [f"dominant: {h.get_label()}" for h in handles],
                loc="outside lower center", ncols=4, fontsize=8, frameon=False)
     return fig
