@@ -57,6 +57,8 @@ def size_consistency(csv_dir: Path) -> dict:
         speedup = float(pub["rtx4090"][key]["infer_samples_per_sec"]) / float(pub["rtx3090"][key]["infer_samples_per_sec"])
         by_model.setdefault(key[0], {})[key[1]] = speedup
     pairs = [tuple(v for _, v in sorted(sizes.items())[:2]) for sizes in by_model.values() if len(sizes) >= 2]
+    if len(pairs) < 3:
+        return {"architectures": len(pairs), "spearman": None}
     first, second = zip(*pairs)
     return {"architectures": len(pairs), "spearman": spearman(first, second)}
 

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from recorded_results import write_results
 
 from visprof.child_env import child_env
@@ -46,3 +48,45 @@ def test_model_list_for_the_sweep(tmp_path):
     sizes = json.loads(listing.with_suffix(".sizes.json").read_text())
     assert len(names) == 30 == len(set(names)) and set(sizes) == set(names)
     assert sizes.get("mobilevit_s", 256) == 256
+
+
+def test_worked_example_and_diagnosis_scripts_run_on_recorded_profiles(tmp_path):
+    """bench/worked_example.py on the H200 recordings, and bench/predict_diagnose.py on a check's JSON."""
+    out = tmp_path / "we.json"
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "worked_example.py"), "--models",
+                           "resnet50,coatnet_0_rw_224,no_such_net", "--csv-dir", str(TIMM), "--json", str(out)],
+                          capture_output=True, text=True, cwd=REPO, env=child_env({"PATH": "/usr/bin:/bin"}), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    rows = {r["model"]: r for r in doc["rows"]}
+    assert set(rows) == {"resnet50", "coatnet_0_rw_224"} and doc["missing"] == ["no_such_net"]
+    r50 = rows["resnet50"]
+    assert r50["published"]["speedup"] == pytest.approx(4217.6 / 3219.06)  # the CSV's own numbers
+    assert r50["h200_batch"] == 64 and abs(sum(r50["h200_categories_pct"].values()) - 100) < 0.5
+    for mode in ("bound", "compute"):
+        p = r50[f"predicted_{mode}"]
+        assert p["speedup"] == pytest.approx(p["rtx4090_samples_per_s"] / p["rtx3090_samples_per_s"])
+    assert "resnet50 @224: H200 b64 bf16" in proc.stdout and "no profile of: no_such_net" in proc.stdout
+
+    check = tmp_path / "check.json"
+    folder = tmp_path / "h200"
+    write_results(folder)
+    subprocess.run([sys.executable, str(REPO / "bench" / "predict_check.py"), "--from", str(folder), "--csv-dir", str(TIMM),
+                    "--json", str(check)], capture_output=True, text=True, cwd=REPO, check=True,
+                   env=child_env({"PATH": "/usr/bin:/bin"}), timeout=600)
+    diagnosis = tmp_path / "diagnosis.json"
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "predict_diagnose.py"), str(check), "--csv-dir", str(TIMM),
+                           "--json", str(diagnosis)], capture_output=True, text=True, cwd=REPO,
+                          env=child_env({"PATH": "/usr/bin:/bin"}), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(diagnosis.read_text())
+    assert doc["models"] == 4 and doc["datasheet_ratios"]["ratios"] == [2.33, 1.08]
+    assert set(doc["error_vs_share_spearman"]) == {"tensor", "memory", "compute", "launch"}
+    assert [half["models"] for half in doc["two_fold"]] == [2, 2]
+    # the share model with the datasheet ratios, recomputed from the check's rows
+    rows = json.loads(check.read_text())["rows"]
+    by_hand = [1 / (r["rtx3090_shares"].get("tensor", 0) / 2.33 + (r["rtx3090_shares"].get("memory", 0)
+                    + r["rtx3090_shares"].get("unknown", 0)) / 1.08 + r["rtx3090_shares"].get("compute", 0) / 2.32
+                    + r["rtx3090_shares"].get("launch", 0)) for r in rows]
+    errors = sorted(abs(p / r["speedup_published"] - 1) for p, r in zip(by_hand, rows))
+    assert doc["datasheet_ratios"]["median_abs_error"] == pytest.approx((errors[1] + errors[2]) / 2)
