@@ -25,11 +25,15 @@ from torch import nn
 
 OOM_ABOVE = 8
 INPUT_SIZE = (3, 16, 16)
+# Seconds each build takes ($VISPROF_FAKE_BUILD_S): tests that interrupt a sweep mid-way need
+# cells slower than their polling, or a fast machine finishes the sweep before the signal.
+BUILD_S = float(os.environ.get("VISPROF_FAKE_BUILD_S", "0"))
 
 
 class Tiny(nn.Module):
     def __init__(self, channels: int = 4):
         super().__init__()
+        time.sleep(BUILD_S)
         self.conv = nn.Conv2d(3, channels, 3, padding=1)
         self.act = nn.ReLU()
         self.pool = nn.AdaptiveAvgPool2d(1)

@@ -97,8 +97,8 @@ def sweep_command(store: Path, *extra: str) -> list[str]:
             "--iterations", "3", "--warmup", "1", "--timeout", "60", *extra]
 
 
-def env() -> dict:
-    return child_env(PYTHONUNBUFFERED="1")
+def env(**extra: str) -> dict:
+    return child_env(PYTHONUNBUFFERED="1", **extra)
 
 
 def store_contents(path: Path) -> tuple:
@@ -135,8 +135,10 @@ def test_interrupt_and_kill_9_of_the_driver_then_resume_equal_an_uninterrupted_r
                                      stderr=subprocess.PIPE, text=True)
 
     store = tmp_path / "resumed.db"
-    # 1. Ctrl-C (SIGINT to the driver alone: the workers run in their own session)
-    proc = subprocess.Popen(sweep_command(store), env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # 1. Ctrl-C (SIGINT to the driver alone: the workers run in their own session). Cells of
+    # at least 0.5 s here: the kill -9 below must land while cells are still left.
+    slow = env(VISPROF_FAKE_BUILD_S="0.5")
+    proc = subprocess.Popen(sweep_command(store), env=slow, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for_rows(store, proc, 1)
     os.kill(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
@@ -146,8 +148,9 @@ def test_interrupt_and_kill_9_of_the_driver_then_resume_equal_an_uninterrupted_r
     assert worker_pids(proc.pid) == []
 
     # 2. kill -9 of the driver: its workers follow it, and no row is half written
-    proc = subprocess.Popen(sweep_command(store), env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(sweep_command(store), env=slow, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     before = wait_for_rows(store, proc, store_rows(store) + 1)
+    assert before < 8, "the sweep was not interrupted mid-way"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     deadline = time.monotonic() + 15
