@@ -80,6 +80,32 @@ class Aggregate:
 
 
 @dataclass
+class PredictionAgreement:
+    """How far the explanations can be trusted: the profiles' predicted speed-ups against the measured ones."""
+
+    models: int
+    spearman: float
+    median_abs_error: float
+    median_signed_error: float
+    within: int  # models predicted within EXPLAINED_WITHIN
+
+    @classmethod
+    def of(cls, models: list[ModelComparison]) -> "PredictionAgreement | None":
+        pairs = [(m.predicted_speedup, m.speedup) for m in models if m.predicted_speedup]
+        if len(pairs) < 3:
+            return None
+        predicted, measured = zip(*pairs)
+        errors = ratio_errors(predicted, measured)
+        return cls(len(pairs), spearman(predicted, measured), errors["median_abs"], errors["median_signed"],
+                   sum(abs(p / s - 1) <= EXPLAINED_WITHIN for p, s in pairs))
+
+    def sentence(self) -> str:
+        return (f"{self.models} profiled model(s): their profiles predict the speed-up with median error "
+                f"{self.median_abs_error:.1%} (median signed {self.median_signed_error:+.1%}), rank the models with "
+                f"Spearman {self.spearman:.2f}, and account for it within {EXPLAINED_WITHIN:.0%} for {self.within} of them")
+
+
+@dataclass
 class Comparison:
     base: str  # GPU key (spec id, else name)
     target: str
@@ -92,6 +118,7 @@ class Comparison:
     by_bound: list[Aggregate]
     unmatched: dict[str, int] = field(default_factory=dict)  # GPU key -> models without a partner
     notes: list[str] = field(default_factory=list)
+    prediction: PredictionAgreement | None = None  # also the last note
 
     def to_dict(self) -> dict:
         return {"base": self.base, "target": self.target,
@@ -99,7 +126,8 @@ class Comparison:
                 "target_spec": self.target_spec.as_dict() if self.target_spec else None,
                 "median_speedup": self.median_speedup, "models": [m.row() for m in self.models],
                 "by_family": [asdict(a) for a in self.by_family], "by_category": [asdict(a) for a in self.by_category],
-                "by_bound": [asdict(a) for a in self.by_bound], "unmatched": self.unmatched, "notes": self.notes}
+                "by_bound": [asdict(a) for a in self.by_bound], "unmatched": self.unmatched, "notes": self.notes,
+                "prediction": asdict(self.prediction) if self.prediction else None}
 
 
 def gpu_keys(measurements: Iterable[Measurement]) -> list[str]:
@@ -173,40 +201,31 @@ def _profile_for(arch_img: tuple[str, int | None], profiles: dict, base_key: str
     return (on_base or with_spec or candidates or [None])[-1]
 
 
-def bound_shares_on(profile: Measurement, base: Measurement, base_spec: GpuSpec | None, table: GpuTable) -> tuple[dict[str, float], str]:
-    """Time by bound of ``profile``'s model on the base GPU: measured there, else predicted."""
+def on_base_and_target(profile: Measurement, base: Measurement, base_spec: GpuSpec | None, target_spec: GpuSpec | None,
+                       table: GpuTable) -> tuple[dict[str, float], str, float | None]:
+    """From ``profile``: its model's time by bound on the base GPU (measured there, else
+    predicted), where that split comes from, and the speed-up its roofline groups predict
+    from base to target, at the base measurement's batch. One prediction per GPU serves both."""
     result = profile.result
     roof = result.roofline if result else None
     if roof is None or not roof.groups:
-        return {}, ""
-    if profile.gpu == base.gpu and roof.shares:
-        return dict(roof.shares), f"measured on {profile.gpu}"
-    if base_spec is None or profile.gpu_id is None:
-        return ({}, "") if not roof.shares else (dict(roof.shares), f"measured on {profile.gpu}")
+        return {}, "", None
+    measured = (dict(roof.shares), f"measured on {profile.gpu}") if roof.shares else ({}, "")
+    if base_spec is None or profile.gpu_id is None or result.measurement != "gpu":
+        return (*measured, None)
     from visprof.analysis.predict import predict_result
 
+    options = {"batch_size": base.batch_size, "table": table,
+               "precision": base.precision if base.precision in ("fp16", "bf16") else None}
     try:
-        predicted = predict_result(result, base_spec, batch_size=base.batch_size, table=table,
-                                   precision=base.precision if base.precision in ("fp16", "bf16") else None)
+        on_base = predict_result(result, base_spec, **options)
+        on_target = predict_result(result, target_spec, **options) if target_spec else None
     except BadInputError:
-        return dict(roof.shares), f"measured on {profile.gpu}"
-    return predicted.shares, f"predicted from {profile.gpu}"
-
-
-def predicted_speedup(profile: Measurement, base: Measurement, base_spec: GpuSpec | None, target_spec: GpuSpec | None,
-                      table: GpuTable) -> float | None:
-    """The speed-up ``profile``'s roofline groups predict, at the base measurement's batch."""
-    result = profile.result
-    if base_spec is None or target_spec is None or profile.gpu_id is None or result is None or result.measurement != "gpu":
-        return None
-    from visprof.analysis.predict import speedup
-
-    try:
-        *_, ratio = speedup(result, base_spec, target_spec, batch_size=base.batch_size, table=table,
-                            precision=base.precision if base.precision in ("fp16", "bf16") else None)
-    except BadInputError:
-        return None
-    return ratio
+        return (*measured, None)
+    speedup = on_target.samples_per_s / on_base.samples_per_s if on_target else None
+    if profile.gpu == base.gpu and roof.shares:
+        return (*measured, speedup)
+    return on_base.shares, f"predicted from {profile.gpu}", speedup
 
 
 def _unexplained(m: ModelComparison, bound: str, target_name: str, fp32_ratio: float) -> str:
@@ -291,8 +310,7 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
         profile = _profile_for((m.base.arch, m.img_size), profiles, base_key)
         if profile is not None:
             m.dominant_category = dominant_category(profile.result)
-            m.shares, m.shares_from = bound_shares_on(profile, m.base, base_spec, table)
-            m.predicted_speedup = predicted_speedup(profile, m.base, base_spec, target_spec, table)
+            m.shares, m.shares_from, m.predicted_speedup = on_base_and_target(profile, m.base, base_spec, target_spec, table)
         m.explanation = explain(m, median, base_spec, target_spec, base_name, target_name, m.base.precision)
     models.sort(key=lambda m: -m.sensitivity)
     unmatched = {k: len(set(by_gpu[k]) - set(by_gpu[o])) for k, o in ((base_key, target_key), (target_key, base_key))}
@@ -300,26 +318,14 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
     mixed = sum(1 for m in models if m.base.kind != m.target.kind)
     if mixed:
         notes.append(f"{mixed} model(s) compare a visprof profile with a reference measurement (different loops and settings)")
-    notes += _prediction_note(models)
+    prediction = PredictionAgreement.of(models)
+    if prediction:
+        notes.append(prediction.sentence())
     return Comparison(base_key, target_key, base_spec, target_spec, models, median,
                       by_family=_aggregate(models, lambda m: m.family),
                       by_category=_aggregate(models, lambda m: m.dominant_category or "(no profile)"),
                       by_bound=_aggregate(models, lambda m: _dominant_bound(m.shares) or "(no profile)"),
-                      unmatched=unmatched, notes=notes)
-
-
-def _prediction_note(models: list[ModelComparison]) -> list[str]:
-    """How far the explanations can be trusted: the profiles' predicted speed-ups against the measured ones."""
-    pairs = [(m.predicted_speedup, m.speedup) for m in models if m.predicted_speedup]
-    if len(pairs) < 3:
-        return []
-    predicted, measured = zip(*pairs)
-    errors = ratio_errors(predicted, measured)
-    within = sum(abs(p / s - 1) <= EXPLAINED_WITHIN for p, s in pairs)
-    return [f"{len(pairs)} profiled model(s): their profiles predict the speed-up with median error "
-            f"{errors['median_abs']:.1%} (median signed {errors['median_signed']:+.1%}), rank the models with "
-            f"Spearman {spearman(predicted, measured):.2f}, and account for it within {EXPLAINED_WITHIN:.0%} "
-            f"for {within} of them"]
+                      unmatched=unmatched, notes=notes, prediction=prediction)
 
 
 def _dominant_bound(shares: dict[str, float]) -> str | None:
@@ -327,5 +333,5 @@ def _dominant_bound(shares: dict[str, float]) -> str | None:
     return max(kernel, key=kernel.get) if kernel else None
 
 
-__all__ = ["Aggregate", "Comparison", "ModelComparison", "bound_shares_on", "busiest_pair", "compare", "explain", "gpu_keys",
+__all__ = ["Aggregate", "Comparison", "ModelComparison", "PredictionAgreement", "on_base_and_target", "busiest_pair", "compare", "explain", "gpu_keys",
            "pick_gpus"]

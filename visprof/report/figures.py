@@ -261,9 +261,8 @@ def _bound_curve(tensor_ratio: float, bandwidth_ratio: float):
     return xs, [1 / (f / tensor_ratio + (1 - f) / bandwidth_ratio) for f in xs]
 
 
-def _predicted_panel(ax, models, color) -> None:
+def _predicted_panel(ax, models, color, agreement) -> None:
     from visprof.analysis.compare import EXPLAINED_WITHIN
-    from visprof.analysis.metrics import ratio_errors, spearman
 
     xs, ys = [m.predicted_speedup for m in models], [m.speedup for m in models]
     low, high = min(xs + ys) * 0.97, max(xs + ys) * 1.03
@@ -276,10 +275,8 @@ def _predicted_panel(ax, models, color) -> None:
     ax.set_ylim(low, high)
     ax.set_xlabel("speed-up predicted from the model's profile")
     ax.set_ylabel("speed-up measured")
-    summary = ""
-    if len(models) >= 3:
-        summary = (f" (Spearman {spearman(xs, ys):.2f}, median error "
-                   f"{ratio_errors(xs, ys)['median_abs']:.1%})")
+    summary = (f" (Spearman {agreement.spearman:.2f}, median error {agreement.median_abs_error:.1%})"
+               if agreement else "")
     ax.set_title(f"Measured vs predicted{summary}", loc="left", fontsize=10)
 
 
@@ -309,7 +306,7 @@ def speedup_scatter(comparison):
     for ax, panel in zip(axes, panels):
         _style(ax)
         if panel == "predicted":
-            _predicted_panel(ax, predicted, color)
+            _predicted_panel(ax, predicted, color, comparison.prediction)
             continue
         ax.axhline(median, color="#555555", linestyle="--", linewidth=1, label=f"median x{median:.2f}")
         if panel == "intensity":

@@ -103,9 +103,9 @@ def _comparison_section(comparison, figures) -> list[str]:
     profiled = [m for m in c.models if m.shares]
     if profiled:
         # Every profiled model, with what its profile predicts: the explanations and how far they hold.
-        notes = "".join(f" {html.escape(n)}." for n in c.notes if "profiled model" in n)
+        agreement = f" {html.escape(c.prediction.sentence())}." if c.prediction else ""
         out.append(f'<h2>Why: the {len(profiled)} profiled models</h2><p class="caption">Time by bound on '
-                   f"{html.escape(c.base)} from each model's profile, and the speed-up that profile predicts.{notes}</p>")
+                   f"{html.escape(c.base)} from each model's profile, and the speed-up that profile predicts.{agreement}</p>")
         rows = [[m.model, str(m.img_size), f"x{m.speedup:.2f}", f"x{m.predicted_speedup:.2f}" if m.predicted_speedup else "-",
                  f"{m.sensitivity:+.0%}", m.dominant_category or "-", m.explanation] for m in profiled]
         out.append(_table(["model", "img", "speed-up", "predicted", "sensitivity", "dominant", "why"], rows,
