@@ -220,3 +220,40 @@ def test_attributed_pass_links_a_compiled_trace_and_says_how_much(compiled):
     warnings_ = []
     assert _link_compiled(empty, records, tracker, bounds, default_table(), warnings_) == (None, "none (kernel names)")
     assert "no kernel provenance was recorded" in warnings_[0]
+
+
+class TokenMixerFp32Softmax(nn.Module):
+    """Hand-written attention whose softmax runs in fp32, as CUDA autocast runs it (no class
+    name says attention, so only the dataflow can)."""
+
+    def __init__(self, dim=64, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        attn = (q @ k.transpose(-2, -1)) * 0.125
+        attn = attn.float().softmax(dim=-1).to(q.dtype)
+        return self.proj((attn @ v).transpose(1, 2).reshape(B, N, C))
+
+
+def test_compiled_attention_is_found_through_the_casts_of_a_mixed_precision_graph():
+    """On the H200 (bf16 autocast) a compiled hand-written attention had no attention at all:
+    Inductor's post-grad graph casts with prims.convert_element_type around the fp32 softmax,
+    which the dataflow walk did not pass through. Inductor's SDPA rewrite is switched off so
+    the bmm/softmax/bmm graph stays as written (it does not fire on every shape)."""
+    import torch._inductor.config as inductor_config
+
+    with inductor_config.patch(pattern_matcher=False):
+        compiled_model, recorder = compile_model(TokenMixerFp32Softmax().eval())
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+            compiled_model(torch.randn(2, 49, 64))
+    calls = recorder.program.calls
+    assert not any("scaled_dot_product" in c.op for c in calls)  # the rewrite really was off
+    by_category = {c.category for c in calls}
+    assert {"attention/core", "attention/projections"} <= by_category, by_category
+    assert any(c.category == "attention/core" and "bmm" in c.op for c in calls if c.extern)
+    assert "linear" not in by_category

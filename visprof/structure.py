@@ -49,7 +49,8 @@ ROLE_ACTIVATION = "activation"
 ROLES = (ROLE_CORE, ROLE_PROJECTION, ROLE_BIAS, ROLE_MASK, ROLE_WINDOW, ROLE_NORM, ROLE_ACTIVATION)
 
 # --- op kinds (aten packet names) ---------------------------------------------------------
-CASTS = {"to", "_to_copy", "type_as", "_autocast_to_reduced_precision", "_autocast_to_full_precision"}
+CASTS = {"to", "_to_copy", "type_as", "_autocast_to_reduced_precision", "_autocast_to_full_precision",
+         "convert_element_type"}
 # Ops that only move, alias or cast data: a walk passes through them.
 LAYOUT = {
     "view", "_unsafe_view", "reshape", "_reshape_alias", "view_as", "reshape_as", "permute", "transpose", "t",
@@ -91,9 +92,11 @@ MAX_WALK = 48
 
 
 def op_kind(name: str) -> str:
-    """``aten.softmax.int`` -> ``softmax``; other names are kept as given (``getitem``)."""
+    """``aten.softmax.int`` -> ``softmax``, ``prims.convert_element_type.default`` ->
+    ``convert_element_type`` (Inductor's post-grad graphs cast with prims); other names are
+    kept as given (``getitem``)."""
     parts = name.split(".")
-    return parts[1] if len(parts) >= 2 and parts[0] == "aten" else name
+    return parts[1] if len(parts) >= 2 and parts[0] in ("aten", "prims") else name
 
 
 def is_sdpa(kind: str) -> bool:
