@@ -1,4 +1,5 @@
 """CUPTI record processing without a GPU: fabricated records through the tracer's parser."""
+import numpy as np
 import pytest
 
 from visprof.native import native, native_info
@@ -112,3 +113,27 @@ def test_op_scope_without_a_running_tracer_links_nothing():
     assert c.op_depth() == 1
     c.op_exit()
     assert c.op_depth() == 0
+
+
+def _rows(*spec):
+    """KERNEL_DTYPE rows from (kind, name_id, start_ns, end_ns)."""
+    rows = np.zeros(len(spec), dtype=KERNEL_DTYPE)
+    for i, (kind, name_id, start, end) in enumerate(spec):
+        rows[i]["kind"], rows[i]["name_id"], rows[i]["start_ns"], rows[i]["end_ns"] = kind, name_id, start, end
+    return rows
+
+
+def test_the_lead_spin_is_dropped_before_the_span_and_attribution_see_it():
+    from visprof.passes.attributed import drop_lead_spin
+
+    names = ["_ZN2at4cuda12_GLOBAL__N_111spin_kernelEl", "gemm", "relu"]
+    # the spin runs 0-2000 ns, the loop's kernels queue behind it
+    records = TraceRecords(_rows((KIND_KERNEL, 0, 0, 2000), (KIND_KERNEL, 1, 2005, 2500), (KIND_MEMSET, 2, 2600, 2700),
+                                 (KIND_KERNEL, 2, 2800, 3005)), np.zeros(0, dtype=API_DTYPE), names)
+    kept = drop_lead_spin(records)
+    assert list(kept.kernels["name_id"]) == [1, 2, 2]
+    assert kept.kernel_span_ns() == 1000 and span_check(kept, 1000).passed
+    # a model's own spin kernel later in the loop is its work: kept
+    later = TraceRecords(_rows((KIND_KERNEL, 1, 0, 10), (KIND_KERNEL, 0, 20, 90)), np.zeros(0, dtype=API_DTYPE), names)
+    assert len(drop_lead_spin(later).kernels) == 2
+    assert drop_lead_spin(None) is None

@@ -186,6 +186,34 @@ def _replay_capture(runner: ModelRunner, python_capture: OpCapture, iterations: 
     return ReplayCapture.prepare(observer, python_capture, forward, iterations)
 
 
+# The span check compares the traced kernels' span with a CUDA-event pair around the loop. The
+# event pair must time what the kernels can see: with an idle GPU, the start event fires as soon
+# as it is recorded, and the host's way to the first launch (Dynamo's guards on a compiled model,
+# the capture's bookkeeping) counted in the event span only, so the check failed on correct runs
+# of short iterations (a compiled TinyHybrid on the H200: kernels 4.12 ms, events more than 5%
+# longer). A spin kernel queued first keeps the GPU busy until the first iteration's kernels are
+# queued behind the start event; the stop event goes in before the last synchronize. The spin
+# is dropped from the records: it is no work of the model.
+LEAD_SPIN_CYCLES = 4_000_000  # ~2 ms at 2 GHz, longer than any host preamble seen (< 1 ms)
+SPIN_KERNEL = "spin_kernel"  # torch.cuda._sleep's kernel (ATen/cuda/Sleep.cu)
+
+
+def drop_lead_spin(records: TraceRecords | None) -> TraceRecords | None:
+    """``records`` without the spin kernel that ``_captured_iterations`` queued first."""
+    if records is None or len(records.kernels) == 0:
+        return records
+    spin_ids = [i for i, name in enumerate(records.kernel_names) if SPIN_KERNEL in name]
+    if not spin_ids:
+        return records
+    first = int(np.argmin(records.kernels["start_ns"]))
+    if int(records.kernels["name_id"][first]) not in spin_ids:
+        return records
+    keep = np.ones(len(records.kernels), dtype=bool)
+    keep[first] = False
+    records.kernels = records.kernels[keep]
+    return records
+
+
 def _captured_iterations(runner: ModelRunner, capture, iterations: int, names_only: bool):
     """Runs the captured iterations under the tracer (GPU) or the host clock (CPU).
     Returns (records or None, wall ns per iteration, (begin, end) per iteration, tracer,
@@ -203,20 +231,25 @@ def _captured_iterations(runner: ModelRunner, capture, iterations: int, names_on
             # The event pair brackets the iterations and nothing else: the capture's own set-up
             # and tear-down (host work, no kernels) stay outside, or the span check would count
             # them against a model whose iterations are short.
+            if timer is not None:
+                import torch
+
+                with torch.cuda.device(runner.device):
+                    torch.cuda._sleep(LEAD_SPIN_CYCLES)
             whole = timer.start(stream) if timer is not None else None
             for iteration in range(iterations):
                 capture.start_iteration(iteration)
                 begin = time.perf_counter_ns()
                 runner()
+                if timer is not None and iteration == iterations - 1:
+                    timer.stop(whole, stream)
                 runner.sync()
                 end = time.perf_counter_ns()
                 walls.append(end - begin)
                 bounds.append((begin, end))
-            if timer is not None:
-                timer.stop(whole, stream)
         runner.sync()
     finally:
-        records = tracer.stop() if tracer is not None else None
+        records = drop_lead_spin(tracer.stop()) if tracer is not None else None
     span_ns = int(timer.elapsed_ns()[0]) if timer is not None else 0
     return records, walls, bounds, tracer, span_ns
 
