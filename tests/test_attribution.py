@@ -61,6 +61,15 @@ def test_vit_category_times_counts_flops_per_iteration(iterations):
     assert sum(r.share for r in rows.values()) == pytest.approx(1.0)
 
 
+def test_flop_time_is_the_time_of_the_kernels_of_ops_with_flops():
+    """The library work of a category (compile comparisons compare it): the SDPA without the
+    head-merge copy that is also attention core."""
+    rows = rows_by_key(attribute(mini_vit(2).build()))
+    expected_ns = {("attention", "core"): 400, ("attention", "projections"): 300 + 100, ("linear", None): 814}
+    for key, row in rows.items():
+        assert row.flop_time_ms == pytest.approx(expected_ns.get(key, 0) / 1e6), key
+
+
 def test_rows_come_in_table_order():
     keys = [(r.category, r.subcategory) for r in attribute(mini_vit().build()).category_rows()]
     assert keys == [("attention", "core"), ("attention", "projections"), ("linear", None), ("normalization", None),

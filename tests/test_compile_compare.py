@@ -12,13 +12,13 @@ from visprof.result import (AttributionSummary, CategoryRow, LatencyStats, Model
 
 
 def result(compile: bool, rows: dict[str, float], fused: dict[str, dict[str, float]] | None = None,
-           latency: float = 10.0) -> ProfileResult:
+           latency: float = 10.0, library: dict[str, float] | None = None) -> ProfileResult:
     total = sum(rows.values())
     categories = []
     for key, ms in rows.items():
         cat, _, sub = key.partition("/")
         categories.append(CategoryRow(cat, sub or None, ms, ms / total, 1.0, 0.0, None,
-                                      fused=(fused or {}).get(key, {})))
+                                      fused=(fused or {}).get(key, {}), flop_time_ms=(library or {}).get(key, 0.0)))
     r = ProfileResult(ModelInfo("m", batch_size=64), RunConfig(precision="bf16", compile=compile, device="cuda:0"),
                       "gpu", categories=categories)
     r.attribution = AttributionSummary(kernel_ms=total, memcpy_ms=0, memset_ms=0, activity_ms=total, busy_ms={},
@@ -72,3 +72,32 @@ def test_compare_compile_command_on_the_cpu(tmp_path, capsys):
     data = json.loads(out.read_text())
     assert data["eager"]["config"]["compile"] is False and data["compiled"]["config"]["compile"] is True
     assert {row["category"] for row in data["comparison"]} >= {"attention", "linear"}
+
+
+def test_library_work_is_compared_apart_from_the_work_inductor_fuses():
+    """Swin-T on the H200: eager attention held SDPA plus the window and bias copies around it,
+    which Inductor fused elsewhere; only the library kernels are the same work."""
+    eager = result(False, {"attention/core": 5.0, "attention/projections": 0.5, "normalization": 2.5, "other": 2.0},
+                   library={"attention/core": 1.2, "attention/projections": 0.5})
+    compiled = result(True, {"attention/core": 3.0, "attention/projections": 0.5, "normalization": 0.1},
+                      library={"attention/core": 1.1, "attention/projections": 0.5})
+    rows = {r.category: r for r in compare_compile(eager, compiled)}
+    attention = rows["attention"]
+    assert attention.same_scale_points == pytest.approx(-20.0)  # the whole category: fused work left it
+    assert (attention.eager_flop_ms, attention.compiled_flop_ms) == pytest.approx((1.7, 1.6))
+    assert attention.library_points == pytest.approx(-1.0)  # the same SDPA and GEMMs
+    assert rows["normalization"].library_points == 0.0
+    text = render_compile_comparison(eager, compiled)
+    assert "1.700 / 1.600 (-1.0)" in text and "library" in text
+
+
+def test_an_nchw_eager_run_against_inductor_s_channels_last_convolutions_is_said():
+    eager = result(False, {"convolution/dense": 3.0, "normalization": 2.0}, library={"convolution/dense": 3.0})
+    compiled = result(True, {"convolution/dense": 1.6, "normalization": 1.3}, library={"convolution/dense": 1.6})
+    compiled.attribution.inductor_conv_layout = "channels_last"
+    assert "compare with an eager --channels-last run" in render_compile_comparison(eager, compiled)
+    eager.config.channels_last = True
+    assert "--channels-last run" not in render_compile_comparison(eager, compiled)
+    again = ProfileResult.from_dict(json.loads(compiled.to_json()))
+    assert again.attribution.inductor_conv_layout == "channels_last"
+    assert again.categories[0].flop_time_ms == 1.6

@@ -257,3 +257,21 @@ def test_compiled_attention_is_found_through_the_casts_of_a_mixed_precision_grap
     assert {"attention/core", "attention/projections"} <= by_category, by_category
     assert any(c.category == "attention/core" and "bmm" in c.op for c in calls if c.extern)
     assert "linear" not in by_category
+
+
+def test_the_convolution_layout_inductor_chose_is_read_from_its_calls():
+    from visprof.compiled import _is_channels_last
+
+    x = torch.randn(2, 8, 5, 5)
+    assert not _is_channels_last(x) and _is_channels_last(x.to(memory_format=torch.channels_last))
+    assert not _is_channels_last(torch.randn(2, 8, 1, 1).to(memory_format=torch.channels_last))  # both layouts
+    conv = lambda cl: KernelCall("extern_kernels.convolution", 0, 0, True, attrs={"channels_last": cl})  # noqa: E731
+    assert CompiledProgram([conv(True), conv(True), KernelCall("triton_poi_0", 0, 1, False)]).conv_layout() == "channels_last"
+    assert CompiledProgram([conv(True), conv(False)]).conv_layout() == "mixed"
+    assert CompiledProgram([conv(False)]).conv_layout() == "contiguous"
+    assert CompiledProgram([KernelCall("extern_kernels.mm", 0, 0, True)]).conv_layout() is None
+
+
+def test_a_cpu_compile_records_the_layout_of_its_convolutions(compiled):
+    model, x, recorder, *_ = compiled
+    assert recorder.program.conv_layout() in ("channels_last", "contiguous")

@@ -223,6 +223,10 @@ def category_rows(attr: Attribution, memory: MemorySummary | None = None) -> lis
     flops = np.bincount(of_class[attr.op_class], weights=op_flops, minlength=len(pairs))
     op_bytes = np.fromiter((op.bytes for op in trace.ops), dtype=np.float64, count=len(trace.ops))
     moved = np.bincount(of_class[attr.op_class], weights=op_bytes, minlength=len(pairs))
+    has_op = attr.op_index >= 0
+    of_flop_op = np.zeros(len(dur), dtype=bool)
+    of_flop_op[has_op] = op_flops[attr.op_index[has_op]] > 0
+    flop_time_ns = np.bincount(bucket[of_flop_op], weights=dur[of_flop_op], minlength=len(pairs))
     total = float(dur.sum())
 
     measured = {pairs[i]: i for i in np.flatnonzero((count > 0) | (flops > 0))}
@@ -261,6 +265,7 @@ def category_rows(attr: Attribution, memory: MemorySummary | None = None) -> lis
                 fused=fused.get(i, {}) if i is not None else {},
                 bytes=nbytes,
                 gbps=nbytes / t if t > 0 and nbytes > 0 else None,  # t is in ns here, and byte/ns = GB/s
+                flop_time_ms=float(flop_time_ns[i]) / it / NS_PER_MS if i is not None else 0.0,
             )
         )
     rows.sort(key=lambda r: attr.table.sort_key(r.category, r.subcategory))
@@ -388,6 +393,7 @@ def summarize(attr: Attribution, top: int = 10) -> AttributionSummary:
         kernel_count=len(dur) / it,
         iterations=it,
         **weight_casts(attr),
+        inductor_conv_layout=trace.meta.get("inductor_conv_layout"),
     )
 
 

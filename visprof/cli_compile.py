@@ -45,12 +45,11 @@ def cmd_compare_compile(args: argparse.Namespace) -> int:
     profile = importlib.import_module("visprof.profiler").profile
     eager = profile(args.model, compile=False, **kwargs)
     compiled = profile(args.model, compile=True, **kwargs)
-    from visprof.report.compile_compare import compare_compile, render_compile_comparison
+    from visprof.report.compile_compare import compare_compile, comparison_rows_as_dicts, render_compile_comparison
 
     print(render_compile_comparison(eager, compiled))
     if args.json is not None:
-        rows = [{**row.__dict__, "share_points": row.share_points, "same_scale_points": row.same_scale_points}
-                for row in compare_compile(eager, compiled)]
+        rows = comparison_rows_as_dicts(compare_compile(eager, compiled))
         atomic_write_text(args.json, json.dumps({"eager": eager.to_dict(), "compiled": compiled.to_dict(),
                                                  "comparison": rows}, indent=1) + "\n")
         if not args.quiet:

@@ -89,6 +89,16 @@ class CompiledProgram:
     def generated_names(self) -> set[str]:
         return {c.name for c in self.calls if not c.extern}
 
+    def conv_layout(self) -> str | None:
+        """The memory format Inductor gave its convolutions' inputs: "channels_last" (its layout
+        optimisation), "contiguous", "mixed", or None without convolutions. An eager NCHW run
+        does other work in its convolutions (cuDNN's NCHW<->NHWC conversions, other kernels),
+        so the same work is compared against an eager run in this layout."""
+        layouts = {c.attrs["channels_last"] for c in self.calls if "channels_last" in c.attrs}
+        if not layouts:
+            return None
+        return "mixed" if len(layouts) > 1 else ("channels_last" if layouts.pop() else "contiguous")
+
 
 def compile_model(model, recorder: "CompileRecorder | None" = None):
     """``torch.compile(model)`` through visprof's provenance-keeping Inductor backend.
@@ -211,7 +221,17 @@ def _conv_attrs(node) -> dict[str, Any] | None:
     if weight is None or x is None:
         return None
     groups = args[8] if len(args) > 8 else node.kwargs.get("groups", 1)
-    return {"groups": int(groups), "in_channels": int(x.shape[1]), "kernel_size": [int(k) for k in weight.shape[2:]]}
+    return {"groups": int(groups), "in_channels": int(x.shape[1]), "kernel_size": [int(k) for k in weight.shape[2:]],
+            "channels_last": _is_channels_last(x)}
+
+
+def _is_channels_last(x) -> bool:
+    """Whether a (fake) 4-d tensor is laid out NHWC and not also NCHW (1x1 maps are both)."""
+    import torch
+
+    if x.dim() != 4:
+        return False
+    return x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
 
 
 def graph_dataflow(gm, param_flags: Sequence[bool]) -> tuple[Dataflow, dict[Any, int]]:

@@ -131,6 +131,10 @@ class CategoryRow:
     fused: dict[str, float] = field(default_factory=dict)
     bytes: float = 0.0  # per iteration: what this row's ops read and write (OpRecord.bytes)
     gbps: float | None = None  # achieved GB/s = bytes / time; None when either is 0
+    # Per iteration: the time of the kernels of ops with counted FLOPs (GEMMs, convolutions,
+    # attention products): the library work, which torch.compile calls as eager does, without
+    # the pointwise and layout work Inductor fuses elsewhere.
+    flop_time_ms: float = 0.0
 
 
 @dataclass
@@ -171,6 +175,9 @@ class AttributionSummary:
     # Casts of parameters (autocast re-casting weights every forward), per iteration.
     weight_cast_ms: float = 0.0
     weight_cast_count: float = 0.0
+    # torch.compile'd runs: the memory format Inductor gave its convolutions' inputs
+    # ("channels_last", "contiguous", "mixed"); None for eager runs and models without convs.
+    inductor_conv_layout: str | None = None
 
 
 @dataclass
@@ -426,6 +433,7 @@ def category_totals(rows: list[CategoryRow], memory: MemorySummary | None = None
         t.kernel_count += row.kernel_count
         t.flops += row.flops
         t.bytes += row.bytes
+        t.flop_time_ms += row.flop_time_ms
         t.live_bytes_at_peak = _add_optional(t.live_bytes_at_peak, row.live_bytes_at_peak)
         # transient peaks of sub-categories happen at different times: the max is a lower bound
         t.transient_peak_bytes = _max_optional(t.transient_peak_bytes, row.transient_peak_bytes)

@@ -115,6 +115,8 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
         ops, method = _link_compiled(runner, records, tracker, bounds, table, warnings)
     trace = build_trace(records, capture, tracker, iterations, ops=ops)
     trace.meta["op_capture"] = method
+    if ops is not None:
+        trace.meta["inductor_conv_layout"] = runner.compile_recorder.program.conv_layout()
     if capture.misaligned:
         warnings.append(f"{capture.misaligned} ops differed from the first forward (data-dependent code); "
                         "they were classified without their module and their FLOPs are not counted")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from visprof.result import ProfileResult
 
-__all__ = ["CompileRow", "compare_compile", "render_compile_comparison"]
+__all__ = ["CompileRow", "compare_compile", "comparison_rows_as_dicts", "render_compile_comparison"]
 
 
 @dataclass
@@ -28,6 +28,19 @@ class CompileRow:
     compiled_share: float  # of the compiled run's activity time
     compiled_of_eager: float  # compiled_ms / the eager run's activity time
     fused: dict[str, float] = field(default_factory=dict)  # compiled: ms of its kernels that also ran this work
+    # The library work alone (kernels of ops with counted FLOPs: GEMM, conv, attention products),
+    # which both programs run as library calls; the rest is pointwise and layout work.
+    eager_flop_ms: float = 0.0
+    compiled_flop_ms: float = 0.0
+    eager_total_ms: float = 0.0  # the eager run's activity time: the scale of the points
+
+    @property
+    def library_points(self) -> float:
+        """Compiled minus eager library time, in points of the eager total: the same work on
+        the same scale. 0 for a category without library work."""
+        if not self.eager_total_ms:
+            return 0.0
+        return (self.compiled_flop_ms - self.eager_flop_ms) / self.eager_total_ms * 100
 
     @property
     def share_points(self) -> float:
@@ -64,8 +77,27 @@ def compare_compile(eager: ProfileResult, compiled: ProfileResult) -> list[Compi
         rows.append(CompileRow(
             category=cat, eager_ms=e_ms, compiled_ms=c_ms,
             eager_share=e_ms / e_total if e_total else 0.0, compiled_share=c_ms / c_total if c_total else 0.0,
-            compiled_of_eager=c_ms / e_total if e_total else 0.0, fused=dict(c.fused) if c else {}))
+            compiled_of_eager=c_ms / e_total if e_total else 0.0, fused=dict(c.fused) if c else {},
+            eager_flop_ms=e.flop_time_ms if e else 0.0, compiled_flop_ms=c.flop_time_ms if c else 0.0,
+            eager_total_ms=e_total))
     return rows
+
+
+def comparison_rows_as_dicts(rows: list[CompileRow]) -> list[dict]:
+    """The rows with their derived points, for JSON."""
+    return [{**row.__dict__, "share_points": row.share_points, "same_scale_points": row.same_scale_points,
+             "library_points": row.library_points} for row in rows]
+
+
+def _layout_note(eager: ProfileResult, compiled: ProfileResult) -> list[str]:
+    """Inductor lays convolutions out channels-last; an eager NCHW run does other convolution
+    work (cuDNN's NCHW<->NHWC conversions, other kernels), so its library times differ."""
+    layout = compiled.attribution.inductor_conv_layout if compiled.attribution else None
+    if layout != "channels_last" or eager.config.channels_last:
+        return []
+    return ["Inductor ran the convolutions channels-last (its layout optimisation) and this eager run ran them NCHW, "
+            "so the convolution kernels differ (cuDNN converts NCHW<->NHWC around each eager convolution): compare "
+            "with an eager --channels-last run for the same convolution work."]
 
 
 def render_compile_comparison(eager: ProfileResult, compiled: ProfileResult) -> str:
@@ -80,15 +112,20 @@ def render_compile_comparison(eager: ProfileResult, compiled: ProfileResult) -> 
     unit = "host ms" if eager.measurement == "cpu" else "ms"
     table = [[r.category, f"{r.eager_ms:.3f}", f"{r.eager_share:.1%}", f"{r.compiled_ms:.3f}", f"{r.compiled_share:.1%}",
               f"{r.share_points:+.1f}", f"{r.same_scale_points:+.1f}",
+              f"{r.eager_flop_ms:.3f} / {r.compiled_flop_ms:.3f} ({r.library_points:+.1f})"
+              if r.eager_flop_ms or r.compiled_flop_ms else "-",
               ", ".join(f"{k} {v:.2f}" for k, v in sorted(r.fused.items(), key=lambda kv: -kv[1])) or "-"]
              for r in rows]
     lines += ["", *format_table(["category", f"eager {unit}", "share", f"compiled {unit}", "share", "Δ pts",
-                                 "Δ pts of eager", "fused into it (ms)"], table)]
+                                 "Δ pts of eager", f"library {unit} (Δ pts)", "fused into it (ms)"], table)]
     lines += ["", "Δ pts: compiled share minus eager share. Δ pts of eager: compiled time minus eager time, in "
-                  "points of the eager total (the same work on the same scale).",
+                  "points of the eager total. library: eager / compiled time of the GEMM, convolution and attention "
+                  "kernels alone, which both programs call as libraries (the same work on the same scale); the rest "
+                  "of a category is pointwise and layout work that Inductor fuses.",
               "Inductor fuses pointwise work into neighbouring kernels: a fused kernel counts in the category of "
               "its anchor (a GEMM/conv/SDPA, else its most specific op); 'fused into it' is the time of those "
               "kernels that also ran the named work, which eager ran in kernels of its own."]
+    lines += _layout_note(eager, compiled)
     notes = [w for w in compiled.warnings if "compile" in w]
     if notes:
         lines += ["", "compiled run:", *(f"  - {w}" for w in notes)]
