@@ -155,8 +155,12 @@ class CompileRecorder:
             info = inductor_debug._inductor_triton_kernel_to_post_grad_node_info
             provenance = {k: list(v) for k, v in info.items() if k not in before}
             try:
-                self.graphs.append(read_provenance(post_grad_gm, provenance, param_flags, graph_index, self.table,
-                                                   self.root))
+                calls = read_provenance(post_grad_gm, provenance, param_flags, graph_index, self.table, self.root)
+                if _inductor_layout_opt(post_grad_gm):
+                    for call in calls:
+                        if "channels_last" in call.attrs:
+                            call.attrs["channels_last"] = True
+                self.graphs.append(calls)
             except Exception as exc:  # noqa: BLE001 - provenance is for reports; never break the compile
                 self.warnings.append(f"torch.compile: graph {graph_index}'s kernel provenance could not be read "
                                      f"({type(exc).__name__}: {exc}); its kernels are attributed by name")
@@ -223,6 +227,18 @@ def _conv_attrs(node) -> dict[str, Any] | None:
     groups = args[8] if len(args) > 8 else node.kwargs.get("groups", 1)
     return {"groups": int(groups), "in_channels": int(x.shape[1]), "kernel_size": [int(k) for k in weight.shape[2:]],
             "channels_last": _is_channels_last(x)}
+
+
+def _inductor_layout_opt(gm) -> bool:
+    """Whether Inductor's lowering made this graph's convolutions channels-last (its layout
+    optimisation). The lowering decides it from the post-grad graph with this same heuristic;
+    the graph's meta values keep the traced layout, so they cannot tell."""
+    try:
+        from torch._inductor.graph import GraphLowering
+
+        return bool(GraphLowering.decide_layout_opt(gm, is_inference=True))
+    except Exception:  # noqa: BLE001 - a torch without the heuristic: the meta values decide
+        return False
 
 
 def _is_channels_last(x) -> bool:
