@@ -13,7 +13,7 @@ from visprof.native import native
 from visprof.native import aten_observer
 from visprof.passes.attributed import run_attributed_pass
 from visprof.passes.runner import ModelRunner, RunConfig
-from visprof.replay_capture import ReplayCapture, align
+from visprof.replay_capture import ReplayCapture, align, align_or_why
 
 
 @pytest.fixture(scope="module")
@@ -42,11 +42,27 @@ def test_align_refuses_when_a_template_op_is_missing():
     assert align(["aten::conv2d", "aten::add"], [("aten::conv2d", 0), ("aten::add", 1)]) is None
 
 
+def test_align_takes_reshape_alias_for_the_view_the_dispatch_mode_saw():
+    # reshape of a viewable tensor: aten::view under a Python dispatch mode, _reshape_alias without
+    calls = [("aten::matmul", 0), ("aten::reshape", 1), ("aten::_reshape_alias", 2), ("aten::bmm", 1),
+             ("aten::view", 0)]
+    assert align(["aten::view", "aten::bmm", "aten::view"], calls) == [-1, -1, 0, 1, 2]
+
+
+def test_align_refuses_to_skip_an_op_the_dispatch_mode_sees():
+    # Skipping the first (leaf) mul would match the template's mul to the second one and shift
+    # every op after it; composites that make no call (dropout in eval) are skipped.
+    calls = [("aten::mul", 0), ("aten::dropout", 0), ("aten::add", 0), ("aten::mul", 0)]
+    plan, why = align_or_why(["aten::add", "aten::mul"], calls)
+    assert plan is None and "call 0 (aten::mul)" in why and "template op 0 (aten::add)" in why
+    assert align(["aten::mul", "aten::add", "aten::mul"], calls) == [0, -1, 1, 2]
+
+
 # --- the observer against the dispatch mode on real models ---------------------------------
 
-def _template_and_replay(observer, model, x, iterations=2, autocast=True):
+def _template_and_replay(observer, model, x, iterations=2, autocast=True, grad_mode=torch.inference_mode):
     def forward():
-        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        with grad_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
             return model(x)
 
     forward()
@@ -87,6 +103,30 @@ def test_replay_reproduces_the_dispatch_mode_ops(observer, name, img_size, autoc
     starts = [o.cpu_start_ns for o in ops]
     assert starts == sorted(starts)  # ops run in template order, iteration after iteration
     assert native().nvtx.depth() == 0 and native().op_depth() == 0
+
+
+class WindowAttention(torch.nn.Module):
+    """Swin's attention core: q @ k^T and attn @ v on views of a permuted qkv (non-contiguous)."""
+
+    def forward(self, qkv):
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
+        attn = (q @ k.transpose(-2, -1)).softmax(-1)
+        return (attn @ v).transpose(1, 2).reshape(qkv.shape[0], qkv.shape[1], -1)
+
+
+@pytest.mark.parametrize("model, x", [
+    (WindowAttention(), torch.randn(2, 7, 3, 4, 5)),
+    (resolve_model("swin_tiny_patch4_window7_224").module, resolve_model("swin_tiny_patch4_window7_224").make_input(1, "cpu")),
+], ids=["window-attention", "swin_tiny"])
+def test_replay_under_no_grad_matches_a_matmul_that_reshapes_through_reshape_alias(observer, model, x):
+    # Under no_grad (visprof's default grad mode) matmul reshapes a non-contiguous operand with
+    # aten::_reshape_alias, which the template's dispatch mode sees as aten::view: the
+    # alignment failed with "did not contain the template's ops in order" (Swin in the bench).
+    template, replay = _template_and_replay(observer, model.eval(), x, autocast=False, grad_mode=torch.no_grad)
+    assert replay.diverged_iterations == []
+    expected = [(o.name, o.module) for o in template.to_records()]
+    assert "aten.view.default" in {name for name, _ in expected}
+    assert [(o.name, o.module) for o in replay.to_records()] == 2 * expected
 
 
 class ChangesOnCall(torch.nn.Module):

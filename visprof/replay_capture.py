@@ -30,25 +30,53 @@ from visprof.records import OpRecord
 FIRST_ID = 1
 
 
+# Pairs (template op, recorded call) that are the same op dispatched differently. A Python
+# dispatch mode (the template's) makes torch treat every tensor as a subclass
+# (at::isTensorSubclassLike), and composite ops branch on that: ``reshape`` of a tensor it can
+# view calls ``aten::view`` under the mode but ``aten::_reshape_alias`` without it (in
+# ``matmul`` of a non-contiguous operand under no_grad, e.g. Swin's attention). Both are views:
+# no kernel, the same result.
+SAME_OP = frozenset({("aten::view", "aten::_reshape_alias")})
+
+
 def align(template_names: list[str], calls: list[tuple[str, int]]) -> list[int] | None:
     """For each recorded call (name, depth), the index of the template op it is, or -1.
+    None when the calls do not hold the template's ops in order; see ``align_or_why``."""
+    return align_or_why(template_names, calls)[0]
 
-    Greedy, in call order: a call whose name is the next template op's is that op, and the
-    calls nested inside it are its own work. A wrapper that shares the op's name (an overload
-    that forwards to another) is taken for the op; it encloses the same kernels. None when
-    not every template op is found, so the caller can fall back to the dispatch mode."""
+
+def align_or_why(template_names: list[str], calls: list[tuple[str, int]]) -> tuple[list[int] | None, str]:
+    """(plan, "") or (None, why): the plan maps each recorded call to its template op, or -1.
+
+    Greedy, in call order: a call whose name is the next template op's (or its SAME_OP
+    counterpart) is that op, and the calls nested inside it are its own work. A wrapper that
+    shares the op's name (an overload that forwards to another) is taken for the op; it
+    encloses the same kernels. Calls the dispatch mode never sees are skipped: composites it
+    sees decomposed (``aten::linear``, their nested calls are matched in turn) and composites
+    that make no call (``aten::dropout`` in eval). A leaf call that is neither, an op the mode
+    sees (its name is among the template's), refuses the alignment: skipping it would match
+    the template's op to a later call of the same name and shift every op after it."""
     plan = [-1] * len(calls)
     matched = 0
     inside: int | None = None  # depth of the matched call we are in
+    seen = set(template_names) | {call for op, call in SAME_OP if op in template_names}
     for k, (name, depth) in enumerate(calls):
         if inside is not None and depth > inside:
             continue
         inside = None
-        if matched < len(template_names) and name == template_names[matched]:
+        want = template_names[matched] if matched < len(template_names) else None
+        if want is not None and (name == want or (want, name) in SAME_OP):
             plan[k] = matched
             matched += 1
             inside = depth
-    return plan if matched == len(template_names) else None
+        elif name in seen and (k + 1 == len(calls) or calls[k + 1][1] <= depth):
+            expected = f"template op {matched} ({want})" if want is not None else "the end of the template"
+            return None, (f"recorded aten call {k} ({name}) is an op the dispatch mode sees, where the template "
+                          f"has {expected}: the replayed forward dispatches differently from the template's")
+    if matched < len(template_names):
+        return None, (f"the recorded aten calls did not contain the template's ops in order (template op "
+                      f"{matched} of {len(template_names)}, {template_names[matched]}, not found)")
+    return plan, ""
 
 
 def op_name(func) -> str:
@@ -80,9 +108,9 @@ class ReplayCapture:
             forward()
         finally:
             names, depths = observer.record_stop()
-        plan = align([op_name(func) for func, *_ in planned.template_ops()], list(zip(names, depths)))
+        plan, why = align_or_why([op_name(func) for func, *_ in planned.template_ops()], list(zip(names, depths)))
         if plan is None:
-            return None, "the recorded aten calls did not contain the template's ops in order"
+            return None, why
         return cls(observer, planned, plan, iterations), ""
 
     def __enter__(self) -> "ReplayCapture":
