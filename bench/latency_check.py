@@ -22,6 +22,11 @@ moved to the GPU here), and a separate whole `visprof.profile()` call:
 
     python bench/latency_check.py --json bench/results/latency-regimes-h200.json --deadline-s 480
 
+--memory-only skips the latency rounds (2.): the memory comparison and the wall time of its
+one whole profile, per model, in one short call:
+
+    python bench/latency_check.py --memory-only --json bench/results/memory-blocks-h200.json
+
 All models run in one process (imports, CUDA context, the compiled observer and tracker are
 shared, as in a sweep). The JSON is rewritten after every model, and no new model starts after
 --deadline-s, so a call cut short keeps what it measured.
@@ -106,7 +111,7 @@ def plain_memory(name: str, batch: int, dtype) -> dict:
     return out
 
 
-def one_model(name: str, batch: int, rounds: int) -> dict:
+def one_model(name: str, batch: int, rounds: int, memory_only: bool = False) -> dict:
     import timm
     import torch
 
@@ -116,12 +121,17 @@ def one_model(name: str, batch: int, rounds: int) -> dict:
     row: dict = {"model": name, "batch_size": batch}
     # 1. memory, each alone on the GPU
     plain = plain_memory(name, batch, dtype)
+    start = time.perf_counter()
     result = visprof.profile(name, batch_size=batch, precision="bf16", progress=False)
+    wall = {"regime": "per-forward", "wall_s": time.perf_counter() - start,
+            "passes": {k: round(v.wall_s, 3) for k, v in result.passes.items()}}
     mem = result.memory
     row["memory"] = {
         "plain_max_memory_allocated": plain["max_memory_allocated"],
         "plain_max_memory_reserved": plain["max_memory_reserved"],
         "visprof_peak_held_by_tensors": mem.peak_bytes,
+        "visprof_requested_peak": mem.requested_peak_bytes,
+        "visprof_block_fallbacks": mem.block_fallbacks,
         "visprof_torch_max_memory_allocated": mem.torch_peaks.get("max_memory_allocated"),
         "visprof_reserved_peak": mem.reserved_peak_bytes,
         "allocated_vs_plain": mem.peak_bytes / plain["max_memory_allocated"] - 1,
@@ -130,10 +140,15 @@ def one_model(name: str, batch: int, rounds: int) -> dict:
         "method": mem.method,
         "by_category_at_peak": mem.by_category_at_peak,
         "failed_checks": [c.name for c in result.failed_checks],
+        "warnings": [w for w in result.warnings if w.startswith("memory pass")],
     }
     del result
     gc.collect()
     torch.cuda.empty_cache()
+    if memory_only:
+        row["profile_walls"] = [wall]
+        row["median_profile_wall_s"] = wall["wall_s"]
+        return row
     # 2. latency, alternating, and 3. the wall time of every whole profile
     model = timm.create_model(name).cuda().eval()
     x = torch.randn(batch, *model.pretrained_cfg["input_size"], device="cuda")
@@ -190,6 +205,8 @@ def main() -> int:
     parser.add_argument("--repeat-first", action="store_true",
                         help="measure the first model again at the end (one-time process state shows up as a difference)")
     parser.add_argument("--deadline-s", type=float, default=None, help="start no model after this many seconds")
+    parser.add_argument("--memory-only", action="store_true",
+                        help="skip the latency rounds: memory against a plain loop and one whole profile's wall time")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     start = time.perf_counter()
@@ -200,7 +217,7 @@ def main() -> int:
             rows.append({"model": name, "skipped": "deadline"})
             continue
         try:
-            row = one_model(name, args.batch_size, args.rounds)
+            row = one_model(name, args.batch_size, args.rounds, args.memory_only)
         except Exception as exc:  # noqa: BLE001 - recorded, the next model still runs
             row = {"model": name, "error": f"{type(exc).__name__}: {exc}"}
         rows.append(row)
@@ -214,17 +231,29 @@ def main() -> int:
 
 
 def summary_line(row: dict) -> str:
-    if "latency" not in row:
+    if "memory" not in row:
         return f"{row['model']:36s} {row.get('error', row.get('skipped'))}"
     parts = []
-    for regime, entry in row["latency"].items():
+    for regime, entry in row.get("latency", {}).items():
         flag = "ok" if entry["within_1pct"] else ("NOISY" if not entry["holds_still"] else "OFF")
         parts.append(f"{regime} {entry['visprof_vs_loop']:+.2%} (spreads {entry['loop_spread']:.1%}/"
                      f"{entry['visprof_spread']:.1%}) {flag}")
-    mem = row["memory"]
-    return (f"{row['model']:36s} " + " | ".join(parts) + f" | mem alloc {mem['allocated_vs_plain']:+.2%} "
-            f"(torch {mem['torch_allocated_vs_plain']:+.2%}) reserved {mem['reserved_vs_plain']:+.2%} | "
-            f"profile {row['median_profile_wall_s']:.2f} s")
+    return (f"{row['model']:36s} " + " | ".join(parts + [memory_part(row["memory"])])
+            + f" | profile {row['median_profile_wall_s']:.2f} s")
+
+
+def memory_part(mem: dict) -> str:
+    """Booked peak against the plain loop's max_memory_allocated, reserved against its
+    max_memory_reserved (MiB), and how the books got there."""
+    mib = 1 << 20
+    flag = "ok" if abs(mem["allocated_vs_plain"]) <= TOLERANCE else "OFF"
+    fallbacks = mem.get("visprof_block_fallbacks")
+    return (f"mem peak {mem['visprof_peak_held_by_tensors'] / mib:.1f} vs plain max_memory_allocated "
+            f"{mem['plain_max_memory_allocated'] / mib:.1f} MiB {mem['allocated_vs_plain']:+.2%} {flag} "
+            f"(torch in pass {mem['torch_allocated_vs_plain']:+.2%}, fallbacks {fallbacks}) | reserved "
+            f"{mem['visprof_reserved_peak'] / mib:.1f} vs plain max_memory_reserved "
+            f"{mem['plain_max_memory_reserved'] / mib:.1f} MiB {mem['reserved_vs_plain']:+.2%}"
+            + (f" | FAILED {mem['failed_checks']}" if mem["failed_checks"] else ""))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 
 #include "alloc/alloc_books.h"
 #include "alloc/alloc_hooks.h"
+#include "alloc/block_mirror.h"
 #include "alloc/torch_trace.h"
 #include "capture/op_scope.h"
 #include "capture/op_scope_api.h"
@@ -54,6 +55,8 @@ py::dict books_to_python(const DeviceBooks& b) {
   py::dict out;
   out["live"] = b.live;
   out["peak"] = b.peak;
+  out["requested_live"] = b.requested_live;
+  out["requested_peak"] = b.requested_peak;
   out["allocs"] = b.allocs;
   out["frees"] = b.frees;
   out["failed"] = b.failed;
@@ -170,9 +173,19 @@ void bind_alloc(py::module_& m) {
   a.attr("TRACE_SEGMENT_MAP") = static_cast<int32_t>(kTraceSegmentMap);
   a.attr("TRACE_SEGMENT_UNMAP") = static_cast<int32_t>(kTraceSegmentUnmap);
   a.attr("TRACE_OOM") = static_cast<int32_t>(kTraceOom);
+  a.attr("TRACE_SEED_BLOCK") = static_cast<int32_t>(kTraceSeedBlock);
   a.def("set_trace_enabled", &torch_trace::set_enabled, py::arg("on"));
   a.def("trace_enabled", &torch_trace::enabled);
   a.def("clear_trace_books", &torch_trace::clear);
+  a.def("block_mirror_counts", [](int device) {
+    const MirrorCounts c = BlockMirror::instance().counts(device);
+    py::dict out;
+    out["split_rules"] = c.split_rules;
+    out["seeded"] = c.seeded;
+    out["expandable"] = c.expandable;
+    out["fallbacks"] = c.fallbacks;
+    return out;
+  }, py::arg("device"), "How the block sizes of the traced allocations were found (alloc/block_mirror.h).");
   a.def("feed_trace_events", [](const std::vector<std::tuple<int32_t, uint64_t, uint64_t, int32_t>>& events) {
     for (const auto& [action, addr, size, device] : events) torch_trace::on_event(action, addr, size, device);
   }, py::arg("events"), "(action, address, size, device) tuples, as the tracker would deliver them.");

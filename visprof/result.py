@@ -182,7 +182,7 @@ class AttributionSummary:
 
 @dataclass
 class MemorySummary:
-    peak_bytes: int  # allocated: bytes held by tensors at the peak of one forward
+    peak_bytes: int  # allocated: bytes held by tensors (block sizes) at the peak of one forward
     # keys are "category" or "category/subcategory"
     by_category_at_peak: dict[str, int] = field(default_factory=dict)
     transient_peak_by_category: dict[str, int] = field(default_factory=dict)
@@ -193,9 +193,12 @@ class MemorySummary:
     reserved_by_category_at_peak: dict[str, int] = field(default_factory=dict)
     method: str = ""  # "caching-allocator trace" | "torch counters only"
     baseline_bytes: int | None = None  # held before the forward: parameters, input, cached casts
-    # torch's own peak counters over the same forward: max_memory_allocated (block sizes),
-    # max_memory_reserved, requested (the bytes tensors asked for, what the books count)
+    # torch's own peak counters over the same forward: max_memory_allocated (block sizes, what
+    # peak_bytes counts), max_memory_reserved, requested (the bytes tensors asked for)
     torch_peaks: dict[str, int] = field(default_factory=dict)
+    requested_peak_bytes: int | None = None  # peak of the bytes tensors asked for, before rounding
+    # allocations booked at their rounded requested size: the block mirror could not place them
+    block_fallbacks: int | None = None
 
 
 @dataclass

@@ -33,16 +33,18 @@ uint32_t AllocBooks::current_tag() { return tag_stack.empty() ? 0 : tag_stack.ba
 
 DeviceBooks& AllocBooks::books_for(int device) { return books_[device]; }
 
-void AllocBooks::on_alloc(const void* ptr, size_t size, int device) {
+void AllocBooks::on_alloc(const void* ptr, size_t size, int device, size_t requested) {
   const uint32_t tag = current_tag();
   const auto bytes = static_cast<int64_t>(size);
   std::lock_guard<std::mutex> lock(mutex_);
-  allocations_[ptr] = Allocation{size, tag, device};
+  allocations_[ptr] = Allocation{size, requested, tag, device};
   DeviceBooks& b = books_for(device);
   grow(b.tag_live, tag + 1);
   grow(b.tag_peak, tag + 1);
   b.allocs += 1;
   b.live += bytes;
+  b.requested_live += static_cast<int64_t>(requested);
+  b.requested_peak = std::max(b.requested_peak, b.requested_live);
   b.tag_live[tag] += bytes;
   b.tag_peak[tag] = std::max(b.tag_peak[tag], b.tag_live[tag]);
   if (b.live > b.peak) {
@@ -61,6 +63,7 @@ size_t AllocBooks::on_free(const void* ptr, int device) {
   const auto bytes = static_cast<int64_t>(a.size);
   b.frees += 1;
   b.live -= bytes;
+  b.requested_live -= static_cast<int64_t>(a.requested);
   b.tag_live[a.tag] -= bytes;
   return a.size;
 }
@@ -75,6 +78,7 @@ void AllocBooks::reset_peaks() {
   for (auto& entry : books_) {
     DeviceBooks& b = entry.second;
     b.peak = b.live;
+    b.requested_peak = b.requested_live;
     b.tag_peak = b.tag_live;
     b.live_at_peak = b.tag_live;
     b.allocs = 0;

@@ -17,6 +17,10 @@ namespace visprof {
 struct DeviceBooks {
   int64_t live = 0;
   int64_t peak = 0;
+  // The sizes tensors asked for, before the allocator's rounding (the caching allocator's
+  // trace books its block sizes in `live` and `peak`; the hooks book requested sizes in both).
+  int64_t requested_live = 0;
+  int64_t requested_peak = 0;
   uint64_t allocs = 0;
   uint64_t frees = 0;
   uint64_t failed = 0;        // backing allocation returned nothing
@@ -32,7 +36,9 @@ class AllocBooks {
   // Bytes the CUDA caching allocator reserved from the driver (its segments).
   static AllocBooks& reserved();
 
-  void on_alloc(const void* ptr, size_t size, int device);
+  // `size` is booked; `requested` is what the tensor asked for (the hooks see only that).
+  void on_alloc(const void* ptr, size_t size, int device, size_t requested);
+  void on_alloc(const void* ptr, size_t size, int device) { on_alloc(ptr, size, device, size); }
   // Returns the size booked for ptr (0 if unknown, e.g. allocated before the hooks).
   size_t on_free(const void* ptr, int device);
   void on_failed(int device);
@@ -51,6 +57,7 @@ class AllocBooks {
  private:
   struct Allocation {
     size_t size;
+    size_t requested;
     uint32_t tag;
     int device;
   };

@@ -1,6 +1,7 @@
 #include "alloc/torch_trace.h"
 
 #include "alloc/alloc_books.h"
+#include "alloc/block_mirror.h"
 
 namespace visprof::torch_trace {
 namespace {
@@ -16,25 +17,40 @@ bool enabled() { return tracing.load(std::memory_order_acquire); }
 void on_event(int32_t action, uint64_t addr, uint64_t size, int32_t device) {
   if (!tracing.load(std::memory_order_relaxed)) return;
   const void* ptr = reinterpret_cast<const void*>(addr);
+  BlockMirror& mirror = BlockMirror::instance();
   switch (action) {
-    case kTraceAlloc:
-      AllocBooks::instance().on_alloc(ptr, size, device);
+    case kTraceAlloc:  // `size` is the requested size; the books take the block's, as torch's stats
+      AllocBooks::instance().on_alloc(ptr, mirror.allocate(addr, size, device), device, size);
       break;
     case kTraceFreeRequested:  // the bytes stop being a tensor's here, as torch's stats count
       AllocBooks::instance().on_free(ptr, device);
       break;
+    case kTraceFreeCompleted:  // the block is free for the allocator to reuse or merge
+      mirror.release(addr, device);
+      break;
     case kTraceSegmentAlloc:
+      mirror.add_segment(addr, size, device);
+      AllocBooks::reserved().on_alloc(ptr, size, device);
+      break;
     case kTraceSegmentMap:
+      mirror.map(addr, size, device);
       AllocBooks::reserved().on_alloc(ptr, size, device);
       break;
     case kTraceSegmentFree:
+      mirror.remove_segment(addr, size, device);
+      AllocBooks::reserved().on_free(ptr, device);
+      break;
     case kTraceSegmentUnmap:
+      mirror.unmap(addr, size, device);
       AllocBooks::reserved().on_free(ptr, device);
       break;
     case kTraceOom:
       AllocBooks::instance().on_failed(device);
       break;
-    default:  // FREE_COMPLETED, SNAPSHOT, annotations: nothing changes hands
+    case kTraceSeedBlock:
+      mirror.seed_block(addr, size, device);
+      break;
+    default:  // SNAPSHOT, annotations: nothing changes hands
       break;
   }
 }
@@ -42,6 +58,7 @@ void on_event(int32_t action, uint64_t addr, uint64_t size, int32_t device) {
 void clear() {
   AllocBooks::instance().clear();
   AllocBooks::reserved().clear();
+  BlockMirror::instance().clear();
 }
 
 const TorchTraceApi& api() {

@@ -22,6 +22,10 @@ enum TorchTraceAction : int32_t {
   kTraceSegmentUnmap = 6,
   kTraceOom = 7,
   kTraceOther = 8,
+  // visprof's own, never sent by the tracker: a block torch.cuda.memory_snapshot() shows
+  // allocated, or freed and awaiting its stream events, at its exact block size (seeds the
+  // block mirror; an allocated one is then booked by an ALLOC at the same address).
+  kTraceSeedBlock = 9,
 };
 
 struct TorchTraceApi {

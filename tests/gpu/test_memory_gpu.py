@@ -9,7 +9,7 @@ import torch
 
 import visprof
 from visprof.native import alloc
-from visprof.native.alloc_tracker import attach_tracker, booking
+from visprof.native.alloc_tracker import attach_tracker, block_counts, booking
 
 pytestmark = pytest.mark.gpu
 REPO = Path(__file__).resolve().parents[2]
@@ -19,20 +19,25 @@ def test_the_tracker_books_allocations_and_frees_without_memory_history():
     attached, why = attach_tracker()
     assert attached, why
     device = torch.cuda.current_device()
+    allocated = lambda: torch.cuda.memory_stats(device)["allocated_bytes.all.current"]  # noqa: E731
     with booking(device):
-        before = alloc.stats(device).live
+        before, torch_before = alloc.stats(device), allocated()
         x = torch.empty(3_000_001, dtype=torch.float32, device="cuda")  # 12,000,004 bytes asked for
-        held = alloc.stats(device).live - before
+        now = alloc.stats(device)
+        held, requested = now.live - before.live, now.requested_live - before.requested_live
+        torch_held = allocated() - torch_before
         reserved_peak = visprof.native.native().alloc.reserved_stats(device)["peak"]
         del x
-        after = alloc.stats(device).live - before
-    print({"booked": held, "after free": after, "reserved peak": reserved_peak,
-           "torch requested": torch.cuda.memory_stats()["requested_bytes.all.current"]})
-    assert held == 12_000_004  # the requested size, as the ALLOC event carries it
-    assert after == 0
+        after = alloc.stats(device).live - before.live
+        counts = block_counts(device)
+    print({"booked": held, "torch allocated": torch_held, "requested": requested, "after free": after,
+           "reserved peak": reserved_peak, "block mirror": counts})
+    assert requested == 12_000_004  # the requested size, as the ALLOC event carries it
+    assert held == torch_held >= 12_000_256  # the block, as torch counts it: at least 512 * ceil(n / 512)
+    assert after == 0 and counts["fallbacks"] == 0
     # Nothing was booked while no pass ran: the tracker is attached but idle.
     y = torch.empty(1 << 20, device="cuda")
-    assert alloc.stats(device).live - before == 0
+    assert alloc.stats(device).live - before.live == 0
     del y
 
 
@@ -40,7 +45,8 @@ def test_the_tracker_books_allocations_and_frees_without_memory_history():
 def test_memory_pass_agrees_with_torchs_counters_and_splits_by_category(name):
     result = visprof.profile(name, batch_size=32, passes="timing,memory", progress=False)
     mem = result.memory
-    print(name, {"books peak": mem.peak_bytes, **mem.torch_peaks, "reserved": mem.reserved_peak_bytes,
+    print(name, {"books peak": mem.peak_bytes, "books requested peak": mem.requested_peak_bytes,
+                 "block fallbacks": mem.block_fallbacks, **mem.torch_peaks, "reserved": mem.reserved_peak_bytes,
                  "baseline": mem.baseline_bytes, "by category": mem.by_category_at_peak,
                  "reserved by category": mem.reserved_by_category_at_peak,
                  "timing max_memory_allocated": result.timing.max_memory_allocated_bytes,
@@ -48,6 +54,8 @@ def test_memory_pass_agrees_with_torchs_counters_and_splits_by_category(name):
     assert mem.method == "caching-allocator trace"
     assert not result.failed_checks, result.failed_checks
     assert sum(mem.by_category_at_peak.values()) == mem.peak_bytes
+    assert mem.block_fallbacks == 0
+    assert mem.peak_bytes == mem.torch_peaks["max_memory_allocated"]  # block for block, as torch counts
     assert sum(mem.reserved_by_category_at_peak.values()) == mem.reserved_peak_bytes
     assert mem.by_category_at_peak["parameters & inputs"] == mem.baseline_bytes
     assert mem.peak_bytes > mem.baseline_bytes  # activations on top of the weights

@@ -16,7 +16,8 @@ def test_profile_resnet50_passes_its_self_checks():
     assert result.gpu["name"].startswith("NVIDIA")
     assert not result.failed_checks, result.failed_checks
     names = {c.name for c in result.checks}
-    assert {"unattributed time", "kernel sum: attributed vs tracer-only", "peak held by tensors: tracker vs torch",
+    assert {"unattributed time", "kernel sum: attributed vs tracer-only",
+            "peak held by tensors: tracker vs torch.cuda.max_memory_allocated", "peak requested: tracker vs torch",
             "peak reserved: tracker vs torch.cuda.max_memory_reserved", "peak allocated: memory pass vs timing pass",
             "kernel span vs CUDA-event span"} <= names
     totals = result.category_totals()

@@ -22,8 +22,10 @@ class AllocatorTooLateError(VisprofError):
 @dataclass
 class AllocStats:
     device: int
-    live: int
+    live: int  # the caching allocator's trace books block sizes here, as max_memory_allocated
     peak: int
+    requested_live: int  # what tensors asked for, before the allocator's rounding
+    requested_peak: int
     allocs: int
     frees: int
     failed: int

@@ -10,8 +10,13 @@ from what is already live (parameters, the input, autocast's cached weight casts
 "parameters & inputs".
 
 It reports the peak of bytes held by tensors (allocated) and its split by category at that
-moment, each category's own transient peak, and the same for reserved bytes. torch's own
-peak counters of the same forward are kept for the self-checks.
+moment, each category's own transient peak, and the same for reserved bytes. Each
+allocation is booked at the size of the block the allocator hands out, as torch's
+max_memory_allocated counts it: the trace carries the requested size, and visprof's block
+mirror (csrc/alloc/block_mirror.h) follows the allocator's splits and merges to find the
+block. The peak of requested sizes is kept too. Where the mirror cannot place an allocation
+(a setting it does not model), it books the rounded requested size and the result says so.
+torch's own peak counters of the same forward are kept for the self-checks.
 
 Without the tracker (no C++ compiler or CUDA headers, an allocator backend that takes no
 trackers) the pass still measures the totals from torch's counters, without the split.
@@ -39,7 +44,7 @@ COMPILED_GRAPH = "compiled graph"
 
 @dataclass
 class MemoryResult:
-    peak_bytes: int  # bytes held by tensors at the peak (requested sizes, as tensors hold them)
+    peak_bytes: int  # bytes held by tensors at the peak (block sizes, as max_memory_allocated)
     baseline_bytes: int  # live before the measured forward (parameters, input)
     live_at_peak: dict[str, int]  # category -> bytes live at the moment of the peak
     transient_peak: dict[str, int]  # category -> its own peak of live bytes
@@ -48,10 +53,13 @@ class MemoryResult:
     reserved_peak_bytes: int | None = None
     reserved_at_peak: dict[str, int] = field(default_factory=dict)
     # torch's own counters over the same forward: max_memory_allocated, max_memory_reserved,
-    # and the peak of requested bytes (what the books count).
+    # and the peak of requested bytes.
     torch_peaks: dict[str, int] = field(default_factory=dict)
     method: str = "caching-allocator trace"
     note: str = ""
+    requested_peak_bytes: int | None = None  # peak of the sizes tensors asked for, before rounding
+    # allocations the block mirror could not place, booked at their rounded requested size
+    block_fallbacks: int | None = None
 
 
 def run_memory_pass(runner: ModelRunner, table: CategoryTable, template: OpCapture | None = None) -> MemoryResult:
@@ -68,6 +76,9 @@ def run_memory_pass(runner: ModelRunner, table: CategoryTable, template: OpCaptu
             baseline = alloc.stats(device).live
             names = _forward_with_tags(runner, table, template)
         result = _from_books(device, names, baseline)
+        counts = alloc_tracker.block_counts(device)
+        result.block_fallbacks = counts["fallbacks"]
+        result.note = block_size_note(counts, alloc_tracker.unmodeled_allocator_settings())
     else:
         runner()
         runner.sync()
@@ -75,7 +86,8 @@ def run_memory_pass(runner: ModelRunner, table: CategoryTable, template: OpCaptu
                               note=f"no split by category: the allocator tracker is unavailable ({why_not})")
     result.torch_peaks = _torch_peaks(runner.device)
     if not attached:
-        result.peak_bytes = result.torch_peaks["requested"]
+        result.peak_bytes = result.torch_peaks["max_memory_allocated"]
+        result.requested_peak_bytes = result.torch_peaks["requested"]
         result.reserved_peak_bytes = result.torch_peaks["max_memory_reserved"]
     result.wall_s = time.perf_counter() - start
     return result
@@ -121,6 +133,7 @@ def _from_books(device: int, names: dict[int, str], baseline: int) -> MemoryResu
 
     return MemoryResult(
         peak_bytes=int(held.peak),
+        requested_peak_bytes=int(held.requested_peak),
         baseline_bytes=int(baseline),
         live_at_peak=by_name(held.live_at_peak),
         transient_peak=by_name(held.tag_peak),
@@ -129,6 +142,24 @@ def _from_books(device: int, names: dict[int, str], baseline: int) -> MemoryResu
         reserved_peak_bytes=int(reserved.peak),
         reserved_at_peak=by_name(reserved.live_at_peak),
     )
+
+
+def block_size_note(counts: dict[str, int], unmodeled: list[str]) -> str:
+    """Says where the booked block sizes may differ from torch's: allocations the mirror could
+    not place, and allocator settings it does not model. Empty when neither."""
+    parts = []
+    fallbacks = counts.get("fallbacks", 0)
+    if fallbacks:
+        total = sum(counts.values())
+        parts.append(f"{fallbacks} of {total} allocations were booked at their rounded requested size: visprof's "
+                     "mirror of the allocator's blocks found no free block at their address")
+    if unmodeled:
+        parts.append(f"{', '.join(unmodeled)} changes the allocator's block sizes in ways visprof's block mirror "
+                     "does not model")
+    if not parts:
+        return ""
+    return "; ".join(parts) + (" (peak held by tensors may differ from torch.cuda.max_memory_allocated: see the "
+                               "self-check)")
 
 
 def _torch_peaks(device: torch.device) -> dict[str, int]:
