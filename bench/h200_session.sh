@@ -18,7 +18,9 @@
 #   nsys2022      with .nsys/nsyspack.tar.xz carried: visprof nsys run + import under Debian's nsys 2022.4
 #   nsight        nsight-tests, nsight-bench and (when .nsys is there) nsys2022
 #   outputs   GPU tests of the CLI's outputs and out-of-memory exit (issue 8) and of the roofline
-#   structure GPU tests of structural roles and torch.compile'd models + bench/compile_check.py
+#   structure GPU tests of structural roles and torch.compile'd models (STRUCTURE_TESTS: which files)
+#             + bench/compile_check.py with each run's kernel recording (compile-recordings.tar.gz)
+#   (nsight-tests takes NSIGHT_K, a pytest -k expression)
 # VISPROF_COMMIT names the commit in the results (the device copy has no .git).
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:${PYTHONPATH:-}
@@ -70,11 +72,12 @@ for step in "${steps[@]}"; do
     outputs)
       python3 -m pytest tests/gpu/test_cli_outputs_gpu.py tests/gpu/test_roofline_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-outputs.txt" | grep -E "PASS|FAIL|SKIP|Error|passed|failed|assert" | head -40 ;;
     structure)
-      python3 -m pytest tests/gpu/test_structure_gpu.py tests/gpu/test_compile_compare_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-structure.txt" | grep -E "PASS|FAIL|SKIP|Error|passed|failed|assert" | head -40
-      python3 bench/compile_check.py --out "$OUT/compile-check-h200.json" 2>&1 | tail -30 | tee "$OUT/compile-check.txt" ;;
+      python3 -m pytest ${STRUCTURE_TESTS:-tests/gpu/test_structure_gpu.py tests/gpu/test_compile_compare_gpu.py} -v -s -rs 2>&1 | tee "$OUT/gpu-tests-structure.txt" | grep -E "PASS|FAIL|SKIP|Error|passed|failed|assert" | head -40
+      python3 bench/compile_check.py --out "$OUT/compile-check-h200.json" --recordings /tmp/compile-recordings 2>&1 | tee "$OUT/compile-check.txt" | tail -12
+      tar -czf "$OUT/compile-recordings.tar.gz" -C /tmp compile-recordings ;;
     nsight-tests)
       mkdir -p /tmp/ncu-csv/tests
-      VISPROF_NCU_OUT=/tmp/ncu-csv/tests python3 -m pytest tests/gpu/test_nsight_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-nsight.txt" | grep -E "IDENTICAL|DIFFERENT|summary|PASS|FAIL|SKIP|Error|passed|failed" | head -40
+      VISPROF_NCU_OUT=/tmp/ncu-csv/tests python3 -m pytest tests/gpu/test_nsight_gpu.py ${NSIGHT_K:+-k "$NSIGHT_K"} -v -s -rs 2>&1 | tee "$OUT/gpu-tests-nsight.txt" | grep -E "IDENTICAL|DIFFERENT|summary|PASS|FAIL|SKIP|Error|passed|failed" | head -40
       tar -czf "$OUT/ncu-csv.tar.gz" -C /tmp ncu-csv ;;
     nsight-bench)
       python3 bench/nvtx_overhead.py --models resnet50,vit_base_patch16_224,swin_tiny_patch4_window7_224 --rounds 5 --iterations 30 --json "$OUT/nvtx-overhead-h200.json" 2>&1 | tail -8 | tee "$OUT/nsight-bench.txt"
