@@ -5,7 +5,8 @@
 #   profile  GPU tests of the profiler + `visprof profile` of one model (the README excerpt)
 #   memory   GPU tests of the in-process memory pass + bench/alloc_tracker_cost.py
 #   regimes  bench/latency_check.py (latency per regime, memory, whole-profile wall time);
-#            starts no model after $REGIMES_DEADLINE_S seconds since this script started
+#            starts no model after $REGIMES_DEADLINE_S seconds since this script started;
+#            REGIMES_ARGS adds options (e.g. "--memory-only --repeat-first")
 #   sweep-tests  GPU tests of visprof sweep (every visible GPU, a real CUDA OOM decay)
 #   sweep-scale  one budgeted call of bench/sweep_scale.py; the store lives in .sweep/ (carry it
 #                back in: `mkdir -p .sweep && cp <files>/sweep-* .sweep/`, carry: [".sweep"]).
@@ -54,7 +55,7 @@ for step in "${steps[@]}"; do
       python3 bench/alloc_tracker_cost.py --json "$OUT/alloc-tracker-cost-h200.json" 2>&1 | tee "$OUT/alloc-tracker-cost.txt" | tail -4 ;;
     regimes)
       left=$(( ${REGIMES_DEADLINE_S:-480} - SECONDS ))
-      python3 bench/latency_check.py ${MODELS:+--models $MODELS} --deadline-s "$left" --json "$OUT/latency-regimes-h200.json" 2>&1 | tee "$OUT/latency-regimes.txt" ;;
+      python3 bench/latency_check.py ${MODELS:+--models $MODELS} ${REGIMES_ARGS:-} --deadline-s "$left" --json "$OUT/latency-regimes-h200.json" 2>&1 | tee "$OUT/latency-regimes.txt" ;;
     sweep-tests)
       python3 -m pytest tests/gpu/test_sweep_gpu.py -v -s 2>&1 | tee "$OUT/gpu-tests-sweep.txt" | tail -40 ;;
     sweep-scale)
