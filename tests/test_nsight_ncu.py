@@ -203,7 +203,7 @@ def test_the_counters_fold_into_a_roofline_position_per_category(deit):
     tensor = [max(v for v in (k.metrics[m] for m in chosen["tensor"]) if v is not None) for k in kernels]
     assert row.tensor_pipe_pct == pytest.approx(sum(n * t for n, t in zip(ns, tensor)) / sum(ns))
     assert row.arithmetic_intensity == pytest.approx(total.flops / row.dram_bytes)
-    assert row.dram_gbps == pytest.approx(row.dram_bytes / (total.time_ms / 1e3) / 1e9)
+    assert row.dram_gbps == pytest.approx(row.dram_bytes / (row.duration_ms / 1e3) / 1e9)  # both ncu's, cold caches
     assert row.bound == "compute"
     assert {(k.name[:5], k.launches, k.weight) for k in kernel_rows} == {("nvjet", 4, 24.0), ("cudnn", 2, 12.0)}
 

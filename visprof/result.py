@@ -243,7 +243,7 @@ class CategoryCounters:
     tensor_pipe_pct: float | None  # tensor pipe busy, % of peak
     dram_bytes: float | None  # DRAM bytes moved per iteration
     arithmetic_intensity: float | None  # FLOPs (visprof's count) per DRAM byte
-    dram_gbps: float | None  # dram_bytes / the category's attributed-pass time, GB/s
+    dram_gbps: float | None  # dram_bytes / duration_ms (both from ncu's cold-cache replays), GB/s
     bound: str | None  # "compute" | "memory" | "latency" (neither unit past 40% of peak)
 
 

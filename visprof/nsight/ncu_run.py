@@ -270,16 +270,20 @@ def fold(result: R.ProfileResult, ops: Sequence[TemplateOp], sample: Sample, mea
                                                for p, v in entries])
         sm, dram = by_time("sm"), by_time("dram")
         bytes_per_iteration = sum(dram_bytes) * scale if dram_bytes else None
-        time_ms = total.time_ms if total else 0.0
+        duration_ms = duration * scale / 1e6 if entries else None
         flops = total.flops if total else 0.0
         rows.append(R.CategoryCounters(
             category=category, kernels_profiled=len(entries),
             kernels_per_iteration=total.kernel_count if total else 0.0, time_coverage=coverage,
-            duration_ms=duration * scale / 1e6 if entries else None,
+            duration_ms=duration_ms,
             sm_throughput_pct=sm, dram_throughput_pct=dram, achieved_occupancy_pct=by_time("occupancy"),
             tensor_pipe_pct=by_time("tensor"), dram_bytes=bytes_per_iteration,
             arithmetic_intensity=flops / bytes_per_iteration if flops and bytes_per_iteration else None,
-            dram_gbps=bytes_per_iteration / (time_ms / 1e3) / 1e9 if bytes_per_iteration and time_ms else None,
+            # ncu flushes the caches before each replay (--cache-control all): its DRAM bytes are
+            # cold-cache bytes and its durations cold-cache times. Divided by the warm attributed
+            # pass's time they read above the DRAM peak (ResNet-50's activations: 9 TB/s on the
+            # H200); by ncu's own durations both come from the same runs.
+            dram_gbps=bytes_per_iteration / (duration_ms / 1e3) / 1e9 if bytes_per_iteration and duration_ms else None,
             bound=_bound(sm, dram)))
     grouped: dict[tuple[str, str], list[tuple[int, NcuKernel]]] = defaultdict(list)
     for position, kernel in measured:
