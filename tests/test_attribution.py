@@ -384,3 +384,24 @@ ALL_RECORDINGS = sorted(DATA.glob("*.json.gz")) if DATA.is_dir() else []
 @pytest.mark.parametrize("path", ALL_RECORDINGS, ids=[p.name for p in ALL_RECORDINGS])
 def test_every_recording_satisfies_invariants(path):
     _check_invariants(CapturedTrace.load(path))
+
+
+def test_flop_time_leaves_out_the_pointwise_kernels_and_memsets_of_a_library_op():
+    """An eager convolution with a bias: cuDNN's kernel, then ATen's add (real H200 names, as
+    in tests/data/coatnet_0_rw_224.trace.json.gz), and a workspace memset. ATen's own
+    depthwise convolution kernel is library work."""
+    b = TraceBuilder()
+    conv = b.module("stem", "Conv2d")
+    dw = b.module("dw", "Conv2d")
+    b.op("aten.convolution.default", conv, [("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc", 400),
+                                            ("_ZN2at6native18elementwise_kernelILi128ELi4EZNS0_22gpu_kernel_impl_nocast", 30)],
+         flops=1e9, **{"groups": 1, "in_channels": 3, "kernel_size": [3, 3]})
+    b.kernel("[memset]", 5, external_id=b.ops[-1].external_id, kind=KIND_MEMSET)
+    b.op("aten.convolution.default", dw, [("_ZN2at6native51_GLOBAL__N__18_DepthwiseConv2d_cu_conv_depthwise2d_forward", 200),
+                                          ("_ZN2at6native29vectorized_elementwise_kernelILi8ENS0_15CUDAFunctor_add", 20)],
+         flops=1e8, **{"groups": 64, "in_channels": 64, "kernel_size": [3, 3]})
+    rows = rows_by_key(attribute(b.build()))
+    assert rows[("convolution", "dense")].time_ms == pytest.approx(430e-6)  # the category keeps the add
+    assert rows[("convolution", "dense")].flop_time_ms == pytest.approx(400e-6)
+    assert rows[("memory", "memset")].time_ms == pytest.approx(5e-6) and rows[("memory", "memset")].flop_time_ms == 0
+    assert rows[("convolution", "depthwise")].flop_time_ms == pytest.approx(200e-6)

@@ -131,9 +131,10 @@ class CategoryRow:
     fused: dict[str, float] = field(default_factory=dict)
     bytes: float = 0.0  # per iteration: what this row's ops read and write (OpRecord.bytes)
     gbps: float | None = None  # achieved GB/s = bytes / time; None when either is 0
-    # Per iteration: the time of the kernels of ops with counted FLOPs (GEMMs, convolutions,
-    # attention products): the library work, which torch.compile calls as eager does, without
-    # the pointwise and layout work Inductor fuses elsewhere.
+    # Per iteration: the time of the compute kernels of ops with counted FLOPs (GEMMs,
+    # convolutions, attention products), without ATen pointwise kernels such ops launch (a
+    # convolution's bias add) and their memsets: the library work, which torch.compile calls as
+    # eager does, without the pointwise and layout work Inductor fuses elsewhere.
     flop_time_ms: float = 0.0
 
 
