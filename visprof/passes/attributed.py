@@ -102,7 +102,8 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
                             "of the eager model")
     for capture in captures:
         with runner.eager() if runner.config.compile and not compiled else contextlib.nullcontext():
-            records, walls, bounds, tracer, event_span_ns = _captured_iterations(runner, capture, iterations, compiled)
+            records, walls, bounds, tracer, event_span_ns, marks = _captured_iterations(runner, capture, iterations,
+                                                                                         compiled)
         diverged = getattr(capture, "diverged_iterations", None)
         if not diverged:
             break
@@ -115,6 +116,8 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
         ops, method = _link_compiled(runner, records, tracker, bounds, table, warnings)
     trace = build_trace(records, capture, tracker, iterations, ops=ops)
     trace.meta["op_capture"] = method
+    if marks:
+        trace.meta["span_marks_ns"] = marks
     if ops is not None:
         trace.meta["inductor_conv_layout"] = runner.compile_recorder.program.conv_layout()
     if capture.misaligned:
@@ -219,9 +222,12 @@ def drop_lead_spin(records: TraceRecords | None) -> TraceRecords | None:
 def _captured_iterations(runner: ModelRunner, capture, iterations: int, names_only: bool):
     """Runs the captured iterations under the tracer (GPU) or the host clock (CPU).
     Returns (records or None, wall ns per iteration, (begin, end) per iteration, tracer,
-    CUDA-event span of the whole loop in ns)."""
+    CUDA-event span of the whole loop in ns, host-clock marks of the span check's steps).
+    The marks (the spin queued, the start event recorded, the stop event recorded) are on the
+    tracer's clock, so a recording shows where a gap between the two spans lies."""
     walls: list[int] = []
     bounds: list[tuple[int, int]] = []
+    marks: dict[str, int] = {}
     cuda = runner.config.is_cuda
     tracer = KernelTracer(kinds=api_activity_kinds()) if cuda else None
     timer = EventTimer(runner.device.index) if cuda else None
@@ -236,15 +242,19 @@ def _captured_iterations(runner: ModelRunner, capture, iterations: int, names_on
             if timer is not None:
                 import torch
 
+                marks["spin_queued"] = time.perf_counter_ns()
                 with torch.cuda.device(runner.device):
                     torch.cuda._sleep(LEAD_SPIN_CYCLES)
             whole = timer.start(stream) if timer is not None else None
+            if timer is not None:
+                marks["start_event_recorded"] = time.perf_counter_ns()
             for iteration in range(iterations):
                 capture.start_iteration(iteration)
                 begin = time.perf_counter_ns()
                 runner()
                 if timer is not None and iteration == iterations - 1:
                     timer.stop(whole, stream)
+                    marks["stop_event_recorded"] = time.perf_counter_ns()
                 runner.sync()
                 end = time.perf_counter_ns()
                 walls.append(end - begin)
@@ -253,7 +263,7 @@ def _captured_iterations(runner: ModelRunner, capture, iterations: int, names_on
     finally:
         records = drop_lead_spin(tracer.stop()) if tracer is not None else None
     span_ns = int(timer.elapsed_ns()[0]) if timer is not None else 0
-    return records, walls, bounds, tracer, span_ns
+    return records, walls, bounds, tracer, span_ns, marks
 
 
 def build_trace(records: TraceRecords | None, capture: OpCapture, tracker: ModuleTracker,
