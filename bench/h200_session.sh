@@ -73,7 +73,8 @@ for step in "${steps[@]}"; do
     outputs)
       python3 -m pytest tests/gpu/test_cli_outputs_gpu.py tests/gpu/test_roofline_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-outputs.txt" | grep -E "PASS|FAIL|SKIP|Error|passed|failed|assert" | head -40 ;;
     structure)
-      python3 -m pytest ${STRUCTURE_TESTS:-tests/gpu/test_structure_gpu.py tests/gpu/test_compile_compare_gpu.py} -v -s -rs 2>&1 | tee "$OUT/gpu-tests-structure.txt" | grep -E "PASS|FAIL|SKIP|Error|passed|failed|assert" | head -40
+      mkdir -p /tmp/compile-recordings
+      VISPROF_RECORDINGS=/tmp/compile-recordings python3 -m pytest ${STRUCTURE_TESTS:-tests/gpu/test_structure_gpu.py tests/gpu/test_compile_compare_gpu.py} -v -s -rs 2>&1 | tee "$OUT/gpu-tests-structure.txt" | grep -E "PASS|FAIL|SKIP|Error|passed|failed|assert" | head -40
       python3 bench/compile_check.py --out "$OUT/compile-check-h200.json" --recordings /tmp/compile-recordings 2>&1 | tee "$OUT/compile-check.txt" | tail -12
       tar -czf "$OUT/compile-recordings.tar.gz" -C /tmp compile-recordings ;;
     nsight-tests)

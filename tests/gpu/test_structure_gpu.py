@@ -1,6 +1,10 @@
 """Issue 12's probe on the GPU: a hand-written self-attention in a class named TinyHybrid (conv
 stem + one attention block, batch 32, 224 px, bf16) has attention, with its core and its
-projections, eager and torch.compile'd. Prints the breakdowns it checks."""
+projections, eager and torch.compile'd. Prints the breakdowns it checks; with
+VISPROF_RECORDINGS=DIR it keeps each run's recording there (kernels, ops, the span check's
+host marks)."""
+import os
+
 import pytest
 from torch import nn
 
@@ -42,8 +46,10 @@ def show(result):
 
 @pytest.mark.parametrize("compile", [False, True], ids=["eager", "compiled"])
 def test_hand_written_attention_in_tiny_hybrid_is_attention(compile):
+    keep = os.environ.get("VISPROF_RECORDINGS")
+    recording = os.path.join(keep, f"tinyhybrid-{'compiled' if compile else 'eager'}.json.gz") if keep else None
     result = visprof.profile(TinyHybrid(), batch_size=32, img_size=224, precision="bf16", compile=compile,
-                             passes="timing,attributed,memory", progress=False)
+                             passes="timing,attributed,memory", progress=False, recording_path=recording)
     show(result)
     subs = {(r.category, r.subcategory) for r in result.categories if r.time_ms > 0}
     assert ("attention", "core") in subs and ("attention", "projections") in subs
