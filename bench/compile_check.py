@@ -42,6 +42,9 @@ def main() -> int:
 
         check_output_path(args.out, "--out")
 
+    if args.recordings is not None:
+        args.recordings.mkdir(parents=True, exist_ok=True)
+
     import visprof
     from visprof.report.compile_compare import compare_compile, comparison_rows_as_dicts, render_compile_comparison
 
@@ -51,8 +54,6 @@ def main() -> int:
     for name in [m for m in args.models.split(",") if m]:
         start = time.perf_counter()
         recording = (lambda kind: str(args.recordings / f"{name}-{kind}.json.gz")) if args.recordings else (lambda k: None)
-        if args.recordings:
-            args.recordings.mkdir(parents=True, exist_ok=True)
         compiled = visprof.profile(name, compile=True, recording_path=recording("compiled"),
                                    **{**options, "passes": "timing,attributed,memory"})  # every self-check
         layout = compiled.attribution.inductor_conv_layout if compiled.attribution else None

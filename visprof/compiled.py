@@ -155,12 +155,8 @@ class CompileRecorder:
             info = inductor_debug._inductor_triton_kernel_to_post_grad_node_info
             provenance = {k: list(v) for k, v in info.items() if k not in before}
             try:
-                calls = read_provenance(post_grad_gm, provenance, param_flags, graph_index, self.table, self.root)
-                if _inductor_layout_opt(post_grad_gm):
-                    for call in calls:
-                        if "channels_last" in call.attrs:
-                            call.attrs["channels_last"] = True
-                self.graphs.append(calls)
+                self.graphs.append(read_provenance(post_grad_gm, provenance, param_flags, graph_index, self.table,
+                                                   self.root))
             except Exception as exc:  # noqa: BLE001 - provenance is for reports; never break the compile
                 self.warnings.append(f"torch.compile: graph {graph_index}'s kernel provenance could not be read "
                                      f"({type(exc).__name__}: {exc}); its kernels are attributed by name")
@@ -225,8 +221,7 @@ def _conv_attrs(node) -> dict[str, Any] | None:
     if weight is None or x is None:
         return None
     groups = args[8] if len(args) > 8 else node.kwargs.get("groups", 1)
-    return {"groups": int(groups), "in_channels": int(x.shape[1]), "kernel_size": [int(k) for k in weight.shape[2:]],
-            "channels_last": _is_channels_last(x)}
+    return {"groups": int(groups), "in_channels": int(x.shape[1]), "kernel_size": [int(k) for k in weight.shape[2:]]}
 
 
 def _inductor_layout_opt(gm) -> bool:
@@ -320,6 +315,7 @@ def read_provenance(gm, provenance: dict[str, list[str]], param_flags: Sequence[
     nodes = {n.name: n for n in gm.graph.nodes}
     flow, index = graph_dataflow(gm, param_flags)
     roles = find_roles(flow)
+    layout_opt = _inductor_layout_opt(gm)
     root_class = (type(root).__name__,) if root is not None else ()
     parsed = []
     for key, names in provenance.items():
@@ -334,6 +330,8 @@ def read_provenance(gm, provenance: dict[str, list[str]], param_flags: Sequence[
             op = str(node.target)
             path, classes = _node_module(node)
             attrs = _conv_attrs(node) if op_kind(op) == "convolution" else None
+            if attrs:  # the layout Inductor's lowering gives it, which conv_layout() reports
+                attrs["channels_last"] = layout_opt or _is_channels_last(node.args[0].meta["val"])
             attrs = dict(attrs or {})
             role = roles.get(index.get(node, -1))
             if role:
