@@ -123,17 +123,23 @@ def _rows(*spec):
     return rows
 
 
-def test_the_lead_spin_is_dropped_before_the_span_and_attribution_see_it():
-    from visprof.passes.attributed import drop_lead_spin
+def test_the_span_check_counts_from_the_lead_marker_and_attribution_never_sees_it():
+    from visprof.passes.attributed import marker_span_check, split_lead_marker
 
     names = ["_ZN2at4cuda12_GLOBAL__N_111spin_kernelEl", "gemm", "relu"]
-    # the spin runs 0-2000 ns, the loop's kernels queue behind it
-    records = TraceRecords(_rows((KIND_KERNEL, 0, 0, 2000), (KIND_KERNEL, 1, 2005, 2500), (KIND_MEMSET, 2, 2600, 2700),
+    # The start event fired at 0 and the marker ran right behind it; the host then took 2 ms
+    # to its first launch (a compiled model's guards): both spans hold that gap.
+    records = TraceRecords(_rows((KIND_KERNEL, 0, 0, 1), (KIND_KERNEL, 1, 2000, 2500), (KIND_MEMSET, 2, 2600, 2700),
                                  (KIND_KERNEL, 2, 2800, 3005)), np.zeros(0, dtype=API_DTYPE), names)
-    kept = drop_lead_spin(records)
+    kept, marker_start = split_lead_marker(records)
+    assert marker_start == 0
     assert list(kept.kernels["name_id"]) == [1, 2, 2]
-    assert kept.kernel_span_ns() == 1000 and span_check(kept, 1000).passed
-    # a model's own spin kernel later in the loop is its work: kept
+    check = marker_span_check(kept, marker_start, 3010)
+    assert check.kernel_span_ns == 3005 and check.passed
+    assert not span_check(kept, 3010).passed  # from the first kernel, the host's gap is on one side only
+    # a model's own spin kernel later in the loop is its work: kept, and the span is the kernels'
     later = TraceRecords(_rows((KIND_KERNEL, 1, 0, 10), (KIND_KERNEL, 0, 20, 90)), np.zeros(0, dtype=API_DTYPE), names)
-    assert len(drop_lead_spin(later).kernels) == 2
-    assert drop_lead_spin(None) is None
+    kept, marker_start = split_lead_marker(later)
+    assert len(kept.kernels) == 2 and marker_start is None
+    assert marker_span_check(kept, None, 90).kernel_span_ns == 90
+    assert split_lead_marker(None) == (None, None)

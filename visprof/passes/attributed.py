@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -102,7 +102,7 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
                             "of the eager model")
     for capture in captures:
         with runner.eager() if runner.config.compile and not compiled else contextlib.nullcontext():
-            records, walls, bounds, tracer, event_span_ns, marks = _captured_iterations(runner, capture, iterations,
+            records, walls, bounds, tracer, span, marks = _captured_iterations(runner, capture, iterations,
                                                                                          compiled)
         diverged = getattr(capture, "diverged_iterations", None)
         if not diverged:
@@ -131,7 +131,6 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
     if tracer.shared_subscription:
         warnings.append("CUPTI was still subscribed by an idle tool (a finished torch.profiler session); "
                         "visprof traced alongside it")
-    span = span_check(records, event_span_ns)
     return AttributedResult(trace, walls, span, records.dropped, warnings, template)
 
 
@@ -192,40 +191,50 @@ def _replay_capture(runner: ModelRunner, python_capture: OpCapture, iterations: 
 
 
 # The span check compares the traced kernels' span with a CUDA-event pair around the loop. The
-# event pair must time what the kernels can see: with an idle GPU, the start event fires as soon
-# as it is recorded, and the host's way to the first launch (Dynamo's guards on a compiled model,
-# the capture's bookkeeping) counted in the event span only, so the check failed on correct runs
-# of short iterations (a compiled TinyHybrid on the H200: kernels 4.12 ms, events more than 5%
-# longer). A spin kernel queued first keeps the GPU busy until the first iteration's kernels are
-# queued behind the start event; the stop event goes in before the last synchronize. The spin
-# is dropped from the records: it is no work of the model.
-# ~2 ms at 2 GHz. Enough for a compiled model's guards; an eager TinyHybrid on the H200 still
-# showed the event span 0.2-0.5 ms longer (cause not found: the recording's marks are for that).
-LEAD_SPIN_CYCLES = 4_000_000
-SPIN_KERNEL = "spin_kernel"  # torch.cuda._sleep's kernel (ATen/cuda/Sleep.cu)
+# two must start at the same moment. With an idle GPU, the start event fires as soon as it is
+# recorded, while the first traced kernel starts only when the host gets to launch it (Dynamo's
+# guards on a compiled model, the first forward's Python): the check failed on correct runs of
+# short iterations. A spin kernel queued behind the start event (d675813) did not fix it: it
+# only covers the host's way to the first launch if that is shorter than the spin, and an eager
+# TinyHybrid on the H200 (host-bound: the GPU idle 57% of each iteration) still showed the
+# event span 0.22-0.46 ms longer than the kernels'. So a marker kernel is queued right after
+# the start event and the kernel span is measured from the marker's start: both spans then
+# hold the same gap, whatever the host does before the first launch. The marker is dropped
+# from the records after that: it is no work of the model.
+LEAD_MARKER_CYCLES = 1000  # ~0.5 us: the marker only has to be there
+MARKER_KERNEL = "spin_kernel"  # torch.cuda._sleep's kernel (ATen/cuda/Sleep.cu)
 
 
-def drop_lead_spin(records: TraceRecords | None) -> TraceRecords | None:
-    """``records`` without the spin kernel that ``_captured_iterations`` queued first."""
+def split_lead_marker(records: TraceRecords | None) -> tuple[TraceRecords | None, int | None]:
+    """(``records`` without the marker kernel that ``_captured_iterations`` queued first, the
+    marker's start ns), or (``records``, None) when the first kernel is not the marker."""
     if records is None or len(records.kernels) == 0:
-        return records
-    spin_ids = [i for i, name in enumerate(records.kernel_names) if SPIN_KERNEL in name]
-    if not spin_ids:
-        return records
+        return records, None
+    marker_ids = [i for i, name in enumerate(records.kernel_names) if MARKER_KERNEL in name]
     first = int(np.argmin(records.kernels["start_ns"]))
-    if int(records.kernels["name_id"][first]) not in spin_ids:
-        return records
+    if int(records.kernels["name_id"][first]) not in marker_ids:
+        return records, None
+    marker_start = int(records.kernels["start_ns"][first])
     keep = np.ones(len(records.kernels), dtype=bool)
     keep[first] = False
     records.kernels = records.kernels[keep]
-    return records
+    return records, marker_start
+
+
+def marker_span_check(records: TraceRecords, marker_start_ns: int | None, event_span_ns: int) -> SpanCheck:
+    """The span check from the marker's start to the last kernel's end (see LEAD_MARKER_CYCLES);
+    from the first kernel when there was no marker."""
+    check = span_check(records, event_span_ns)
+    if marker_start_ns is None or len(records.kernel_rows) == 0:
+        return check
+    return replace(check, kernel_span_ns=int(records.kernel_rows["end_ns"].max()) - marker_start_ns)
 
 
 def _captured_iterations(runner: ModelRunner, capture, iterations: int, names_only: bool):
     """Runs the captured iterations under the tracer (GPU) or the host clock (CPU).
     Returns (records or None, wall ns per iteration, (begin, end) per iteration, tracer,
-    CUDA-event span of the whole loop in ns, host-clock marks of the span check's steps).
-    The marks (the spin queued, the start event recorded, the stop event recorded) are on the
+    the span check (None on the CPU), host-clock marks of the span check's steps).
+    The marks (the start event recorded, the marker queued, the stop event recorded) are on the
     tracer's clock, so a recording shows where a gap between the two spans lies."""
     walls: list[int] = []
     bounds: list[tuple[int, int]] = []
@@ -245,11 +254,11 @@ def _captured_iterations(runner: ModelRunner, capture, iterations: int, names_on
             if timer is not None:
                 import torch
 
-                marks["spin_queued"] = time.perf_counter_ns()
-                with torch.cuda.device(runner.device):
-                    torch.cuda._sleep(LEAD_SPIN_CYCLES)
                 whole = timer.start(stream)
                 marks["start_event_recorded"] = time.perf_counter_ns()
+                with torch.cuda.device(runner.device):
+                    torch.cuda._sleep(LEAD_MARKER_CYCLES)
+                marks["marker_queued"] = time.perf_counter_ns()
             for iteration in range(iterations):
                 capture.start_iteration(iteration)
                 begin = time.perf_counter_ns()
@@ -263,9 +272,9 @@ def _captured_iterations(runner: ModelRunner, capture, iterations: int, names_on
                 bounds.append((begin, end))
         runner.sync()
     finally:
-        records = drop_lead_spin(tracer.stop()) if tracer is not None else None
-    span_ns = int(timer.elapsed_ns()[0]) if timer is not None else 0
-    return records, walls, bounds, tracer, span_ns, marks
+        records, marker_start_ns = split_lead_marker(tracer.stop() if tracer is not None else None)
+    span = marker_span_check(records, marker_start_ns, int(timer.elapsed_ns()[0])) if timer is not None else None
+    return records, walls, bounds, tracer, span, marks
 
 
 def build_trace(records: TraceRecords | None, capture: OpCapture, tracker: ModuleTracker,
