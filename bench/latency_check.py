@@ -92,6 +92,14 @@ def plain_loop_ms(model, x, regime: str, dtype, warmup: int = 10, steps: int = 4
     return statistics.median(times)
 
 
+def cached_segments() -> list[list[int]]:
+    """[size, stream, bytes in use] of each segment the allocator holds now: where a reserved
+    peak differs between two runs, the segments cached after each show which allocation did."""
+    import torch
+
+    return [[s["total_size"], s["stream"], s["allocated_size"]] for s in torch.cuda.memory_snapshot()]
+
+
 def plain_memory(name: str, batch: int, dtype) -> dict:
     """A plain per-forward loop's peaks, alone on the GPU, cache emptied first."""
     import timm
@@ -104,7 +112,7 @@ def plain_memory(name: str, batch: int, dtype) -> dict:
     torch.cuda.reset_peak_memory_stats()
     plain_loop_ms(model, x, "per-forward", dtype, warmup=2, steps=3, warmup_s=0.0)
     out = {"max_memory_allocated": torch.cuda.max_memory_allocated(),
-           "max_memory_reserved": torch.cuda.max_memory_reserved()}
+           "max_memory_reserved": torch.cuda.max_memory_reserved(), "segments": cached_segments()}
     del model, x
     gc.collect()
     torch.cuda.empty_cache()
@@ -126,7 +134,10 @@ def one_model(name: str, batch: int, rounds: int, memory_only: bool = False) -> 
     wall = {"regime": "per-forward", "wall_s": time.perf_counter() - start,
             "passes": {k: round(v.wall_s, 3) for k, v in result.passes.items()}}
     mem = result.memory
+    visprof_segments = cached_segments()
     row["memory"] = {
+        "plain_segments": plain["segments"],
+        "segments_after_visprof": visprof_segments,
         "plain_max_memory_allocated": plain["max_memory_allocated"],
         "plain_max_memory_reserved": plain["max_memory_reserved"],
         "visprof_peak_held_by_tensors": mem.peak_bytes,
