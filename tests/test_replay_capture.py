@@ -183,50 +183,6 @@ def test_a_raise_inside_a_replayed_op_leaves_nothing_pushed_or_installed(observe
     observer.record_stop()
 
 
-def test_the_replay_does_not_observe_the_calls_inside_template_ops(observer):
-    # The calls a template op makes inside itself are its own work; observing them was most of
-    # --nvtx-only's cost per op. The replay switches RecordFunction off inside template ops.
-    spec = resolve_model("resnet18", img_size=64)
-    template, replay = _template_and_replay(observer, spec.module.eval(), spec.make_input(1, "cpu"), autocast=False)
-    assert replay.diverged_iterations == []
-    observed, inside = 0, None  # calls outside every template op's subtree, and the ops themselves
-    for op, depth in zip(replay.plan, replay.depths):
-        if inside is not None and depth > inside:
-            continue
-        inside = depth if op >= 0 else None
-        observed += 1
-    nested = len(replay.plan) - observed
-    assert nested > len(template.to_records())  # resnet18's convolutions and batch norms nest calls
-    assert observer.replay_callbacks() == 2 * observed
-    assert observer.record_function_enabled()
-    skipped = [(o.name, o.module) for o in replay.to_records()]
-    replay.observe_nested = True  # the benchmark's baseline: every call observed, same records
-    x = spec.make_input(1, "cpu")
-    with replay:
-        for iteration in range(2):
-            replay.start_iteration(iteration)
-            with torch.inference_mode():
-                spec.module(x)
-    assert observer.replay_callbacks() == 2 * len(replay.plan)
-    assert replay.diverged_iterations == []
-    assert [(o.name, o.module) for o in replay.to_records()] == skipped
-
-
-def test_a_raise_inside_a_silenced_op_turns_record_function_back_on(observer):
-    # aten::convolution is a template op whose checks run in the nested aten::_convolution: the
-    # raise happens while RecordFunction is off for the calls inside the op.
-    weights = {"usual": torch.randn(4, 4, 3, 3), "changed": torch.randn(4, 5, 3, 3)}
-    explodes = ChangesOnCall(3, lambda x: torch.nn.functional.conv2d(x, weights["usual"]),
-                             lambda x: torch.nn.functional.conv2d(x, weights["changed"]))
-    with pytest.raises(ModelForwardError):
-        visprof.profile(explodes, batch_size=1, img_size=8, passes="attributed", progress=False)
-    assert observer.record_function_enabled()
-    assert native().nvtx.depth() == 0 and native().op_depth() == 0
-    with torch.autograd.profiler.profile() as prof:  # torch's own RecordFunction users still see ops
-        torch.relu(torch.ones(2))
-    assert any(e.name == "aten::relu" for e in prof.function_events)
-
-
 def test_a_missing_compiler_is_reported_as_the_reason(monkeypatch, tmp_path):
     monkeypatch.setenv("CXX", "visprof-no-such-compiler")
     monkeypatch.setenv("VISPROF_CACHE_DIR", str(tmp_path))

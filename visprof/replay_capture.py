@@ -89,14 +89,10 @@ class ReplayCapture:
 
     Build it with ``ReplayCapture.prepare()``, which records one forward and aligns it."""
 
-    def __init__(self, observer, planned: OpCapture, plan: list[int], iterations: int, depths: list[int]):
+    def __init__(self, observer, planned: OpCapture, plan: list[int], iterations: int):
         self._observer = observer
         self._planned = planned
-        self.plan = plan  # per recorded call: its template op, or -1
-        self.depths = depths  # per recorded call: its nesting depth
-        # Observe the calls inside template ops too (the observer's cost before it skipped
-        # them; bench/nvtx_overhead.py measures both). The records are the same either way.
-        self.observe_nested = False
+        self._plan = plan
         self._iterations = iterations
         self._starts: list[int] = []
         self._ends: list[int] = []
@@ -115,7 +111,7 @@ class ReplayCapture:
         plan, why = align_or_why([op_name(func) for func, *_ in planned.template_ops()], list(zip(names, depths)))
         if plan is None:
             return None, why
-        return cls(observer, planned, plan, iterations, list(depths)), ""
+        return cls(observer, planned, plan, iterations), ""
 
     def __enter__(self) -> "ReplayCapture":
         decisions = self._planned.template_decisions()
@@ -124,9 +120,8 @@ class ReplayCapture:
         module_plan = self._planned.nvtx_module_plan()
         c = native()
         modules = module_plan.observer_kwargs(c.nvtx._capsule()) if module_plan is not None else {}
-        self._observer.replay_start(c._op_scope_capsule(), self.plan, handles, colors,
-                                    first_id=FIRST_ID, iterations=self._iterations,
-                                    observe_nested=self.observe_nested, **modules)
+        self._observer.replay_start(c._op_scope_capsule(), self._plan, handles, colors,
+                                    first_id=FIRST_ID, iterations=self._iterations, **modules)
         return self
 
     def start_iteration(self, iteration: int) -> None:

@@ -12,13 +12,6 @@
 //           op_exit after it, with host timestamps around it. A call that differs from the
 //           recording stops the replay for the rest of that iteration (counted as diverged),
 //           so a data-dependent forward can never be attributed to the wrong op.
-//           The calls a template op makes inside itself are its own work (align() in
-//           visprof/replay_capture.py maps none of them), so while a template op runs the
-//           observer switches RecordFunction off on this thread and resumes at the recording's
-//           next call after the op's subtree. torch then builds no RecordFunction for the
-//           nested calls (a conv2d's convolution, _convolution, cudnn_convolution, empty...):
-//           that, not the observer's own work, was most of --nvtx-only's cost per op. Kernels
-//           the nested calls launch still carry the op's id (op_enter set it on the thread).
 //
 // Replay also pushes the NVTX module ranges of the scheme (docs/nsight.md) without Python
 // module hooks: for each template op, Python precomputed how many module ranges to pop and
@@ -72,11 +65,6 @@ struct Observer {
   std::vector<int64_t> diverged_iterations;
   std::vector<uint64_t> starts, ends;  // per (iteration, template op)
   std::vector<int64_t> open_slots;     // per open call: its (iteration, op) slot, or -1
-  // Per recorded call: the index of the recording's next call outside its subtree, when it is
-  // a template op with no template op nested in it (its nested calls are skipped), else 0.
-  std::vector<uint32_t> skip_to;
-  // Per open call: whether its enter switched RecordFunction off (its exit switches it back).
-  std::vector<uint8_t> open_silenced;
   // NVTX module ranges (structure): per template op j, pops[j] ranges to pop and the pushes
   // push_begin[j]..push_begin[j+1] of (handle, colour, payload) to make before it.
   bool structure = false;
@@ -85,7 +73,6 @@ struct Observer {
   std::vector<int64_t> push_handles, push_payloads;
   std::vector<uint32_t> push_colors;
   int32_t open_ranges = 0;
-  int64_t replay_callbacks = 0;  // on_enter calls since replay_start (tests: nested calls skipped)
 };
 
 void close_structure(Observer& o) {
@@ -113,8 +100,6 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     return nullptr;
   }
   int64_t slot = -1;
-  bool silenced = false;
-  ++o.replay_callbacks;
   if (o.mode == Mode::kReplay && o.iteration >= 0 && !o.diverged) {
     const size_t k = o.position++;
     if (k >= o.plan.size() || std::strcmp(o.names[k].c_str(), fn.name()) != 0) {
@@ -125,15 +110,9 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
       if (o.structure) enter_structure(o, op);
       o.starts[slot] = monotonic_ns();
       o.api.enter(o.first_id + static_cast<uint64_t>(slot), o.nvtx_handles[op], o.colors[op], -1);
-      if (o.skip_to[k] != 0) {
-        o.position = o.skip_to[k];
-        at::enableRecordFunction(false);  // this op's RecordFunction still ends: on_exit runs
-        silenced = true;
-      }
     }
   }
   o.open_slots.push_back(slot);
-  o.open_silenced.push_back(silenced);
   return nullptr;
 }
 
@@ -146,8 +125,6 @@ void on_exit(const at::RecordFunction&, at::ObserverContext*) {
   if (o.open_slots.empty()) return;
   const int64_t slot = o.open_slots.back();
   o.open_slots.pop_back();
-  if (o.open_silenced.back()) at::enableRecordFunction(true);
-  o.open_silenced.pop_back();
   if (slot >= 0) {
     o.api.exit();
     o.ends[slot] = monotonic_ns();
@@ -161,7 +138,6 @@ void install(Mode mode) {
   if (o.mode != Mode::kOff) throw std::runtime_error("the visprof ATen observer is already running");
   o.mode = mode;
   o.open_slots.clear();
-  o.open_silenced.clear();
   o.handle = at::addThreadLocalCallback(
       at::RecordFunctionCallback(&on_enter, &on_exit).scopes({at::RecordScope::FUNCTION}).needsInputs(false));
 }
@@ -223,25 +199,11 @@ void set_structure(Observer& o, const py::object& nvtx_api, std::vector<int32_t>
   o.push_payloads = std::move(push_payloads);
 }
 
-// skip_to[k] for each recorded call (see Observer::skip_to). The subtree of call k is the
-// calls after it that are deeper than it.
-std::vector<uint32_t> subtrees_to_skip(const std::vector<int32_t>& plan, const std::vector<int32_t>& depths) {
-  std::vector<uint32_t> skip_to(plan.size(), 0);
-  for (size_t k = 0; k < plan.size(); ++k) {
-    if (plan[k] < 0) continue;
-    size_t end = k + 1;
-    bool nested_op = false;
-    for (; end < plan.size() && depths[end] > depths[k]; ++end) nested_op = nested_op || plan[end] >= 0;
-    if (!nested_op && end > k + 1) skip_to[k] = static_cast<uint32_t>(end);
-  }
-  return skip_to;
-}
-
 void replay_start(py::capsule op_scope, std::vector<int32_t> plan, std::vector<int64_t> nvtx_handles,
                   std::vector<uint32_t> colors, uint64_t first_id, int64_t iterations, py::object nvtx_api,
                   std::vector<int32_t> module_pops, std::vector<int32_t> module_push_begin,
                   std::vector<int64_t> module_handles, std::vector<uint32_t> module_colors,
-                  std::vector<int64_t> module_payloads, bool observe_nested) {
+                  std::vector<int64_t> module_payloads) {
   Observer& o = observer();
   if (std::strcmp(op_scope.name(), kOpScopeCapsuleName) != 0) throw std::invalid_argument("not visprof._C's op scope capsule");
   if (plan.size() != o.names.size()) throw std::invalid_argument("the plan must have one entry per recorded call");
@@ -251,15 +213,12 @@ void replay_start(py::capsule op_scope, std::vector<int32_t> plan, std::vector<i
   }
   o.api = *static_cast<const OpScopeApi*>(op_scope.get_pointer());
   o.plan = std::move(plan);
-  // observe_nested (benchmarks only): watch every call, as before nested calls were skipped.
-  o.skip_to = observe_nested ? std::vector<uint32_t>(o.plan.size(), 0) : subtrees_to_skip(o.plan, o.depths);
   o.nvtx_handles = std::move(nvtx_handles);
   o.colors = std::move(colors);
   o.n_ops = o.nvtx_handles.size();
   set_structure(o, nvtx_api, std::move(module_pops), std::move(module_push_begin), std::move(module_handles),
                 std::move(module_colors), std::move(module_payloads));
   o.first_id = first_id;
-  o.replay_callbacks = 0;
   o.iteration = -1;
   o.diverged_iterations.clear();
   o.starts.assign(o.n_ops * static_cast<size_t>(iterations), 0);
@@ -288,11 +247,7 @@ py::tuple replay_stop() {
   for (int64_t slot : o.open_slots) {
     if (slot >= 0) o.api.exit();
   }
-  for (uint8_t silenced : o.open_silenced) {
-    if (silenced) at::enableRecordFunction(true);
-  }
   o.open_slots.clear();
-  o.open_silenced.clear();
   if (o.structure) close_structure(o);
   o.structure = false;
   return py::make_tuple(o.starts, o.ends, o.diverged_iterations);
@@ -310,14 +265,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("colors"), py::arg("first_id"), py::arg("iterations"), py::arg("nvtx_api") = py::none(),
         py::arg("module_pops") = std::vector<int32_t>(), py::arg("module_push_begin") = std::vector<int32_t>(),
         py::arg("module_handles") = std::vector<int64_t>(), py::arg("module_colors") = std::vector<uint32_t>(),
-        py::arg("module_payloads") = std::vector<int64_t>(), py::arg("observe_nested") = false,
+        py::arg("module_payloads") = std::vector<int64_t>(),
         "Replays the recording on this thread: plan[k] is the template op of recorded call k, or -1. "
         "With nvtx_api (visprof._C.nvtx._capsule()), also pushes module ranges: before template op j, "
         "pops module_pops[j] and pushes entries module_push_begin[j]..module_push_begin[j+1].");
   m.def("begin_iteration", &begin_iteration, py::arg("iteration"));
   m.def("replay_stop", &replay_stop, "Stops replaying; returns (start_ns, end_ns, diverged iterations).");
-  m.def("replay_callbacks", [] { return observer().replay_callbacks; },
-        "How many aten calls the last replay observed (the calls inside template ops are not observed).");
-  m.def("record_function_enabled", [] { return at::isRecordFunctionEnabled(); },
-        "Whether RecordFunction is on for this thread (the replay switches it off inside template ops).");
 }
