@@ -127,16 +127,22 @@ def test_the_span_check_counts_from_the_lead_marker_and_attribution_never_sees_i
     from visprof.passes.attributed import marker_span_check, split_lead_marker
 
     names = ["_ZN2at4cuda12_GLOBAL__N_111spin_kernelEl", "gemm", "relu"]
-    # The start event fired at 0 and the marker ran right behind it; the host then took 2 ms
-    # to its first launch (a compiled model's guards): both spans hold that gap.
-    records = TraceRecords(_rows((KIND_KERNEL, 0, 0, 1), (KIND_KERNEL, 1, 2000, 2500), (KIND_MEMSET, 2, 2600, 2700),
-                                 (KIND_KERNEL, 2, 2800, 3005)), np.zeros(0, dtype=API_DTYPE), names)
+    # The lead ran at 500 (CUPTI's slow first launch, before the start event). The start event
+    # fired at 1000 and the marker ran right behind it; the host then took 2 us to its first
+    # launch (a compiled model's guards): both spans hold that gap.
+    records = TraceRecords(_rows((KIND_KERNEL, 0, 1003, 1004), (KIND_KERNEL, 1, 3000, 3500), (KIND_MEMSET, 2, 3600, 3700),
+                                 (KIND_KERNEL, 2, 3800, 4005), (KIND_KERNEL, 0, 500, 501)),
+                           np.zeros(0, dtype=API_DTYPE), names)
     kept, marker_start = split_lead_marker(records)
-    assert marker_start == 0
+    assert marker_start == 1003
     assert list(kept.kernels["name_id"]) == [1, 2, 2]
     check = marker_span_check(kept, marker_start, 3010)
-    assert check.kernel_span_ns == 3005 and check.passed
+    assert check.kernel_span_ns == 3002 and check.passed
     assert not span_check(kept, 3010).passed  # from the first kernel, the host's gap is on one side only
+    # without its lead (one spin kernel first), the spin is the marker
+    kept, marker_start = split_lead_marker(
+        TraceRecords(_rows((KIND_KERNEL, 0, 0, 1), (KIND_KERNEL, 1, 2000, 2500)), np.zeros(0, dtype=API_DTYPE), names))
+    assert marker_start == 0 and list(kept.kernels["name_id"]) == [1]
     # a model's own spin kernel later in the loop is its work: kept, and the span is the kernels'
     later = TraceRecords(_rows((KIND_KERNEL, 1, 0, 10), (KIND_KERNEL, 0, 20, 90)), np.zeros(0, dtype=API_DTYPE), names)
     kept, marker_start = split_lead_marker(later)

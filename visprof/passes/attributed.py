@@ -192,31 +192,34 @@ def _replay_capture(runner: ModelRunner, python_capture: OpCapture, iterations: 
 
 # The span check compares the traced kernels' span with a CUDA-event pair around the loop. The
 # two must start at the same moment. With an idle GPU, the start event fires as soon as it is
-# recorded, while the first traced kernel starts only when the host gets to launch it (Dynamo's
-# guards on a compiled model, the first forward's Python): the check failed on correct runs of
-# short iterations. A spin kernel queued behind the start event (d675813) did not fix it: it
-# only covers the host's way to the first launch if that is shorter than the spin, and an eager
-# TinyHybrid on the H200 (host-bound: the GPU idle 57% of each iteration) still showed the
-# event span 0.22-0.46 ms longer than the kernels'. So a marker kernel is queued right after
-# the start event and the kernel span is measured from the marker's start: both spans then
-# hold the same gap, whatever the host does before the first launch. The marker is dropped
-# from the records after that: it is no work of the model.
-LEAD_MARKER_CYCLES = 1000  # ~0.5 us: the marker only has to be there
+# recorded, while the first traced kernel starts only when the host gets to launch it. On the
+# H200 (span marks in the recordings, bench/results/h200-s16-call1) the first launch after
+# CUPTI starts tracing blocks the host for 1.2-12 ms, and the way from the start event to the
+# first op is 0.2 ms more (0.22-0.46 ms of event span the kernels never saw: an eager TinyHybrid
+# failed the check, host-bound at 1.25 ms an iteration). So: a lead kernel takes CUPTI's first
+# launch before anything is timed; then the start event is recorded and a marker kernel queued
+# right behind it, and the kernel span counts from the marker's start. Both spans then hold the
+# host's way to the first launch, whatever its length (Dynamo's guards on a compiled model).
+# Lead and marker are dropped from the records after that: they are no work of the model.
+LEAD_MARKER_CYCLES = 1000  # ~0.5 us: lead and marker only have to be there
 MARKER_KERNEL = "spin_kernel"  # torch.cuda._sleep's kernel (ATen/cuda/Sleep.cu)
 
 
 def split_lead_marker(records: TraceRecords | None) -> tuple[TraceRecords | None, int | None]:
-    """(``records`` without the marker kernel that ``_captured_iterations`` queued first, the
-    marker's start ns), or (``records``, None) when the first kernel is not the marker."""
+    """(``records`` without the lead and marker kernels that ``_captured_iterations`` queued
+    first, the marker's start ns), or (``records``, None) when the first kernel is not one."""
     if records is None or len(records.kernels) == 0:
         return records, None
     marker_ids = [i for i, name in enumerate(records.kernel_names) if MARKER_KERNEL in name]
-    first = int(np.argmin(records.kernels["start_ns"]))
-    if int(records.kernels["name_id"][first]) not in marker_ids:
+    order = np.argsort(records.kernels["start_ns"], kind="stable")
+    lead = 0  # the leading run of spin kernels: the lead, then the marker
+    while lead < min(2, len(order)) and int(records.kernels["name_id"][order[lead]]) in marker_ids:
+        lead += 1
+    if lead == 0:
         return records, None
-    marker_start = int(records.kernels["start_ns"][first])
+    marker_start = int(records.kernels["start_ns"][order[lead - 1]])
     keep = np.ones(len(records.kernels), dtype=bool)
-    keep[first] = False
+    keep[order[:lead]] = False
     records.kernels = records.kernels[keep]
     return records, marker_start
 
@@ -234,8 +237,9 @@ def _captured_iterations(runner: ModelRunner, capture, iterations: int, names_on
     """Runs the captured iterations under the tracer (GPU) or the host clock (CPU).
     Returns (records or None, wall ns per iteration, (begin, end) per iteration, tracer,
     the span check (None on the CPU), host-clock marks of the span check's steps).
-    The marks (the start event recorded, the marker queued, the stop event recorded) are on the
-    tracer's clock, so a recording shows where a gap between the two spans lies."""
+    The marks (the lead's launch begun, the start event recorded, the marker queued, the stop
+    event recorded) are on the tracer's clock, so a recording shows where a gap between the
+    two spans lies."""
     walls: list[int] = []
     bounds: list[tuple[int, int]] = []
     marks: dict[str, int] = {}
@@ -254,10 +258,12 @@ def _captured_iterations(runner: ModelRunner, capture, iterations: int, names_on
             if timer is not None:
                 import torch
 
-                whole = timer.start(stream)
-                marks["start_event_recorded"] = time.perf_counter_ns()
+                marks["lead_queued_from"] = time.perf_counter_ns()
                 with torch.cuda.device(runner.device):
-                    torch.cuda._sleep(LEAD_MARKER_CYCLES)
+                    torch.cuda._sleep(LEAD_MARKER_CYCLES)  # the lead: CUPTI's slow first launch
+                    whole = timer.start(stream)
+                    marks["start_event_recorded"] = time.perf_counter_ns()
+                    torch.cuda._sleep(LEAD_MARKER_CYCLES)  # the marker
                 marks["marker_queued"] = time.perf_counter_ns()
             for iteration in range(iterations):
                 capture.start_iteration(iteration)
