@@ -10,7 +10,10 @@ host overhead shows in full), after a warm-up: `--rounds` alternating pairs of l
 `--iterations` synchronized forwards, clean then with ranges. Reported per op:
   wall  = (median iteration wall with ranges - clean) / ops per iteration
   host  = the same for the host time of the forward call alone (before the synchronize)
-and the median over rounds. The table's "added ms" is that same statistic before the division
+and the median over rounds. "observe-only" is the wall figure of the same observer seeing every
+aten call ("calls" per iteration) with no call mapped to an op (nothing pushed, no clock read):
+torch's RecordFunction per call and the observer's check, apart from what visprof does per op.
+Each round runs the three loops with each first in turn. The table's "added ms" is that same statistic before the division
 (the median over rounds of each round's paired difference), so us/op = added ms * 1000 / ops;
 "clean ms" and "nvtx ms" are medians of their own over rounds, and their difference can
 differ from "added ms" when the machine drifts between rounds.
@@ -82,20 +85,37 @@ def one(name: str, batch: int, precision: str, iterations: int, rounds: int, dev
         raise RuntimeError(why)
     ops = len(planned.template_ops())
     assert not native().tracer.active()
+    # The same observer with no call mapped to an op: it sees every aten call and pushes nothing,
+    # so its cost is torch's RecordFunction per call plus the observer's check of the call.
+    observe_only = ReplayCapture(observer, planned, [-1] * replay.recorded_calls, iterations)
+
+    def clean_loop():
+        return _loop(runner, iterations)
+
+    def in_capture(capture):
+        def loop():
+            with capture:
+                return _loop(runner, iterations, capture)
+        return loop
+
+    loops = {"clean": clean_loop, "nvtx": in_capture(replay), "observe_only": in_capture(observe_only)}
     pairs = []
-    for _ in range(rounds):
-        clean = _loop(runner, iterations)
-        with replay:
-            ranged = _loop(runner, iterations, replay)
+    for round_ in range(rounds):
+        order = list(loops)[round_ % 3:] + list(loops)[:round_ % 3]  # each loop first in turn
+        got = {key: loops[key]() for key in order}
+        clean, ranged, observed = got["clean"], got["nvtx"], got["observe_only"]
         pairs.append({"clean_wall_ms": clean[0], "nvtx_wall_ms": ranged[0], "clean_host_ms": clean[1],
-                      "nvtx_host_ms": ranged[1],
+                      "nvtx_host_ms": ranged[1], "observe_only_wall_ms": observed[0],
                       "wall_us_per_op": (ranged[0] - clean[0]) * 1e3 / ops,
-                      "host_us_per_op": (ranged[1] - clean[1]) * 1e3 / ops})
+                      "host_us_per_op": (ranged[1] - clean[1]) * 1e3 / ops,
+                      "observe_only_wall_us_per_op": (observed[0] - clean[0]) * 1e3 / ops})
     if replay.diverged_iterations:
         raise RuntimeError(f"replay diverged: {replay.diverged_iterations}")
     return {"model": name, "batch_size": batch, "ops_per_iteration": ops, "rounds": pairs,
             "wall_us_per_op": statistics.median(p["wall_us_per_op"] for p in pairs),
             "host_us_per_op": statistics.median(p["host_us_per_op"] for p in pairs),
+            "observe_only_wall_us_per_op": statistics.median(p["observe_only_wall_us_per_op"] for p in pairs),
+            "recorded_calls_per_iteration": replay.recorded_calls,
             "added_wall_ms": statistics.median(p["nvtx_wall_ms"] - p["clean_wall_ms"] for p in pairs),
             "clean_wall_ms": statistics.median(p["clean_wall_ms"] for p in pairs),
             "nvtx_wall_ms": statistics.median(p["nvtx_wall_ms"] for p in pairs)}
@@ -124,15 +144,16 @@ def main() -> int:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
     print(f"\n--nvtx-only overhead per op (batch {args.batch_size}, {args.precision}, median of {args.rounds} rounds "
           f"of {args.iterations} iterations; target < {TARGET_US} us)")
-    print(f"{'model':32s} {'ops':>5s} {'clean ms':>9s} {'nvtx ms':>9s} {'added ms':>9s} {'wall us/op':>10s} "
-          f"{'host us/op':>10s}  ok")
+    print(f"{'model':32s} {'ops':>5s} {'calls':>5s} {'clean ms':>9s} {'nvtx ms':>9s} {'added ms':>9s} {'wall us/op':>10s} "
+          f"{'host us/op':>10s} {'observe-only':>12s}  ok")
     for r in rows:
         if "error" in r:
             print(f"{r['model']:32s} ERROR")
             continue
         ok = r["wall_us_per_op"] < TARGET_US and r["host_us_per_op"] < TARGET_US
-        print(f"{r['model']:32s} {r['ops_per_iteration']:5d} {r['clean_wall_ms']:9.3f} {r['nvtx_wall_ms']:9.3f} "
-              f"{r['added_wall_ms']:9.3f} {r['wall_us_per_op']:10.3f} {r['host_us_per_op']:10.3f}  {'yes' if ok else 'NO'}")
+        print(f"{r['model']:32s} {r['ops_per_iteration']:5d} {r['recorded_calls_per_iteration']:5d} "
+              f"{r['clean_wall_ms']:9.3f} {r['nvtx_wall_ms']:9.3f} {r['added_wall_ms']:9.3f} {r['wall_us_per_op']:10.3f} "
+              f"{r['host_us_per_op']:10.3f} {r['observe_only_wall_us_per_op']:12.3f}  {'yes' if ok else 'NO'}")
     return 0
 
 

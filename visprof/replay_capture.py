@@ -99,6 +99,11 @@ class ReplayCapture:
         self.diverged_iterations: list[int] = []
         self.misaligned = 0  # OpCapture's counter; a replay never attributes a differing op
 
+    @property
+    def recorded_calls(self) -> int:
+        """The aten calls of one recorded forward (the observer sees each of them)."""
+        return len(self._plan)
+
     @classmethod
     def prepare(cls, observer, planned: OpCapture, forward, iterations: int) -> tuple["ReplayCapture | None", str]:
         """Records one forward (`forward()` runs and synchronizes it) and aligns it with the
