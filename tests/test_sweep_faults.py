@@ -18,7 +18,7 @@ import pytest
 
 from visprof.child_env import child_env
 from visprof.sweep import open_store, run_sweep
-from visprof.sweep.run import _Sweep
+from visprof.sweep.run import DoneOn, _Sweep
 from visprof.sweep.plan import SweepPlan
 
 FAKE_MODELS = str(Path(__file__).parent / "sweep_fake_models.py")
@@ -209,7 +209,7 @@ def test_the_time_budget_starts_no_cell_it_cannot_finish(tmp_path):
 
     with ResultStore(tmp_path / "r.db", write=True) as store:
         plan = SweepPlan(["a", "b", "c"], "cpu")
-        sweep = _Sweep(store, plan, NoExecutor(), ["cpu"], retries=1, retry_failed=False, time_budget_s=100,
+        sweep = _Sweep(store, plan, NoExecutor(), DoneOn(("cpu",)), retries=1, retry_failed=False, time_budget_s=100,
                        started=time.monotonic(), progress=False)
         sweep.progress = SweepProgress(3, enabled=False)
         assert sweep.next_task().cell.model == "a"  # no cell measured yet: nothing to go by
@@ -219,6 +219,34 @@ def test_the_time_budget_starts_no_cell_it_cannot_finish(tmp_path):
         sweep.hard_deadline = time.monotonic() + 12
         assert sweep.next_task() is None and sweep.stopping and not sweep.has_work()
         assert [t.cell.model for t in sweep.queue] == ["c"]
+
+
+def test_a_store_carried_to_other_cards_of_the_same_gpu_model_resumes(tmp_path):
+    """The driver's queue: cells stored from one H200 are done on another machine's H200s (new
+    uuids), and not on another GPU model."""
+    from visprof.sweep.store import ResultStore
+    from visprof.sweep.versions import SoftwareVersions
+
+    vit_h200_doc = json.loads((Path(__file__).parent / "data" / "h200-result-vit_base_patch16_224.json").read_text())
+    versions = SoftwareVersions.current()  # as if this process had measured it
+    vit_h200_doc["visprof_version"] = versions.visprof
+    vit_h200_doc["environment"].update(torch=versions.torch, timm=versions.timm, cuda=versions.cuda)
+
+    class NoExecutor:
+        description = "none"
+
+    with ResultStore(tmp_path / "r.db", write=True) as store:
+        plan = SweepPlan(["vit_base_patch16_224", "resnet50"], "cuda")
+        store.add_result(plan.cells()[0], vit_h200_doc)
+
+        def queued(done_on):
+            sweep = _Sweep(store, plan, NoExecutor(), done_on, retries=1, retry_failed=False, time_budget_s=None,
+                           started=time.monotonic(), progress=False)
+            return [t.cell.model for t in sweep.queue]
+
+        name = vit_h200_doc["gpu"]["name"]
+        assert queued(DoneOn(("uuid-a", "uuid-b"), (name,))) == ["resnet50"]
+        assert queued(DoneOn(("uuid-a",), ("NVIDIA A100-SXM4-80GB",))) == ["vit_base_patch16_224", "resnet50"]
 
 
 @pytest.mark.parametrize("fresh, workers_started", [(False, 1), (True, 2)])

@@ -113,6 +113,23 @@ def test_cell_states_follow_versions_and_devices(store, cell, vit_doc):
     assert store.cell_states(newer, None) == {}
 
 
+def test_a_cell_done_on_another_card_of_the_same_gpu_model_counts_as_done(store, cell, vit_doc):
+    # A store carried to another machine with the same GPU model resumes there: on the lent
+    # H200 machines every call had new GPU uuids, and the sweep measured everything again.
+    store.add_result(cell, vit_doc)
+    versions = versions_of(vit_doc)
+    name = vit_doc["gpu"]["name"]
+    assert cell.key not in store.cell_states(versions, ["new-card"])
+    assert store.cell_states(versions, ["new-card"], [name])[cell.key].status == "ok"
+    assert cell.key not in store.cell_states(versions, ["new-card"], ["NVIDIA A100-SXM4-80GB"])
+    newer = SoftwareVersions(versions.visprof, "2.12.0", versions.timm, versions.cuda)
+    assert store.cell_states(newer, ["new-card"], [name]) == {}  # new versions still measure anew
+    failed = SweepPlan(["deit_small_patch16_224"], "cuda").cells()[0]
+    store.add_failure(failed, versions=versions, gpu={"name": name, "uuid": "GPU-other"}, kind="error",
+                      error_class="ModelBuildError", message="no such model", final=True)
+    assert store.cell_states(versions, ["new-card"], [name])[failed.key].status == "failed"
+
+
 def test_failures_count_attempts_and_a_later_success_clears_them(store, cell, vit_doc):
     versions = versions_of(vit_doc)
     gpu = vit_doc["gpu"]

@@ -5,7 +5,9 @@
     print(summary.render())
 
 The driver selects models, plans the cells, skips those the store already holds (same
-configuration, same GPU, same visprof/torch/timm/CUDA), runs the rest on local worker
+configuration, same visprof/torch/timm/CUDA, measured on one of the sweep's GPUs or on a GPU
+of the same name: a store carried to another machine with the same GPU model resumes there
+instead of measuring everything again), runs the rest on local worker
 processes (one per GPU) or as Ray tasks, and writes every outcome to the store as it
 arrives: the driver alone writes, one transaction per row. Crashed and timed-out cells are
 tried again (``retries``) on a fresh worker; errors of the model and out-of-memory at every
@@ -18,6 +20,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from visprof.errors import BadInputError, DeviceNotFoundError, NoGPUError
@@ -157,7 +160,8 @@ def _default_argv() -> str:
 
 
 def _executor(device, gpus, workers, ray, imports, timeout_s, retries, fresh_process, echo):
-    """(executor, device kind "cuda"/"cpu", the devices whose rows count as done, or None: any)."""
+    """(executor, device kind "cuda"/"cpu", the devices whose rows count as done, or None: any).
+    The devices are a ``DoneOn``: GPU uuids (or "cpu") and the names of the sweep's GPUs."""
     executor, kind, devices = _make_executor(device, gpus, workers, ray, imports, retries, fresh_process, echo)
     executor.timeout_s = timeout_s if timeout_s is not None else DEFAULT_TIMEOUT_S[kind]
     return executor, kind, devices
@@ -181,15 +185,15 @@ def _make_executor(device, gpus, workers, ray, imports, retries, fresh_process, 
     from visprof.sweep.local import LocalExecutor, cpu_slots, gpu_slots
 
     if choice == "cpu":
-        slots, kind, devices = cpu_slots(workers or 1), "cpu", ["cpu"]
+        slots, kind, devices = cpu_slots(workers or 1), "cpu", DoneOn(("cpu",))
     else:
         indices = _gpu_indices(parse_gpus(gpus), explicit=choice != "auto")
         if indices is None:
-            slots, kind, devices = cpu_slots(workers or 1), "cpu", ["cpu"]
+            slots, kind, devices = cpu_slots(workers or 1), "cpu", DoneOn(("cpu",))
         else:
             if workers is not None:
                 raise BadInputError("--workers is for CPU sweeps; a GPU sweep runs one worker per GPU (choose them with --gpus)")
-            slots, kind, devices = gpu_slots(indices), "cuda", _gpu_uuids(indices)
+            slots, kind, devices = gpu_slots(indices), "cuda", _done_on_gpus(indices)
     return LocalExecutor(slots, imports=imports, fresh_process=fresh_process, echo_stderr=echo), kind, devices
 
 
@@ -211,11 +215,23 @@ def _gpu_indices(gpus: str | list[int], explicit: bool) -> list[int] | None:
     return gpus
 
 
-def _gpu_uuids(indices: list[int]) -> list[str]:
+@dataclass(frozen=True)
+class DoneOn:
+    """Where a stored row counts as done for this sweep: on one of ``uuids`` (GPU uuids, or
+    "cpu"), or on a GPU named as one of ``gpu_names``: a lent or cloud machine comes with
+    other cards of the same model, and a store carried there resumes rather than starts over
+    (on the H200 machines this project borrows, every call had new GPU uuids)."""
+    uuids: tuple[str, ...]
+    gpu_names: tuple[str, ...] = ()
+
+
+def _done_on_gpus(indices: list[int]) -> DoneOn:
     from visprof import hardware
     from visprof.sweep.flatten import normalize_gpu_uuid
 
-    return [normalize_gpu_uuid(hardware.gpu_identity(i)) for i in indices]
+    identities = [hardware.gpu_identity(i) for i in indices]
+    return DoneOn(tuple(normalize_gpu_uuid(g) for g in identities),
+                  tuple(sorted({g["name"] for g in identities if g and g.get("name")})))
 
 
 class _Sweep:
@@ -240,7 +256,8 @@ class _Sweep:
         # Ray reruns a task whose worker died itself; locally the sweep requeues it.
         self.requeue_crashes = not getattr(executor, "retries_crashes", False)
 
-        states = store.cell_states(self.versions, devices)
+        states = (store.cell_states(self.versions, None) if devices is None
+                  else store.cell_states(self.versions, devices.uuids, devices.gpu_names))
         self.queue: collections.deque[Task] = collections.deque()
         for cell in plan.cells():
             state = states.get(cell.key)

@@ -303,12 +303,14 @@ class ResultStore:
                 [row[n] for n in names])
 
     # --- what is done ----------------------------------------------------------------
-    def cell_states(self, versions: SoftwareVersions, devices: Iterable[str] | None = None) -> dict[str, CellState]:
+    def cell_states(self, versions: SoftwareVersions, devices: Iterable[str] | None = None,
+                    gpu_names: Iterable[str] = ()) -> dict[str, CellState]:
         """{cell key: state} of the cells measured (or failed) under ``versions`` on one of
-        ``devices`` (normalized GPU uuids or "cpu"; None: on any device). A result wins over
-        a failure of the same cell on another device."""
+        ``devices`` (normalized GPU uuids or "cpu"; None: on any device) or on a GPU named as
+        one of ``gpu_names`` (another card of the same model: the store resumed on another
+        machine). A result wins over a failure of the same cell on another device."""
         states: dict[str, CellState] = {}
-        where, params = _version_filter(versions, devices)
+        where, params = _version_filter(versions, devices, gpu_names)
         for row in self.conn.execute(
                 f"SELECT cell_key, attempts, final, kind FROM failures WHERE {where} ORDER BY last_at", params):
             states[row["cell_key"]] = CellState("failed", int(row["attempts"]), bool(row["final"]), row["kind"])
@@ -506,14 +508,17 @@ def _identity(cell: Cell, doc: Mapping[str, Any]) -> dict[str, str]:
             **SoftwareVersions.of_result(doc).columns()}
 
 
-def _version_filter(versions: SoftwareVersions, devices: Iterable[str] | None) -> tuple[str, list[Any]]:
+def _version_filter(versions: SoftwareVersions, devices: Iterable[str] | None,
+                    gpu_names: Iterable[str] = ()) -> tuple[str, list[Any]]:
     columns = versions.columns()
     clauses = [f"{name} = ?" for name in columns]
     params: list[Any] = list(columns.values())
     if devices is not None:
-        devices = list(devices)
-        clauses.append(f"gpu_uuid IN ({', '.join('?' * len(devices))})" if devices else "0")
-        params += devices
+        devices, gpu_names = list(devices), [name for name in gpu_names if name]
+        on_device = f"gpu_uuid IN ({', '.join('?' * len(devices))})" if devices else "0"
+        of_model = f"gpu_name IN ({', '.join('?' * len(gpu_names))})" if gpu_names else "0"
+        clauses.append(f"({on_device} OR {of_model})")
+        params += devices + gpu_names
     return " AND ".join(clauses), params
 
 
