@@ -128,6 +128,10 @@ def report(store_path: Path, plan_keys: list[str], models: list[str], call, timm
         rows = [r for r in store.rows() if r["cell_key"] in keys]
         failures = [f for f in store.failures() if f["cell_key"] in keys]
         runs = store.runs()
+    # A cell may be stored more than once: from several GPUs (a store resumed on other cards
+    # before the sweep matched GPUs by name). The newest row stands for the model.
+    measured = {r["cell_key"] for r in rows}
+    failed_keys = {f["cell_key"] for f in failures if f["final"]} - measured
     walls = {r["model"]: r["wall_s"] for r in rows if r["wall_s"] is not None}
     by_class: dict[str, int] = {}
     for f in failures:
@@ -137,9 +141,10 @@ def report(store_path: Path, plan_keys: list[str], models: list[str], call, timm
     steady = sum(max((r["elapsed_s"] or 0) - (r["startup_s"] or 0), 0) for r in runs)
     out = {
         "models_planned": len(plan_keys),
-        "models_measured": len(rows),
-        "models_failed": sum(by_class.values()),
-        "models_left": len(plan_keys) - len(rows) - sum(by_class.values()),
+        "models_measured": len(measured),
+        "rows_measured": len(rows),
+        "models_failed": len(failed_keys),
+        "models_left": len(keys - measured - failed_keys),
         "failed_by_class": by_class,
         "failures": [{"model": f["model"], "error_class": f["error_class"], "message": f["message"][:300]}
                      for f in failures if f["final"]],
@@ -150,11 +155,11 @@ def report(store_path: Path, plan_keys: list[str], models: list[str], call, timm
         "median_pass_s": {name: statistics.median(v) if (v := [r[f"{name}_wall_s"] for r in rows if r[f"{name}_wall_s"] is not None]) else None
                           for name in ("timing", "trace_only", "attributed", "memory")},
         "slowest": sorted(walls.items(), key=lambda kv: -kv[1])[:10],
-        "rate_models_per_min_this_call": call.rate_per_min,
+        "rate_models_per_min_this_call": call.rate_per_min if call is not None else None,
         "rate_models_per_min_steady_all_runs": finished / steady * 60 if steady else None,
         "runs": [{k: r[k] for k in ("id", "status", "executor", "cells_done", "cells_failed", "elapsed_s", "startup_s")}
                  for r in runs],
-        "complete": len(rows) + sum(by_class.values()) == len(plan_keys),
+        "complete": not keys - measured - failed_keys,
     }
     if timm_state is not None:
         timed = {m: r for m, r in timm_state["models"].items() if "error" not in r}
@@ -178,7 +183,8 @@ def print_table(result: dict) -> None:
 
     rows = [
         ("models measured / planned", f"{result['models_measured']} / {result['models_planned']} "
-                                      f"({result['models_failed']} failed, {result['models_left']} left)"),
+                                      f"({result['models_failed']} failed, {result['models_left']} left; "
+                                      f"{result['rows_measured']} rows)"),
         ("GPUs", ", ".join(result["gpus"]) or "-"),
         ("median s per model, all passes", fmt(result["median_s_per_model"])),
         ("p90 / mean s per model", f"{fmt(result['p90_s_per_model'])} / {fmt(result['mean_s_per_model'])}"),
@@ -222,6 +228,7 @@ def main() -> int:
     parser.add_argument("--timm-sample", type=int, metavar="N",
                         help="time only N models spread evenly over the list with the timm-style loop (default: all)")
     parser.add_argument("--json", type=Path, help="write the report here (with provenance)")
+    parser.add_argument("--report-only", action="store_true", help="no sweep: the report of --store (GPU sweeps)")
     parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                         help="modules that register models (as visprof sweep --import)")
     args = parser.parse_args()
@@ -235,6 +242,14 @@ def main() -> int:
     started = time.monotonic()
     deadline = started + args.time_budget
     models = read_model_list(args.models)[: args.limit]
+    if args.report_only:
+        plan = SweepPlan(models, "cuda", [args.batch_size], [], [args.precision], [], args.passes.split(","))
+        timm_state = json.loads(args.timm_state.read_text()) if args.timm_state.exists() else None
+        result = report(args.store, [c.key for c in plan.cells()], models, None, timm_state)
+        if args.json is not None:
+            atomic_write_text(args.json, json.dumps({"provenance": provenance(), **result}, indent=1, default=str) + "\n")
+        print_table(result)
+        return 0
     call = run_sweep(models, store=args.store, gpus=args.gpus, ray=args.ray, imports=args.imports,
                      batch_sizes=[args.batch_size],
                      precisions=[args.precision], passes=args.passes, timeout_s=args.timeout,
