@@ -111,6 +111,58 @@ def run_timm_loop(models: list[str], state_path: Path, batch_size: int, precisio
     return state
 
 
+def timm_sample(models: list[str], count: int | None) -> list[str]:
+    """``count`` models spread evenly over the list (all of them without a count)."""
+    if not count or count >= len(models):
+        return list(models)
+    step = len(models) / count
+    return [models[int(i * step)] for i in range(count)]
+
+
+def shard_state_path(state_path: Path, index: int, count: int) -> Path:
+    return state_path.with_name(f"{state_path.stem}.shard{index}of{count}{state_path.suffix}")
+
+
+def merge_timm_states(state_path: Path, shard_paths: list[Path], planned: list[str]) -> dict:
+    """The states of the shards folded into ``state_path`` (kept, and rewritten): one state."""
+    from visprof.outputs import atomic_write_text
+
+    state = json.loads(state_path.read_text()) if state_path.exists() else {"models": {}}
+    for path in shard_paths:
+        if path.exists():
+            state["models"].update(json.loads(path.read_text())["models"])
+    state["planned"] = list(planned)
+    atomic_write_text(state_path, json.dumps(state, indent=1) + "\n")
+    return state
+
+
+def run_timm_shards(sample: list[str], args, gpus: int, deadline: float) -> dict:
+    """The timm-style loop on ``gpus`` GPUs at once: one process per GPU (CUDA_VISIBLE_DEVICES),
+    each timing every ``gpus``-th model of the sample one after another, as benchmark.py would
+    on that GPU, into its own resumable state file; the states are then merged. A shard starts
+    from the models already in the merged state, so a resumed loop times each model once."""
+    import os
+    import subprocess
+
+    shards = [shard_state_path(args.timm_state, i, gpus) for i in range(gpus)]
+    done = merge_timm_states(args.timm_state, shards, sample)["models"]
+    for index, path in enumerate(shards):
+        if not path.exists():  # seeded with what the merged state holds of this shard's models
+            mine = set(sample[index::gpus])
+            path.write_text(json.dumps({"models": {m: r for m, r in done.items() if m in mine}}, indent=1) + "\n")
+    budget = max(deadline - time.monotonic(), 0)
+    argv = [sys.executable, str(Path(__file__).resolve()), "--models", str(args.models), "--batch-size",
+            str(args.batch_size), "--precision", args.precision, "--time-budget", f"{budget:.0f}"]
+    argv += ["--limit", str(args.limit)] if args.limit else []
+    argv += ["--timm-sample", str(args.timm_sample)] if args.timm_sample else []
+    procs = [subprocess.Popen(argv + ["--timm-shard", f"{i}/{gpus}", "--timm-state", str(path)],
+                              env={**os.environ, "CUDA_VISIBLE_DEVICES": str(i)})
+             for i, path in enumerate(shards)]
+    for proc in procs:
+        proc.wait()
+    return merge_timm_states(args.timm_state, shards, sample)
+
+
 # --- the report ----------------------------------------------------------------------------
 
 def _quantile(values: list[float], q: float) -> float | None:
@@ -229,6 +281,9 @@ def main() -> int:
                         help="time only N models spread evenly over the list with the timm-style loop (default: all)")
     parser.add_argument("--json", type=Path, help="write the report here (with provenance)")
     parser.add_argument("--report-only", action="store_true", help="no sweep: the report of --store (GPU sweeps)")
+    parser.add_argument("--timm-gpus", default="1", help="GPUs for the timm-style loop at once: a number or all "
+                                                         "(one process per GPU; default %(default)s)")
+    parser.add_argument("--timm-shard", metavar="I/N", help=argparse.SUPPRESS)
     parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                         help="modules that register models (as visprof sweep --import)")
     args = parser.parse_args()
@@ -242,6 +297,11 @@ def main() -> int:
     started = time.monotonic()
     deadline = started + args.time_budget
     models = read_model_list(args.models)[: args.limit]
+    if args.timm_shard:  # one GPU's share of the timm-style loop (run_timm_shards started it)
+        index, count = (int(part) for part in args.timm_shard.split("/"))
+        run_timm_loop(timm_sample(models, args.timm_sample)[index::count], args.timm_state, args.batch_size,
+                      args.precision, deadline)
+        return 0
     if args.report_only:
         plan = SweepPlan(models, "cuda", [args.batch_size], [], [args.precision], [], args.passes.split(","))
         timm_state = json.loads(args.timm_state.read_text()) if args.timm_state.exists() else None
@@ -264,11 +324,12 @@ def main() -> int:
         if not torch.cuda.is_available():
             print("[timm loop] skipped: no GPU", file=sys.stderr)
         else:
-            sample = models
-            if args.timm_sample and args.timm_sample < len(models):
-                step = len(models) / args.timm_sample
-                sample = [models[int(i * step)] for i in range(args.timm_sample)]
-            timm_state = run_timm_loop(sample, args.timm_state, args.batch_size, args.precision, deadline - 10)
+            sample = timm_sample(models, args.timm_sample)
+            gpus = torch.cuda.device_count() if args.timm_gpus == "all" else int(args.timm_gpus)
+            if gpus > 1:
+                timm_state = run_timm_shards(sample, args, gpus, deadline - 10)
+            else:
+                timm_state = run_timm_loop(sample, args.timm_state, args.batch_size, args.precision, deadline - 10)
     elif args.timm_state.exists():
         timm_state = json.loads(args.timm_state.read_text())
     result = report(args.store, [c.key for c in plan.cells()], models, call, timm_state)
