@@ -6,17 +6,18 @@ Target (issue 11): < 1 us per op. No Nsight tool is attached, so this is visprof
 own cost per range on top.
 
 Per model, in a fresh process, batch 1 (launch-bound: the host's time is the wall time, so
-host overhead shows in full), after a warm-up: `--rounds` alternating pairs of loops of
-`--iterations` synchronized forwards, clean then with ranges. Reported per op:
+host overhead shows in full), after a warm-up: `--rounds` rounds of three loops of
+`--iterations` synchronized forwards (clean, with ranges, observe-only), each loop first in
+turn. Reported per op:
   wall  = (median iteration wall with ranges - clean) / ops per iteration
   host  = the same for the host time of the forward call alone (before the synchronize)
 and the median over rounds. "observe-only" is the wall figure of the same observer seeing every
 aten call ("calls" per iteration) with no call mapped to an op (nothing pushed, no clock read):
 torch's RecordFunction per call and the observer's check, apart from what visprof does per op.
-Each round runs the three loops with each first in turn. The table's "added ms" is that same statistic before the division
-(the median over rounds of each round's paired difference), so us/op = added ms * 1000 / ops;
-"clean ms" and "nvtx ms" are medians of their own over rounds, and their difference can
-differ from "added ms" when the machine drifts between rounds.
+The table's "added ms" is the wall statistic before the division (the median over rounds of
+each round's paired difference), so us/op = added ms * 1000 / ops; "clean ms" and "nvtx ms"
+are medians of their own over rounds, and their difference can differ from "added ms" when
+the machine drifts between rounds.
 
     python bench/nvtx_overhead.py --json bench/results/nvtx-overhead-h200.json
 """

@@ -144,12 +144,14 @@ def run_timm_shards(sample: list[str], args, gpus: int, deadline: float) -> dict
     import os
     import subprocess
 
+    from visprof.outputs import atomic_write_text
+
     shards = [shard_state_path(args.timm_state, i, gpus) for i in range(gpus)]
     done = merge_timm_states(args.timm_state, shards, sample)["models"]
     for index, path in enumerate(shards):
         if not path.exists():  # seeded with what the merged state holds of this shard's models
             mine = set(sample[index::gpus])
-            path.write_text(json.dumps({"models": {m: r for m, r in done.items() if m in mine}}, indent=1) + "\n")
+            atomic_write_text(path, json.dumps({"models": {m: r for m, r in done.items() if m in mine}}, indent=1) + "\n")
     budget = max(deadline - time.monotonic(), 0)
     argv = [sys.executable, str(Path(__file__).resolve()), "--models", str(args.models), "--batch-size",
             str(args.batch_size), "--precision", args.precision, "--time-budget", f"{budget:.0f}"]
@@ -262,6 +264,14 @@ def print_table(result: dict) -> None:
         print(f"{key:<{width}}  {value}")
 
 
+def _gpu_count(text: str) -> int | str:
+    if text == "all":
+        return text
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a number of GPUs (1 or more) or all, got {text!r}")
+    return int(text)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", type=Path, default=DEFAULT_MODELS, help="model list (default: %(default)s)")
@@ -281,7 +291,7 @@ def main() -> int:
                         help="time only N models spread evenly over the list with the timm-style loop (default: all)")
     parser.add_argument("--json", type=Path, help="write the report here (with provenance)")
     parser.add_argument("--report-only", action="store_true", help="no sweep: the report of --store (GPU sweeps)")
-    parser.add_argument("--timm-gpus", default="1", help="GPUs for the timm-style loop at once: a number or all "
+    parser.add_argument("--timm-gpus", type=_gpu_count, default=1, help="GPUs for the timm-style loop at once: a number or all "
                                                          "(one process per GPU; default %(default)s)")
     parser.add_argument("--timm-shard", metavar="I/N", help=argparse.SUPPRESS)
     parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
@@ -325,7 +335,7 @@ def main() -> int:
             print("[timm loop] skipped: no GPU", file=sys.stderr)
         else:
             sample = timm_sample(models, args.timm_sample)
-            gpus = torch.cuda.device_count() if args.timm_gpus == "all" else int(args.timm_gpus)
+            gpus = torch.cuda.device_count() if args.timm_gpus == "all" else args.timm_gpus
             if gpus > 1:
                 timm_state = run_timm_shards(sample, args, gpus, deadline - 10)
             else:

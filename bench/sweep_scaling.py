@@ -33,9 +33,17 @@ from _provenance import provenance  # noqa: E402
 def load_run(spec: str) -> dict:
     """``STORE:RUN_ID`` -> the run's row and {model: (wall_s, gpu_uuid)} of its cells."""
     path, _, run_id = spec.rpartition(":")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    conn.row_factory = sqlite3.Row
-    run = dict(conn.execute("SELECT * FROM runs WHERE id = ?", (int(run_id),)).fetchone())
+    if not path or not run_id.isdigit():
+        raise SystemExit(f"expected STORE:RUN_ID (a sweep store and one of its runs), got {spec!r}")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn.row_factory = sqlite3.Row
+        row = conn.execute("SELECT * FROM runs WHERE id = ?", (int(run_id),)).fetchone()
+    except sqlite3.Error as exc:
+        raise SystemExit(f"{path}: not a readable sweep store ({exc})") from None
+    if row is None:
+        raise SystemExit(f"{path} has no run {run_id} (see its runs table, or `visprof sweep` output)")
+    run = dict(row)
     cells = {r["model"]: (r["wall_s"], r["gpu_uuid"]) for r in
              conn.execute("SELECT model, wall_s, gpu_uuid FROM results WHERE run_id = ?", (int(run_id),))}
     conn.close()
