@@ -262,9 +262,9 @@ def main() -> int:
     parser.add_argument("--max-gmacs", type=float, default=None, help="--cpu-baseline: skip models above this")
     parser.add_argument("--profile-batch", type=int, help="use only profiles at this batch (default: per model, the "
                                                               "batch closest to the CSV's)")
-    parser.add_argument("--excess", choices=("bound", "compute", "both"), default="both",
+    parser.add_argument("--excess", choices=("bound", "compute", "none", "all"), default="all",
                         help="how time above the roofline scales (visprof.analysis.predict.predict_group); "
-                             "both: the default mode last (the summary and the JSON), the other before it")
+                             "all: the default mode (bound) last (the summary and the JSON), the others before it")
     parser.add_argument("--csv-dir", type=Path, default=CSV_DIR)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -285,7 +285,9 @@ def main() -> int:
     elif args.sources:
         profiles = load_profiles(args.sources)
         batch = f", profiles at batch {args.profile_batch}" if args.profile_batch else ""
-        modes = ("bound", "compute") if args.excess == "both" else (args.excess,)
+        from visprof.analysis.predict import EXCESS_MODES
+
+        modes = EXCESS_MODES if args.excess == "all" else (args.excess,)
         outcomes = {mode: check(profiles, pub, profile_batch=args.profile_batch, excess=mode) for mode in modes}
         for mode in modes[1:]:
             print_report(outcomes[mode], f"measured profiles, time above the roof scaled by {mode}{batch}")

@@ -145,3 +145,22 @@ def test_time_above_the_roof_can_scale_with_general_throughput():
     assert predict_group(gemm(), SPEC, SPEC, scale=2, excess="compute").time_ms == pytest.approx((2 + 40 + 36) * US)
     with pytest.raises(ValueError, match="excess must be one of"):
         predict_group(gemm(), SPEC, SPEC, excess="magic")
+
+
+def test_time_above_the_roof_can_be_dropped():
+    """excess="none": on the target the GEMMs take their floors and their roof only, at any
+    scale; the 18 us they took above it here are gone."""
+    assert predict_group(gemm(), SPEC, SPEC, excess="none").time_ms == pytest.approx((2 + 20) * US)
+    assert predict_group(gemm(), SPEC, SPEC, scale=2, excess="none").time_ms == pytest.approx((2 + 40) * US)
+    twice_the_tensor_peak = dataclasses.replace(SPEC, id="fast", tensor_tflops={k: 2 * v for k, v in SPEC.tensor_tflops.items()})
+    assert predict_group(gemm(), SPEC, twice_the_tensor_peak, excess="none").time_ms == pytest.approx((2 + 10) * US)
+
+
+def test_predict_cli_modes_are_the_predictors():
+    """The CLI's --excess choices are exactly the modes predict_group takes."""
+    from visprof.analysis.predict import EXCESS_MODES
+    from visprof.cli import build_parser
+
+    parser = build_parser()
+    predict = next(a for a in parser._subparsers._group_actions[0].choices["predict"]._actions if a.dest == "excess")
+    assert tuple(predict.choices) == EXCESS_MODES

@@ -68,9 +68,10 @@ def add_analysis_commands(commands) -> None:
     pred.add_argument("--batch-size", "-b", type=_positive_int, metavar="N", help="predict at this batch (default: each profile's)")
     pred.add_argument("--precision", choices=("fp16", "bf16"), help="switch 16-bit precision (same bytes per value)")
     pred.add_argument("--model", metavar="PATTERN", help="only models matching this shell pattern")
-    pred.add_argument("--excess", choices=("bound", "compute"), default="bound",
+    pred.add_argument("--excess", choices=("bound", "compute", "none"), default="bound",  # predict.EXCESS_MODES
                       help="how time above a group's roofline scales: with the resource that bounds it (default), "
-                           "or with FP32 throughput (SMs x clock)")
+                           "with FP32 throughput (SMs x clock), or none (every group at its roof: for a batch far "
+                           "above the profiled one)")
     _add_files(pred, "the predictions, with their groups,")
     pred.set_defaults(handler=cmd_predict)
 

@@ -76,7 +76,7 @@ def _target_precision(tensor_core: str | None, precision: str | None) -> str | N
     return tensor_core
 
 
-EXCESS_MODES = ("bound", "compute")
+EXCESS_MODES = ("bound", "compute", "none")
 
 
 def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, scale: float = 1.0,
@@ -88,7 +88,9 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
     ``excess`` says how the measured time above the roofline scales: "bound" (the default,
     Habitat's assumption) keeps the efficiency, so it scales with the resource that bounds
     the group; "compute" scales it with the GPUs' general throughput (FP32 TFLOP/s: SMs x
-    clock), for time lost to issue, latency and poor parallelism rather than to the roof."""
+    clock), for time lost to issue, latency and poor parallelism rather than to the roof;
+    "none" drops it: on the target every group runs at its roof (plus the per-kernel floor), for
+    a target batch so much larger than the profiled one that its kernels fill the GPU."""
     if excess not in EXCESS_MODES:
         raise ValueError(f"excess must be one of {EXCESS_MODES}, got {excess!r}")
     floor = g.kernel_count * KERNEL_FLOOR_MS
@@ -118,6 +120,8 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
     if excess == "compute" and measured:
         above = max(main_a - floor - roof_a, 0.0)
         main_b = floor + roof_b + above * scale * source.fp32_tflops / target.fp32_tflops
+    elif excess == "none":
+        main_b = floor + roof_b
     else:
         main_b = floor + roof_b / efficiency
     return GroupPrediction(g, main_b + helper, kind if compute_b >= memory_b else "memory", helper)
