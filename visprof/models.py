@@ -241,13 +241,20 @@ def _create_timm_model(name: str, size: tuple[int, int] | None, pretrained: bool
     0.5 s of each profile, and 1.3 s once two sweep workers shared the host's cores
     (bench/results/h200x2-sweep-1). A model whose construction cannot run there (host-only
     code in an ``__init__``) is built on the CPU, as before.
+
+    A model built on the GPU then goes to the host and back, as ``timm.create_model(name).cuda()``
+    leaves it: its initialisation's temporaries interleave with the weights, and where the
+    weights lie in the caching allocator's segments decides how much a forward reserves. The
+    round trip lays them out as a plain script's ``.cuda()`` does (their reserved peaks then
+    match: bench/results/h200-s17-memory), for the cost of copying the weights twice.
     """
     target = torch.device(device) if device is not None else None
     if target is not None and target.type == "cuda" and not pretrained:
         try:
             with torch.random.fork_rng(devices=[target.index or 0], device_type="cuda"), target:
                 torch.manual_seed(INPUT_SEED)
-                return _create_timm_model_unseeded(name, size, pretrained)
+                module, took_size = _create_timm_model_unseeded(name, size, pretrained)
+            return _laid_out_as_copied(module, target), took_size
         except BadInputError:
             raise  # the size, not the device: the CPU would refuse it too
         except Exception:  # noqa: BLE001 - construction that needs the host: build there
@@ -255,6 +262,14 @@ def _create_timm_model(name: str, size: tuple[int, int] | None, pretrained: bool
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(INPUT_SEED)
         return _create_timm_model_unseeded(name, size, pretrained)
+
+
+def _laid_out_as_copied(module: nn.Module, device: torch.device) -> nn.Module:
+    """``module``'s tensors reallocated on ``device`` in the order ``.to(device)`` of a host
+    model allocates them, in segments of their own (see ``_create_timm_model``)."""
+    module.cpu()
+    torch.cuda.empty_cache()  # the segments the build used go back: the copies start afresh
+    return module.to(device)
 
 
 def _create_timm_model_unseeded(name: str, size: tuple[int, int] | None, pretrained: bool) -> tuple[nn.Module, bool]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from _subprocess import run_json
 
 import visprof
 from visprof.native import alloc
@@ -89,3 +90,27 @@ def test_a_compiled_models_memory_is_measured_without_running_it_eagerly():
     print(result.memory.by_category_at_peak, result.memory.torch_peaks)
     assert "compiled graph" in result.memory.by_category_at_peak
     assert not [c for c in result.failed_checks if "memory" in c.name or "peak" in c.name]
+
+
+def _fresh_segments(build: str) -> list[list[int]]:
+    """The allocator's segments (size, bytes in use) in a fresh process after ``build``."""
+    return run_json(f"""
+        import json, sys
+        sys.path.insert(0, {str(REPO)!r})
+        import torch, timm
+        from visprof.models import resolve_model
+        {build}
+        torch.cuda.synchronize()
+        print(json.dumps(sorted([s["total_size"], s["allocated_size"]] for s in torch.cuda.memory_snapshot())))
+    """)
+
+
+@pytest.mark.parametrize("name", ["resnet50", "mixer_b16_224"])
+def test_a_model_built_from_its_name_lies_in_memory_as_a_plain_scripts_cuda_copy(name):
+    """visprof builds a timm model on the GPU (fast) and copies it to the host and back: its
+    weights then fill the allocator's segments exactly as timm.create_model(name).cuda()
+    does, which the reserved peak of every forward depends on."""
+    plain = _fresh_segments(f"m = timm.create_model({name!r}).cuda()")
+    visprofs = _fresh_segments(f"m = resolve_model({name!r}, device='cuda').module")
+    print(name, "plain", plain, "visprof", visprofs)
+    assert visprofs == plain

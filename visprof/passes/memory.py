@@ -1,13 +1,16 @@
 """Pass 3: the memory pass, in this process, on PyTorch's own CUDA caching allocator.
 
-One forward runs while visprof's allocator tracker books every block the caching allocator
+Two forwards run while visprof's allocator tracker books every block the caching allocator
 hands to a tensor and every segment it reserves from the driver (visprof/native/
-alloc_tracker.py), each tagged with the category of the op that asked for it. Before that
-forward the allocator's unused cache is emptied, so the segments the forward needs are
-reserved again, under the ops that need them: "reserved" is then what running this model
-takes from the GPU, the figure that decides whether it fits a smaller one. The books start
-from what is already live (parameters, the input, autocast's cached weight casts), booked as
-"parameters & inputs".
+alloc_tracker.py), each tagged with the category of the op that asked for it. Before them the
+allocator's unused cache is emptied and cuBLAS's workspaces are let go, so the process is
+where a plain script is before its first forward: the segments the forwards need are reserved
+again, under the ops that need them, and the first GEMM makes its workspace again mid-forward.
+The second forward is the steady state, with the workspaces live throughout. The peaks over
+both are then what a plain script's loop in a fresh process reports
+(bench/results/h200-s17-memory): "reserved" is what running this model takes from the GPU,
+the figure that decides whether it fits a smaller one. The books start from what is already
+live (parameters, the input, autocast's cached weight casts), booked as "parameters & inputs".
 
 It reports the peak of bytes held by tensors (allocated) and its split by category at that
 moment, each category's own transient peak, and the same for reserved bytes. Each
@@ -94,27 +97,36 @@ def run_memory_pass(runner: ModelRunner, table: CategoryTable, template: OpCaptu
 
 
 def _empty_cache(runner: ModelRunner) -> None:
-    """Returns every cached, unused segment to the driver (what is live stays reserved)."""
+    """Returns every cached, unused segment to the driver (what is live stays reserved), and
+    cuBLAS's workspaces with them, which the next GEMM allocates again. Not for a compiled
+    model: a CUDA graph captured with a workspace keeps using its address."""
     runner.sync()
     gc.collect()
+    if not runner.config.compile:
+        torch._C._cuda_clearCublasWorkspaces()
     torch.cuda.empty_cache()
 
 
+FORWARDS = 2  # the first as a fresh process's (workspaces made), then the steady state
+
+
 def _forward_with_tags(runner: ModelRunner, table: CategoryTable, template: OpCapture | None) -> dict[int, str]:
-    """One forward with each op's category as allocation tag; returns tag -> name."""
+    """``FORWARDS`` forwards with each op's category as allocation tag; returns tag -> name."""
     tracker = ModuleTracker(runner.spec.module)
     capture = OpCapture(tracker, table, nvtx=False, tags=True, template=template)
     names = {0: PREALLOCATED, **capture.tag_names()}
     outside = max(names) + 1
     names[outside] = COMPILED_GRAPH if runner.config.compile else OUTSIDE_OPS
-    with alloc.tagged(outside), contextlib.ExitStack() as capturing:
-        # A compiled model runs its graph without op capture: a dispatch mode would make
-        # torch.compile fall back to eager, and the memory measured would be the eager model's.
-        if not runner.config.compile:
-            if template is None:
-                capturing.enter_context(tracker)  # module hooks: the template knows modules by position
-            capturing.enter_context(capture)
-        runner()
+    for iteration in range(FORWARDS):
+        capture.start_iteration(iteration)
+        with alloc.tagged(outside), contextlib.ExitStack() as capturing:
+            # A compiled model runs its graph without op capture: a dispatch mode would make
+            # torch.compile fall back to eager, and the memory measured would be the eager model's.
+            if not runner.config.compile:
+                if template is None:
+                    capturing.enter_context(tracker)  # module hooks: the template knows modules by position
+                capturing.enter_context(capture)
+            runner()
     runner.sync()
     return names
 
