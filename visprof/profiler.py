@@ -42,7 +42,7 @@ KERNEL_SUM_TOLERANCE = 0.02
 PEAK_TOLERANCE = 0.02
 SPAN_TOLERANCE = 0.05
 MAX_UNATTRIBUTED = 0.005
-# The memory pass's books against torch's own counters of the same forward: both count the
+# The memory pass's books against torch's own counters of the same forwards: both count the
 # same allocator events (the books at the block sizes torch counts), so they agree to the byte
 # unless an event was lost or the block mirror met a setting it does not model.
 BOOKS_TOLERANCE = 0.01
@@ -435,15 +435,15 @@ def _memory_checks(memory: MemoryResult, timing: TimingResult | None) -> list[R.
         checks.append(R.Check.within(
             "peak held by tensors: tracker vs torch.cuda.max_memory_allocated", float(memory.peak_bytes),
             float(torch_peaks["max_memory_allocated"]), BOOKS_TOLERANCE, unit="bytes",
-            detail="visprof's books at block sizes against torch's allocated_bytes peak, same forward"))
+            detail="visprof's books at block sizes against torch's allocated_bytes peak, same forwards"))
         if memory.requested_peak_bytes is not None:
             checks.append(R.Check.within(
                 "peak requested: tracker vs torch", float(memory.requested_peak_bytes), float(torch_peaks["requested"]),
                 BOOKS_TOLERANCE, unit="bytes",
-                detail="visprof's books at requested sizes against torch's requested_bytes peak, same forward"))
+                detail="visprof's books at requested sizes against torch's requested_bytes peak, same forwards"))
         checks.append(R.Check.within(
             "peak reserved: tracker vs torch.cuda.max_memory_reserved", float(memory.reserved_peak_bytes or 0),
-            float(torch_peaks["max_memory_reserved"]), BOOKS_TOLERANCE, unit="bytes", detail="same forward"))
+            float(torch_peaks["max_memory_reserved"]), BOOKS_TOLERANCE, unit="bytes", detail="same forwards"))
     if timing is not None and timing.max_memory_allocated:
         checks.append(R.Check.within(
             "peak allocated: memory pass vs timing pass", float(torch_peaks["max_memory_allocated"]),

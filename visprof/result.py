@@ -193,8 +193,8 @@ class MemorySummary:
     reserved_peak_bytes: int | None = None
     reserved_by_category_at_peak: dict[str, int] = field(default_factory=dict)
     method: str = ""  # "caching-allocator trace" | "torch counters only"
-    baseline_bytes: int | None = None  # held before the forward: parameters, input, cached casts
-    # torch's own peak counters over the same forward: max_memory_allocated (block sizes, what
+    baseline_bytes: int | None = None  # held before the forwards: parameters, input, cached casts
+    # torch's own peak counters over the same forwards: max_memory_allocated (block sizes, what
     # peak_bytes counts), max_memory_reserved, requested (the bytes tensors asked for)
     torch_peaks: dict[str, int] = field(default_factory=dict)
     requested_peak_bytes: int | None = None  # peak of the bytes tensors asked for, before rounding

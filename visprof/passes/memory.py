@@ -19,7 +19,7 @@ max_memory_allocated counts it: the trace carries the requested size, and vispro
 mirror (csrc/alloc/block_mirror.h) follows the allocator's splits and merges to find the
 block. The peak of requested sizes is kept too. Where the mirror cannot place an allocation
 (a setting it does not model), it books the rounded requested size and the result says so.
-torch's own peak counters of the same forward are kept for the self-checks.
+torch's own peak counters of the same forwards are kept for the self-checks.
 
 Without the tracker (no C++ compiler or CUDA headers, an allocator backend that takes no
 trackers) the pass still measures the totals from torch's counters, without the split.
@@ -55,7 +55,7 @@ class MemoryResult:
     wall_s: float
     reserved_peak_bytes: int | None = None
     reserved_at_peak: dict[str, int] = field(default_factory=dict)
-    # torch's own counters over the same forward: max_memory_allocated, max_memory_reserved,
+    # torch's own counters over the same forwards: max_memory_allocated, max_memory_reserved,
     # and the peak of requested bytes.
     torch_peaks: dict[str, int] = field(default_factory=dict)
     method: str = "caching-allocator trace"
@@ -66,7 +66,7 @@ class MemoryResult:
 
 
 def run_memory_pass(runner: ModelRunner, table: CategoryTable, template: OpCapture | None = None) -> MemoryResult:
-    """One forward on the booked allocator. `template`, the attributed pass's template capture,
+    """Two forwards on the booked allocator (module doc). `template`, the attributed pass's template capture,
     gives each op its category (roles found from the dataflow included) by position, without
     module hooks; without it, ops are classified on the spot from their module classes."""
     start = time.perf_counter()

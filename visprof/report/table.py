@@ -184,7 +184,7 @@ def _memory_line(mem: MemorySummary) -> str:
     if mem.reserved_peak_bytes is not None:
         line += f"; reserved {_mib(mem.reserved_peak_bytes)} MiB"
     if mem.baseline_bytes is not None:
-        line += f"; {_mib(mem.baseline_bytes)} MiB held before the forward"
+        line += f"; {_mib(mem.baseline_bytes)} MiB held before the forwards"
     return line + f"; {mem.alloc_count} allocations ({mem.method or 'allocation hooks'})"
 
 
