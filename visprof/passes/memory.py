@@ -43,6 +43,7 @@ PREALLOCATED = "parameters & inputs"
 # model, whose graph runs without op capture (a dispatch mode would make it run eagerly).
 OUTSIDE_OPS = "outside ops"
 COMPILED_GRAPH = "compiled graph"
+FORWARDS = 2  # the first as a fresh process's (cuBLAS workspaces made), then the steady state
 
 
 @dataclass
@@ -66,9 +67,10 @@ class MemoryResult:
 
 
 def run_memory_pass(runner: ModelRunner, table: CategoryTable, template: OpCapture | None = None) -> MemoryResult:
-    """Two forwards on the booked allocator (module doc). `template`, the attributed pass's template capture,
-    gives each op its category (roles found from the dataflow included) by position, without
-    module hooks; without it, ops are classified on the spot from their module classes."""
+    """``FORWARDS`` forwards on the booked allocator (module doc). `template`, the attributed
+    pass's template capture, gives each op its category (roles found from the dataflow
+    included) by position, without module hooks; without it, ops are classified on the spot
+    from their module classes. Without the tracker, the same forwards under torch's counters."""
     start = time.perf_counter()
     device = runner.device.index or 0
     attached, why_not = alloc_tracker.attach_tracker()
@@ -83,7 +85,8 @@ def run_memory_pass(runner: ModelRunner, table: CategoryTable, template: OpCaptu
         result.block_fallbacks = counts["fallbacks"]
         result.note = block_size_note(counts, alloc_tracker.unmodeled_allocator_settings())
     else:
-        runner()
+        for _ in range(FORWARDS):  # the same forwards as booked: the peaks mean the same
+            runner()
         runner.sync()
         result = MemoryResult(0, 0, {}, {}, 0, 0.0, method="torch counters only",
                               note=f"no split by category: the allocator tracker is unavailable ({why_not})")
@@ -105,9 +108,6 @@ def _empty_cache(runner: ModelRunner) -> None:
     if not runner.config.compile:
         torch._C._cuda_clearCublasWorkspaces()
     torch.cuda.empty_cache()
-
-
-FORWARDS = 2  # the first as a fresh process's (workspaces made), then the steady state
 
 
 def _forward_with_tags(runner: ModelRunner, table: CategoryTable, template: OpCapture | None) -> dict[int, str]:
