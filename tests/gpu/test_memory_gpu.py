@@ -114,3 +114,24 @@ def test_a_model_built_from_its_name_lies_in_memory_as_a_plain_scripts_cuda_copy
     visprofs = _fresh_segments(f"m = resolve_model({name!r}, device='cuda').module")
     print(name, "plain", plain, "visprof", visprofs)
     assert visprofs == plain
+
+
+def test_without_the_tracker_the_pass_reports_torchs_counters_over_the_same_forwards():
+    """VISPROF_ALLOC_TRACKER=0: no split by category, and the peaks are torch's counters over
+    the pass's forwards, which agree with the timing pass's allocated peak."""
+    import os
+
+    got = run_json(f"""
+        import json, sys
+        sys.path.insert(0, {str(REPO)!r})
+        import visprof
+        r = visprof.profile("resnet18", batch_size=16, passes="timing,memory", progress=False)
+        m = r.memory
+        print(json.dumps({{"method": m.method, "peak": m.peak_bytes, "reserved": m.reserved_peak_bytes,
+                          "torch": m.torch_peaks, "failed": [c.name for c in r.failed_checks]}}))
+    """, env={**os.environ, "VISPROF_ALLOC_TRACKER": "0"})
+    print(got)
+    assert got["method"] == "torch counters only"
+    assert got["peak"] == got["torch"]["max_memory_allocated"] > 0
+    assert got["reserved"] == got["torch"]["max_memory_reserved"] >= got["peak"]
+    assert got["failed"] == []
