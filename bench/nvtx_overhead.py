@@ -6,18 +6,20 @@ Target (issue 11): < 1 us per op. No Nsight tool is attached, so this is visprof
 own cost per range on top.
 
 Per model, in a fresh process, batch 1 (launch-bound: the host's time is the wall time, so
-host overhead shows in full), after a warm-up: `--rounds` rounds of three loops of
-`--iterations` synchronized forwards (clean, with ranges, observe-only), each loop first in
-turn. Reported per op:
-  wall  = (median iteration wall with ranges - clean) / ops per iteration
+host overhead shows in full), after a warm-up: `--rounds` rounds of four loops of
+`--iterations` synchronized forwards, each loop first in turn:
+  clean         no observer;
+  nvtx          what --nvtx-only runs: the observer ranges each op and is off inside it, so
+                the aten calls an op makes inside itself cost nothing;
+  nvtx_nested   the same ranges with the observer seeing every aten call (before 2026-12-01);
+  observe_only  the observer seeing every aten call and ranging none (torch's RecordFunction
+                per call and the observer's check).
+Reported per op, each the median over rounds of the round's paired difference with clean:
+  wall  = (median iteration wall - clean's) / ops per iteration
   host  = the same for the host time of the forward call alone (before the synchronize)
-and the median over rounds. "observe-only" is the wall figure of the same observer seeing every
-aten call ("calls" per iteration) with no call mapped to an op (nothing pushed, no clock read):
-torch's RecordFunction per call and the observer's check, apart from what visprof does per op.
-The table's "added ms" is the wall statistic before the division (the median over rounds of
-each round's paired difference), so us/op = added ms * 1000 / ops; "clean ms" and "nvtx ms"
-are medians of their own over rounds, and their difference can differ from "added ms" when
-the machine drifts between rounds.
+with the 25th and 75th percentiles over rounds (the host drifts between rounds). The table's
+"added ms" is nvtx's wall difference before the division; "clean ms" and "nvtx ms" are
+medians of their own over rounds.
 
     python bench/nvtx_overhead.py --json bench/results/nvtx-overhead-h200.json
 """
@@ -99,27 +101,44 @@ def one(name: str, batch: int, precision: str, iterations: int, rounds: int, dev
                 return _loop(runner, iterations, capture)
         return loop
 
-    loops = {"clean": clean_loop, "nvtx": in_capture(replay), "observe_only": in_capture(observe_only)}
-    pairs = []
+    nested = ReplayCapture(observer, planned, replay._plan, iterations, observe_nested=True)
+    loops = {"clean": clean_loop, "nvtx": in_capture(replay), "nvtx_nested": in_capture(nested),
+             "observe_only": in_capture(observe_only)}
+    rounds_ = []
     for round_ in range(rounds):
-        order = list(loops)[round_ % 3:] + list(loops)[:round_ % 3]  # each loop first in turn
+        keys = list(loops)
+        order = keys[round_ % len(keys):] + keys[:round_ % len(keys)]  # each loop first in turn
         got = {key: loops[key]() for key in order}
-        clean, ranged, observed = got["clean"], got["nvtx"], got["observe_only"]
-        pairs.append({"clean_wall_ms": clean[0], "nvtx_wall_ms": ranged[0], "clean_host_ms": clean[1],
-                      "nvtx_host_ms": ranged[1], "observe_only_wall_ms": observed[0],
-                      "wall_us_per_op": (ranged[0] - clean[0]) * 1e3 / ops,
-                      "host_us_per_op": (ranged[1] - clean[1]) * 1e3 / ops,
-                      "observe_only_wall_us_per_op": (observed[0] - clean[0]) * 1e3 / ops})
-    if replay.diverged_iterations:
-        raise RuntimeError(f"replay diverged: {replay.diverged_iterations}")
-    return {"model": name, "batch_size": batch, "ops_per_iteration": ops, "rounds": pairs,
-            "wall_us_per_op": statistics.median(p["wall_us_per_op"] for p in pairs),
-            "host_us_per_op": statistics.median(p["host_us_per_op"] for p in pairs),
-            "observe_only_wall_us_per_op": statistics.median(p["observe_only_wall_us_per_op"] for p in pairs),
-            "recorded_calls_per_iteration": replay.recorded_calls,
-            "added_wall_ms": statistics.median(p["nvtx_wall_ms"] - p["clean_wall_ms"] for p in pairs),
-            "clean_wall_ms": statistics.median(p["clean_wall_ms"] for p in pairs),
-            "nvtx_wall_ms": statistics.median(p["nvtx_wall_ms"] for p in pairs)}
+        row = {f"{key}_{kind}_ms": got[key][i] for key in loops for i, kind in enumerate(("wall", "host"))}
+        for key in loops:
+            if key != "clean":
+                row[f"{key}_wall_us_per_op"] = (got[key][0] - got["clean"][0]) * 1e3 / ops
+                row[f"{key}_host_us_per_op"] = (got[key][1] - got["clean"][1]) * 1e3 / ops
+        rounds_.append(row)
+    for capture in (replay, nested, observe_only):
+        if capture.diverged_iterations:
+            raise RuntimeError(f"replay diverged: {capture.diverged_iterations}")
+    result = {"model": name, "batch_size": batch, "ops_per_iteration": ops, "rounds": rounds_,
+              "recorded_calls_per_iteration": replay.recorded_calls,
+              "observed_calls_per_iteration": replay.observed_calls / iterations,
+              "nested_observed_calls_per_iteration": nested.observed_calls / iterations,
+              "added_wall_ms": statistics.median(r["nvtx_wall_ms"] - r["clean_wall_ms"] for r in rounds_),
+              "clean_wall_ms": statistics.median(r["clean_wall_ms"] for r in rounds_),
+              "nvtx_wall_ms": statistics.median(r["nvtx_wall_ms"] for r in rounds_)}
+    for key in ("nvtx", "nvtx_nested", "observe_only"):
+        for kind in ("wall", "host"):
+            values = [r[f"{key}_{kind}_us_per_op"] for r in rounds_]
+            prefix = "" if key == "nvtx" else f"{key}_"
+            result[f"{prefix}{kind}_us_per_op"] = statistics.median(values)
+            result[f"{prefix}{kind}_us_per_op_p25_p75"] = _quartiles(values)
+    return result
+
+
+def _quartiles(values: list[float]) -> list[float]:
+    if len(values) < 2:
+        return [values[0], values[0]]
+    q = statistics.quantiles(values, n=4)
+    return [q[0], q[2]]
 
 
 def main() -> int:
@@ -127,8 +146,8 @@ def main() -> int:
     parser.add_argument("--models", default=MODELS)
     parser.add_argument("--batch-size", type=int, default=1)
     parser.add_argument("--precision", default="bf16")
-    parser.add_argument("--iterations", type=int, default=50)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--device", default="cuda:0", help="cpu only to try the script out")
     parser.add_argument("--one")
     parser.add_argument("--json", type=Path)
@@ -145,16 +164,21 @@ def main() -> int:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
     print(f"\n--nvtx-only overhead per op (batch {args.batch_size}, {args.precision}, median of {args.rounds} rounds "
           f"of {args.iterations} iterations; target < {TARGET_US} us)")
-    print(f"{'model':32s} {'ops':>5s} {'calls':>5s} {'clean ms':>9s} {'nvtx ms':>9s} {'added ms':>9s} {'wall us/op':>10s} "
-          f"{'host us/op':>10s} {'observe-only':>12s}  ok")
+    print(f"{'model':32s} {'ops':>5s} {'calls':>5s} {'seen':>5s} {'clean ms':>9s} {'nvtx ms':>9s} {'added ms':>9s} "
+          f"{'wall us/op':>10s} {'(p25-p75)':>13s} {'host us/op':>10s} {'all calls':>9s} {'obs-only':>8s}  ok")
     for r in rows:
         if "error" in r:
             print(f"{r['model']:32s} ERROR")
             continue
         ok = r["wall_us_per_op"] < TARGET_US and r["host_us_per_op"] < TARGET_US
+        q = r["wall_us_per_op_p25_p75"]
         print(f"{r['model']:32s} {r['ops_per_iteration']:5d} {r['recorded_calls_per_iteration']:5d} "
-              f"{r['clean_wall_ms']:9.3f} {r['nvtx_wall_ms']:9.3f} {r['added_wall_ms']:9.3f} {r['wall_us_per_op']:10.3f} "
-              f"{r['host_us_per_op']:10.3f} {r['observe_only_wall_us_per_op']:12.3f}  {'yes' if ok else 'NO'}")
+              f"{r['observed_calls_per_iteration']:5.0f} {r['clean_wall_ms']:9.3f} {r['nvtx_wall_ms']:9.3f} "
+              f"{r['added_wall_ms']:9.3f} {r['wall_us_per_op']:10.3f} {q[0]:6.2f}-{q[1]:<6.2f} "
+              f"{r['host_us_per_op']:10.3f} {r['nvtx_nested_wall_us_per_op']:9.3f} "
+              f"{r['observe_only_wall_us_per_op']:8.3f}  {'yes' if ok else 'NO'}")
+    print("calls: aten calls per forward; seen: those the observer saw with --nvtx-only; all calls: the ranges "
+          "with the observer seeing every call (before); obs-only: every call seen, none ranged")
     return 0
 
 

@@ -12,8 +12,9 @@ under visprof's C++ RecordFunction observer instead (csrc/aten_observer):
    an op makes inside itself are hidden from it);
 3. the timed iterations replay the recording: the observer pushes op ids (and NVTX ranges:
    the op's category and op ranges, and the module ranges between ops from the template's
-   ``nvtx_module_plan()``) around the calls that are template ops and checks every call
-   against the recording.
+   ``nvtx_module_plan()``) around the calls that are template ops and checks every other call
+   against the recording. The calls nested inside a template op are its own work: the
+   observer is off while the op runs, so torch's RecordFunction skips them.
 
 Attribution then reads the same op records as with ``OpCapture``. An iteration that departs
 from the recording (data-dependent control flow) is reported in ``diverged_iterations``, and
@@ -89,10 +90,13 @@ class ReplayCapture:
 
     Build it with ``ReplayCapture.prepare()``, which records one forward and aligns it."""
 
-    def __init__(self, observer, planned: OpCapture, plan: list[int], iterations: int):
+    def __init__(self, observer, planned: OpCapture, plan: list[int], iterations: int, observe_nested: bool = False):
         self._observer = observer
+        self._observe_nested = observe_nested  # see every call, as before (bench/nvtx_overhead.py)
         self._planned = planned
         self._plan = plan
+        self.observed_calls = 0  # aten calls the observer saw in the replayed iterations
+        self.recorded_depths: list[int] = []  # nesting depth of each recorded call (prepare())
         self._iterations = iterations
         self._starts: list[int] = []
         self._ends: list[int] = []
@@ -116,7 +120,9 @@ class ReplayCapture:
         plan, why = align_or_why([op_name(func) for func, *_ in planned.template_ops()], list(zip(names, depths)))
         if plan is None:
             return None, why
-        return cls(observer, planned, plan, iterations), ""
+        capture = cls(observer, planned, plan, iterations)
+        capture.recorded_depths = list(depths)
+        return capture, ""
 
     def __enter__(self) -> "ReplayCapture":
         decisions = self._planned.template_decisions()
@@ -126,14 +132,15 @@ class ReplayCapture:
         c = native()
         modules = module_plan.observer_kwargs(c.nvtx._capsule()) if module_plan is not None else {}
         self._observer.replay_start(c._op_scope_capsule(), self._plan, handles, colors,
-                                    first_id=FIRST_ID, iterations=self._iterations, **modules)
+                                    first_id=FIRST_ID, iterations=self._iterations,
+                                    observe_nested=self._observe_nested, **modules)
         return self
 
     def start_iteration(self, iteration: int) -> None:
         self._observer.begin_iteration(iteration)
 
     def __exit__(self, *exc) -> None:
-        self._starts, self._ends, self.diverged_iterations = self._observer.replay_stop()
+        self._starts, self._ends, self.diverged_iterations, self.observed_calls = self._observer.replay_stop()
 
     def to_records(self) -> list[OpRecord]:
         """One record per template op and iteration, with the external id the observer pushed."""

@@ -11,7 +11,10 @@
 //           template op j, op_enter(id of (iteration, j), its NVTX range) runs before it and
 //           op_exit after it, with host timestamps around it. A call that differs from the
 //           recording stops the replay for the rest of that iteration (counted as diverged),
-//           so a data-dependent forward can never be attributed to the wrong op.
+//           so a data-dependent forward can never be attributed to the wrong op. The calls
+//           nested inside a template op are not seen (the callback is off until the op
+//           exits, and the replay skips them in the recording): they are the op's own work,
+//           and not observing them halves the observer's cost per op.
 //
 // Replay also pushes the NVTX module ranges of the scheme (docs/nsight.md) without Python
 // module hooks: for each template op, Python precomputed how many module ranges to pop and
@@ -55,6 +58,12 @@ struct Observer {
   // The replay.
   OpScopeApi api{};
   std::vector<int32_t> plan;  // per recorded call: template op index, or -1
+  // Per recorded call: the index of the first call after the calls nested inside it. A
+  // template op's nested calls are its own work (align() never maps them), so the replay
+  // switches its callback off from the op's entry to its exit: torch then skips their
+  // RecordFunction, which costs ~2x more than the switch (bench/nvtx_overhead.py).
+  std::vector<int32_t> subtree_end;
+  bool observe_nested = false;  // the earlier way, kept for bench/nvtx_overhead.py to compare
   std::vector<int64_t> nvtx_handles;
   std::vector<uint32_t> colors;
   size_t n_ops = 0;
@@ -63,6 +72,7 @@ struct Observer {
   size_t position = 0;
   bool diverged = false;
   std::vector<int64_t> diverged_iterations;
+  int64_t observed_calls = 0;  // calls on_enter saw in the replayed iterations
   std::vector<uint64_t> starts, ends;  // per (iteration, template op)
   std::vector<int64_t> open_slots;     // per open call: its (iteration, op) slot, or -1
   // NVTX module ranges (structure): per template op j, pops[j] ranges to pop and the pushes
@@ -100,6 +110,7 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     return nullptr;
   }
   int64_t slot = -1;
+  if (o.mode == Mode::kReplay && o.iteration >= 0) ++o.observed_calls;
   if (o.mode == Mode::kReplay && o.iteration >= 0 && !o.diverged) {
     const size_t k = o.position++;
     if (k >= o.plan.size() || std::strcmp(o.names[k].c_str(), fn.name()) != 0) {
@@ -110,6 +121,12 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
       if (o.structure) enter_structure(o, op);
       o.starts[slot] = monotonic_ns();
       o.api.enter(o.first_id + static_cast<uint64_t>(slot), o.nvtx_handles[op], o.colors[op], -1);
+      // Not called for the op's nested calls; this RecordFunction still calls on_exit (it
+      // keeps the callbacks it started with), which switches the callback back on.
+      if (!o.observe_nested) {
+        at::disableCallback(o.handle);
+        o.position = static_cast<size_t>(o.subtree_end[k]);
+      }
     }
   }
   o.open_slots.push_back(slot);
@@ -126,6 +143,7 @@ void on_exit(const at::RecordFunction&, at::ObserverContext*) {
   const int64_t slot = o.open_slots.back();
   o.open_slots.pop_back();
   if (slot >= 0) {
+    if (!o.observe_nested) at::reenableCallback(o.handle);
     o.api.exit();
     o.ends[slot] = monotonic_ns();
     // The iteration's last op: its module ranges end with it, not at the next iteration.
@@ -154,6 +172,21 @@ void close_iteration(Observer& o) {
   if (o.structure) close_structure(o);
   if (o.iteration >= 0 && (o.diverged || o.position != o.plan.size())) o.diverged_iterations.push_back(o.iteration);
   o.iteration = -1;
+}
+
+// For each recorded call, the index of the next call not nested inside it.
+std::vector<int32_t> subtree_ends(const std::vector<int32_t>& depths) {
+  const int32_t n = static_cast<int32_t>(depths.size());
+  std::vector<int32_t> ends(depths.size(), n);
+  std::vector<int32_t> open;  // calls whose end is not found yet, depths increasing
+  for (int32_t k = 0; k < n; ++k) {
+    while (!open.empty() && depths[open.back()] >= depths[k]) {
+      ends[open.back()] = k;
+      open.pop_back();
+    }
+    open.push_back(k);
+  }
+  return ends;
 }
 
 void record_start() {
@@ -203,7 +236,7 @@ void replay_start(py::capsule op_scope, std::vector<int32_t> plan, std::vector<i
                   std::vector<uint32_t> colors, uint64_t first_id, int64_t iterations, py::object nvtx_api,
                   std::vector<int32_t> module_pops, std::vector<int32_t> module_push_begin,
                   std::vector<int64_t> module_handles, std::vector<uint32_t> module_colors,
-                  std::vector<int64_t> module_payloads) {
+                  std::vector<int64_t> module_payloads, bool observe_nested) {
   Observer& o = observer();
   if (std::strcmp(op_scope.name(), kOpScopeCapsuleName) != 0) throw std::invalid_argument("not visprof._C's op scope capsule");
   if (plan.size() != o.names.size()) throw std::invalid_argument("the plan must have one entry per recorded call");
@@ -213,6 +246,8 @@ void replay_start(py::capsule op_scope, std::vector<int32_t> plan, std::vector<i
   }
   o.api = *static_cast<const OpScopeApi*>(op_scope.get_pointer());
   o.plan = std::move(plan);
+  o.subtree_end = subtree_ends(o.depths);
+  o.observe_nested = observe_nested;
   o.nvtx_handles = std::move(nvtx_handles);
   o.colors = std::move(colors);
   o.n_ops = o.nvtx_handles.size();
@@ -221,6 +256,7 @@ void replay_start(py::capsule op_scope, std::vector<int32_t> plan, std::vector<i
   o.first_id = first_id;
   o.iteration = -1;
   o.diverged_iterations.clear();
+  o.observed_calls = 0;
   o.starts.assign(o.n_ops * static_cast<size_t>(iterations), 0);
   o.ends.assign(o.n_ops * static_cast<size_t>(iterations), 0);
   install(Mode::kReplay);
@@ -250,7 +286,7 @@ py::tuple replay_stop() {
   o.open_slots.clear();
   if (o.structure) close_structure(o);
   o.structure = false;
-  return py::make_tuple(o.starts, o.ends, o.diverged_iterations);
+  return py::make_tuple(o.starts, o.ends, o.diverged_iterations, o.observed_calls);
 }
 
 }  // namespace
@@ -265,10 +301,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("colors"), py::arg("first_id"), py::arg("iterations"), py::arg("nvtx_api") = py::none(),
         py::arg("module_pops") = std::vector<int32_t>(), py::arg("module_push_begin") = std::vector<int32_t>(),
         py::arg("module_handles") = std::vector<int64_t>(), py::arg("module_colors") = std::vector<uint32_t>(),
-        py::arg("module_payloads") = std::vector<int64_t>(),
+        py::arg("module_payloads") = std::vector<int64_t>(), py::arg("observe_nested") = false,
         "Replays the recording on this thread: plan[k] is the template op of recorded call k, or -1. "
         "With nvtx_api (visprof._C.nvtx._capsule()), also pushes module ranges: before template op j, "
-        "pops module_pops[j] and pushes entries module_push_begin[j]..module_push_begin[j+1].");
+        "pops module_pops[j] and pushes entries module_push_begin[j]..module_push_begin[j+1]. "
+        "observe_nested also sees the calls nested inside template ops (slower; for comparison).");
   m.def("begin_iteration", &begin_iteration, py::arg("iteration"));
-  m.def("replay_stop", &replay_stop, "Stops replaying; returns (start_ns, end_ns, diverged iterations).");
+  m.def("replay_stop", &replay_stop,
+        "Stops replaying; returns (start_ns, end_ns, diverged iterations, calls the observer saw in them).");
 }
