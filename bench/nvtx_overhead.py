@@ -83,14 +83,14 @@ def one(name: str, batch: int, precision: str, iterations: int, rounds: int, dev
         runner()
         runner.sync()
 
-    replay, why = ReplayCapture.prepare(observer, planned, forward, iterations)
+    replay, why = ReplayCapture.prepare(observer, planned, forward, iterations, timestamps=False)  # as --nvtx-only
     if replay is None:
         raise RuntimeError(why)
     ops = len(planned.template_ops())
     assert not native().tracer.active()
     # The same observer with no call mapped to an op: it sees every aten call and pushes nothing,
     # so its cost is torch's RecordFunction per call plus the observer's check of the call.
-    observe_only = ReplayCapture(observer, planned, [-1] * replay.recorded_calls, iterations)
+    observe_only = ReplayCapture(observer, planned, [-1] * replay.recorded_calls, iterations, timestamps=False)
 
     def clean_loop():
         return _loop(runner, iterations)
@@ -101,7 +101,7 @@ def one(name: str, batch: int, precision: str, iterations: int, rounds: int, dev
                 return _loop(runner, iterations, capture)
         return loop
 
-    nested = ReplayCapture(observer, planned, replay._plan, iterations, observe_nested=True)
+    nested = ReplayCapture(observer, planned, replay._plan, iterations, observe_nested=True, timestamps=False)
     loops = {"clean": clean_loop, "nvtx": in_capture(replay), "nvtx_nested": in_capture(nested),
              "observe_only": in_capture(observe_only)}
     rounds_ = []

@@ -227,3 +227,17 @@ def test_a_missing_compiler_is_reported_as_the_reason(monkeypatch, tmp_path):
     finally:
         aten_observer.load_observer.cache_clear()
     assert module is None and "visprof-no-such-compiler" in why
+
+
+def test_a_replay_without_timestamps_ranges_the_same_ops_and_refuses_op_records(observer):
+    # --nvtx-only's replay: it only pushes ranges, so it skips the two clock reads per op.
+    spec = resolve_model("resnet18", img_size=64)
+    model, x = spec.module.eval(), spec.make_input(1, "cpu")
+    _, timed = _template_and_replay(observer, model, x, iterations=1)
+    untimed = ReplayCapture(observer, timed._planned, timed._plan, 1, timestamps=False)
+    with untimed:
+        untimed.start_iteration(0)
+        _forward(model, x)()
+    assert untimed.diverged_iterations == [] and untimed.observed_calls == timed.observed_calls
+    with pytest.raises(RuntimeError, match="no host times"):
+        untimed.to_records()

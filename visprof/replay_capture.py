@@ -90,9 +90,11 @@ class ReplayCapture:
 
     Build it with ``ReplayCapture.prepare()``, which records one forward and aligns it."""
 
-    def __init__(self, observer, planned: OpCapture, plan: list[int], iterations: int, observe_nested: bool = False):
+    def __init__(self, observer, planned: OpCapture, plan: list[int], iterations: int, *,
+                 observe_nested: bool = False, timestamps: bool = True):
         self._observer = observer
         self._observe_nested = observe_nested  # see every call, as before (bench/nvtx_overhead.py)
+        self._timestamps = timestamps  # host times around each op, for to_records()
         self._planned = planned
         self._plan = plan
         self.observed_calls = 0  # aten calls the observer saw in the replayed iterations
@@ -109,9 +111,12 @@ class ReplayCapture:
         return len(self._plan)
 
     @classmethod
-    def prepare(cls, observer, planned: OpCapture, forward, iterations: int) -> tuple["ReplayCapture | None", str]:
+    def prepare(cls, observer, planned: OpCapture, forward, iterations: int,
+                timestamps: bool = True) -> tuple["ReplayCapture | None", str]:
         """Records one forward (`forward()` runs and synchronizes it) and aligns it with the
-        template of `planned` (an OpCapture made with template=). (capture, "") or (None, why)."""
+        template of `planned` (an OpCapture made with template=). (capture, "") or (None, why).
+        Without `timestamps` (--nvtx-only, which only pushes ranges) the ops get no host times
+        and to_records() is refused."""
         observer.record_start()
         try:
             forward()
@@ -120,7 +125,7 @@ class ReplayCapture:
         plan, why = align_or_why([op_name(func) for func, *_ in planned.template_ops()], list(zip(names, depths)))
         if plan is None:
             return None, why
-        capture = cls(observer, planned, plan, iterations)
+        capture = cls(observer, planned, plan, iterations, timestamps=timestamps)
         capture.recorded_depths = list(depths)
         return capture, ""
 
@@ -133,7 +138,7 @@ class ReplayCapture:
         modules = module_plan.observer_kwargs(c.nvtx._capsule()) if module_plan is not None else {}
         self._observer.replay_start(c._op_scope_capsule(), self._plan, handles, colors,
                                     first_id=FIRST_ID, iterations=self._iterations,
-                                    observe_nested=self._observe_nested, **modules)
+                                    observe_nested=self._observe_nested, timestamps=self._timestamps, **modules)
         return self
 
     def start_iteration(self, iteration: int) -> None:
@@ -144,6 +149,8 @@ class ReplayCapture:
 
     def to_records(self) -> list[OpRecord]:
         """One record per template op and iteration, with the external id the observer pushed."""
+        if not self._timestamps:
+            raise RuntimeError("this replay took no host times (timestamps=False): it has no op records")
         template = self._planned.template_ops()
         count = len(template)
         records = []

@@ -64,6 +64,7 @@ struct Observer {
   // RecordFunction, which costs ~2x more than the switch (bench/nvtx_overhead.py).
   std::vector<int32_t> subtree_end;
   bool observe_nested = false;  // the earlier way, kept for bench/nvtx_overhead.py to compare
+  bool timestamps = true;       // host times around each op (the attributed pass's; not --nvtx-only's)
   std::vector<int64_t> nvtx_handles;
   std::vector<uint32_t> colors;
   size_t n_ops = 0;
@@ -119,7 +120,7 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
       const size_t op = static_cast<size_t>(o.plan[k]);
       slot = o.iteration * static_cast<int64_t>(o.n_ops) + static_cast<int64_t>(op);
       if (o.structure) enter_structure(o, op);
-      o.starts[slot] = monotonic_ns();
+      if (o.timestamps) o.starts[slot] = monotonic_ns();
       o.api.enter(o.first_id + static_cast<uint64_t>(slot), o.nvtx_handles[op], o.colors[op], -1);
       // Not called for the op's nested calls; this RecordFunction still calls on_exit (it
       // keeps the callbacks it started with), which switches the callback back on.
@@ -145,7 +146,7 @@ void on_exit(const at::RecordFunction&, at::ObserverContext*) {
   if (slot >= 0) {
     if (!o.observe_nested) at::reenableCallback(o.handle);
     o.api.exit();
-    o.ends[slot] = monotonic_ns();
+    if (o.timestamps) o.ends[slot] = monotonic_ns();
     // The iteration's last op: its module ranges end with it, not at the next iteration.
     if (o.structure && static_cast<size_t>(slot) % o.n_ops == o.n_ops - 1) close_structure(o);
   }
@@ -236,7 +237,7 @@ void replay_start(py::capsule op_scope, std::vector<int32_t> plan, std::vector<i
                   std::vector<uint32_t> colors, uint64_t first_id, int64_t iterations, py::object nvtx_api,
                   std::vector<int32_t> module_pops, std::vector<int32_t> module_push_begin,
                   std::vector<int64_t> module_handles, std::vector<uint32_t> module_colors,
-                  std::vector<int64_t> module_payloads, bool observe_nested) {
+                  std::vector<int64_t> module_payloads, bool observe_nested, bool timestamps) {
   Observer& o = observer();
   if (std::strcmp(op_scope.name(), kOpScopeCapsuleName) != 0) throw std::invalid_argument("not visprof._C's op scope capsule");
   if (plan.size() != o.names.size()) throw std::invalid_argument("the plan must have one entry per recorded call");
@@ -248,6 +249,7 @@ void replay_start(py::capsule op_scope, std::vector<int32_t> plan, std::vector<i
   o.plan = std::move(plan);
   o.subtree_end = subtree_ends(o.depths);
   o.observe_nested = observe_nested;
+  o.timestamps = timestamps;
   o.nvtx_handles = std::move(nvtx_handles);
   o.colors = std::move(colors);
   o.n_ops = o.nvtx_handles.size();
@@ -302,10 +304,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("module_pops") = std::vector<int32_t>(), py::arg("module_push_begin") = std::vector<int32_t>(),
         py::arg("module_handles") = std::vector<int64_t>(), py::arg("module_colors") = std::vector<uint32_t>(),
         py::arg("module_payloads") = std::vector<int64_t>(), py::arg("observe_nested") = false,
+        py::arg("timestamps") = true,
         "Replays the recording on this thread: plan[k] is the template op of recorded call k, or -1. "
         "With nvtx_api (visprof._C.nvtx._capsule()), also pushes module ranges: before template op j, "
         "pops module_pops[j] and pushes entries module_push_begin[j]..module_push_begin[j+1]. "
-        "observe_nested also sees the calls nested inside template ops (slower; for comparison).");
+        "observe_nested also sees the calls nested inside template ops (slower; for comparison); "
+        "timestamps=False leaves the host times of the ops 0.");
   m.def("begin_iteration", &begin_iteration, py::arg("iteration"));
   m.def("replay_stop", &replay_stop,
         "Stops replaying; returns (start_ns, end_ns, diverged iterations, calls the observer saw in them).");

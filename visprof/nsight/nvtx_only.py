@@ -139,7 +139,8 @@ def _run(runner, spec, table, warmup, iterations, ranged_ops, bar) -> NvtxRun:
         runner.sync()
 
     observer, why_not = load_observer()
-    replay, why_not = ReplayCapture.prepare(observer, capture, forward, iterations) if observer else (None, why_not)
+    replay, why_not = (ReplayCapture.prepare(observer, capture, forward, iterations, timestamps=False)
+                       if observer else (None, why_not))
     method = "aten observer" if replay is not None else f"python dispatch mode ({why_not})"
     measured = replay if replay is not None else capture
 
