@@ -13,7 +13,7 @@ from visprof.native import native
 from visprof.native import aten_observer
 from visprof.passes.attributed import run_attributed_pass
 from visprof.passes.runner import ModelRunner, RunConfig
-from visprof.replay_capture import ReplayCapture, align, align_or_why
+from visprof.replay_capture import ReplayCapture, align, align_or_why, lift_to_wrappers
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +40,17 @@ def test_align_refuses_when_a_template_op_is_missing():
     assert align(["aten::addmm", "aten::gelu"], [("aten::addmm", 0), ("aten::relu", 0)]) is None
     # an op hidden inside a matched op does not count as found
     assert align(["aten::conv2d", "aten::add"], [("aten::conv2d", 0), ("aten::add", 1)]) is None
+
+
+def test_lift_ranges_an_op_at_the_outermost_composite_that_wraps_it_alone():
+    calls = [("aten::conv2d", 0), ("aten::convolution", 1), ("aten::_convolution", 2),
+             ("aten::batch_norm", 0), ("aten::_batch_norm_impl_index", 1), ("aten::cudnn_batch_norm", 2),
+             ("aten::empty", 3), ("aten::linear", 0), ("aten::t", 1), ("aten::transpose", 2), ("aten::addmm", 1),
+             ("aten::relu", 0)]
+    plan = align(["aten::convolution", "aten::cudnn_batch_norm", "aten::t", "aten::addmm", "aten::relu"], calls)
+    assert plan == [-1, 0, -1, -1, -1, 1, -1, -1, 2, -1, 3, 4]
+    # linear wraps two ops: they stay where they are
+    assert lift_to_wrappers(plan, [d for _, d in calls]) == [0, -1, -1, 1, -1, -1, -1, -1, 2, -1, 3, 4]
 
 
 def test_align_takes_reshape_alias_for_the_view_the_dispatch_mode_saw():

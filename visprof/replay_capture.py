@@ -14,7 +14,9 @@ under visprof's C++ RecordFunction observer instead (csrc/aten_observer):
    the op's category and op ranges, and the module ranges between ops from the template's
    ``nvtx_module_plan()``) around the calls that are template ops and checks every other call
    against the recording. The calls nested inside a template op are its own work: the
-   observer is off while the op runs, so torch's RecordFunction skips them.
+   observer is off while the op runs, so torch's RecordFunction skips them. An op that a
+   composite wraps alone (``aten::conv2d`` around ``aten::convolution``) is ranged at the
+   wrapper (``lift_to_wrappers``), which holds the same kernels and saves observing the op.
 
 Attribution then reads the same op records as with ``OpCapture``. An iteration that departs
 from the recording (data-dependent control flow) is reported in ``diverged_iterations``, and
@@ -80,6 +82,48 @@ def align_or_why(template_names: list[str], calls: list[tuple[str, int]]) -> tup
     return plan, ""
 
 
+def lift_to_wrappers(plan: list[int], depths: list[int]) -> list[int]:
+    """The plan with each template op moved up to the outermost call that encloses it and no
+    other template op (``aten::conv2d`` around ``aten::convolution``; ``aten::batch_norm``
+    and ``_batch_norm_impl_index`` around ``cudnn_batch_norm``).
+
+    Such a wrapper is a composite the dispatch mode never sees: every kernel under it comes
+    from the op it encloses, so its range holds the same kernels. The replay observes the
+    wrapper and not the calls inside it (the observer is off inside a ranged call), so each
+    wrapper level lifted is one RecordFunction fewer per op (bench/nvtx_overhead.py)."""
+    n = len(plan)
+    lifted = list(plan)
+    # The template ops inside each call's subtree, and the subtree's end.
+    ops_inside = [0] * n
+    only_op = [-1] * n  # the call of the single template op inside, when there is one
+    ends = [n] * n
+    stack: list[int] = []
+    for k in range(n + 1):
+        while stack and (k == n or depths[stack[-1]] >= depths[k]):
+            closed = stack.pop()
+            ends[closed] = k
+            if plan[closed] >= 0:
+                ops_inside[closed], only_op[closed] = 1, closed
+            if stack:
+                parent = stack[-1]
+                ops_inside[parent] += ops_inside[closed]
+                if ops_inside[closed]:
+                    only_op[parent] = only_op[closed]
+        if k < n:
+            stack.append(k)
+    k = 0
+    while k < n:
+        if plan[k] < 0 and ops_inside[k] == 1:
+            inner = only_op[k]
+            lifted[k], lifted[inner] = plan[inner], -1
+            k = ends[k]
+        elif plan[k] >= 0:
+            k = ends[k]
+        else:
+            k += 1
+    return lifted
+
+
 def op_name(func) -> str:
     """The name RecordFunction gives an aten op (``aten::addmm``), from a dispatch-mode func."""
     return func._schema.name
@@ -125,7 +169,7 @@ class ReplayCapture:
         plan, why = align_or_why([op_name(func) for func, *_ in planned.template_ops()], list(zip(names, depths)))
         if plan is None:
             return None, why
-        capture = cls(observer, planned, plan, iterations, timestamps=timestamps)
+        capture = cls(observer, planned, lift_to_wrappers(plan, list(depths)), iterations, timestamps=timestamps)
         capture.recorded_depths = list(depths)
         return capture, ""
 
