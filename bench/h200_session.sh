@@ -82,7 +82,7 @@ for step in "${steps[@]}"; do
       VISPROF_NCU_OUT=/tmp/ncu-csv/tests python3 -m pytest tests/gpu/test_nsight_gpu.py ${NSIGHT_K:+-k "$NSIGHT_K"} -v -s -rs 2>&1 | tee "$OUT/gpu-tests-nsight.txt" | grep -E "IDENTICAL|DIFFERENT|summary|PASS|FAIL|SKIP|Error|passed|failed" | head -40
       tar -czf "$OUT/ncu-csv.tar.gz" -C /tmp ncu-csv ;;
     nsight-bench)
-      python3 bench/nvtx_overhead.py --models resnet50,vit_base_patch16_224,swin_tiny_patch4_window7_224 --rounds 5 --iterations 30 --json "$OUT/nvtx-overhead-h200.json" 2>&1 | tail -8 | tee "$OUT/nsight-bench.txt"
+      python3 bench/nvtx_overhead.py --models resnet50,vit_base_patch16_224,swin_tiny_patch4_window7_224,mobilenetv3_large_100 --json "$OUT/nvtx-overhead-h200.json" 2>&1 | tail -8 | tee "$OUT/nsight-bench.txt"
       mkdir -p /tmp/ncu-csv/roofline
       python3 bench/ncu_roofline.py --csv-dir /tmp/ncu-csv/roofline --json "$OUT/ncu-roofline-h200.json" 2>&1 | tail -40 | tee -a "$OUT/nsight-bench.txt"
       tar -czf "$OUT/ncu-csv.tar.gz" -C /tmp ncu-csv ;;

@@ -97,14 +97,20 @@ def stratified(rows, count: int, max_gmacs: float | None = None):
     return chosen
 
 
-def pick_profiles(results, pub, profile_batch: int | None, skipped: list[str]):
+def pick_profiles(results, pub, profile_batch: int | None, skipped: list[str], also_at: int | None = None):
     """One profile per (model, image size) in both CSVs: at ``profile_batch`` if given, else
-    the one whose batch is closest (by ratio) to the CSV's, newest first among equals."""
+    the one whose batch is closest (by ratio) to the CSV's, newest first among equals. With
+    ``also_at``, only models that also have a profile at that batch (to compare batches on
+    the same models)."""
     from visprof.analysis.families import architecture
 
     chosen: dict[tuple, object] = {}
+    wanted = None if also_at is None else {(architecture(r.model.name), r.model.img_size) for r in results
+                                           if (r.model.batch_size or 1) == also_at}
     for result in results:
         key = (architecture(result.model.name), result.model.img_size)
+        if wanted is not None and key not in wanted:
+            continue
         if key not in pub["rtx3090"] or key not in pub["rtx4090"]:
             skipped.append(f"{result.model.name}@{result.model.img_size}: not in both CSVs at this size")
             continue
@@ -118,7 +124,8 @@ def pick_profiles(results, pub, profile_batch: int | None, skipped: list[str]):
     return [result for _, result in chosen.values()]
 
 
-def check(results, pub, efficiency: float | None = None, profile_batch: int | None = None, excess: str = "bound") -> dict:
+def check(results, pub, efficiency: float | None = None, profile_batch: int | None = None, excess: str = "bound",
+          also_at: int | None = None) -> dict:
     """Per-model predictions against the CSVs, and the summary."""
     from visprof.analysis.families import architecture, family
     from visprof.analysis.metrics import ratio_errors, spearman
@@ -126,7 +133,7 @@ def check(results, pub, efficiency: float | None = None, profile_batch: int | No
     from visprof.errors import BadInputError
 
     rows, skipped = [], []
-    for result in pick_profiles(results, pub, profile_batch, skipped):
+    for result in pick_profiles(results, pub, profile_batch, skipped, also_at):
         key = (architecture(result.model.name), result.model.img_size)
         row = {"model": result.model.name, "img_size": key[1], "family": family(key[0]),
                "profile_gpu": (result.gpu or {}).get("name"), "profile_batch": result.model.batch_size,
@@ -262,6 +269,9 @@ def main() -> int:
     parser.add_argument("--max-gmacs", type=float, default=None, help="--cpu-baseline: skip models above this")
     parser.add_argument("--profile-batch", type=int, help="use only profiles at this batch (default: per model, the "
                                                               "batch closest to the CSV's)")
+    parser.add_argument("--same-models-at", type=int, metavar="BATCH",
+                        help="only models that also have a profile at this batch (compare two --profile-batch runs "
+                             "on the same models)")
     parser.add_argument("--excess", choices=("bound", "compute", "none", "all"), default="all",
                         help="how time above the roofline scales (visprof.analysis.predict.predict_group); "
                              "all: the default mode (bound) last (the summary and the JSON), the others before it")
@@ -288,7 +298,8 @@ def main() -> int:
         from visprof.analysis.predict import EXCESS_MODES
 
         modes = EXCESS_MODES if args.excess == "all" else (args.excess,)
-        outcomes = {mode: check(profiles, pub, profile_batch=args.profile_batch, excess=mode) for mode in modes}
+        outcomes = {mode: check(profiles, pub, profile_batch=args.profile_batch, excess=mode,
+                                also_at=args.same_models_at) for mode in modes}
         for mode in modes[1:]:
             print_report(outcomes[mode], f"measured profiles, time above the roof scaled by {mode}{batch}")
             print()
