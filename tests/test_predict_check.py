@@ -90,3 +90,30 @@ def test_worked_example_and_diagnosis_scripts_run_on_recorded_profiles(tmp_path)
                     + r["rtx3090_shares"].get("launch", 0)) for r in rows]
     errors = sorted(abs(p / r["speedup_published"] - 1) for p, r in zip(by_hand, rows))
     assert doc["datasheet_ratios"]["median_abs_error"] == pytest.approx((errors[1] + errors[2]) / 2)
+
+
+def test_pick_profiles_compares_two_batches_on_the_same_models():
+    from types import SimpleNamespace
+
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        from predict_check import pick_profiles
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+
+    def result(name, batch):
+        return SimpleNamespace(model=SimpleNamespace(name=name, img_size=224, batch_size=batch))
+
+    rows = {"rtx3090": {}, "rtx4090": {}}
+    for gpu in rows:
+        for name in ("resnet50", "vit_base_patch16_224", "deit_small_patch16_224"):
+            rows[gpu][(name, 224)] = {"infer_batch_size": "1024"}
+    results = [result("resnet50", 64), result("resnet50", 256), result("vit_base_patch16_224", 64),
+               result("deit_small_patch16_224", 256), result("convnext_tiny", 64)]
+    skipped: list[str] = []
+    closest = pick_profiles(results, rows, None, skipped)
+    assert sorted((r.model.name, r.model.batch_size) for r in closest) == [
+        ("deit_small_patch16_224", 256), ("resnet50", 256), ("vit_base_patch16_224", 64)]
+    assert skipped == ["convnext_tiny@224: not in both CSVs at this size"]
+    same = pick_profiles(results, rows, 64, [], also_at=256)
+    assert [(r.model.name, r.model.batch_size) for r in same] == [("resnet50", 64)]
