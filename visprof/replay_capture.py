@@ -84,8 +84,9 @@ def align_or_why(template_names: list[str], calls: list[tuple[str, int]]) -> tup
 
 def lift_to_wrappers(plan: list[int], depths: list[int]) -> list[int]:
     """The plan with each template op moved up to the outermost call that encloses it and no
-    other template op (``aten::conv2d`` around ``aten::convolution``; ``aten::batch_norm``
-    and ``_batch_norm_impl_index`` around ``cudnn_batch_norm``).
+    other template op: under autocast, ``aten::to`` around ``aten::_to_copy`` (a cast) and the
+    ``aten::conv2d`` that autocast calls again around ``aten::convolution`` (ResNet-50 on the CPU: 109
+    of its 285 ops). ``aten::batch_norm`` is not one: it wraps an ``aten::empty`` too.
 
     Such a wrapper is a composite the dispatch mode never sees: every kernel under it comes
     from the op it encloses, so its range holds the same kernels. The replay observes the
