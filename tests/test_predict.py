@@ -28,30 +28,32 @@ def gemm(**changes) -> RooflineGroup:
 
 def test_floor_plus_roof_over_efficiency():
     # e = 2 x 10 us / (40 - 2) us; on twice the tensor peak: 2 us + 2 x 5 us / e = 21 us
-    p = predict_group(gemm(), SPEC, FAST_MATH)
+    p = predict_group(gemm(), SPEC, FAST_MATH, excess="bound")
     assert p.time_ms == pytest.approx(21 * US) and p.bound == "tensor"
-    assert predict_group(gemm(), SPEC, SPEC).time_ms == pytest.approx(40 * US)  # same GPU: unchanged
-    assert predict_group(gemm(), SPEC, FAST_MEMORY).time_ms == pytest.approx(40 * US)  # compute-bound: bandwidth no help
+    assert predict_group(gemm(), SPEC, SPEC, excess="bound").time_ms == pytest.approx(40 * US)  # same GPU: unchanged
+    # compute-bound: bandwidth no help
+    assert predict_group(gemm(), SPEC, FAST_MEMORY, excess="bound").time_ms == pytest.approx(40 * US)
 
 
 def test_memory_bound_group_scales_with_bandwidth_only():
     add = gemm(op="aten.add.Tensor", count=1, kernel_count=1, time_ms=8 * US, flops=0.0, bytes=4e6, param_bytes=0.0,
                tensor_core=None)
     # roof 4 us, floor 1 us, e = 4/7: twice the bandwidth gives 1 + 2 x 7/4 = 4.5 us
-    assert predict_group(add, SPEC, FAST_MEMORY).time_ms == pytest.approx(4.5 * US)
-    assert predict_group(add, SPEC, FAST_MATH).time_ms == pytest.approx(8 * US)
+    assert predict_group(add, SPEC, FAST_MEMORY, excess="bound").time_ms == pytest.approx(4.5 * US)
+    assert predict_group(add, SPEC, FAST_MATH, excess="bound").time_ms == pytest.approx(8 * US)
     assert predict_group(add, SPEC, FAST_MEMORY).bound == "memory"
 
 
 def test_batch_scales_flops_and_activations_not_weights():
     # batch x4: 4 GFLOP -> 40 us roof on SPEC; bytes 0.4 MB x 4 + 0.6 MB = 2.2 MB -> 2.2 us (still tensor-bound)
-    p = predict_group(gemm(), SPEC, SPEC, scale=4)
+    p = predict_group(gemm(), SPEC, SPEC, scale=4, excess="bound")
     e = 20 / 38
     assert p.time_ms == pytest.approx(2 * US + 2 * 40 * US / e)
     # a weight-only op (an autocast weight cast) does not grow with the batch
     cast = gemm(op="aten.to.dtype", category="memory", count=1, kernel_count=1, time_ms=3 * US, flops=0.0, bytes=1e6,
                 param_bytes=1e6, tensor_core=None)
-    assert predict_group(cast, SPEC, SPEC, scale=16).time_ms == pytest.approx(3 * US)
+    for excess in ("issue", "bound", "compute"):
+        assert predict_group(cast, SPEC, SPEC, scale=16, excess=excess).time_ms == pytest.approx(3 * US), excess
 
 
 def test_efficiency_is_capped_at_one_and_helpers_scale_with_bandwidth_and_batch():
@@ -140,11 +142,36 @@ def test_time_above_the_roof_can_scale_with_general_throughput():
     """excess="compute": the 18 us the GEMMs took above their 20 us roof (and 2 us of floors)
     scale with FP32 throughput, not with the tensor peak that bounds them."""
     fast_fp32 = dataclasses.replace(SPEC, id="fast-fp32", fp32_tflops=20)
-    assert predict_group(gemm(), SPEC, fast_fp32).time_ms == pytest.approx(40 * US)  # bound: tensor peak unchanged
+    assert predict_group(gemm(), SPEC, fast_fp32, excess="bound").time_ms == pytest.approx(40 * US)  # tensor peak unchanged
     assert predict_group(gemm(), SPEC, fast_fp32, excess="compute").time_ms == pytest.approx((2 + 20 + 9) * US)
     assert predict_group(gemm(), SPEC, SPEC, scale=2, excess="compute").time_ms == pytest.approx((2 + 40 + 36) * US)
     with pytest.raises(ValueError, match="excess must be one of"):
         predict_group(gemm(), SPEC, SPEC, excess="magic")
+
+
+SLOW = dataclasses.replace(SPEC, id="slow", name="Slow GPU", match=(), tensor_tflops={"bf16": 10, "fp16": 10}, fp32_tflops=5,
+                           memory_bandwidth_gbs=100)
+
+
+def test_issue_mode_takes_the_longer_of_the_roof_and_the_measured_rate_scaled_by_sms_x_clock():
+    """The default: the GEMMs' 38 us above their floors is a rate limit that scales with FP32
+    throughput (SMs x clock); on the target they take the longer of that and their roof."""
+    # a GPU with far lower peaks: roof 2 x 100 us; issue 38 us x 10/5 = 76 us: at its roof
+    assert predict_group(gemm(), SPEC, SLOW).time_ms == pytest.approx((2 + 200) * US)
+    assert predict_group(gemm(), SPEC, SLOW, excess="bound").time_ms == pytest.approx((2 + 200 * 38 / 20) * US)
+    # the same GPU: the measured rate holds at any batch, as with the efficiency kept
+    for scale in (1, 4):
+        same = predict_group(gemm(), SPEC, SPEC, scale=scale).time_ms
+        assert same == pytest.approx((2 + 38 * scale) * US)
+        assert same == pytest.approx(predict_group(gemm(), SPEC, SPEC, scale=scale, excess="bound").time_ms)
+    # a memory op at 4/7 of its roof is issue-limited: twice the bandwidth does not help it,
+    # twice the SMs x clock halves it
+    add = gemm(op="aten.add.Tensor", count=1, kernel_count=1, time_ms=8 * US, flops=0.0, bytes=4e6, param_bytes=0.0,
+               tensor_core=None)
+    assert predict_group(add, SPEC, FAST_MEMORY).time_ms == pytest.approx(8 * US)
+    assert predict_group(add, SPEC, dataclasses.replace(SPEC, id="x", fp32_tflops=20)).time_ms == pytest.approx(
+        (1 + 4) * US)  # 7 us / 2 = 3.5 us is below its 4 us roof
+    assert predict_group(gemm(), SPEC, SLOW).bound == "tensor"
 
 
 def test_time_above_the_roof_can_be_dropped():

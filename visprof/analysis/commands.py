@@ -61,17 +61,18 @@ def add_analysis_commands(commands) -> None:
     pred = commands.add_parser(
         "predict", help="predict latency and throughput on a GPU you do not have",
         description="Scale each profile's op groups from its GPU's spec row to the target's (roofline scaling per "
-                    "group, efficiencies kept; see docs/hardware-sensitivity.md).")
+                    "group; see docs/hardware-sensitivity.md).")
     pred.add_argument("--from", dest="sources", nargs="+", required=True, metavar="SOURCE",
                       help=_sources_help("profiles to predict from"))
     pred.add_argument("--to", dest="target", required=True, metavar="GPU", help="target GPU (a gpus.toml id, alias or name)")
     pred.add_argument("--batch-size", "-b", type=_positive_int, metavar="N", help="predict at this batch (default: each profile's)")
     pred.add_argument("--precision", choices=("fp16", "bf16"), help="switch 16-bit precision (same bytes per value)")
     pred.add_argument("--model", metavar="PATTERN", help="only models matching this shell pattern")
-    pred.add_argument("--excess", choices=("bound", "compute", "none"), default="bound",  # predict.EXCESS_MODES
-                      help="how time above a group's roofline scales: with the resource that bounds it (default), "
-                           "with FP32 throughput (SMs x clock), or none (every group at its roof: for a batch far "
-                           "above the profiled one)")
+    pred.add_argument("--excess", choices=("issue", "bound", "compute", "none"), default="issue",  # predict.EXCESS_MODES
+                      help="how time above a group's roofline scales: issue (default): the measured time is a rate "
+                           "limit that scales with SMs x clock, the group takes the longer of it and its roof; bound: "
+                           "efficiency kept (Habitat); compute: the time above the roof scales with SMs x clock; none: "
+                           "every group at its roof (docs/hardware-sensitivity.md, section 6)")
     _add_files(pred, "the predictions, with their groups,")
     pred.set_defaults(handler=cmd_predict)
 
