@@ -124,7 +124,7 @@ def pick_profiles(results, pub, profile_batch: int | None, skipped: list[str], a
     return [result for _, result in chosen.values()]
 
 
-def check(results, pub, efficiency: float | None = None, profile_batch: int | None = None, excess: str = "issue",
+def check(results, pub, efficiency: float | None = None, profile_batch: int | None = None, excess: str = "clock",
           also_at: int | None = None) -> dict:
     """Per-model predictions against the CSVs, and the summary."""
     from visprof.analysis.families import architecture, family
@@ -272,9 +272,9 @@ def main() -> int:
     parser.add_argument("--same-models-at", type=int, metavar="BATCH",
                         help="only models that also have a profile at this batch (compare two --profile-batch runs "
                              "on the same models)")
-    parser.add_argument("--excess", choices=("issue", "bound", "compute", "none", "all"), default="all",
+    parser.add_argument("--excess", choices=("clock", "bound", "compute", "none", "all"), default="all",
                         help="how time above the roofline scales (visprof.analysis.predict.predict_group); "
-                             "all: the default mode (issue) last (the summary and the JSON), the others before it")
+                             "all: the default mode (clock) last (the summary and the JSON), the others before it")
     parser.add_argument("--csv-dir", type=Path, default=CSV_DIR)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()

@@ -2,7 +2,7 @@
 
 For each model: where its time goes on the H200 (categories, bounds), the split the predictor
 gives on the RTX 3090 at timm's batch (1024, fp16), the predicted RTX 3090 -> 4090 speed-up
-in both `--excess` modes, and the published one (shared/data/timm-benchmarks).
+in three `--excess` modes, and the published one (shared/data/timm-benchmarks).
 
 Profiles: ResNet-50 and CoAtNet-0 from the H200 recordings in tests/data (rebuilt with
 tests/recorded_results.py), ViT-B/16 and the others from the JSON files or stores given.
@@ -27,6 +27,7 @@ from predict_check import CSV_DIR, published  # noqa: E402
 from visprof.analysis import sources  # noqa: E402
 from visprof.analysis.predict import predict_result  # noqa: E402
 
+MODES = ("clock", "bound", "compute")  # the default first; none is in bench/predict_check.py
 RECORDED = ("resnet50", "coatnet_0_rw_224", "deit_small_patch16_224", "mobilevit_s")
 
 
@@ -52,7 +53,7 @@ def one(result, pub) -> dict:
            "h200_latency_ms": result.timing.latency_ms.median, "h200_idle_ms": result.timing.idle_ms,
            "h200_categories_pct": pct({c: r.time_ms / kernel for c, r in cats.items()}),
            "h200_bounds_pct": pct(result.roofline.shares)}
-    for mode in ("bound", "compute"):
+    for mode in MODES:
         on = {gpu: predict_result(result, gpu, batch_size=1024, precision="fp16", excess=mode) for gpu in ("rtx3090", "rtx4090")}
         row[f"predicted_{mode}"] = {"rtx3090_samples_per_s": on["rtx3090"].samples_per_s,
                                     "rtx4090_samples_per_s": on["rtx4090"].samples_per_s,
@@ -82,7 +83,7 @@ def main(argv=None) -> int:
               f"(idle {r['h200_idle_ms']:.2f})")
         print(f"  categories on the H200: {r['h200_categories_pct']}")
         print(f"  bounds on the H200:     {r['h200_bounds_pct']}")
-        for mode in ("bound", "compute"):
+        for mode in MODES:
             q = r[f"predicted_{mode}"]
             print(f"  predicted ({mode:7s}): RTX 3090 {q['rtx3090_samples_per_s']:7.0f}/s bounds {q['rtx3090_bounds_pct']}; "
                   f"RTX 4090 {q['rtx4090_samples_per_s']:7.0f}/s; speed-up x{q['speedup']:.3f}")

@@ -94,7 +94,7 @@ def test_profiled_models_are_explained_from_their_predicted_bounds_on_the_base_g
     # the profile's own prediction, independent of compare: the same number, and said
     from visprof.analysis.predict import speedup
 
-    *_, expected = speedup(profile.result, "rtx3090", "rtx4090", batch_size=1024, precision="fp16", excess="bound")
+    *_, expected = speedup(profile.result, "rtx3090", "rtx4090", batch_size=1024, precision="fp16")
     assert deit.predicted_speedup == pytest.approx(expected)
     assert deit.explanation.endswith(f"; its profile predicts x{expected:.2f}")
     assert abs(expected / 1.68 - 1) <= 0.10  # a transformer's gain is accounted for by its bounds

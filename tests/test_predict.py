@@ -52,7 +52,7 @@ def test_batch_scales_flops_and_activations_not_weights():
     # a weight-only op (an autocast weight cast) does not grow with the batch
     cast = gemm(op="aten.to.dtype", category="memory", count=1, kernel_count=1, time_ms=3 * US, flops=0.0, bytes=1e6,
                 param_bytes=1e6, tensor_core=None)
-    for excess in ("issue", "bound", "compute"):
+    for excess in ("clock", "bound", "compute"):
         assert predict_group(cast, SPEC, SPEC, scale=16, excess=excess).time_ms == pytest.approx(3 * US), excess
 
 
@@ -153,10 +153,10 @@ SLOW = dataclasses.replace(SPEC, id="slow", name="Slow GPU", match=(), tensor_tf
                            memory_bandwidth_gbs=100)
 
 
-def test_issue_mode_takes_the_longer_of_the_roof_and_the_measured_rate_scaled_by_sms_x_clock():
-    """The default: the GEMMs' 38 us above their floors is a rate limit that scales with FP32
-    throughput (SMs x clock); on the target they take the longer of that and their roof."""
-    # a GPU with far lower peaks: roof 2 x 100 us; issue 38 us x 10/5 = 76 us: at its roof
+def test_clock_mode_takes_the_longer_of_the_roof_and_the_measured_rate_scaled_by_the_clock():
+    """The default: the GEMMs' 38 us above their floors is a rate limit that scales with the
+    boost clock; on the target they take the longer of that and their roof."""
+    # a GPU with far lower peaks: roof 2 x 100 us; the measured rate, 38 us: at its roof
     assert predict_group(gemm(), SPEC, SLOW).time_ms == pytest.approx((2 + 200) * US)
     assert predict_group(gemm(), SPEC, SLOW, excess="bound").time_ms == pytest.approx((2 + 200 * 38 / 20) * US)
     # the same GPU: the measured rate holds at any batch, as with the efficiency kept
@@ -164,12 +164,13 @@ def test_issue_mode_takes_the_longer_of_the_roof_and_the_measured_rate_scaled_by
         same = predict_group(gemm(), SPEC, SPEC, scale=scale).time_ms
         assert same == pytest.approx((2 + 38 * scale) * US)
         assert same == pytest.approx(predict_group(gemm(), SPEC, SPEC, scale=scale, excess="bound").time_ms)
-    # a memory op at 4/7 of its roof is issue-limited: twice the bandwidth does not help it,
-    # twice the SMs x clock halves it
+    # a memory op at 4/7 of its roof is rate-limited: twice the bandwidth or twice the SMs do
+    # not help it, twice the clock halves it
     add = gemm(op="aten.add.Tensor", count=1, kernel_count=1, time_ms=8 * US, flops=0.0, bytes=4e6, param_bytes=0.0,
                tensor_core=None)
     assert predict_group(add, SPEC, FAST_MEMORY).time_ms == pytest.approx(8 * US)
-    assert predict_group(add, SPEC, dataclasses.replace(SPEC, id="x", fp32_tflops=20)).time_ms == pytest.approx(
+    assert predict_group(add, SPEC, dataclasses.replace(SPEC, id="x", sms=20, fp32_tflops=20)).time_ms == pytest.approx(8 * US)
+    assert predict_group(add, SPEC, dataclasses.replace(SPEC, id="x", boost_clock_mhz=2000)).time_ms == pytest.approx(
         (1 + 4) * US)  # 7 us / 2 = 3.5 us is below its 4 us roof
     assert predict_group(gemm(), SPEC, SLOW).bound == "tensor"
 

@@ -24,6 +24,7 @@ def test_predict_check_prints_the_table_and_writes_json(tmp_path):
                            "--csv-dir", str(TIMM), "--json", str(out)], capture_output=True, text=True, cwd=REPO,
                           env=child_env({"PATH": "/usr/bin:/bin", "VISPROF_COMMIT": "test"}), timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "predict_check (measured profiles, time above the roof scaled by clock): 4 models, 0 skipped" in proc.stdout
     assert "predict_check (measured profiles, time above the roof scaled by bound): 4 models, 0 skipped" in proc.stdout
     assert "predict_check (measured profiles, time above the roof scaled by compute): 4 models" in proc.stdout
     assert "speed-up 3090->4090   Spearman" in proc.stdout and "models>=150 NOT MET" in proc.stdout
@@ -117,3 +118,43 @@ def test_pick_profiles_compares_two_batches_on_the_same_models():
     assert skipped == ["convnext_tiny@224: not in both CSVs at this size"]
     same = pick_profiles(results, rows, 64, [], also_at=256)
     assert [(r.model.name, r.model.batch_size) for r in same] == [("resnet50", 64)]
+
+
+def test_batch_check_predicts_the_other_batch_on_the_same_gpu(tmp_path):
+    """bench/predict_batch_check.py: each model's profile at one batch against its measured
+    latency at another, on the same GPU; models without both batches are left out."""
+    import dataclasses
+
+    from recorded_results import recorded_result
+    from visprof.analysis.predict import EXCESS_MODES, predict_result
+    from visprof.result import LatencyStats
+
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    small = recorded_result("resnet50")
+    small.to_json(folder / "resnet50-b64.json")
+    recorded_result("deit_small_patch16_224").to_json(folder / "deit-b64.json")  # no batch-256 profile
+    large = recorded_result("resnet50")
+    large.model = dataclasses.replace(large.model, batch_size=256, input_shape=[256, *large.model.input_shape[1:]])
+    large.timing = dataclasses.replace(large.timing, latency_ms=LatencyStats.from_samples([30.0]))
+    large.to_json(folder / "resnet50-b256.json")
+    out = tmp_path / "batch.json"
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "predict_batch_check.py"), "--from", str(folder),
+                           "--profile-batch", "64", "--measured-batch", "256", "--json", str(out)], capture_output=True,
+                          text=True, cwd=REPO, env=child_env({"PATH": "/usr/bin:/bin", "VISPROF_COMMIT": "test"}), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert doc["summary"]["models"] == 1 and [r["model"] for r in doc["rows"]] == ["resnet50"]
+    row = doc["rows"][0]
+    assert row["measured_large_ms"] == 30.0 and row["large"] == 256
+    for mode in EXCESS_MODES:
+        expected = predict_result(small, "h200", batch_size=256, excess=mode).latency_ms
+        assert row[f"{mode}_ms"] == pytest.approx(expected)
+        assert doc["summary"][mode]["median_signed"] == pytest.approx(expected / 30.0 - 1)
+    # on its own GPU, the measured rates: clock and bound agree; none (every group at its roof) is faster
+    assert row["clock_ms"] == pytest.approx(row["bound_ms"]) and row["none_ms"] < 0.8 * row["clock_ms"]
+    assert "batch 64 -> 256 on the same GPU, 1 models" in proc.stdout
+    nothing = subprocess.run([sys.executable, str(REPO / "bench" / "predict_batch_check.py"), "--from", str(folder),
+                              "--profile-batch", "64", "--measured-batch", "32"], capture_output=True, text=True, cwd=REPO,
+                             env=child_env({"PATH": "/usr/bin:/bin"}), timeout=600)
+    assert nothing.returncode == 1 and "no model has GPU profiles at both batch 64 and batch 32" in nothing.stderr

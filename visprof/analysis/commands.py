@@ -68,9 +68,9 @@ def add_analysis_commands(commands) -> None:
     pred.add_argument("--batch-size", "-b", type=_positive_int, metavar="N", help="predict at this batch (default: each profile's)")
     pred.add_argument("--precision", choices=("fp16", "bf16"), help="switch 16-bit precision (same bytes per value)")
     pred.add_argument("--model", metavar="PATTERN", help="only models matching this shell pattern")
-    pred.add_argument("--excess", choices=("issue", "bound", "compute", "none"), default="issue",  # predict.EXCESS_MODES
-                      help="how time above a group's roofline scales: issue (default): the measured time is a rate "
-                           "limit that scales with SMs x clock, the group takes the longer of it and its roof; bound: "
+    pred.add_argument("--excess", choices=("clock", "bound", "compute", "none"), default="clock",  # predict.EXCESS_MODES
+                      help="how time above a group's roofline scales: clock (default): the measured time is a rate "
+                           "limit that scales with the boost clock, the group takes the longer of it and its roof; bound: "
                            "efficiency kept (Habitat); compute: the time above the roof scales with SMs x clock; none: "
                            "every group at its roof (docs/hardware-sensitivity.md, section 6)")
     _add_files(pred, "the predictions, with their groups,")

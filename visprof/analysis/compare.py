@@ -215,10 +215,7 @@ def on_base_and_target(profile: Measurement, base: Measurement, base_spec: GpuSp
         return (*measured, None)
     from visprof.analysis.predict import predict_result
 
-    # Efficiencies kept (Habitat's scaling), not the predictor's default: compare explains the
-    # ranking of speed-ups, which the default ("issue") ranks worse (0.56 against 0.63 on the
-    # 300-model 3090 -> 4090 check, docs/hardware-sensitivity.md section 7).
-    options = {"batch_size": base.batch_size, "table": table, "excess": "bound",
+    options = {"batch_size": base.batch_size, "table": table,
                "precision": base.precision if base.precision in ("fp16", "bf16") else None}
     try:
         on_base = predict_result(result, base_spec, **options)

@@ -9,14 +9,15 @@ A to the target's row B:
    in (0, 1] that this solves for. Bytes above A's bandwidth (L2 hits on A) give e = 1.
 2. At a batch ``s`` times the profile's, FLOPs and activation bytes scale by s, weight
    bytes (``param_bytes``) do not.
-3. On B the group takes ``kernels x floor + max(roofline_B, t_issue)``: its roofline time
+3. On B the group takes ``kernels x floor + max(roofline_B, t_rate)``: its roofline time
    with B's peaks (the tensor peak of the group's tensor-core precision, else FP32) and
-   bandwidth, or, where longer, ``t_issue``: its measured time above the floors, times s,
-   times A's FP32 rate over B's (SMs x clock). A kernel far below A's roof is limited by how
-   fast A's SMs issue its work, and so it is on B; a GPU with far lower peaks (a 3090's
-   936 GB/s against the H200's 4.8 TB/s) runs it at its roof. ``predict_group``'s
-   ``excess`` names the other ways to scale the time above the roof (Habitat's is
-   ``roofline_B / e``, the efficiency kept).
+   bandwidth, or, where longer, ``t_rate``: its measured time above the floors, grown with
+   its work at the new batch, times A's boost clock over B's. A kernel far below A's roof
+   is held back by latency (dependent loads, too little parallelism to hide them), which a
+   faster clock shortens and more SMs or bandwidth do not; a GPU with far lower peaks (a
+   3090's 936 GB/s against the H200's 4.8 TB/s) runs the same kernel at its roof.
+   ``predict_group``'s ``excess`` names the other ways to scale the time above the roof
+   (Habitat's is ``roofline_B / e``, the efficiency kept).
    Layout transforms inside an op (``helper_ms``) scale with bandwidth and batch; groups
    with neither FLOPs nor bytes known scale like memory traffic.
 4. GPU busy time is the sum, times the profile's busy/kernel-time ratio (overlap).
@@ -82,20 +83,20 @@ def _target_precision(tensor_core: str | None, precision: str | None) -> str | N
     return tensor_core
 
 
-EXCESS_MODES = ("issue", "bound", "compute", "none")
+EXCESS_MODES = ("clock", "bound", "compute", "none")
 
 
 def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, scale: float = 1.0,
                   precision: str | None = None, efficiency: float | None = None,
-                  excess: str = "issue") -> GroupPrediction:
+                  excess: str = "clock") -> GroupPrediction:
     """One group on ``target`` at ``scale`` times the profiled batch (module doc, steps 1-3).
     ``efficiency`` fixes e instead of measuring it (then ``source`` is not needed).
 
-    ``excess`` says how the measured time above the roofline scales: "issue" (the default)
-    takes the measured time as the group's rate limit and scales that rate with SMs x clock
-    (FP32 TFLOP/s), so the group takes the longer of its roof on the target and that time:
-    a kernel at 30% of the H200's 4.8 TB/s moves 1.4 TB/s, more than a 936 GB/s card's roof,
-    so there it is at its roof; on the same GPU at a larger batch it keeps its rate. "bound"
+    ``excess`` says how the measured time above the roofline scales: "clock" (the default)
+    takes the measured time as the group's rate limit and scales that rate with the boost
+    clock, so the group takes the longer of its roof on the target and that time: a kernel
+    at 30% of the H200's 4.8 TB/s moves 1.4 TB/s, more than a 936 GB/s card's roof, so there
+    it is at its roof; on the same GPU at a larger batch it keeps its rate. "bound"
     (Habitat's assumption) keeps the efficiency, so it scales with the resource that bounds
     the group; "compute" scales it with the GPUs' general throughput (FP32 TFLOP/s: SMs x
     clock), for time lost to issue, latency and poor parallelism rather than to the roof;
@@ -127,20 +128,21 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
     bytes_b = activations * scale + g.param_bytes
     compute_b, memory_b, kind = roofline_ms(target, flops_b, bytes_b, _target_precision(g.tensor_core, precision))
     roof_b = g.count * max(compute_b, memory_b)
-    if excess in ("issue", "compute") and measured:
-        # Time that scales with SMs x clock grows with the group's work at the new batch
-        # (on A's roofline: x scale for FLOPs and activations, x1 for a weight-only cast).
+    if excess in ("clock", "compute") and measured:
+        # Time off the roof grows with the group's work at the new batch (on A's roofline:
+        # x scale for FLOPs and activations, x1 for a weight-only cast).
         growth = g.count * max(*roofline_ms(source, flops_b, bytes_b, g.tensor_core)[:2]) / roof_a if roof_a > 0 else scale
-        issue_scale = growth * source.fp32_tflops / target.fp32_tflops
-    if excess == "issue" and measured:
-        main_b = floor + max(roof_b, max(main_a - floor, 0.0) * issue_scale)
+    if excess == "clock" and measured:
+        rate_ms = max(main_a - floor, 0.0) * growth * source.boost_clock_mhz / target.boost_clock_mhz
+        main_b = floor + max(roof_b, rate_ms)
     elif excess == "compute" and measured:
-        main_b = floor + roof_b + max(main_a - floor - roof_a, 0.0) * issue_scale
+        above = max(main_a - floor - roof_a, 0.0)
+        main_b = floor + roof_b + above * growth * source.fp32_tflops / target.fp32_tflops
     elif excess == "none":
         main_b = floor + roof_b
     else:
         main_b = floor + roof_b / efficiency
-    # The bound is the larger roof, as in the profile's own roofline (an issue-limited group
+    # The bound is the larger roof, as in the profile's own roofline (a rate-limited group
     # keeps it): on the profiled GPU the predicted shares are the measured ones.
     return GroupPrediction(g, main_b + helper, kind if compute_b >= memory_b else "memory", helper)
 
@@ -167,7 +169,7 @@ def source_spec(result: ProfileResult, table: GpuTable) -> GpuSpec:
 
 def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuSpec | str | None = None,
                    batch_size: int | None = None, precision: str | None = None, table: GpuTable | None = None,
-                   efficiency: float | None = None, excess: str = "issue") -> Prediction:
+                   efficiency: float | None = None, excess: str = "clock") -> Prediction:
     """``result``'s latency on ``target`` at ``batch_size`` (default: the profile's).
 
     ``source`` overrides the spec row of the profile's GPU. ``efficiency`` (a number) skips
