@@ -77,15 +77,19 @@ def test_whole_result_adds_idle_and_reports_shares():
     timing = Timing(LatencyStats.from_samples([0.1]), 80_000, 1, busy_ms=0.076, idle_ms=0.024)
     result = toy_result(toy_trace(), timing)
     same = predict_result(result, SPEC, table=TABLE)
-    assert same.idle_ms == pytest.approx(0.024)
-    assert same.latency_ms == pytest.approx(same.busy_ms + 0.024)
     # every toy group is slower than its roof except the two convolutions, which ran exactly at it:
     # capped at e = 1, they get their floors (1 us per kernel, the bf16 one's layout kernel
     # included) on top of their 10 us, so the same GPU predicts 3 us more busy time
     assert same.busy_ms == pytest.approx(0.076 + 0.003)
+    # more GPU work per iteration: the host's gaps shrink as busy_A / busy_B
+    assert same.idle_ms == pytest.approx(0.024 * 0.076 / 0.079)
+    assert same.latency_ms == pytest.approx(same.busy_ms + same.idle_ms)
     assert sum(same.shares.values()) == pytest.approx(1.0)
     fast = predict_result(result, "fast-math", table=TABLE)
     assert fast.latency_ms < same.latency_ms and fast.shares["launch"] > same.shares["launch"]
+    assert fast.busy_ms < 0.076 and fast.idle_ms == pytest.approx(0.024)  # less GPU work: the gaps stay
+    big = predict_result(result, SPEC, table=TABLE, batch_size=80)  # 10x the batch: GPU time ~10x, gaps ~1/10
+    assert big.idle_ms == pytest.approx(0.024 * 0.076 / big.busy_ms) and big.idle_ms < 0.0035
     assert fast.source_gpu == "toy" and fast.target_gpu == "fast-math"
     assert fast.measured_latency_ms == pytest.approx(0.1)
 
