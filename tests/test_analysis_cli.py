@@ -94,6 +94,34 @@ def test_predict_table_and_files(tmp_path, capsys, h200_results):
     assert code == 0 and "1 model(s)" in out
 
 
+def test_predict_uses_one_profile_per_model_unless_asked(tmp_path, capsys):
+    """A folder with ResNet-50 profiled twice at batch 64 (the second newer) and once at 256:
+    at -b 1024 the batch-256 one is used; at -b 64 the newer batch-64 one; --every-profile uses all."""
+    import dataclasses
+
+    from recorded_results import recorded_result
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    old, new, big = recorded_result("resnet50"), recorded_result("resnet50"), recorded_result("resnet50")
+    new.created_at = "2026-12-01T00:00:00+00:00"
+    new.timing = dataclasses.replace(new.timing, idle_ms=0.0)  # tells the two batch-64 profiles apart
+    big.model = dataclasses.replace(big.model, batch_size=256, input_shape=[256, *big.model.input_shape[1:]])
+    for name, result in (("old", old), ("new", new), ("big", big)):
+        result.to_json(folder / f"{name}.json")
+    code, out, err = run(capsys, "predict", "--from", folder, "--to", "rtx4090", "-b", "1024", "--json", tmp_path / "a.json")
+    assert code == 0, err
+    assert "1 model(s)" in out and "(2 more profile(s) of the same models not used" in out
+    assert [p["source_batch"] for p in json.loads((tmp_path / "a.json").read_text())["predictions"]] == [256]
+    code, out, err = run(capsys, "predict", "--from", folder, "--to", "rtx4090", "-b", "64", "--json", tmp_path / "b.json")
+    chosen = json.loads((tmp_path / "b.json").read_text())["predictions"]
+    assert code == 0 and [(p["source_batch"], p["idle_ms"]) for p in chosen] == [(64, 0.0)]
+    code, out, err = run(capsys, "predict", "--from", folder, "--to", "rtx4090", "--every-profile")
+    assert code == 0 and "3 model(s)" in out and "not used" not in out
+    code, out, err = run(capsys, "predict", "--from", folder, "--to", "rtx4090")  # each at its own batch, once
+    assert code == 0 and "2 model(s)" in out and "(1 more profile(s)" in out
+
+
 def test_report_writes_html_and_pngs(tmp_path, capsys, h200_results):
     code, out, err = run(capsys, "report", h200_results, CSV_3090, CSV_4090, "-o", tmp_path / "r.html",
                          "--png-dir", tmp_path / "png")

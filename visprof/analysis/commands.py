@@ -68,6 +68,9 @@ def add_analysis_commands(commands) -> None:
     pred.add_argument("--batch-size", "-b", type=_positive_int, metavar="N", help="predict at this batch (default: each profile's)")
     pred.add_argument("--precision", choices=("fp16", "bf16"), help="switch 16-bit precision (same bytes per value)")
     pred.add_argument("--model", metavar="PATTERN", help="only models matching this shell pattern")
+    pred.add_argument("--every-profile", action="store_true",
+                      help="predict from every profile (default: per model, GPU and precision, the one whose batch is "
+                           "nearest --batch-size, the newest among equals)")
     pred.add_argument("--excess", choices=("clock", "bound", "compute", "none"), default="clock",  # predict.EXCESS_MODES
                       help="how time above a group's roofline scales: clock (default): the measured time is a rate "
                            "limit that scales with the boost clock, the group takes the longer of it and its roof; bound: "
@@ -164,7 +167,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     import fnmatch
 
     from visprof.analysis import sources
-    from visprof.analysis.predict import predict_many
+    from visprof.analysis.predict import choose_profiles, predict_many
     from visprof.errors import BadInputError
     from visprof.outputs import atomic_write_text
     from visprof.report.compare_text import format_predictions, rows_to_csv
@@ -177,12 +180,18 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if not results:
         raise BadInputError("no profile results in the inputs" + (f" match {args.model!r}" if args.model else "")
                             + " (predict reads visprof profiles: JSON files, folders or stores)")
+    left_out = 0
+    if not args.every_profile:
+        results, left_out = choose_profiles(results, args.batch_size)
     predictions, skipped = predict_many(results, target, batch_size=args.batch_size, precision=args.precision, table=table,
                                         excess=args.excess)
     if not predictions:
         more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
         raise BadInputError(f"nothing could be predicted: {skipped[0]}{more}")
     print(format_predictions(predictions, target.name, skipped), end="")
+    if left_out:
+        print(f"({left_out} more profile(s) of the same models not used: per model the one nearest the batch, the "
+              f"newest among equals; --every-profile predicts them all)")
     if args.json is not None:
         doc = {"target": target.as_dict(), "predictions": [p.to_dict(groups=True) for p in predictions], "skipped": skipped}
         atomic_write_text(args.json, json.dumps(doc, indent=2, default=_json_default) + "\n")

@@ -254,6 +254,28 @@ def speedup(result: ProfileResult, base: GpuSpec | str, target: GpuSpec | str, *
     return a, b, b.samples_per_s / a.samples_per_s
 
 
+def choose_profiles(results: Iterable[ProfileResult], batch_size: int | None = None) -> tuple[list[ProfileResult], int]:
+    """One profile per model (name, image size, GPU, precision): the one whose batch is
+    closest (by ratio) to ``batch_size``, or, without one, one per batch as well; the newest
+    among equals (ISO timestamps sort as text). A store that profiled a model twice, or at
+    two batches, predicts it once, from the profile least extrapolated. Returns (the chosen,
+    in input order; how many were left out)."""
+    import math
+
+    best: dict[tuple, tuple[float, str, int]] = {}  # key -> (distance, created_at, index)
+    results = list(results)
+    for index, r in enumerate(results):
+        batch = r.model.batch_size or 1
+        key = (r.model.name, r.model.img_size, (r.gpu or {}).get("name"), r.config.precision,
+               None if batch_size else batch)
+        distance = abs(math.log(batch / batch_size)) if batch_size else 0.0
+        held = best.get(key)
+        if held is None or distance < held[0] or (distance == held[0] and (r.created_at or "") >= held[1]):
+            best[key] = (distance, r.created_at or "", index)
+    keep = sorted(index for _, _, index in best.values())
+    return [results[i] for i in keep], len(results) - len(keep)
+
+
 def predict_many(results: Iterable[ProfileResult], target: GpuSpec | str, **kwargs) -> tuple[list[Prediction], list[str]]:
     """Predictions for every result that can be predicted; the others' reasons, one line each."""
     out, skipped = [], []
@@ -265,5 +287,5 @@ def predict_many(results: Iterable[ProfileResult], target: GpuSpec | str, **kwar
     return out, skipped
 
 
-__all__ = ["EXCESS_MODES", "KERNEL_FLOOR_MS", "GroupPrediction", "Prediction", "predict_group", "predict_many", "predict_result",
-           "source_spec", "speedup"]
+__all__ = ["EXCESS_MODES", "KERNEL_FLOOR_MS", "GroupPrediction", "Prediction", "choose_profiles", "predict_group", "predict_many",
+           "predict_result", "source_spec", "speedup"]
