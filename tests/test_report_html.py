@@ -103,6 +103,28 @@ def test_an_outlier_does_not_flatten_the_other_bars(loaded):
     assert len(figures.category_bars(profiles).axes[0].texts) == 0  # no outlier: nothing clipped
 
 
+def test_several_outliers_are_cut_at_the_largest_step(loaded):
+    """Twenty bars, two of them giants (40x and 25x): both are cut, the axis ends past the third."""
+    import copy
+
+    profiles = []
+    for i in range(20):
+        p = copy.deepcopy(loaded.profiles[i % len(loaded.profiles)])
+        p.model = f"net_{i}"
+        factor = {0: 40.0, 1: 25.0}.get(i, 1.0 + 0.01 * i)
+        for row in p.result.categories:
+            row.time_ms *= factor
+        profiles.append(p)
+    ax = figures.category_bars(profiles).axes[0]
+    per_row: dict[float, float] = {}
+    for bar in ax.patches:
+        row = round(bar.get_y() + bar.get_height() / 2, 3)
+        per_row[row] = per_row.get(row, 0.0) + bar.get_width()
+    lengths = sorted(per_row.values())
+    assert ax.get_xlim()[1] == pytest.approx(1.3 * lengths[-3])
+    assert sorted(t.get_text() for t in ax.texts) == sorted(f"{v:,.0f} ▸" for v in lengths[-2:])
+
+
 def test_repeated_profiles_are_shown_once(loaded, tmp_path):
     import copy
 

@@ -141,13 +141,19 @@ def category_bars(profiles: Sequence, max_bars: int = MAX_BARS):
 
 
 def _clip_outliers(ax, y: list[int], lengths: list[float]) -> None:
-    """One model far slower than the rest (SAM at 1024 px next to ResNets) would flatten
-    every other bar: the axis stops a little past the second-longest bar, and the longer ones
-    carry their length as text."""
+    """A few models far slower than the rest (SAM at 1024 px next to ResNets) would flatten
+    every other bar: the axis stops a little past the longest bar that is not one of them, and
+    the longer ones carry their length as text. The cut is at the largest step between
+    neighbouring lengths among the longest tenth of the bars (at least the longest), and only
+    where the longest is 2.5x or more the longest kept."""
     ordered = sorted(lengths, reverse=True)
-    if len(ordered) < 2 or ordered[1] <= 0 or ordered[0] < 2.5 * ordered[1]:
+    most = max(1, len(ordered) // 10)
+    if len(ordered) <= most or ordered[most] <= 0:
         return
-    limit = 1.3 * ordered[1]
+    cut = max(range(1, most + 1), key=lambda k: ordered[k - 1] / ordered[k])
+    if ordered[0] < 2.5 * ordered[cut]:
+        return
+    limit = 1.3 * ordered[cut]
     ax.set_xlim(0, limit)
     for row, length in zip(y, lengths):
         if length > limit:
