@@ -29,6 +29,7 @@ A to the target's row B:
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
@@ -260,8 +261,6 @@ def choose_profiles(results: Iterable[ProfileResult], batch_size: int | None = N
     among equals (ISO timestamps sort as text). A store that profiled a model twice, or at
     two batches, predicts it once, from the profile least extrapolated. Returns (the chosen,
     in input order; how many were left out)."""
-    import math
-
     best: dict[tuple, tuple[float, str, int]] = {}  # key -> (distance, created_at, index)
     results = list(results)
     for index, r in enumerate(results):
