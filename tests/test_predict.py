@@ -15,6 +15,8 @@ from visprof.result import LatencyStats, RooflineGroup, Timing
 FAST_MATH = dataclasses.replace(SPEC, id="fast-math", name="Fast math", match=(), tensor_tflops={"bf16": 200, "fp16": 200},
                                 fp32_tflops=20)
 FAST_MEMORY = dataclasses.replace(SPEC, id="fast-memory", name="Fast memory", match=(), memory_bandwidth_gbs=2000)
+SLOW = dataclasses.replace(SPEC, id="slow", name="Slow GPU", match=(), tensor_tflops={"bf16": 10, "fp16": 10}, fp32_tflops=5,
+                           memory_bandwidth_gbs=100)
 TABLE = GpuTable([SPEC, FAST_MATH, FAST_MEMORY])
 US = 1e-3  # ms
 
@@ -65,6 +67,22 @@ def test_efficiency_is_capped_at_one_and_helpers_scale_with_bandwidth_and_batch(
     assert p.helper_ms == pytest.approx(10 * US * 2 / 2)
 
 
+def test_copies_are_predicted_from_their_bytes_not_scaled_as_helper_time():
+    """25 copies of 64 bytes, 1 us each (floor-bound): at 16x the batch on a slower GPU they
+    still take ~1 us each; a large copy (64 MB of activations) scales with batch and bandwidth."""
+    tiny = gemm(category="memory", op="[memcpy]", count=25, kernel_count=25, time_ms=25 * US, helper_ms=25 * US,
+                flops=0.0, bytes=64.0, param_bytes=0.0, tensor_core=None)
+    for excess in ("clock", "bound", "none"):
+        p = predict_group(tiny, SPEC, SLOW, scale=16, excess=excess)
+        # 25 floors, and 25 roofs of 64 B x 16 at 100 GB/s
+        assert p.time_ms == pytest.approx(25 * US + 25 * 64 * 16 / 100e9 * 1e3) and p.helper_ms == 0.0, excess
+        assert p.bound == "memory"
+    big = gemm(category="memory", op="[memcpy]", count=1, kernel_count=1, time_ms=65 * US, helper_ms=65 * US,
+               flops=0.0, bytes=64e6, param_bytes=0.0, tensor_core=None)
+    # roof 64 us on SPEC (1000 GB/s); x16 on SLOW (100 GB/s): 1 us + 16 x 640 us
+    assert predict_group(big, SPEC, SLOW, scale=16).time_ms == pytest.approx((1 + 16 * 640) * US)
+
+
 def test_unknown_groups_scale_as_memory_traffic_and_vanish_with_a_fixed_efficiency():
     unknown = gemm(flops=0.0, bytes=0.0, param_bytes=0.0, tensor_core=None, count=1, kernel_count=1, time_ms=11 * US)
     assert predict_group(unknown, SPEC, FAST_MEMORY).time_ms == pytest.approx(1 * US + 10 * US / 2)
@@ -77,17 +95,19 @@ def test_whole_result_adds_idle_and_reports_shares():
     timing = Timing(LatencyStats.from_samples([0.1]), 80_000, 1, busy_ms=0.076, idle_ms=0.024)
     result = toy_result(toy_trace(), timing)
     same = predict_result(result, SPEC, table=TABLE)
-    # every toy group is slower than its roof except the two convolutions, which ran exactly at it:
-    # capped at e = 1, they get their floors (1 us per kernel, the bf16 one's layout kernel
-    # included) on top of their 10 us, so the same GPU predicts 3 us more busy time
-    assert same.busy_ms == pytest.approx(0.076 + 0.003)
+    # every toy group is slower than its roof except the two convolutions and the 3 MB copy,
+    # which ran exactly at it: capped at e = 1, they get their floors (1 us per kernel, the
+    # bf16 one's layout kernel included) on top, so the same GPU predicts 4 us more busy time
+    assert same.busy_ms == pytest.approx(0.076 + 0.004)
     # more GPU work per iteration: the host's gaps shrink as busy_A / busy_B
-    assert same.idle_ms == pytest.approx(0.024 * 0.076 / 0.079)
+    assert same.idle_ms == pytest.approx(0.024 * 0.076 / 0.080)
     assert same.latency_ms == pytest.approx(same.busy_ms + same.idle_ms)
     assert sum(same.shares.values()) == pytest.approx(1.0)
     fast = predict_result(result, "fast-math", table=TABLE)
     assert fast.latency_ms < same.latency_ms and fast.shares["launch"] > same.shares["launch"]
-    assert fast.busy_ms < 0.076 and fast.idle_ms == pytest.approx(0.024)  # less GPU work: the gaps stay
+    assert fast.idle_ms == pytest.approx(0.024 * min(1.0, 0.076 / fast.busy_ms))
+    small = predict_result(result, SPEC, table=TABLE, batch_size=2)  # a quarter of the batch: less GPU work
+    assert small.busy_ms < 0.076 and small.idle_ms == pytest.approx(0.024)  # the gaps stay
     big = predict_result(result, SPEC, table=TABLE, batch_size=80)  # 10x the batch: GPU time ~10x, gaps ~1/10
     assert big.idle_ms == pytest.approx(0.024 * 0.076 / big.busy_ms) and big.idle_ms < 0.0035
     assert fast.source_gpu == "toy" and fast.target_gpu == "fast-math"
@@ -151,10 +171,6 @@ def test_time_above_the_roof_can_scale_with_general_throughput():
     assert predict_group(gemm(), SPEC, SPEC, scale=2, excess="compute").time_ms == pytest.approx((2 + 40 + 36) * US)
     with pytest.raises(ValueError, match="excess must be one of"):
         predict_group(gemm(), SPEC, SPEC, excess="magic")
-
-
-SLOW = dataclasses.replace(SPEC, id="slow", name="Slow GPU", match=(), tensor_tflops={"bf16": 10, "fp16": 10}, fp32_tflops=5,
-                           memory_bandwidth_gbs=100)
 
 
 def test_clock_mode_takes_the_longer_of_the_roof_and_the_measured_rate_scaled_by_the_clock():
