@@ -217,8 +217,8 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
         # The GPU waited for the host (idle) because the host could not stay ahead of it.
         # With more GPU work per iteration (a larger batch, a slower GPU) the host gets
         # further ahead and the gaps fill: to first order they shrink as busy_A / busy_B.
-        # On the H200, 87 models predicted at batch 256 from batch 64: 3.4% median error
-        # with this, 5.0% with the idle time kept (docs/hardware-sensitivity.md section 6).
+        # On the H200 it took the error of batch 256 predicted from batch 64 (87 models)
+        # from 5.0% to 3.4%, median (docs/hardware-sensitivity.md section 7).
         idle *= timing.busy_ms / busy
     latency = busy + idle
     notes = []
