@@ -114,6 +114,18 @@ def test_whole_result_adds_idle_and_reports_shares():
     assert fast.measured_latency_ms == pytest.approx(0.1)
 
 
+def test_a_host_bound_profile_is_not_faster_with_more_gpu_work():
+    """80% idle: at twice the batch the GPU time grows and the gaps shrink, but the latency
+    stays at least the profile's (the host did not get faster); at 40x, the GPU time rules."""
+    timing = Timing(LatencyStats.from_samples([0.4]), 20_000, 1, busy_ms=0.08, idle_ms=0.32)
+    result = toy_result(toy_trace(), timing)
+    double = predict_result(result, SPEC, table=TABLE, batch_size=16)
+    assert double.busy_ms > 0.08 and double.busy_ms + 0.32 * 0.08 / double.busy_ms < 0.4
+    assert double.latency_ms == pytest.approx(0.4) and double.idle_ms == pytest.approx(0.4 - double.busy_ms)
+    big = predict_result(result, SPEC, table=TABLE, batch_size=320)
+    assert big.busy_ms > 0.4 and big.idle_ms == pytest.approx(0.32 * 0.08 / big.busy_ms)
+
+
 def test_precision_switch_and_errors():
     result = toy_result(toy_trace())
     assert predict_result(result, SPEC, table=TABLE, precision="fp16").precision == "fp16"

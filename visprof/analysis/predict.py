@@ -220,6 +220,10 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
         # On the H200 it took the error of batch 256 predicted from batch 64 (87 models)
         # from 5.0% to 3.4%, median (docs/hardware-sensitivity.md section 7).
         idle *= timing.busy_ms / busy
+        # But the same host with more GPU work is not faster than the profile: a host-bound
+        # profile stays host-bound while its GPU time is below the host's.
+        if timing.latency_ms.median and busy + idle < timing.latency_ms.median:
+            idle = timing.latency_ms.median - busy
     latency = busy + idle
     notes = []
     if timing and timing.idle_ms and timing.latency_ms.median and timing.idle_ms / timing.latency_ms.median > HOST_BOUND_IDLE:
