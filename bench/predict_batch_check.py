@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _provenance import provenance  # noqa: E402
-from predict_check import _finite, load_profiles  # noqa: E402
+from predict_check import _finite, load_profiles, run  # noqa: E402
 
 
 def pairs(results, small: int, large: int) -> list[tuple[object, object]]:
@@ -93,4 +93,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run(main))

@@ -315,5 +315,16 @@ def main() -> int:
     return 0
 
 
+def run(entry) -> int:
+    """``entry()``, with a user mistake (a missing store, a file that is no profile) as one line."""
+    from visprof.errors import BadInputError
+
+    try:
+        return entry()
+    except BadInputError as exc:
+        print(f"{Path(sys.argv[0]).name}: error: {exc}", file=sys.stderr)
+        return 2
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run(main))

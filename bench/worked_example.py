@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 from _provenance import provenance  # noqa: E402
-from predict_check import CSV_DIR, published  # noqa: E402
+from predict_check import CSV_DIR, published, run  # noqa: E402
 
 from visprof.analysis import sources  # noqa: E402
 from visprof.analysis.predict import predict_result  # noqa: E402
@@ -99,4 +99,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(main))
