@@ -30,13 +30,20 @@ def test_the_measured_iterations_run_under_visprofs_ranges_and_nothing_else_does
     models = [entry for entry in pushes if entry[2] == S.KIND_MODEL]
     assert [m[1] for m in models] == ["resnet18 (ResNet)"] * 3  # the measured iterations only
     ops = [entry for entry in pushes if entry[2] == S.KIND_OP]
-    assert len(ops) == 3 * run.ops_per_iteration and run.ranged_ops == run.ops_per_iteration
-    assert [op[3] for op in ops] == list(range(1, len(ops) + 1))  # the op ids as payloads
+    # resnet18 on the CPU (fp32): each batch norm's aten::empty shares the range of the batch norm
+    # that wraps it, and the classifier's aten::t the range of its aten::linear
+    assert run.folded_ops == 21 and run.ranged_ops + run.folded_ops == run.ops_per_iteration
+    assert len(ops) == 3 * run.ranged_ops
+    n = run.ops_per_iteration
+    ids = [op[3] for op in ops]  # the op ids as payloads: op j of iteration i is 1 + i * n + j
+    assert ids == sorted(ids) and len({(i - 1) % n for i in ids}) == run.ranged_ops and ids[-1] <= 3 * n
+    folded = {j for j, (name, _, _) in enumerate(run.template) if (1 + j) not in ids}
+    assert sorted(run.template[j][0] for j in folded) == ["aten.empty.memory_format"] * 20 + ["aten.t.default"]
     assert run.op_capture == "aten observer" and not run.profiler_api
     assert (run.iterations, run.warmup) == (3, 2) and run.latency_ms.median > 0
     assert not c.tracer.active()
     text = run.summary()
-    assert "resnet18" in text and "3 measured iteration(s)" in text and "no cudaProfilerStart/Stop on the CPU" in text
+    assert "resnet18" in text and "3 measured iteration(s)" in text and "21 kernel-less" in text and "no cudaProfilerStart/Stop on the CPU" in text
 
 
 def test_ranged_ops_pick_which_ops_push_their_category_and_op_ranges():

@@ -107,6 +107,14 @@ def test_the_plan_flattens_pushes_with_offsets_for_the_observer():
     assert plan.handles[0] == plan.handles[4]
 
 
+def test_the_plan_skips_ops_ranged_inside_another_ops_range():
+    # op 1 (module 3) is folded into op 2's range: it moves no range, op 2 moves from op 0's module
+    plan = S.ModuleRanges(_tree(), "net").plan([2, 3, 4], skip=[1])
+    assert plan.pops == [0, 0, 2]
+    assert plan.push_begin == [0, 3, 3, 4]
+    assert plan.payloads == [0, 1, 2, 4]
+
+
 # --- the native pushes -----------------------------------------------------------------------
 
 def test_an_op_handle_pushes_its_category_around_the_op_and_one_pop_closes_both(nvtx_log):
@@ -179,6 +187,40 @@ def test_python_capture_and_cpp_replay_push_the_same_ranges(observer, nvtx_log):
         assert all(kind == S.KIND_MODULE for _, kind, _ in modules[1:])
     # the model range opens once per forward
     assert sum(1 for s in pushed if len(s) == 1) == 2
+
+
+def test_a_replay_without_host_times_ranges_kernel_less_ops_inside_their_wrappers_range(observer, nvtx_log):
+    # --nvtx-only's replay: each batch norm's aten::empty rides in the batch norm's range, so
+    # aten::batch_norm is observed once instead of four calls; every other op keeps its ranges
+    spec = resolve_model("resnet18", img_size=32)
+    model, x = spec.module.eval(), spec.make_input(1, "cpu")
+
+    def forward():  # as the runner does: under inference_mode the dispatch mode sees batch_norm whole
+        with torch.no_grad():
+            return model(x)
+
+    forward()
+    tracker, template = _template(model, forward)
+    planned = OpCapture(tracker, default_table(), nvtx=True, template=template, model_name="resnet18")
+    replay, why = ReplayCapture.prepare(observer, planned, forward, 2, timestamps=False)
+    assert replay is not None, why
+    ops = planned.template_ops()
+    folded = set(replay.folded_ops)
+    assert sorted(str(ops[j][0]) for j in folded) == ["aten.empty.memory_format"] * 20 + ["aten.t.default"]
+    c.nvtx._take_log()
+    with replay:
+        for iteration in range(2):
+            replay.start_iteration(iteration)
+            forward()
+    pushed = stacks(c.nvtx._take_log())  # balanced
+    op_stacks = [s for s in pushed if s[-1][1] == S.KIND_OP]
+    ranged = [j for j in range(len(ops)) if j not in folded]
+    assert [s[-1][2] for s in op_stacks] == [1 + i * len(ops) + j for i in range(2) for j in ranged]
+    chains = S.ModuleRanges(tracker.modules, "resnet18")
+    for stack in op_stacks:
+        module = ops[(stack[-1][2] - 1) % len(ops)][1]
+        assert [payload for _, _, payload in stack[:-2]] == list(chains.chain(module))
+    assert sum(1 for s in pushed if len(s) == 1) == 2 and replay.diverged_iterations == []
 
 
 def test_ranges_are_balanced_when_a_forward_raises(observer, nvtx_log):

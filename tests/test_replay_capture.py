@@ -13,7 +13,7 @@ from visprof.native import native
 from visprof.native import aten_observer
 from visprof.passes.attributed import run_attributed_pass
 from visprof.passes.runner import ModelRunner, RunConfig
-from visprof.replay_capture import ReplayCapture, align, align_or_why, lift_to_wrappers
+from visprof.replay_capture import KERNEL_LESS, ReplayCapture, align, align_or_why, lift_to_wrappers
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +51,21 @@ def test_lift_ranges_an_op_at_the_outermost_composite_that_wraps_it_alone():
     assert plan == [-1, 0, -1, -1, -1, 1, -1, -1, 2, -1, 3, 4]
     # linear wraps two ops: they stay where they are
     assert lift_to_wrappers(plan, [d for _, d in calls]) == [0, -1, -1, 1, -1, -1, -1, -1, 2, -1, 3, 4]
+
+
+def test_lift_may_enclose_kernel_less_ops_besides_the_one_with_kernels():
+    # batch norm on CUDA without cuDNN: the wrapper allocates (a template op) and runs the op
+    calls = [("aten::batch_norm", 0), ("aten::_batch_norm_impl_index", 1), ("aten::empty", 2),
+             ("aten::native_batch_norm", 2), ("aten::linear", 0), ("aten::t", 1), ("aten::transpose", 2),
+             ("aten::addmm", 1), ("aten::flatten", 0), ("aten::view", 1), ("aten::view", 1)]
+    names = ["aten::empty", "aten::native_batch_norm", "aten::t", "aten::addmm", "aten::view", "aten::view"]
+    plan = align(names, calls)
+    assert plan == [-1, -1, 0, 1, -1, 2, -1, 3, -1, 4, 5]
+    depths = [d for _, d in calls]
+    assert lift_to_wrappers(plan, depths) == plan  # without kernel-less ops nothing moves
+    kernel_less = frozenset(j for j, name in enumerate(names) if name in KERNEL_LESS)
+    # the batch norm and the linear are ranged at their wrappers; two views stay apart
+    assert lift_to_wrappers(plan, depths, kernel_less) == [1, -1, -1, -1, 3, -1, -1, -1, -1, 4, 5]
 
 
 def test_align_takes_reshape_alias_for_the_view_the_dispatch_mode_saw():

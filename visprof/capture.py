@@ -256,12 +256,13 @@ class OpCapture(TorchDispatchMode):
         self._template = [entry if index in keep else (*entry[:4], (-1, *entry[4][1:]))
                           for index, entry in enumerate(self._template or [])]
 
-    def nvtx_module_plan(self) -> ModulePlan | None:
+    def nvtx_module_plan(self, skip=()) -> ModulePlan | None:
         """The module ranges to pop and push before each template op (for the C++ replay);
-        None when this capture pushes no NVTX ranges."""
+        None when this capture pushes no NVTX ranges. ``skip``: positions the replay does not
+        range (kernel-less ops inside a wrapper's range), which move no module range."""
         if self._module_ranges is None:
             return None
-        return self._module_ranges.plan([module for _, module, *_ in self.template_ops()])
+        return self._module_ranges.plan([module for _, module, *_ in self.template_ops()], skip)
 
     def start_iteration(self, iteration: int) -> None:
         self.iteration = iteration

@@ -82,21 +82,46 @@ def align_or_why(template_names: list[str], calls: list[tuple[str, int]]) -> tup
     return plan, ""
 
 
-def lift_to_wrappers(plan: list[int], depths: list[int]) -> list[int]:
+# Ops that launch no kernel: an allocation or a view. ``lift_to_wrappers(kernel_less=...)``
+# lets a wrapper's range hold them besides its one op with kernels (--nvtx-only only: they
+# get no host times and no range of their own). ``torch.empty`` launches a kernel only when
+# deterministic algorithms fill uninitialized memory; ``kernel_less_ops()`` leaves it out then.
+KERNEL_LESS = frozenset({"aten::empty", "aten::empty_strided", "aten::view", "aten::_reshape_alias",
+                         "aten::as_strided", "aten::t", "aten::transpose", "aten::permute", "aten::expand",
+                         "aten::unsqueeze", "aten::squeeze", "aten::detach", "aten::alias", "aten::slice",
+                         "aten::select"})
+ALLOCATIONS = frozenset({"aten::empty", "aten::empty_strided"})
+
+
+def kernel_less_ops() -> frozenset[str]:
+    """``KERNEL_LESS``, without the allocations while torch fills uninitialized memory."""
+    import torch
+
+    fills = torch.are_deterministic_algorithms_enabled() and torch.utils.deterministic.fill_uninitialized_memory
+    return KERNEL_LESS - ALLOCATIONS if fills else KERNEL_LESS
+
+
+def lift_to_wrappers(plan: list[int], depths: list[int], kernel_less: frozenset[int] = frozenset()) -> list[int]:
     """The plan with each template op moved up to the outermost call that encloses it and no
     other template op: under autocast, ``aten::to`` around ``aten::_to_copy`` (a cast) and the
     ``aten::conv2d`` that autocast calls again around ``aten::convolution`` (ResNet-50 on the CPU: 109
-    of its 285 ops). ``aten::batch_norm`` is not one: it wraps an ``aten::empty`` too.
+    of its 285 ops).
 
     Such a wrapper is a composite the dispatch mode never sees: every kernel under it comes
     from the op it encloses, so its range holds the same kernels. The replay observes the
     wrapper and not the calls inside it (the observer is off inside a ranged call), so each
-    wrapper level lifted is one RecordFunction fewer per op (bench/nvtx_overhead.py)."""
+    wrapper level lifted is one RecordFunction fewer per op (bench/nvtx_overhead.py).
+
+    ``kernel_less``: template ops (by index) that launch nothing. A wrapper may then enclose
+    any number of them besides its one op with kernels, and is ranged as that op:
+    ``aten::batch_norm`` around ``aten::empty`` and ``aten::native_batch_norm`` saves three
+    observed calls per batch norm. The kernel-less ops so enclosed drop out of the plan."""
     n = len(plan)
     lifted = list(plan)
-    # The template ops inside each call's subtree, and the subtree's end.
-    ops_inside = [0] * n
-    only_op = [-1] * n  # the call of the single template op inside, when there is one
+    # Per call's subtree: its template ops with kernels and without, one call of each kind
+    # (the only one, where there is one), and the subtree's end.
+    heavy, light = [0] * n, [0] * n
+    heavy_call, light_call = [-1] * n, [-1] * n
     ends = [n] * n
     stack: list[int] = []
     for k in range(n + 1):
@@ -104,21 +129,29 @@ def lift_to_wrappers(plan: list[int], depths: list[int]) -> list[int]:
             closed = stack.pop()
             ends[closed] = k
             if plan[closed] >= 0:
-                ops_inside[closed], only_op[closed] = 1, closed
+                if plan[closed] in kernel_less:
+                    light[closed], light_call[closed] = 1, closed
+                else:
+                    heavy[closed], heavy_call[closed] = 1, closed
             if stack:
                 parent = stack[-1]
-                ops_inside[parent] += ops_inside[closed]
-                if ops_inside[closed]:
-                    only_op[parent] = only_op[closed]
+                heavy[parent] += heavy[closed]
+                light[parent] += light[closed]
+                if heavy[closed]:
+                    heavy_call[parent] = heavy_call[closed]
+                if light[closed]:
+                    light_call[parent] = light_call[closed]
         if k < n:
             stack.append(k)
     k = 0
     while k < n:
-        if plan[k] < 0 and ops_inside[k] == 1:
-            inner = only_op[k]
-            lifted[k], lifted[inner] = plan[inner], -1
+        if plan[k] >= 0 and heavy[k] + light[k] == 1:
             k = ends[k]
-        elif plan[k] >= 0:
+        elif heavy[k] == 1 or (heavy[k] == 0 and light[k] == 1):
+            inner = heavy_call[k] if heavy[k] else light_call[k]
+            for j in range(k, ends[k]):
+                lifted[j] = -1
+            lifted[k] = plan[inner]
             k = ends[k]
         else:
             k += 1
@@ -151,6 +184,13 @@ class ReplayCapture:
         self.misaligned = 0  # OpCapture's counter; a replay never attributes a differing op
 
     @property
+    def folded_ops(self) -> list[int]:
+        """Template positions ranged inside a wrapper's range, not on their own (kernel-less
+        ops, ``lift_to_wrappers``); they get no op id pushed and no host times."""
+        ranged = {op for op in self._plan if op >= 0}
+        return [j for j in range(len(self._planned.template_ops())) if j not in ranged]
+
+    @property
     def recorded_calls(self) -> int:
         """The aten calls of one recorded forward (the observer sees each of them)."""
         return len(self._plan)
@@ -167,10 +207,15 @@ class ReplayCapture:
             forward()
         finally:
             names, depths = observer.record_stop()
-        plan, why = align_or_why([op_name(func) for func, *_ in planned.template_ops()], list(zip(names, depths)))
+        template_names = [op_name(func) for func, *_ in planned.template_ops()]
+        plan, why = align_or_why(template_names, list(zip(names, depths)))
         if plan is None:
             return None, why
-        capture = cls(observer, planned, lift_to_wrappers(plan, list(depths)), iterations, timestamps=timestamps)
+        # Without host times an op needs no call of its own; kernel-less ones may share a wrapper's range.
+        kernel_less = frozenset() if timestamps else frozenset(
+            j for j, name in enumerate(template_names) if name in kernel_less_ops())
+        capture = cls(observer, planned, lift_to_wrappers(plan, list(depths), kernel_less), iterations,
+                      timestamps=timestamps)
         capture.recorded_depths = list(depths)
         return capture, ""
 
@@ -178,7 +223,7 @@ class ReplayCapture:
         decisions = self._planned.template_decisions()
         handles = [handle for handle, _, _ in decisions]
         colors = [color for _, color, _ in decisions]
-        module_plan = self._planned.nvtx_module_plan()
+        module_plan = self._planned.nvtx_module_plan(skip=self.folded_ops)
         c = native()
         modules = module_plan.observer_kwargs(c.nvtx._capsule()) if module_plan is not None else {}
         self._observer.replay_start(c._op_scope_capsule(), self._plan, handles, colors,

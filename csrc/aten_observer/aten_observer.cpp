@@ -30,6 +30,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -69,6 +70,7 @@ struct Observer {
   std::vector<int64_t> nvtx_handles;
   std::vector<uint32_t> colors;
   size_t n_ops = 0;
+  int32_t last_op = -1;  // the iteration's last ranged template op (the plan may range fewer than n_ops)
   uint64_t first_id = 1;
   int64_t iteration = -1;
   size_t position = 0;
@@ -149,7 +151,7 @@ void on_exit(const at::RecordFunction&, at::ObserverContext*) {
     o.api.exit();
     if (o.timestamps) o.ends[slot] = monotonic_ns();
     // The iteration's last op: its module ranges end with it, not at the next iteration.
-    if (o.structure && static_cast<size_t>(slot) % o.n_ops == o.n_ops - 1) close_structure(o);
+    if (o.structure && slot % static_cast<int64_t>(o.n_ops) == o.last_op) close_structure(o);
   }
 }
 
@@ -247,6 +249,7 @@ void replay_start(py::capsule op_scope, std::vector<int32_t> plan, std::vector<i
     if (op >= static_cast<int32_t>(nvtx_handles.size())) throw std::invalid_argument("plan names an op out of range");
   }
   o.api = *static_cast<const OpScopeApi*>(op_scope.get_pointer());
+  o.last_op = plan.empty() ? -1 : *std::max_element(plan.begin(), plan.end());
   o.plan = std::move(plan);
   o.subtree_end = subtree_ends(o.depths);
   o.observe_nested = observe_nested;

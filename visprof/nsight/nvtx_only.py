@@ -40,6 +40,7 @@ class NvtxRun:
     iterations: int
     ops_per_iteration: int
     ranged_ops: int  # ops per iteration that pushed their category and op ranges
+    folded_ops: int  # kernel-less ops (allocations, views) inside the range of the op that wraps them
     op_capture: str  # "aten observer" or "python dispatch mode (why)"
     profiler_api: bool  # cudaProfilerStart/Stop were issued around the measured iterations
     latency_ms: LatencyStats | None  # CUDA events (host clock on the CPU) around each iteration
@@ -52,8 +53,9 @@ class NvtxRun:
             f"{self.precision} · {self.device}",
             f"NVTX ranges only (no CUPTI): {self.iterations} measured iteration(s) after {self.warmup} warm-up"
             + (", between cudaProfilerStart/Stop" if self.profiler_api else " (no cudaProfilerStart/Stop on the CPU)"),
-            f"ops per iteration: {self.ops_per_iteration}, {self.ranged_ops} with category and op ranges "
-            f"(op capture: {self.op_capture})",
+            f"ops per iteration: {self.ops_per_iteration}, {self.ranged_ops} with category and op ranges"
+            + (f", {self.folded_ops} kernel-less (allocations, views) inside their wrapper op's range"
+               if self.folded_ops else "") + f" (op capture: {self.op_capture})",
         ]
         if self.latency_ms is not None:
             lat = self.latency_ms
@@ -142,6 +144,7 @@ def _run(runner, spec, table, warmup, iterations, ranged_ops, bar) -> NvtxRun:
     replay, why_not = (ReplayCapture.prepare(observer, capture, forward, iterations, timestamps=False)
                        if observer else (None, why_not))
     method = "aten observer" if replay is not None else f"python dispatch mode ({why_not})"
+    folded = set(replay.folded_ops) if replay is not None else set()
     measured = replay if replay is not None else capture
 
     bar.step(f"{iterations} measured iteration(s) with NVTX ranges")
@@ -170,7 +173,8 @@ def _run(runner, spec, table, warmup, iterations, ranged_ops, bar) -> NvtxRun:
     samples = [ns / 1e6 for ns in timer.elapsed_ns()]
     return NvtxRun(model=spec.name, batch_size=config.batch_size, img_size=spec.input_size[1],
                    precision=config.precision, device=config.device, warmup=warmed, iterations=iterations,
-                   ops_per_iteration=len(ops), ranged_ops=len(ranged), op_capture=method, profiler_api=cuda,
+                   ops_per_iteration=len(ops), ranged_ops=len(set(ranged) - folded),
+                   folded_ops=len(folded), op_capture=method, profiler_api=cuda,
                    latency_ms=LatencyStats.from_samples(samples), warnings=warnings, template=ops)
 
 

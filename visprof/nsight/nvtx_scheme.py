@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import threading
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from visprof.records import ModuleRecord
 
@@ -151,12 +151,19 @@ class ModuleRanges:
             shared += 1
         return len(open_chain) - shared, target[shared:], target
 
-    def plan(self, op_modules: Sequence[int]) -> ModulePlan:
+    def plan(self, op_modules: Sequence[int], skip: Iterable[int] = ()) -> ModulePlan:
         """The plan for a sequence of ops (by their module), starting with no range open;
-        the ranges still open after the last op are the replay's to close."""
+        the ranges still open after the last op are the replay's to close. Ops at positions
+        in ``skip`` are never entered (the replay ranges them inside another op's range):
+        they pop and push nothing, and the next op moves from the last one entered."""
         pops, begin, handles, colors, payloads = [], [0], [], [], []
         open_chain: tuple[int, ...] = ()
-        for module in op_modules:
+        skip = set(skip)
+        for position, module in enumerate(op_modules):
+            if position in skip:
+                pops.append(0)
+                begin.append(len(handles))
+                continue
             n_pop, push, open_chain = self.step(open_chain, module)
             pops.append(n_pop)
             for m in push:
