@@ -6,13 +6,17 @@ Target (issue 11): < 1 us per op. No Nsight tool is attached, so this is visprof
 own cost per range on top.
 
 Per model, in a fresh process, batch 1 (launch-bound: the host's time is the wall time, so
-host overhead shows in full), after a warm-up: `--rounds` rounds of four loops of
+host overhead shows in full), after a warm-up: `--rounds` rounds of six loops of
 `--iterations` synchronized forwards, each loop first in turn:
   clean         no observer;
-  nvtx          what --nvtx-only runs: the observer ranges each op and is off inside it, so
-                the aten calls an op makes inside itself cost nothing;
-  nvtx_unfolded the same ranges, each kernel-less op (a batch norm's aten::empty) in a range of
-                its own, so its wrapper is observed as well (before 2026-12-01, evening);
+  nvtx          what --nvtx-only runs: the observer ranges each op, and is off inside an op
+                that makes aten calls of its own (they cost nothing then); kernel-less ops (a
+                batch norm's aten::empty) ride in the range of the op that wraps them;
+  switch_all    the same, with the observer switched off inside every op, leaves included
+                (before 2026-12-01, evening);
+  limit2        the same, with the observer off only inside ops of more than 2 nested calls;
+  unfolded      switch_all with each kernel-less op in a range of its own, so its wrapper is
+                observed as well (before 2026-12-01, afternoon);
   observe_only  the observer seeing every aten call and ranging none (torch's RecordFunction
                 per call and the observer's check).
 Reported per op, each the median over rounds of the round's paired difference with clean:
@@ -85,16 +89,21 @@ def one(name: str, batch: int, precision: str, iterations: int, rounds: int, dev
         runner.sync()
 
     replay, why = ReplayCapture.prepare(observer, planned, forward, iterations, timestamps=False)  # as --nvtx-only
-    if replay is None:
-        raise RuntimeError(why)
+    # The plan without kernel-less ops folded into their wrappers (what a replay with host times ranges).
+    timed, why_timed = ReplayCapture.prepare(observer, planned, forward, iterations)
+    if replay is None or timed is None:
+        raise RuntimeError(why or why_timed)
     ops = len(planned.template_ops())
     assert not native().tracer.active()
-    # The same observer with no call mapped to an op: it sees every aten call and pushes nothing,
-    # so its cost is torch's RecordFunction per call plus the observer's check of the call.
-    observe_only = ReplayCapture(observer, planned, [-1] * replay.recorded_calls, iterations, timestamps=False)
-
-    def clean_loop():
-        return _loop(runner, iterations)
+    captures = {
+        "nvtx": replay,
+        "switch_all": ReplayCapture(observer, planned, replay._plan, iterations, timestamps=False, nested_limit=-1),
+        "limit2": ReplayCapture(observer, planned, replay._plan, iterations, timestamps=False, nested_limit=2),
+        "unfolded": ReplayCapture(observer, planned, timed._plan, iterations, timestamps=False, nested_limit=-1),
+        # No call mapped to an op: it sees every aten call and pushes nothing, so its cost is
+        # torch's RecordFunction per call plus the observer's check of the call.
+        "observe_only": ReplayCapture(observer, planned, [-1] * replay.recorded_calls, iterations, timestamps=False),
+    }
 
     def in_capture(capture):
         def loop():
@@ -102,39 +111,31 @@ def one(name: str, batch: int, precision: str, iterations: int, rounds: int, dev
                 return _loop(runner, iterations, capture)
         return loop
 
-    # The plan without kernel-less ops folded into their wrappers (what a replay with host times ranges).
-    timed, why = ReplayCapture.prepare(observer, planned, forward, iterations)
-    if timed is None:
-        raise RuntimeError(why)
-    unfolded = ReplayCapture(observer, planned, timed._plan, iterations, timestamps=False)
-    loops = {"clean": clean_loop, "nvtx": in_capture(replay), "nvtx_unfolded": in_capture(unfolded),
-             "observe_only": in_capture(observe_only)}
+    loops = {"clean": lambda: _loop(runner, iterations), **{key: in_capture(c) for key, c in captures.items()}}
     rounds_ = []
     for round_ in range(rounds):
         keys = list(loops)
         order = keys[round_ % len(keys):] + keys[:round_ % len(keys)]  # each loop first in turn
         got = {key: loops[key]() for key in order}
         row = {f"{key}_{kind}_ms": got[key][i] for key in loops for i, kind in enumerate(("wall", "host"))}
-        for key in loops:
-            if key != "clean":
-                row[f"{key}_wall_us_per_op"] = (got[key][0] - got["clean"][0]) * 1e3 / ops
-                row[f"{key}_host_us_per_op"] = (got[key][1] - got["clean"][1]) * 1e3 / ops
+        for key in captures:
+            row[f"{key}_wall_us_per_op"] = (got[key][0] - got["clean"][0]) * 1e3 / ops
+            row[f"{key}_host_us_per_op"] = (got[key][1] - got["clean"][1]) * 1e3 / ops
         rounds_.append(row)
-    for capture in (replay, unfolded, observe_only):
+    for key, capture in captures.items():
         if capture.diverged_iterations:
-            raise RuntimeError(f"replay diverged: {capture.diverged_iterations}")
+            raise RuntimeError(f"{key} replay diverged: {capture.diverged_iterations}")
     result = {"model": name, "batch_size": batch, "ops_per_iteration": ops, "rounds": rounds_,
               "recorded_calls_per_iteration": replay.recorded_calls,
-              "observed_calls_per_iteration": replay.observed_calls / iterations,
-              "unfolded_observed_calls_per_iteration": unfolded.observed_calls / iterations,
               "folded_ops_per_iteration": len(replay.folded_ops),
               "added_wall_ms": statistics.median(r["nvtx_wall_ms"] - r["clean_wall_ms"] for r in rounds_),
               "clean_wall_ms": statistics.median(r["clean_wall_ms"] for r in rounds_),
               "nvtx_wall_ms": statistics.median(r["nvtx_wall_ms"] for r in rounds_)}
-    for key in ("nvtx", "nvtx_unfolded", "observe_only"):
+    for key, capture in captures.items():
+        prefix = "" if key == "nvtx" else f"{key}_"
+        result[f"{prefix}observed_calls_per_iteration"] = capture.observed_calls / iterations
         for kind in ("wall", "host"):
             values = [r[f"{key}_{kind}_us_per_op"] for r in rounds_]
-            prefix = "" if key == "nvtx" else f"{key}_"
             result[f"{prefix}{kind}_us_per_op"] = statistics.median(values)
             result[f"{prefix}{kind}_us_per_op_p25_p75"] = _quartiles(values)
     return result
@@ -170,21 +171,21 @@ def main() -> int:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
     print(f"\n--nvtx-only overhead per op (batch {args.batch_size}, {args.precision}, median of {args.rounds} rounds "
           f"of {args.iterations} iterations; target < {TARGET_US} us)")
-    print(f"{'model':32s} {'ops':>5s} {'calls':>5s} {'seen':>5s} {'clean ms':>9s} {'nvtx ms':>9s} {'added ms':>9s} "
-          f"{'wall us/op':>10s} {'(p25-p75)':>13s} {'host us/op':>10s} {'unfolded':>9s} {'obs-only':>8s}  ok")
+    others = ("switch_all", "limit2", "unfolded", "observe_only")
+    print(f"{'model':30s} {'ops':>5s} {'calls':>5s} {'seen':>5s} {'clean ms':>9s} {'added ms':>9s} "
+          f"{'wall us/op':>10s} {'(p25-p75)':>12s} {'host us/op':>10s} " + " ".join(f"{k:>12s}" for k in others) + "  ok")
     for r in rows:
         if "error" in r:
-            print(f"{r['model']:32s} ERROR")
+            print(f"{r['model']:30s} ERROR")
             continue
         ok = r["wall_us_per_op"] < TARGET_US and r["host_us_per_op"] < TARGET_US
         q = r["wall_us_per_op_p25_p75"]
-        print(f"{r['model']:32s} {r['ops_per_iteration']:5d} {r['recorded_calls_per_iteration']:5d} "
-              f"{r['observed_calls_per_iteration']:5.0f} {r['clean_wall_ms']:9.3f} {r['nvtx_wall_ms']:9.3f} "
-              f"{r['added_wall_ms']:9.3f} {r['wall_us_per_op']:10.3f} {q[0]:6.2f}-{q[1]:<6.2f} "
-              f"{r['host_us_per_op']:10.3f} {r['nvtx_unfolded_wall_us_per_op']:9.3f} "
-              f"{r['observe_only_wall_us_per_op']:8.3f}  {'yes' if ok else 'NO'}")
-    print("calls: aten calls per forward; seen: those the observer saw with --nvtx-only; unfolded: the ranges "
-          "with each kernel-less op ranged alone (before); obs-only: every call seen, none ranged")
+        print(f"{r['model']:30s} {r['ops_per_iteration']:5d} {r['recorded_calls_per_iteration']:5d} "
+              f"{r['observed_calls_per_iteration']:5.0f} {r['clean_wall_ms']:9.3f} {r['added_wall_ms']:9.3f} "
+              f"{r['wall_us_per_op']:10.3f} {q[0]:5.2f}-{q[1]:<6.2f} {r['host_us_per_op']:10.3f} "
+              + " ".join(f"{r[k + '_wall_us_per_op']:12.3f}" for k in others) + f"  {'yes' if ok else 'NO'}")
+    print("calls: aten calls per forward; seen: those the observer saw with --nvtx-only; the other columns: wall "
+          "us/op of the variants in the module doc")
     return 0
 
 

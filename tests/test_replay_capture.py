@@ -166,6 +166,30 @@ def test_the_replay_does_not_observe_the_calls_inside_a_template_op(observer, na
     assert [(o.name, o.module) for o in every.to_records()] == [(o.name, o.module) for o in replay.to_records()][:len(every.to_records())]
 
 
+def test_the_observer_stays_on_inside_ops_with_few_nested_calls(observer):
+    # Switching the callback off and on costs torch a rebuild of its callback lists; inside an
+    # op with at most nested_limit calls the replay observes them instead, and the records agree.
+    spec = resolve_model("resnet18", img_size=64)
+    template, replay = _template_and_replay(observer, spec.module.eval(), spec.make_input(1, "cpu"), iterations=1)
+    plan, depths = replay._plan, replay.recorded_depths
+    nested = []  # per ranged call: its nested calls in the recording
+    for k, op in enumerate(plan):
+        if op >= 0:
+            end = next((j for j in range(k + 1, len(depths)) if depths[j] <= depths[k]), len(depths))
+            nested.append(end - k - 1)
+    assert 0 in nested and max(nested) > 2  # leaves and composites both
+    forward = _forward(spec.module, spec.make_input(1, "cpu"))
+    for limit in (-1, 2, 10**6):
+        capture = ReplayCapture(observer, replay._planned, plan, 1, nested_limit=limit)
+        with capture:
+            capture.start_iteration(0)
+            forward()
+        seen = sum(n for n in nested if n <= limit)
+        assert capture.observed_calls == _calls_outside_ops(plan, depths) + seen, limit
+        assert capture.diverged_iterations == []
+        assert [(o.name, o.module) for o in capture.to_records()] == [(o.name, o.module) for o in replay.to_records()]
+
+
 class WindowAttention(torch.nn.Module):
     """Swin's attention core: q @ k^T and attn @ v on views of a permuted qkv (non-contiguous)."""
 

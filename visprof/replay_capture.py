@@ -31,6 +31,7 @@ from visprof.records import OpRecord
 # External id of op 0 of iteration 0; op j of iteration i is FIRST_ID + i * ops + j, in the
 # observer that pushes it and in to_records() that reads it back (0 means "no op" to CUPTI).
 FIRST_ID = 1
+NEVER_SWITCH = 2**31 - 1  # a nested_limit no op exceeds: the observer sees every call
 
 
 # Pairs (template op, recorded call) that are the same op dispatched differently. A Python
@@ -169,9 +170,11 @@ class ReplayCapture:
     Build it with ``ReplayCapture.prepare()``, which records one forward and aligns it."""
 
     def __init__(self, observer, planned: OpCapture, plan: list[int], iterations: int, *,
-                 observe_nested: bool = False, timestamps: bool = True):
+                 observe_nested: bool = False, timestamps: bool = True, nested_limit: int = 0):
         self._observer = observer
-        self._observe_nested = observe_nested  # see every call, as before (bench/nvtx_overhead.py)
+        # The observer is off inside an op whose recording has more nested calls than this
+        # (csrc/aten_observer); observe_nested sees every call, as before (bench/nvtx_overhead.py).
+        self._nested_limit = NEVER_SWITCH if observe_nested else nested_limit
         self._timestamps = timestamps  # host times around each op, for to_records()
         self._planned = planned
         self._plan = plan
@@ -228,7 +231,7 @@ class ReplayCapture:
         modules = module_plan.observer_kwargs(c.nvtx._capsule()) if module_plan is not None else {}
         self._observer.replay_start(c._op_scope_capsule(), self._plan, handles, colors,
                                     first_id=FIRST_ID, iterations=self._iterations,
-                                    observe_nested=self._observe_nested, timestamps=self._timestamps, **modules)
+                                    nested_limit=self._nested_limit, timestamps=self._timestamps, **modules)
         return self
 
     def start_iteration(self, iteration: int) -> None:

@@ -63,9 +63,12 @@ struct Observer {
   // template op's nested calls are its own work (align() never maps them), so the replay
   // switches its callback off from the op's entry to its exit: torch then skips their
   // RecordFunction, which costs more than the switch (bench/observer_costs.py: ~135-260 ns
-  // per observed call against ~120 ns the switch pair on the H200 host).
+  // per observed call against ~120 ns the switch pair on the H200 host). Only for ops with
+  // more than nested_limit nested calls in the recording: a leaf op has nothing to skip, and
+  // the switch (torch rebuilds its thread's callback lists, copying the global ones under a
+  // lock) is not free. -1 switches for every op; a large limit never (observe every call).
   std::vector<int32_t> subtree_end;
-  bool observe_nested = false;  // the earlier way, kept for bench/nvtx_overhead.py to compare
+  int32_t nested_limit = 0;
   bool timestamps = true;       // host times around each op (the attributed pass's; not --nvtx-only's)
   std::vector<int64_t> nvtx_handles;
   std::vector<uint32_t> colors;
@@ -78,7 +81,7 @@ struct Observer {
   std::vector<int64_t> diverged_iterations;
   int64_t observed_calls = 0;  // calls on_enter saw in the replayed iterations
   std::vector<uint64_t> starts, ends;  // per (iteration, template op)
-  std::vector<int64_t> open_slots;     // per open call: its (iteration, op) slot, or -1
+  std::vector<int64_t> open_slots;     // per open call: 2 x its (iteration, op) slot + 1 if it switched the callback off, or -1
   // NVTX module ranges (structure): per template op j, pops[j] ranges to pop and the pushes
   // push_begin[j]..push_begin[j+1] of (handle, colour, payload) to make before it.
   bool structure = false;
@@ -127,10 +130,12 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
       o.api.enter(o.first_id + static_cast<uint64_t>(slot), o.nvtx_handles[op], o.colors[op], -1);
       // Not called for the op's nested calls; this RecordFunction still calls on_exit (it
       // keeps the callbacks it started with), which switches the callback back on.
-      if (!o.observe_nested) {
+      const bool switch_off = o.subtree_end[k] - static_cast<int32_t>(k) - 1 > o.nested_limit;
+      if (switch_off) {
         at::disableCallback(o.handle);
         o.position = static_cast<size_t>(o.subtree_end[k]);
       }
+      slot = 2 * slot + (switch_off ? 1 : 0);
     }
   }
   o.open_slots.push_back(slot);
@@ -144,10 +149,11 @@ void on_exit(const at::RecordFunction&, at::ObserverContext*) {
     return;
   }
   if (o.open_slots.empty()) return;
-  const int64_t slot = o.open_slots.back();
+  const int64_t entry = o.open_slots.back();
   o.open_slots.pop_back();
-  if (slot >= 0) {
-    if (!o.observe_nested) at::reenableCallback(o.handle);
+  if (entry >= 0) {
+    const int64_t slot = entry / 2;
+    if (entry % 2) at::reenableCallback(o.handle);
     o.api.exit();
     if (o.timestamps) o.ends[slot] = monotonic_ns();
     // The iteration's last op: its module ranges end with it, not at the next iteration.
@@ -240,7 +246,7 @@ void replay_start(py::capsule op_scope, std::vector<int32_t> plan, std::vector<i
                   std::vector<uint32_t> colors, uint64_t first_id, int64_t iterations, py::object nvtx_api,
                   std::vector<int32_t> module_pops, std::vector<int32_t> module_push_begin,
                   std::vector<int64_t> module_handles, std::vector<uint32_t> module_colors,
-                  std::vector<int64_t> module_payloads, bool observe_nested, bool timestamps) {
+                  std::vector<int64_t> module_payloads, int32_t nested_limit, bool timestamps) {
   Observer& o = observer();
   if (std::strcmp(op_scope.name(), kOpScopeCapsuleName) != 0) throw std::invalid_argument("not visprof._C's op scope capsule");
   if (plan.size() != o.names.size()) throw std::invalid_argument("the plan must have one entry per recorded call");
@@ -252,7 +258,7 @@ void replay_start(py::capsule op_scope, std::vector<int32_t> plan, std::vector<i
   o.last_op = plan.empty() ? -1 : *std::max_element(plan.begin(), plan.end());
   o.plan = std::move(plan);
   o.subtree_end = subtree_ends(o.depths);
-  o.observe_nested = observe_nested;
+  o.nested_limit = nested_limit;
   o.timestamps = timestamps;
   o.nvtx_handles = std::move(nvtx_handles);
   o.colors = std::move(colors);
@@ -307,12 +313,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("colors"), py::arg("first_id"), py::arg("iterations"), py::arg("nvtx_api") = py::none(),
         py::arg("module_pops") = std::vector<int32_t>(), py::arg("module_push_begin") = std::vector<int32_t>(),
         py::arg("module_handles") = std::vector<int64_t>(), py::arg("module_colors") = std::vector<uint32_t>(),
-        py::arg("module_payloads") = std::vector<int64_t>(), py::arg("observe_nested") = false,
+        py::arg("module_payloads") = std::vector<int64_t>(), py::arg("nested_limit") = 0,
         py::arg("timestamps") = true,
         "Replays the recording on this thread: plan[k] is the template op of recorded call k, or -1. "
         "With nvtx_api (visprof._C.nvtx._capsule()), also pushes module ranges: before template op j, "
         "pops module_pops[j] and pushes entries module_push_begin[j]..module_push_begin[j+1]. "
-        "observe_nested also sees the calls nested inside template ops (slower; for comparison); "
+        "nested_limit: the callback is off inside a template op with more nested calls than that "
+        "(-1: every op; a large value sees every call, slower; for comparison); "
         "timestamps=False leaves the host times of the ops 0.");
   m.def("begin_iteration", &begin_iteration, py::arg("iteration"));
   m.def("replay_stop", &replay_stop,
