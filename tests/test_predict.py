@@ -8,7 +8,7 @@ import pytest
 from recorded_results import recorded_result
 from test_roofline import SPEC, toy_result, toy_trace
 from visprof.analysis.gpus import GpuTable
-from visprof.analysis.predict import predict_group, predict_result, speedup
+from visprof.analysis.predict import ACHIEVABLE, l2_hit_share, predict_group, predict_result, speedup
 from visprof.errors import BadInputError
 from visprof.result import LatencyStats, RooflineGroup, Timing
 
@@ -63,8 +63,20 @@ def test_efficiency_is_capped_at_one_and_helpers_scale_with_bandwidth_and_batch(
     quick = gemm(time_ms=12 * US)
     assert predict_group(quick, SPEC, SPEC).time_ms == pytest.approx(2 * US + 20 * US)
     with_helper = gemm(time_ms=50 * US, helper_ms=10 * US)
-    p = predict_group(with_helper, SPEC, FAST_MEMORY, scale=2)
+    p = predict_group(with_helper, SPEC, FAST_MEMORY, scale=2, excess="bound")
     assert p.helper_ms == pytest.approx(10 * US * 2 / 2)
+
+
+def test_with_clock_helpers_take_the_longer_of_their_roof_and_their_clock_scaled_time():
+    # 2 ops x 0.4 MB of activations, x2 batch: the transforms move 2 x 2 x 0.8 MB = 3.2 MB.
+    with_helper = gemm(time_ms=50 * US, helper_ms=10 * US)
+    # at 2 TB/s that is 1.6 us, less than 10 us x 2 (same clock): the measured rate holds
+    assert predict_group(with_helper, SPEC, FAST_MEMORY, scale=2).helper_ms == pytest.approx(20 * US)
+    # at 100 GB/s it is 32 us at the peak, 32 / 0.88 at what memory kernels reach: the roof holds
+    assert predict_group(with_helper, SPEC, SLOW, scale=2).helper_ms == pytest.approx(32 * US / ACHIEVABLE["memory"])
+    # a faster clock shortens the rate-limited time
+    fast_clock = dataclasses.replace(FAST_MEMORY, boost_clock_mhz=2 * SPEC.boost_clock_mhz)
+    assert predict_group(with_helper, SPEC, fast_clock, scale=2).helper_ms == pytest.approx(10 * US)
 
 
 def test_copies_are_predicted_from_their_bytes_not_scaled_as_helper_time():
@@ -74,13 +86,31 @@ def test_copies_are_predicted_from_their_bytes_not_scaled_as_helper_time():
                 flops=0.0, bytes=64.0, param_bytes=0.0, tensor_core=None)
     for excess in ("clock", "bound", "none"):
         p = predict_group(tiny, SPEC, SLOW, scale=16, excess=excess)
-        # 25 floors, and 25 roofs of 64 B x 16 at 100 GB/s
-        assert p.time_ms == pytest.approx(25 * US + 25 * 64 * 16 / 100e9 * 1e3) and p.helper_ms == 0.0, excess
+        # 25 floors, and 25 roofs of 64 B x 16 at 100 GB/s; with clock the 1 KB copies are in L2
+        roofs = 0.0 if excess == "clock" else 25 * 64 * 16 / 100e9 * 1e3
+        assert p.time_ms == pytest.approx(25 * US + roofs) and p.helper_ms == 0.0, excess
         assert p.bound == "memory"
     big = gemm(category="memory", op="[memcpy]", count=1, kernel_count=1, time_ms=65 * US, helper_ms=65 * US,
                flops=0.0, bytes=64e6, param_bytes=0.0, tensor_core=None)
-    # roof 64 us on SPEC (1000 GB/s); x16 on SLOW (100 GB/s): 1 us + 16 x 640 us
-    assert predict_group(big, SPEC, SLOW, scale=16).time_ms == pytest.approx((1 + 16 * 640) * US)
+    # roof 64 us on SPEC (1000 GB/s); x16 on SLOW (100 GB/s): 1 us + 16 x 640 us, less the 1 MB
+    # of the 1 GB that SLOW's L2 holds; it ran at its roof here, so it does there too
+    dram = 16 * 640 * (1 - 1e6 / (16 * 64e6))
+    assert predict_group(big, SPEC, SLOW, scale=16).time_ms == pytest.approx((1 + dram) * US)
+    assert predict_group(big, SPEC, SLOW, scale=16, excess="bound").time_ms == pytest.approx((1 + 16 * 640) * US)
+
+
+def test_l2_holds_what_fits_and_a_share_of_what_does_not():
+    assert l2_hit_share(0.5e6, SPEC) == 1.0 and l2_hit_share(4e6, SPEC) == pytest.approx(0.25)
+    assert l2_hit_share(0.0, SPEC) == 0.0 and l2_hit_share(1e6, dataclasses.replace(SPEC, l2_mb=0)) == 0.0
+    # only clock reads it: an op of 4 MB of activations that ran at its roof on the toy GPU, on a
+    # GPU of a tenth of the bandwidth and the same 1 MB of L2: 3 MB from DRAM, at the roof still
+    add = gemm(op="aten.add.Tensor", count=1, kernel_count=1, time_ms=5 * US, flops=0.0, bytes=4e6, param_bytes=0.0,
+               tensor_core=None)
+    assert predict_group(add, SPEC, SLOW, excess="none").time_ms == pytest.approx((1 + 40) * US)
+    assert predict_group(add, SPEC, SLOW).time_ms == pytest.approx((1 + 30) * US)
+    # one that ran at half its roof gets the share of the bandwidth memory kernels reach
+    slow_add = dataclasses.replace(add, time_ms=9 * US)
+    assert predict_group(slow_add, SPEC, SLOW).time_ms == pytest.approx((1 + 30 / ACHIEVABLE["memory"]) * US)
 
 
 def test_unknown_groups_scale_as_memory_traffic_and_vanish_with_a_fixed_efficiency():
@@ -96,11 +126,13 @@ def test_whole_result_adds_idle_and_reports_shares():
     result = toy_result(toy_trace(), timing)
     same = predict_result(result, SPEC, table=TABLE)
     # every toy group is slower than its roof except the two convolutions and the 3 MB copy,
-    # which ran exactly at it: capped at e = 1, they get their floors (1 us per kernel, the
-    # bf16 one's layout kernel included) on top, so the same GPU predicts 4 us more busy time
-    assert same.busy_ms == pytest.approx(0.076 + 0.004)
+    # which ran exactly at it: capped at e = 1, the convolutions get their floors (1 us per
+    # kernel, the bf16 one's layout kernel included) on top, so the same GPU predicts 3 us more
+    # busy time. The copy keeps its 3 us: a third of its bytes fit the toy GPU's 1 MB L2, so
+    # its DRAM roof (2 us) is no longer above its measured time over the floor.
+    assert same.busy_ms == pytest.approx(0.076 + 0.003)
     # more GPU work per iteration: the host's gaps shrink as busy_A / busy_B
-    assert same.idle_ms == pytest.approx(0.024 * 0.076 / 0.080)
+    assert same.idle_ms == pytest.approx(0.024 * 0.076 / 0.079)
     assert same.latency_ms == pytest.approx(same.busy_ms + same.idle_ms)
     assert sum(same.shares.values()) == pytest.approx(1.0)
     fast = predict_result(result, "fast-math", table=TABLE)
@@ -188,8 +220,9 @@ def test_time_above_the_roof_can_scale_with_general_throughput():
 def test_clock_mode_takes_the_longer_of_the_roof_and_the_measured_rate_scaled_by_the_clock():
     """The default: the GEMMs' 38 us above their floors is a rate limit that scales with the
     boost clock; on the target they take the longer of that and their roof."""
-    # a GPU with far lower peaks: roof 2 x 100 us; the measured rate, 38 us: at its roof
-    assert predict_group(gemm(), SPEC, SLOW).time_ms == pytest.approx((2 + 200) * US)
+    # a GPU with far lower peaks: roof 2 x 100 us at the peak, at the share of it tensor kernels
+    # reach 2 x 100 / 0.82 us; the measured rate, 38 us: at its roof
+    assert predict_group(gemm(), SPEC, SLOW).time_ms == pytest.approx((2 + 200 / ACHIEVABLE["tensor"]) * US)
     assert predict_group(gemm(), SPEC, SLOW, excess="bound").time_ms == pytest.approx((2 + 200 * 38 / 20) * US)
     # the same GPU: the measured rate holds at any batch, as with the efficiency kept
     for scale in (1, 4):
@@ -202,8 +235,12 @@ def test_clock_mode_takes_the_longer_of_the_roof_and_the_measured_rate_scaled_by
                tensor_core=None)
     assert predict_group(add, SPEC, FAST_MEMORY).time_ms == pytest.approx(8 * US)
     assert predict_group(add, SPEC, dataclasses.replace(SPEC, id="x", sms=20, fp32_tflops=20)).time_ms == pytest.approx(8 * US)
+    # its roof on the target: 3 of its 4 MB go to DRAM (the toy L2 holds 1 MB), at 0.88 of the
+    # bandwidth: 3.4 us. Twice the clock: 7 us / 2 = 3.5 us, still the rate; four times: the roof
     assert predict_group(add, SPEC, dataclasses.replace(SPEC, id="x", boost_clock_mhz=2000)).time_ms == pytest.approx(
-        (1 + 4) * US)  # 7 us / 2 = 3.5 us is below its 4 us roof
+        (1 + 3.5) * US)
+    assert predict_group(add, SPEC, dataclasses.replace(SPEC, id="x", boost_clock_mhz=4000)).time_ms == pytest.approx(
+        (1 + 3 / ACHIEVABLE["memory"]) * US)
     assert predict_group(gemm(), SPEC, SLOW).bound == "tensor"
 
 

@@ -151,8 +151,10 @@ def test_batch_check_predicts_the_other_batch_on_the_same_gpu(tmp_path):
         expected = predict_result(small, "h200", batch_size=256, excess=mode).latency_ms
         assert row[f"{mode}_ms"] == pytest.approx(expected)
         assert doc["summary"][mode]["median_signed"] == pytest.approx(expected / 30.0 - 1)
-    # on its own GPU, the measured rates: clock and bound agree; none (every group at its roof) is faster
-    assert row["clock_ms"] == pytest.approx(row["bound_ms"]) and row["none_ms"] < 0.8 * row["clock_ms"]
+    # on its own GPU, the measured rates: clock and bound agree but for the groups that ran above
+    # their DRAM roof (L2 hits), which clock keeps partly in L2 at the larger batch and bound
+    # takes to DRAM; none (every group at its roof) is faster
+    assert row["bound_ms"] * 0.99 < row["clock_ms"] <= row["bound_ms"] and row["none_ms"] < 0.8 * row["clock_ms"]
     assert "batch 64 -> 256 on the same GPU, 1 models" in proc.stdout
     nothing = subprocess.run([sys.executable, str(REPO / "bench" / "predict_batch_check.py"), "--from", str(folder),
                               "--profile-batch", "64", "--measured-batch", "32"], capture_output=True, text=True, cwd=REPO,

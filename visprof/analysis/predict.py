@@ -12,14 +12,20 @@ A to the target's row B:
 3. On B the group takes ``kernels x floor + max(roofline_B, t_rate)``: its roofline time
    with B's peaks (the tensor peak of the group's tensor-core precision, else FP32) and
    bandwidth, or, where longer, ``t_rate``: its measured time above the floors, grown with
-   its work at the new batch, times A's boost clock over B's. A kernel far below A's roof
-   is held back by latency (dependent loads, too little parallelism to hide them), which a
-   faster clock shortens and more SMs or bandwidth do not; a GPU with far lower peaks (a
-   3090's 936 GB/s against the H200's 4.8 TB/s) runs the same kernel at its roof.
+   its work at the new batch, times A's boost clock over B's. The roof counts as DRAM
+   traffic only the activations B's L2 does not hold (``l2_hit_share``), and takes the
+   share of the peaks kernels reach (``ACHIEVABLE``) unless the group ran closer on A. A
+   kernel far below A's roof is held back by latency (dependent loads, too little
+   parallelism to hide them), which a faster clock shortens and more SMs or bandwidth do
+   not; a GPU with far lower peaks (a 3090's 936 GB/s against the H200's 4.8 TB/s) runs the
+   same kernel at its roof.
    ``predict_group``'s ``excess`` names the other ways to scale the time above the roof
    (Habitat's is ``roofline_B / e``, the efficiency kept).
-   Layout transforms inside an op (``helper_ms``) scale with bandwidth and batch; groups
-   with neither FLOPs nor bytes known scale like memory traffic.
+   Layout transforms inside an op (``helper_ms``) are kernels too: with ``clock`` they take
+   the longer of their roof (``HELPER_TRAFFIC`` x the op's activation bytes over B's
+   bandwidth) and their measured time grown with the batch and scaled by the clock; in the
+   other modes they scale with bandwidth and batch. Groups with neither FLOPs nor bytes known
+   scale like memory traffic.
 4. GPU busy time is the sum, times the profile's busy/kernel-time ratio (overlap).
    Launch/host: the profile's idle time per iteration (``timing.idle_ms``: the host's lead
    before the GPU starts, and gaps it could not fill) is added, times busy_A / busy_B where
@@ -42,6 +48,15 @@ KERNEL_FLOOR_MS = 0.001  # shortest kernels in the H200 recordings: 0.96-1.0 us 
 HOST_BOUND_IDLE = 0.10  # idle share of latency above which a note says the profile was host-bound
 SIXTEEN_BIT = ("fp16", "bf16")
 TRANSFERS = ("[memcpy]", "[memset]")  # RooflineGroup.op of copies and fills without an op (roofline.op_groups)
+# Bytes an op's layout transforms move per byte of its activations: cuDNN's NCHW<->NHWC
+# kernels read and write the input on the way in and the output on the way out.
+HELPER_TRAFFIC = 2.0
+# The share of a datasheet peak that kernels reach, from the H200 profiles (300 models at batch
+# 64, 88 at batch 256, bench/results/sweep-h200x2-*): 90% of memory-bound groups stay below
+# 0.86-0.89 of 4.8 TB/s (the few above it are L2 hits), 99% of tensor-bound groups below
+# 0.82-0.83 of the dense tensor peak. With ``clock`` a group on the target runs at most this
+# close to its roof, or as close as it ran on the profiled GPU where that was closer.
+ACHIEVABLE = {"memory": 0.88, "tensor": 0.82}
 
 
 @dataclass
@@ -89,6 +104,17 @@ def _target_precision(tensor_core: str | None, precision: str | None) -> str | N
 EXCESS_MODES = ("clock", "bound", "compute", "none")
 
 
+def l2_hit_share(activation_bytes: float, gpu: GpuSpec) -> float:
+    """The share of an op's activation bytes (inputs and outputs) served from ``gpu``'s L2
+    rather than DRAM: all of them where they fit, else L2 / their size. The op's inputs were
+    just written by the ops before it; a cache that keeps a random part of what streamed
+    through it keeps about that fraction of them. At batch 1024 the 4090's 72 MB holds most
+    of a mobile network's later layers, the 3090's 6 MB almost none."""
+    if activation_bytes <= 0 or not gpu.l2_mb:
+        return 0.0
+    return min(1.0, gpu.l2_mb * 1e6 / activation_bytes)
+
+
 def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, scale: float = 1.0,
                   precision: str | None = None, efficiency: float | None = None,
                   excess: str = "clock") -> GroupPrediction:
@@ -134,15 +160,30 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
     activations = max(g.bytes - g.param_bytes, 0.0)
     flops_b = g.flops * scale
     bytes_b = activations * scale + g.param_bytes
-    compute_b, memory_b, kind = roofline_ms(target, flops_b, bytes_b, _target_precision(g.tensor_core, precision))
+    # DRAM traffic on B: the share of the activations B's L2 holds does not go to DRAM.
+    dram_b = bytes_b - activations * scale * l2_hit_share(activations * scale, target) if excess == "clock" else bytes_b
+    compute_b, memory_b, kind = roofline_ms(target, flops_b, dram_b, _target_precision(g.tensor_core, precision))
+    if excess == "clock":
+        memory_b /= max(ACHIEVABLE["memory"], min(efficiency or 0.0, 1.0))
+        if kind == "tensor":
+            compute_b /= max(ACHIEVABLE["tensor"], min(efficiency or 0.0, 1.0))
     roof_b = g.count * max(compute_b, memory_b)
     if excess in ("clock", "compute") and measured:
         # Time off the roof grows with the group's work at the new batch (on A's roofline:
         # x scale for FLOPs and activations, x1 for a weight-only cast).
         growth = g.count * max(*roofline_ms(source, flops_b, bytes_b, g.tensor_core)[:2]) / roof_a if roof_a > 0 else scale
     if excess == "clock" and measured:
-        rate_ms = max(main_a - floor, 0.0) * growth * source.boost_clock_mhz / target.boost_clock_mhz
+        clock_ratio = source.boost_clock_mhz / target.boost_clock_mhz
+        rate_ms = max(main_a - floor, 0.0) * growth * clock_ratio
         main_b = floor + max(roof_b, rate_ms)
+        if helper_a > 0:
+            # The transforms at B's bandwidth, or as rate-limited as they ran on A. Scaled by the
+            # bandwidth ratio alone, EfficientViT-M0's pointwise convolutions' 4.4 us of
+            # transforms per op on the H200 at batch 64 (far below its 4.8 TB/s) became 0.36 ms
+            # per op on a 3090 at batch 1024; their bytes there take 0.08 ms.
+            helper_roof = (g.count * HELPER_TRAFFIC * activations * scale
+                           / (target.memory_bandwidth_gbs * 1e6 * ACHIEVABLE["memory"]))
+            helper = max(helper_roof, helper_a * scale * clock_ratio)
     elif excess == "compute" and measured:
         above = max(main_a - floor - roof_a, 0.0)
         main_b = floor + roof_b + above * growth * source.fp32_tflops / target.fp32_tflops
@@ -152,7 +193,7 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
         main_b = floor + roof_b / efficiency
     # The bound is the larger roof, as in the profile's own roofline (a rate-limited group
     # keeps it): on the profiled GPU the predicted shares are the measured ones.
-    return GroupPrediction(g, main_b + helper, kind if compute_b >= memory_b else "memory", helper)
+    return GroupPrediction(g, main_b + helper, kind if flops_b > 0 and compute_b >= memory_b else "memory", helper)
 
 
 def _check_precision(result: ProfileResult, precision: str | None) -> str:
@@ -295,5 +336,5 @@ def predict_many(results: Iterable[ProfileResult], target: GpuSpec | str, **kwar
     return out, skipped
 
 
-__all__ = ["EXCESS_MODES", "KERNEL_FLOOR_MS", "GroupPrediction", "Prediction", "choose_profiles", "predict_group", "predict_many",
-           "predict_result", "source_spec", "speedup"]
+__all__ = ["ACHIEVABLE", "EXCESS_MODES", "HELPER_TRAFFIC", "KERNEL_FLOOR_MS", "GroupPrediction", "Prediction", "choose_profiles", "predict_group", "predict_many",
+           "l2_hit_share", "predict_result", "source_spec", "speedup"]
