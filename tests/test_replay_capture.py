@@ -13,7 +13,7 @@ from visprof.native import native
 from visprof.native import aten_observer
 from visprof.passes.attributed import run_attributed_pass
 from visprof.passes.runner import ModelRunner, RunConfig
-from visprof.replay_capture import KERNEL_LESS, ReplayCapture, align, align_or_why, lift_to_wrappers
+from visprof.replay_capture import KERNEL_LESS, ReplayCapture, align, align_or_why, kernel_less_ops, lift_to_wrappers
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +66,16 @@ def test_lift_may_enclose_kernel_less_ops_besides_the_one_with_kernels():
     kernel_less = frozenset(j for j, name in enumerate(names) if name in KERNEL_LESS)
     # the batch norm and the linear are ranged at their wrappers; two views stay apart
     assert lift_to_wrappers(plan, depths, kernel_less) == [1, -1, -1, -1, 3, -1, -1, -1, -1, 4, 5]
+
+
+def test_allocations_launch_a_kernel_when_torch_fills_uninitialized_memory():
+    assert {"aten::empty", "aten::view"} <= kernel_less_ops()
+    was = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)  # fill_uninitialized_memory is on by default
+    try:
+        assert "aten::empty" not in kernel_less_ops() and "aten::view" in kernel_less_ops()
+    finally:
+        torch.use_deterministic_algorithms(was)
 
 
 def test_align_takes_reshape_alias_for_the_view_the_dispatch_mode_saw():

@@ -215,8 +215,8 @@ class ReplayCapture:
         if plan is None:
             return None, why
         # Without host times an op needs no call of its own; kernel-less ones may share a wrapper's range.
-        kernel_less = frozenset() if timestamps else frozenset(
-            j for j, name in enumerate(template_names) if name in kernel_less_ops())
+        launch_nothing = frozenset() if timestamps else kernel_less_ops()
+        kernel_less = frozenset(j for j, name in enumerate(template_names) if name in launch_nothing)
         capture = cls(observer, planned, lift_to_wrappers(plan, list(depths), kernel_less), iterations,
                       timestamps=timestamps)
         capture.recorded_depths = list(depths)
