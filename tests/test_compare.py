@@ -109,6 +109,8 @@ def test_an_explanation_says_when_the_bounds_do_not_account_for_the_gain():
     mv = next(x for x in c.models if x.model == "mobilevit_s")
     assert mv.predicted_speedup is not None and mv.predicted_speedup < 1.9 / 1.1
     assert f"its profile predicts only x{mv.predicted_speedup:.2f}, so the bounds under-state its gain" in mv.explanation
+    # memory-bound on the 3090: the sentence names the L2 the predictor credits (72 MB against 6)
+    assert "is memory-bandwidth bound" in mv.explanation and "(2.33x its tensor throughput, 12.0x its L2)" in mv.explanation
     slow = [m("mobilevit_s", "rtx3090", 3000, batch=1024, img=256), m("mobilevit_s", "rtx4090", 3000 * 1.01, batch=1024, img=256)]
     c = compare([profile, *slow, *ms[3:]], base="rtx3090", target="rtx4090")
     mv = next(x for x in c.models if x.model == "mobilevit_s")

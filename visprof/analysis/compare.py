@@ -268,7 +268,12 @@ def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: Gpu
     if bound == "tensor":
         why = f"and the {target_name} has {tensor_ratio:.2f}x the {base_name}'s tensor throughput but {bandwidth_ratio:.2f}x its bandwidth"
     elif bound == "memory":
-        why = f"and the {target_name} has only {bandwidth_ratio:.2f}x the {base_name}'s bandwidth ({tensor_ratio:.2f}x its tensor throughput)"
+        # The predictor keeps the share of activations the target's L2 holds off DRAM: a larger
+        # L2 (the 4090's 72 MB against the 3090's 6 MB) is part of why memory-bound work gains.
+        l2 = (f", {target.l2_mb / base.l2_mb:.1f}x its L2" if base.l2_mb and target.l2_mb
+              and abs(target.l2_mb / base.l2_mb - 1) >= 0.25 else "")
+        why = (f"and the {target_name} has only {bandwidth_ratio:.2f}x the {base_name}'s bandwidth "
+               f"({tensor_ratio:.2f}x its tensor throughput{l2})")
     elif bound == "compute":
         why = f"and the {target_name} has {fp32_ratio:.2f}x the {base_name}'s FP32 throughput, {bandwidth_ratio:.2f}x its bandwidth"
     else:
