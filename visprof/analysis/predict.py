@@ -160,8 +160,9 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
     activations = max(g.bytes - g.param_bytes, 0.0)
     flops_b = g.flops * scale
     bytes_b = activations * scale + g.param_bytes
-    # DRAM traffic on B: the share of the activations B's L2 holds does not go to DRAM.
-    dram_b = bytes_b - activations * scale * l2_hit_share(activations * scale, target) if excess == "clock" else bytes_b
+    # DRAM traffic on B (clock): the share of the activations B's L2 holds does not go to DRAM.
+    in_l2 = activations * scale * l2_hit_share(activations * scale, target) if excess == "clock" else 0.0
+    dram_b = bytes_b - in_l2
     compute_b, memory_b, kind = roofline_ms(target, flops_b, dram_b, _target_precision(g.tensor_core, precision))
     if excess == "clock":
         memory_b /= max(ACHIEVABLE["memory"], min(efficiency or 0.0, 1.0))
@@ -336,5 +337,5 @@ def predict_many(results: Iterable[ProfileResult], target: GpuSpec | str, **kwar
     return out, skipped
 
 
-__all__ = ["ACHIEVABLE", "EXCESS_MODES", "HELPER_TRAFFIC", "KERNEL_FLOOR_MS", "GroupPrediction", "Prediction", "choose_profiles", "predict_group", "predict_many",
-           "l2_hit_share", "predict_result", "source_spec", "speedup"]
+__all__ = ["ACHIEVABLE", "EXCESS_MODES", "HELPER_TRAFFIC", "KERNEL_FLOOR_MS", "GroupPrediction", "Prediction",
+           "choose_profiles", "l2_hit_share", "predict_group", "predict_many", "predict_result", "source_spec", "speedup"]
