@@ -13,7 +13,7 @@ from visprof.native import native
 from visprof.native import aten_observer
 from visprof.passes.attributed import run_attributed_pass
 from visprof.passes.runner import ModelRunner, RunConfig
-from visprof.replay_capture import KERNEL_LESS, ReplayCapture, align, align_or_why, kernel_less_ops, lift_to_wrappers
+from visprof.replay_capture import KERNEL_LESS, NEVER_SWITCH, ReplayCapture, align, align_or_why, kernel_less_ops, lift_to_wrappers
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +168,7 @@ def test_the_replay_does_not_observe_the_calls_inside_a_template_op(observer, na
     assert replay.observed_calls == 3 * outside
     # The earlier way (kept for the bench) sees them all, and yields the same op records.
     forward = _forward(spec.module, spec.make_input(1, "cpu"))
-    every = ReplayCapture(observer, replay._planned, replay._plan, 1, observe_nested=True)
+    every = ReplayCapture(observer, replay._planned, replay._plan, 1, nested_limit=NEVER_SWITCH)
     with every:
         every.start_iteration(0)
         forward()

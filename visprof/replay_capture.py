@@ -170,11 +170,11 @@ class ReplayCapture:
     Build it with ``ReplayCapture.prepare()``, which records one forward and aligns it."""
 
     def __init__(self, observer, planned: OpCapture, plan: list[int], iterations: int, *,
-                 observe_nested: bool = False, timestamps: bool = True, nested_limit: int = 0):
+                 timestamps: bool = True, nested_limit: int = 0):
         self._observer = observer
         # The observer is off inside an op whose recording has more nested calls than this
-        # (csrc/aten_observer); observe_nested sees every call, as before (bench/nvtx_overhead.py).
-        self._nested_limit = NEVER_SWITCH if observe_nested else nested_limit
+        # (csrc/aten_observer); NEVER_SWITCH sees every call, as before 2026-12-01.
+        self._nested_limit = nested_limit
         self._timestamps = timestamps  # host times around each op, for to_records()
         self._planned = planned
         self._plan = plan
