@@ -247,7 +247,7 @@ void bind_nvtx(py::module_& m) {
     return out;
   }, "Ranges pushed and popped since _set_log(True), in order: ('push', message, kind, payload, colour) or ('pop',).");
   n.def("_capsule", [] {
-    static const NvtxApi api{&nvtx::push_registered, &nvtx::pop};
+    static const NvtxApi api{&nvtx::push_registered, &nvtx::pop, &nvtx::push_unstacked, &nvtx::pop_unstacked};
     return py::capsule(const_cast<NvtxApi*>(&api), kNvtxCapsuleName);
   }, "push_registered/pop for visprof's ATen observer module (nvtx/nvtx_api.h).");
   n.def("_scoped_range_then_raise", [](const std::string& message) {

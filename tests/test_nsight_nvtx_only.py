@@ -66,23 +66,40 @@ def test_the_cli_runs_it_and_refuses_options_that_cannot_apply(capsys):
                    "under nsys and import it (visprof nsys run) for a breakdown")
 
 
-def test_a_model_that_fails_is_blamed_in_one_line_and_leaves_no_range_open():
+@pytest.mark.parametrize("inside_an_op", [False, True], ids=["between-ops", "inside-an-op"])
+def test_a_model_that_fails_is_blamed_in_one_line_and_leaves_no_range_open(inside_an_op):
     import torch
 
     class Fails(torch.nn.Module):
-        def __init__(self):
+        def __init__(self, fail_on_call: int):
             super().__init__()
             self.conv = torch.nn.Conv2d(3, 3, 1)
-            self.calls = 0
+            self.calls, self.fail_on_call = 0, fail_on_call
 
         def forward(self, x):
             self.calls += 1
-            if self.calls > 3:
+            x = self.conv(x)
+            if self.calls == self.fail_on_call:
+                if inside_an_op:
+                    return torch.cumsum(x, 5)  # dim 5 of a 4-d tensor: aten raises inside its range
                 raise ValueError("boom on a later forward")
-            return self.conv(x)
+            return torch.cumsum(x, 1)
 
     from visprof.errors import ModelForwardError
 
-    with pytest.raises(ModelForwardError, match="boom on a later forward"):
-        run_nvtx_only(Fails(), img_size=8, batch_size=1, device="cpu", iterations=2, warmup=0, progress=False)
+    def settings():
+        return dict(img_size=8, batch_size=1, device="cpu", iterations=2, warmup=0, progress=False)
+
+    counting = Fails(fail_on_call=0)
+    run_nvtx_only(counting, **settings())
+
+    def run():  # fails in the last measured iteration, with the replay's ranges open
+        with pytest.raises(ModelForwardError, match="out of range" if inside_an_op else "boom on a later forward"):
+            run_nvtx_only(Fails(fail_on_call=counting.calls), **settings())
+
+    _, log = logged(run)
+    pushes = sum(1 for entry in log if entry[0] == "push")
+    # The replay pushes its op ranges itself (no per-thread depth count), so the log says it.
+    assert any(entry[0] == "push" and entry[2] == S.KIND_OP for entry in log)
+    assert pushes == len(log) - pushes
     assert c.nvtx.depth() == 0 and c.op_depth() == 0

@@ -130,6 +130,9 @@ def test_replay_reproduces_the_dispatch_mode_ops(observer, name, img_size, autoc
     spec = resolve_model(name, img_size=img_size)
     template, replay = _template_and_replay(observer, spec.module.eval(), spec.make_input(1, "cpu"), autocast=autocast)
     assert replay.diverged_iterations == []
+    # Each call was checked by its schema's address, which the recording matched to its name
+    # on every call; a torch whose RecordFunction changed would fall back to names.
+    assert observer.checks_by_schema()
     expected = template.to_records()
     ops = replay.to_records()
     assert len(ops) == 2 * len(expected)

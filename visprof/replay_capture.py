@@ -229,9 +229,13 @@ class ReplayCapture:
         module_plan = self._planned.nvtx_module_plan(skip=self.folded_ops)
         c = native()
         modules = module_plan.observer_kwargs(c.nvtx._capsule()) if module_plan is not None else {}
+        # Without host times this is --nvtx-only's replay, which runs without CUPTI: no op ids
+        # to hand to the tracer, so the observer pushes the op ranges itself.
+        direct = None if self._timestamps else c.nvtx._capsule()
         self._observer.replay_start(c._op_scope_capsule(), self._plan, handles, colors,
                                     first_id=FIRST_ID, iterations=self._iterations,
-                                    nested_limit=self._nested_limit, timestamps=self._timestamps, **modules)
+                                    nested_limit=self._nested_limit, timestamps=self._timestamps,
+                                    nvtx_direct=direct, **modules)
         return self
 
     def start_iteration(self, iteration: int) -> None:

@@ -10,6 +10,9 @@ namespace visprof {
 struct NvtxApi {
   void (*push_registered)(uint32_t handle, uint32_t argb_color, int64_t payload);
   void (*pop)();
+  // The caller keeps the count (nvtx_ranges.h): no per-thread stack, no TLS lookup per op.
+  int (*push_unstacked)(uint32_t handle, uint32_t argb_color, int64_t payload);
+  void (*pop_unstacked)(int count);
 };
 
 // The capsule's name; both modules check it before trusting the pointer.

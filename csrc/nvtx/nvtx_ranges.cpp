@@ -151,23 +151,36 @@ uint32_t register_op(const std::string& category, const std::string& message) {
   return add(std::move(entry));
 }
 
-void push_registered(uint32_t handle, uint32_t argb_color, int64_t payload) {
+int push_unstacked(uint32_t handle, uint32_t argb_color, int64_t payload) {
   const Entry* entry = find(handle);
   const bool pair = entry != nullptr && entry->pair;
-  widths.push_back(pair ? 2 : 1);
   if (log_on.load(std::memory_order_relaxed)) {
     if (pair) log_push(entry->outer_text, kCategory, payload, argb_color);
     log_push(entry ? entry->text : std::string(), entry ? entry->kind : kUser, payload, argb_color);
   }
 #ifdef VISPROF_WITH_NVTX
-  if (instrumentation_disabled()) return;
-  static const std::string unknown;
-  if (pair) push_handle(entry->outer, entry->outer_text, argb_color, payload, kCategory);
-  push_handle(entry ? entry->inner : nullptr, entry ? entry->text : unknown, argb_color, payload,
-              entry ? entry->kind : kUser);
+  if (!instrumentation_disabled()) {
+    static const std::string unknown;
+    if (pair) push_handle(entry->outer, entry->outer_text, argb_color, payload, kCategory);
+    push_handle(entry ? entry->inner : nullptr, entry ? entry->text : unknown, argb_color, payload,
+                entry ? entry->kind : kUser);
+  }
 #else
   (void)argb_color, (void)payload;
 #endif
+  return pair ? 2 : 1;
+}
+
+void pop_unstacked(int count) {
+  if (log_on.load(std::memory_order_relaxed)) log_pops(count);
+#ifdef VISPROF_WITH_NVTX
+  if (instrumentation_disabled()) return;
+  for (int i = 0; i < count; ++i) nvtxDomainRangePop(domain());
+#endif
+}
+
+void push_registered(uint32_t handle, uint32_t argb_color, int64_t payload) {
+  widths.push_back(static_cast<uint8_t>(push_unstacked(handle, argb_color, payload)));
 }
 
 void push(const std::string& message, uint32_t argb_color, int64_t payload, uint32_t kind) {
@@ -186,11 +199,7 @@ void pop() {
   if (widths.empty()) return;  // an unmatched pop would close someone else's range
   const int width = widths.back();
   widths.pop_back();
-  if (log_on.load(std::memory_order_relaxed)) log_pops(width);
-#ifdef VISPROF_WITH_NVTX
-  if (instrumentation_disabled()) return;
-  for (int i = 0; i < width; ++i) nvtxDomainRangePop(domain());
-#endif
+  pop_unstacked(width);
 }
 
 void mark(const std::string& message, uint32_t argb_color, int64_t payload) {

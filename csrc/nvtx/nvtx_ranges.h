@@ -34,6 +34,12 @@ void push_registered(uint32_t handle, uint32_t argb_color, int64_t payload);
 void push(const std::string& message, uint32_t argb_color, int64_t payload, uint32_t kind = kUser);
 // Pops what the last push on this thread pushed (one range, or an op's two).
 void pop();
+// push_registered without the per-thread record of what it pushed: returns how many ranges it
+// pushed (1, or an op's 2), which the caller pops with pop_unstacked(). For the ATen observer,
+// which keeps its own stack: the thread_local one costs a __tls_get_addr per push and per pop
+// from a dlopen'ed module (~0.1 us per op on the CPU host, bench/observer_costs.py).
+int push_unstacked(uint32_t handle, uint32_t argb_color, int64_t payload);
+void pop_unstacked(int count);
 // An instantaneous marker (visprof writes its run's settings as one, for importers).
 void mark(const std::string& message, uint32_t argb_color, int64_t payload);
 // Pushes made by visprof on this thread and not yet popped (an op's two ranges count once).

@@ -14,7 +14,8 @@ from typing import Any
 
 from visprof.native.runtime_module import RuntimeModule
 
-OBSERVER = RuntimeModule("_visprof_aten_observer", "aten_observer", purpose="ATen observer")
+OBSERVER = RuntimeModule("_visprof_aten_observer", "aten_observer", purpose="ATen observer",
+                         optional_define="VISPROF_RECORD_FUNCTION_FN")
 
 
 @functools.lru_cache(maxsize=1)

@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import Any
 
 _PACKAGE = Path(__file__).resolve().parent.parent
+# NDEBUG as torch's release builds: some torch structs hold debug-only members, and inline code
+# compiled here must see the layout libtorch was built with.
+_FLAGS = ("-O2", "-DNDEBUG", "-shared", "-fPIC", "-std=c++20", "-fvisibility=hidden")
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,9 @@ class RuntimeModule:
     libraries: tuple[str, ...] = ("c10", "torch_cpu")
     cuda_headers: bool = False  # includes CUDA runtime headers (c10/cuda/...)
     purpose: str = ""  # shown once while it compiles
+    # A -D the module is compiled with where it compiles, and without where it does not: code
+    # that leans on torch internals that may change (the ATen observer's schema check).
+    optional_define: str = ""
 
     def load(self) -> tuple[Any, str | None]:
         """(module, None), or (None, why it is unavailable). Compiles when not cached on disk;
@@ -81,7 +87,8 @@ def cuda_include_dir() -> Path | None:
     return next((c for c in candidates if (c / "cuda_runtime_api.h").is_file()), None)
 
 
-def _compile_command(module: RuntimeModule, source: Path, root: Path, output: Path, cuda_include: Path | None) -> list[str]:
+def _compile_command(module: RuntimeModule, source: Path, root: Path, output: Path, cuda_include: Path | None,
+                     defines: tuple[str, ...] = ()) -> list[str]:
     import torch
 
     torch_dir = Path(torch.__file__).resolve().parent
@@ -90,8 +97,7 @@ def _compile_command(module: RuntimeModule, source: Path, root: Path, output: Pa
     if cuda_include is not None:
         includes.append(f"-I{cuda_include}")
     return [
-        os.environ.get("CXX", "c++"), "-O2", "-shared", "-fPIC", "-std=c++20", "-fvisibility=hidden",
-        f"-D_GLIBCXX_USE_CXX11_ABI={abi}", f"-DTORCH_EXTENSION_NAME={module.name}", *includes,
+        os.environ.get("CXX", "c++"), *_FLAGS, f"-D_GLIBCXX_USE_CXX11_ABI={abi}", f"-DTORCH_EXTENSION_NAME={module.name}", *defines, *includes,
         str(source), f"-L{torch_dir / 'lib'}", *(f"-l{lib}" for lib in module.libraries),
         f"-Wl,-rpath,{torch_dir / 'lib'}", "-o", str(output),
     ]
@@ -106,7 +112,8 @@ def _build(module: RuntimeModule, root: Path) -> Path:
         raise RuntimeError("no CUDA headers found (cuda_runtime_api.h); set CUDA_HOME")
     files = _source_files(root, module.source_dir)
     key = hashlib.sha256()
-    for part in (torch.__version__, str(Path(torch.__file__).resolve()), sys.version, os.environ.get("CXX", "c++"),
+    for part in (*_FLAGS, module.optional_define, torch.__version__, str(Path(torch.__file__).resolve()), sys.version,
+                 os.environ.get("CXX", "c++"),
                  str(cuda_include)):
         key.update(part.encode())
     for path in files:
@@ -122,8 +129,11 @@ def _build(module: RuntimeModule, root: Path) -> Path:
     # Compile beside the target and rename: concurrent processes never load half a file.
     with tempfile.TemporaryDirectory(dir=target_dir) as scratch:
         partial = Path(scratch) / target.name
-        proc = subprocess.run(_compile_command(module, files[0], root, partial, cuda_include),
-                              capture_output=True, text=True)
+        for defines in ((f"-D{module.optional_define}",), ()) if module.optional_define else ((),):
+            proc = subprocess.run(_compile_command(module, files[0], root, partial, cuda_include, defines),
+                                  capture_output=True, text=True)
+            if proc.returncode == 0:
+                break
         if proc.returncode != 0:
             errors = [line for line in proc.stderr.splitlines() if "error" in line] or proc.stderr.splitlines()[-1:]
             raise RuntimeError(f"compiling the {module.purpose or module.name} failed: "
