@@ -6,8 +6,12 @@ Target (issue 11): < 1 us per op. No Nsight tool is attached, so this is visprof
 own cost per range on top.
 
 Per model, in a fresh process, batch 1 (launch-bound: the host's time is the wall time, so
-host overhead shows in full), after a warm-up: `--rounds` rounds of six loops of
-`--iterations` synchronized forwards, each loop first in turn:
+host overhead shows in full), after a warm-up: `--rounds` rounds of six loops of one untimed
+and `--iterations` timed synchronized forwards, each loop first in turn. Rounds are short (six
+loops of three forwards, ~0.1 s at batch 1): the lent host switches between its usual speed and
+about half of it every few seconds, and a difference is only fair between loops that ran at
+the same speed (before 2026-12-02 a round ran 6 x 10 forwards, and a switch inside it moved
+the round's difference by up to 17 us per op). The loops:
   clean         no observer;
   nvtx          what --nvtx-only runs: the observer ranges each op, and is off inside an op
                 that makes aten calls of its own (they cost nothing then); kernel-less ops (a
@@ -28,7 +32,7 @@ host runs some stretches at half speed, its clean forward too). The table's
 "added ms" is nvtx's wall difference before the division; "clean ms" and "nvtx ms" are
 medians of their own over rounds.
 
-    python bench/nvtx_overhead.py --json bench/results/nvtx-overhead-h200.json
+    python bench/nvtx_overhead.py --rounds 200 --iterations 2 --json bench/results/nvtx-overhead-h200.json
 """
 from __future__ import annotations
 
@@ -49,9 +53,11 @@ STEADY = 1.2  # a round counts as steady when its clean loop is within 20% of th
 
 
 def _loop(runner, iterations: int, capture=None) -> tuple[float, float]:
-    """Median (wall, host) ms per iteration of `iterations` synchronized forwards."""
+    """Median (wall, host) ms per iteration of `iterations` synchronized forwards, after one
+    untimed forward (in a capture, its first replayed iteration: a replay just installed runs
+    on cold caches, which --nvtx-only pays once per run, not per iteration)."""
     walls, hosts = [], []
-    for i in range(iterations):
+    for i in range(1 + iterations):
         if capture is not None:
             capture.start_iteration(i)
         t0 = time.perf_counter()
@@ -59,6 +65,8 @@ def _loop(runner, iterations: int, capture=None) -> tuple[float, float]:
         t1 = time.perf_counter()
         runner.sync()
         t2 = time.perf_counter()
+        if i == 0:
+            continue
         walls.append((t2 - t0) * 1e3)
         hosts.append((t1 - t0) * 1e3)
     return statistics.median(walls), statistics.median(hosts)
@@ -91,21 +99,22 @@ def one(name: str, batch: int, precision: str, iterations: int, rounds: int, dev
         runner()
         runner.sync()
 
-    replay, why = ReplayCapture.prepare(observer, planned, forward, iterations, timestamps=False)  # as --nvtx-only
+    replayed = 1 + iterations  # _loop's untimed forward is replayed too
+    replay, why = ReplayCapture.prepare(observer, planned, forward, replayed, timestamps=False)  # as --nvtx-only
     # The plan without kernel-less ops folded into their wrappers (what a replay with host times ranges).
-    timed, why_timed = ReplayCapture.prepare(observer, planned, forward, iterations)
+    timed, why_timed = ReplayCapture.prepare(observer, planned, forward, replayed)
     if replay is None or timed is None:
         raise RuntimeError(why or why_timed)
     ops = len(planned.template_ops())
     assert not native().tracer.active()
     captures = {
         "nvtx": replay,
-        "switch_all": ReplayCapture(observer, planned, replay._plan, iterations, timestamps=False, nested_limit=-1),
-        "limit2": ReplayCapture(observer, planned, replay._plan, iterations, timestamps=False, nested_limit=2),
-        "unfolded": ReplayCapture(observer, planned, timed._plan, iterations, timestamps=False, nested_limit=-1),
+        "switch_all": ReplayCapture(observer, planned, replay._plan, replayed, timestamps=False, nested_limit=-1),
+        "limit2": ReplayCapture(observer, planned, replay._plan, replayed, timestamps=False, nested_limit=2),
+        "unfolded": ReplayCapture(observer, planned, timed._plan, replayed, timestamps=False, nested_limit=-1),
         # No call mapped to an op: it sees every aten call and pushes nothing, so its cost is
         # torch's RecordFunction per call plus the observer's check of the call.
-        "observe_only": ReplayCapture(observer, planned, [-1] * replay.recorded_calls, iterations, timestamps=False),
+        "observe_only": ReplayCapture(observer, planned, [-1] * replay.recorded_calls, replayed, timestamps=False),
     }
 
     def in_capture(capture):
@@ -142,7 +151,7 @@ def one(name: str, batch: int, precision: str, iterations: int, rounds: int, dev
     result["steady_wall_us_per_op"] = statistics.median(steady)
     for key, capture in captures.items():
         prefix = "" if key == "nvtx" else f"{key}_"
-        result[f"{prefix}observed_calls_per_iteration"] = capture.observed_calls / iterations
+        result[f"{prefix}observed_calls_per_iteration"] = capture.observed_calls / replayed
         for kind in ("wall", "host"):
             values = [r[f"{key}_{kind}_us_per_op"] for r in rounds_]
             result[f"{prefix}{kind}_us_per_op"] = statistics.median(values)
@@ -162,8 +171,8 @@ def main() -> int:
     parser.add_argument("--models", default=MODELS)
     parser.add_argument("--batch-size", type=int, default=1)
     parser.add_argument("--precision", default="bf16")
-    parser.add_argument("--iterations", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--iterations", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--device", default="cuda:0", help="cpu only to try the script out")
     parser.add_argument("--one")
     parser.add_argument("--json", type=Path)
