@@ -448,7 +448,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "op scope, which links op ids to CUPTI records (--nvtx-only runs without CUPTI).");
   m.def("checks_by_schema", [] {
     const Observer& o = *the_observer;
-    return !o.schemas.empty() && o.schemas_trusted && o.schemas.front() != nullptr;
+    return o.schemas_trusted &&
+           std::any_of(o.schemas.begin(), o.schemas.end(), [](const c10::FunctionSchema* s) { return s != nullptr; });
   }, "Whether the replay of the last recording checks each call by its schema's address (else by name).");
   m.def("begin_iteration", &begin_iteration, py::arg("iteration"));
   m.def("replay_stop", &replay_stop,
