@@ -55,7 +55,7 @@ namespace {
 // callback's ~0.15 us). fn_ is reached by the explicit-instantiation rule (access is not
 // checked in an explicit instantiation); runtime_module.py compiles without
 // VISPROF_RECORD_FUNCTION_FN if this torch's fn_ differs, and record mode checks the address
-// against fn.name() on every call before the replay trusts it (schema_checked).
+// against fn.name() on every call before the replay trusts it (schemas_trusted).
 #ifdef VISPROF_RECORD_FUNCTION_FN
 struct RecordFunctionFn {
   using type = std::variant<std::string, at::RecordFunction::schema_ref_t> at::RecordFunction::*;

@@ -97,7 +97,8 @@ def _compile_command(module: RuntimeModule, source: Path, root: Path, output: Pa
     if cuda_include is not None:
         includes.append(f"-I{cuda_include}")
     return [
-        os.environ.get("CXX", "c++"), *_FLAGS, f"-D_GLIBCXX_USE_CXX11_ABI={abi}", f"-DTORCH_EXTENSION_NAME={module.name}", *defines, *includes,
+        os.environ.get("CXX", "c++"), *_FLAGS, f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
+        f"-DTORCH_EXTENSION_NAME={module.name}", *defines, *includes,
         str(source), f"-L{torch_dir / 'lib'}", *(f"-l{lib}" for lib in module.libraries),
         f"-Wl,-rpath,{torch_dir / 'lib'}", "-o", str(output),
     ]
@@ -112,9 +113,8 @@ def _build(module: RuntimeModule, root: Path) -> Path:
         raise RuntimeError("no CUDA headers found (cuda_runtime_api.h); set CUDA_HOME")
     files = _source_files(root, module.source_dir)
     key = hashlib.sha256()
-    for part in (*_FLAGS, module.optional_define, torch.__version__, str(Path(torch.__file__).resolve()), sys.version,
-                 os.environ.get("CXX", "c++"),
-                 str(cuda_include)):
+    for part in (*_FLAGS, module.optional_define, torch.__version__, str(Path(torch.__file__).resolve()),
+                 sys.version, os.environ.get("CXX", "c++"), str(cuda_include)):
         key.update(part.encode())
     for path in files:
         key.update(path.read_bytes())
