@@ -40,6 +40,9 @@ CSV_DIR = REPO.parent / "shared" / "data" / "timm-benchmarks"
 FILES = {"rtx3090": "benchmark-infer-amp-nchw-pt240-cu124-rtx3090.csv",
          "rtx4090": "benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv"}
 TARGETS = {"spearman": 0.8, "median_abs_ratio_error": 0.10}
+# A prediction is "confident" where the unknown scaling of rate-limited time moves its speed-up
+# by no more than the error target either way: band max / min - 1 <= 2 x 10%.
+CONFIDENT_BAND = 2 * TARGETS["median_abs_ratio_error"]
 
 
 def published(csv_dir: Path) -> dict[str, dict[tuple[str, int], dict]]:
@@ -129,7 +132,7 @@ def check(results, pub, efficiency: float | None = None, profile_batch: int | No
     """Per-model predictions against the CSVs, and the summary."""
     from visprof.analysis.families import architecture, family
     from visprof.analysis.metrics import ratio_errors, spearman
-    from visprof.analysis.predict import predict_result
+    from visprof.analysis.predict import predict_result, speedup_band
     from visprof.errors import BadInputError
 
     rows, skipped = [], []
@@ -138,6 +141,7 @@ def check(results, pub, efficiency: float | None = None, profile_batch: int | No
         row = {"model": result.model.name, "img_size": key[1], "family": family(key[0]),
                "profile_gpu": (result.gpu or {}).get("name"), "profile_batch": result.model.batch_size,
                "profile_precision": result.config.precision}
+        on = {}
         try:
             for gpu in FILES:
                 ref = pub[gpu][key]
@@ -148,12 +152,17 @@ def check(results, pub, efficiency: float | None = None, profile_batch: int | No
                 row[f"{gpu}_predicted"] = p.samples_per_s
                 row[f"{gpu}_published"] = float(ref["infer_samples_per_sec"])
                 row[f"{gpu}_shares"] = p.shares
+                on[gpu] = p
         except BadInputError as exc:
             skipped.append(str(exc))
             continue
         row["speedup_predicted"] = row["rtx4090_predicted"] / row["rtx3090_predicted"]
         row["speedup_published"] = row["rtx4090_published"] / row["rtx3090_published"]
         row["speedup_error"] = row["speedup_predicted"] / row["speedup_published"] - 1
+        band = speedup_band(on["rtx3090"], on["rtx4090"])
+        if band:
+            row["speedup_band"] = list(band)
+            row["band_width"] = band[1] / band[0] - 1
         rows.append(row)
     summary: dict = {"models": len(rows), "skipped": len(skipped)}
     if len(rows) >= 3:
@@ -168,11 +177,38 @@ def check(results, pub, efficiency: float | None = None, profile_batch: int | No
             "spearman>=0.8": summary["spearman"] >= TARGETS["spearman"],
             "median_abs_ratio_error<=10%": summary["speedup_error"]["median_abs"] <= TARGETS["median_abs_ratio_error"],
             "models>=150": len(rows) >= 150}
+        summary.update(by_confidence(rows))
+        if "confident" in summary:
+            c = summary["confident"]
+            summary["meets_targets"][f"spearman>=0.8 where the band <= {CONFIDENT_BAND:.0%} (>= 150 models)"] = (
+                c["models"] >= 150 and c["spearman"] >= TARGETS["spearman"])
         by_family: dict[str, list[float]] = {}
         for r in rows:
             by_family.setdefault(r["family"], []).append(r["speedup_error"])
         summary["by_family_median_error"] = {f: statistics.median(v) for f, v in sorted(by_family.items())}
     return {"rows": rows, "skipped": skipped, "summary": summary}
+
+
+def by_confidence(rows: list[dict]) -> dict:
+    """The check on the models whose predicted speed-up hinges little on how time far below
+    the roof scales (``speedup_band`` width <= CONFIDENT_BAND: the choice moves it by at most
+    about the 10% the target allows either way), on the rest, and on every width cut-off."""
+    from visprof.analysis.metrics import ratio_errors, spearman
+
+    banded = [r for r in rows if "band_width" in r]
+    if len(banded) < 3:
+        return {}
+
+    def stats(subset):
+        if len(subset) < 3:
+            return {"models": len(subset)}
+        pred, pubs = [r["speedup_predicted"] for r in subset], [r["speedup_published"] for r in subset]
+        return {"models": len(subset), "spearman": spearman(pred, pubs), "speedup_error": ratio_errors(pred, pubs)}
+
+    return {"confident": {"band_width_max": CONFIDENT_BAND, **stats([r for r in banded if r["band_width"] <= CONFIDENT_BAND])},
+            "not_confident": stats([r for r in banded if r["band_width"] > CONFIDENT_BAND]),
+            "by_band_width": [{"band_width_max": w, **stats([r for r in banded if r["band_width"] <= w])}
+                              for w in (0.05, 0.10, 0.15, 0.20, 0.30, 0.50)]}
 
 
 def print_report(outcome: dict, label: str) -> None:
@@ -196,6 +232,15 @@ def print_report(outcome: dict, label: str) -> None:
             t = s[f"{gpu}_throughput_error"]
             print(f"  {gpu} throughput   median |error| {t['median_abs']:.1%}   median signed {t['median_signed']:+.1%}   "
                   f"p90 {t['p90_abs']:.1%}")
+        for label_, c in (("confident", s.get("confident")), ("the rest", s.get("not_confident"))):
+            if c and "spearman" in c:
+                print(f"  {label_:9s} ({c['models']} models, band {'<=' if label_ == 'confident' else '>'} "
+                      f"{CONFIDENT_BAND:.0%}): Spearman {c['spearman']:.3f}   median |error| "
+                      f"{c['speedup_error']['median_abs']:.1%}")
+        if s.get("by_band_width"):
+            print("  by band width: " + "   ".join(f"<={c['band_width_max']:.0%}: {c['models']} models"
+                                                   + (f" {c['spearman']:.3f}" if "spearman" in c else "")
+                                                   for c in s["by_band_width"]))
         print("  targets: " + ", ".join(f"{k} {'MET' if v else 'NOT MET'}" for k, v in s["meets_targets"].items()))
 
 

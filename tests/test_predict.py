@@ -8,7 +8,8 @@ import pytest
 from recorded_results import recorded_result
 from test_roofline import SPEC, toy_result, toy_trace
 from visprof.analysis.gpus import GpuTable
-from visprof.analysis.predict import ACHIEVABLE, l2_hit_share, predict_group, predict_result, speedup
+from visprof.analysis.predict import (ACHIEVABLE, RATE_SCALINGS, l2_hit_share, predict_group, predict_result, rate_ratio,
+                                      speedup, speedup_band)
 from visprof.errors import BadInputError
 from visprof.result import LatencyStats, RooflineGroup, Timing
 
@@ -77,6 +78,39 @@ def test_with_clock_helpers_take_the_longer_of_their_roof_and_their_clock_scaled
     # a faster clock shortens the rate-limited time
     fast_clock = dataclasses.replace(FAST_MEMORY, boost_clock_mhz=2 * SPEC.boost_clock_mhz)
     assert predict_group(with_helper, SPEC, fast_clock, scale=2).helper_ms == pytest.approx(10 * US)
+
+
+def test_rate_limited_time_scales_by_nothing_the_clock_or_sms_times_clock():
+    # twice the clock and 1.5x the SMs of the toy GPU, peaks far above: every group stays rate-limited
+    big = dataclasses.replace(FAST_MATH, id="big", boost_clock_mhz=2 * SPEC.boost_clock_mhz, sms=15, memory_bandwidth_gbs=1e5)
+    assert [rate_ratio(SPEC, big, s) for s in RATE_SCALINGS] == pytest.approx([0.5, 1.0, 1 / 3])
+    with pytest.raises(ValueError, match="rate scaling"):
+        rate_ratio(SPEC, big, "bandwidth")
+    slow = gemm(time_ms=100 * US)  # 2 x 10 us of roof, 2 us of floors: 98 us off the roof
+    times = {s: predict_group(slow, SPEC, big, rate_scaling=s).time_ms for s in RATE_SCALINGS}
+    assert times == pytest.approx({"clock": (2 + 49) * US, "latency": (2 + 98) * US, "throughput": (2 + 98 / 3) * US})
+    # a group at its roof on the target is not rate-limited: the scaling does not move it
+    quick = gemm(time_ms=22 * US)
+    assert len({round(predict_group(quick, SPEC, SLOW, rate_scaling=s).time_ms, 12) for s in RATE_SCALINGS}) == 1
+
+
+def test_a_prediction_carries_its_latency_under_each_scaling_and_a_speedup_band():
+    result = toy_result(toy_trace())
+    same = predict_result(result, SPEC, table=TABLE)
+    assert set(same.latency_by_scaling) == set(RATE_SCALINGS)
+    assert same.latency_range_ms == pytest.approx((same.latency_ms, same.latency_ms))  # one GPU: nothing to choose
+    big = dataclasses.replace(FAST_MATH, id="big", boost_clock_mhz=2 * SPEC.boost_clock_mhz, sms=15)
+    table = GpuTable([SPEC, big])
+    on_toy, on_big, ratio = speedup(result, SPEC, "big", table=table)
+    lo, hi = speedup_band(on_toy, on_big)
+    assert lo <= ratio <= hi and hi > lo
+    low, high = on_big.latency_range_ms
+    assert low <= on_big.latency_ms <= high and on_big.latency_by_scaling["clock"] == on_big.latency_ms
+    assert on_big.to_dict()["latency_range_ms"] == (low, high)
+    # a pure roofline (fixed efficiency) has no measured rate to scale: no band
+    fixed = predict_result(result, "big", table=table, efficiency=1.0)
+    assert fixed.latency_by_scaling == {} and fixed.latency_range_ms is None and speedup_band(fixed, fixed) is None
+    assert predict_result(result, "big", table=table, excess="bound").latency_range_ms is None
 
 
 def test_copies_are_predicted_from_their_bytes_not_scaled_as_helper_time():

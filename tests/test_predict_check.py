@@ -37,6 +37,30 @@ def test_predict_check_prints_the_table_and_writes_json(tmp_path):
     assert max(rows, key=lambda m: rows[m]["speedup_predicted"]) == "deit_small_patch16_224"
     assert doc["summary"]["speedup_error"]["median_abs"] < 0.15
     assert doc["other_modes"]["compute"]["models"] == 4
+    # every row carries its band, and the summary splits the models by its width
+    for r in doc["rows"]:
+        lo, hi = r["speedup_band"]
+        assert lo <= r["speedup_predicted"] <= hi and r["band_width"] == pytest.approx(hi / lo - 1)
+    summary = doc["summary"]
+    narrow = sum(r["band_width"] <= 0.2 for r in doc["rows"])
+    assert summary["confident"]["models"] == narrow and summary["not_confident"]["models"] == 4 - narrow
+    assert [c["models"] for c in summary["by_band_width"]] == [sum(r["band_width"] <= c["band_width_max"] for r in doc["rows"])
+                                                               for c in summary["by_band_width"]]
+    assert "where the band <= 20% (>= 150 models) NOT MET" in proc.stdout
+
+
+def test_confidence_split_counts_and_ranks_each_side():
+    sys.path.insert(0, str(REPO / "bench"))
+    from predict_check import CONFIDENT_BAND, by_confidence
+
+    rows = [{"speedup_predicted": p, "speedup_published": q, "band_width": w}
+            for p, q, w in [(1.1, 1.2, 0.05), (1.3, 1.4, 0.1), (1.5, 1.6, 0.2), (1.2, 1.9, 0.5), (1.9, 1.1, 0.6), (1.4, 1.3, 0.7)]]
+    out = by_confidence(rows)
+    assert CONFIDENT_BAND == pytest.approx(0.2)
+    assert out["confident"]["models"] == 3 and out["confident"]["spearman"] == pytest.approx(1.0)
+    assert out["not_confident"]["models"] == 3 and out["not_confident"]["spearman"] == pytest.approx(-1.0)
+    assert {c["band_width_max"]: c["models"] for c in out["by_band_width"]} == {0.05: 1, 0.1: 2, 0.15: 2, 0.2: 3, 0.3: 3, 0.5: 4}
+    assert by_confidence(rows[:2]) == {}  # too few to rank
 
 
 def test_model_list_for_the_sweep(tmp_path):

@@ -160,6 +160,9 @@ def prediction_row(p) -> dict:
     shares = row.pop("shares")
     row.update({f"share_{b}": v for b, v in shares.items()})
     row["notes"] = "; ".join(row["notes"])
+    span = row.pop("latency_range_ms")
+    row.pop("latency_by_scaling")
+    row["latency_low_ms"], row["latency_high_ms"] = span if span else (None, None)
     return row
 
 

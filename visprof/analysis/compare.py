@@ -47,6 +47,7 @@ class ModelComparison:
     shares: dict[str, float] = field(default_factory=dict)  # time by bound on the base GPU
     shares_from: str = ""  # "measured on rtx3090" / "predicted from h200"
     predicted_speedup: float | None = None  # from the profile's roofline groups and the two spec rows
+    predicted_band: tuple[float, float] | None = None  # predict.speedup_band: over how off-roof time may scale
     explanation: str = ""
 
     @property
@@ -62,7 +63,9 @@ class ModelComparison:
         return {"model": self.model, "img_size": self.img_size, "family": self.family,
                 "base_samples_per_s": self.base.samples_per_s, "target_samples_per_s": self.target.samples_per_s,
                 "base_batch": self.base.batch_size, "target_batch": self.target.batch_size,
-                "speedup": self.speedup, "predicted_speedup": self.predicted_speedup, "sensitivity": self.sensitivity,
+                "speedup": self.speedup, "predicted_speedup": self.predicted_speedup,
+                "predicted_low": self.predicted_band[0] if self.predicted_band else None,
+                "predicted_high": self.predicted_band[1] if self.predicted_band else None, "sensitivity": self.sensitivity,
                 "dominant_category": self.dominant_category,
                 **{f"share_{b}": v for b, v in self.shares.items()}, "shares_from": self.shares_from,
                 "macs_per_activation": self.intensity, "explanation": self.explanation,
@@ -202,18 +205,19 @@ def _profile_for(arch_img: tuple[str, int | None], profiles: dict, base_key: str
 
 
 def on_base_and_target(profile: Measurement, base: Measurement, base_spec: GpuSpec | None, target_spec: GpuSpec | None,
-                       table: GpuTable) -> tuple[dict[str, float], str, float | None]:
+                       table: GpuTable) -> tuple[dict[str, float], str, float | None, tuple[float, float] | None]:
     """From ``profile``: its model's time by bound on the base GPU (measured there, else
     predicted), where that split comes from, and the speed-up its roofline groups predict
-    from base to target, at the base measurement's batch. One prediction per GPU serves both."""
+    from base to target, at the base measurement's batch, with its band (``speedup_band``).
+    One prediction per GPU serves both."""
     result = profile.result
     roof = result.roofline if result else None
     if roof is None or not roof.groups:
-        return {}, "", None
+        return {}, "", None, None
     measured = (dict(roof.shares), f"measured on {profile.gpu}") if roof.shares else ({}, "")
     if base_spec is None or profile.gpu_id is None or result.measurement != "gpu":
-        return (*measured, None)
-    from visprof.analysis.predict import predict_result
+        return (*measured, None, None)
+    from visprof.analysis.predict import predict_result, speedup_band
 
     options = {"batch_size": base.batch_size, "table": table,
                "precision": base.precision if base.precision in ("fp16", "bf16") else None}
@@ -221,25 +225,33 @@ def on_base_and_target(profile: Measurement, base: Measurement, base_spec: GpuSp
         on_base = predict_result(result, base_spec, **options)
         on_target = predict_result(result, target_spec, **options) if target_spec else None
     except BadInputError:
-        return (*measured, None)
+        return (*measured, None, None)
     speedup = on_target.samples_per_s / on_base.samples_per_s if on_target else None
+    band = speedup_band(on_base, on_target) if on_target else None
     if profile.gpu == base.gpu and roof.shares:
-        return (*measured, speedup)
-    return on_base.shares, f"predicted from {profile.gpu}", speedup
+        return (*measured, speedup, band)
+    return on_base.shares, f"predicted from {profile.gpu}", speedup, band
 
 
 def _unexplained(m: ModelComparison, bound: str, target_name: str, fp32_ratio: float) -> str:
     """What the sentence adds when the bounds do not account for the measured speed-up."""
     p = m.predicted_speedup
     gap = m.speedup / p - 1
+    band = m.predicted_band
+    wide = bool(band) and band[1] / band[0] - 1 > 2 * EXPLAINED_WITHIN
+    if wide and band[0] <= m.speedup <= band[1] and abs(gap) > EXPLAINED_WITHIN:
+        # The spec ratios cannot decide it, and one physical scaling accounts for the gain.
+        return (f"; its profile predicts x{p:.2f}, and x{band[0]:.2f}-{band[1]:.2f} as its kernels far below their roof "
+                f"gain nothing, the clock or SMs x clock: the measured gain is within that range")
+    span = f" (x{band[0]:.2f}-{band[1]:.2f} by how its kernels far below their roof scale)" if wide else ""
     if abs(gap) <= EXPLAINED_WITHIN:
-        return f"; its profile predicts x{p:.2f}"
+        return f"; its profile predicts x{p:.2f}{span}"
     if gap > 0:
         hint = (f": kernels below their roof gain from the {target_name}'s {fp32_ratio:.2f}x SMs x clock as well"
                 if bound in ("memory", "unknown") else "")
-        return f"; its profile predicts only x{p:.2f}, so the bounds under-state its gain{hint}"
+        return f"; its profile predicts only x{p:.2f}{span}, so the bounds under-state its gain{hint}"
     hint = f": its kernels reach less of the {target_name}'s peak than the profile's GPU suggests" if bound == "tensor" else ""
-    return f"; its profile predicts x{p:.2f}, so the bounds over-state its gain{hint}"
+    return f"; its profile predicts x{p:.2f}{span}, so the bounds over-state its gain{hint}"
 
 
 def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: GpuSpec | None, base_name: str,
@@ -315,7 +327,8 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
         profile = _profile_for((m.base.arch, m.img_size), profiles, base_key)
         if profile is not None:
             m.dominant_category = dominant_category(profile.result)
-            m.shares, m.shares_from, m.predicted_speedup = on_base_and_target(profile, m.base, base_spec, target_spec, table)
+            m.shares, m.shares_from, m.predicted_speedup, m.predicted_band = on_base_and_target(
+                profile, m.base, base_spec, target_spec, table)
         m.explanation = explain(m, median, base_spec, target_spec, base_name, target_name, m.base.precision)
     models.sort(key=lambda m: -m.sensitivity)
     unmatched = {k: len(set(by_gpu[k]) - set(by_gpu[o])) for k, o in ((base_key, target_key), (target_key, base_key))}

@@ -21,6 +21,11 @@ A to the target's row B:
    same kernel at its roof.
    ``predict_group``'s ``excess`` names the other ways to scale the time above the roof
    (Habitat's is ``roofline_B / e``, the efficiency kept).
+   Which ratio such rate-limited time scales by is not in any datasheet: a kernel waiting on
+   memory latency gains nothing from a faster clock, one limited by issue gains SMs x clock.
+   ``RATE_SCALINGS`` names the three; the clock is the default, and ``Prediction.
+   latency_by_scaling`` keeps the latency under each, so a prediction says how much it hinges
+   on that choice (``speedup_band``): a narrow band is a prediction the specs decide.
    Layout transforms inside an op (``helper_ms``) are kernels too: with ``clock`` they take
    the longer of their roof (``HELPER_TRAFFIC`` x the op's activation bytes over B's
    bandwidth) and their measured time grown with the batch and scaled by the clock; in the
@@ -87,9 +92,18 @@ class Prediction:
     fits: bool | None = None  # peak_memory_bytes within the target's memory
     notes: list[str] = field(default_factory=list)
     groups: list[GroupPrediction] = field(default_factory=list)
+    # Latency with the time above the roof scaled by each of RATE_SCALINGS (clock mode with
+    # measured times only): how much the prediction hinges on what limits off-roof kernels.
+    latency_by_scaling: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def latency_range_ms(self) -> tuple[float, float] | None:
+        values = self.latency_by_scaling.values()
+        return (min(values), max(values)) if values else None
 
     def to_dict(self, groups: bool = False) -> dict:
         data = asdict(self)
+        data["latency_range_ms"] = self.latency_range_ms
         if not groups:
             data.pop("groups")
         return data
@@ -102,6 +116,23 @@ def _target_precision(tensor_core: str | None, precision: str | None) -> str | N
 
 
 EXCESS_MODES = ("clock", "bound", "compute", "none")
+# How time above the roof (a rate-limited group) scales between GPUs with ``excess="clock"``:
+# "clock" by the boost clocks (the default: pipelines and dependent loads run at the clock),
+# "latency" not at all (a kernel waiting on DRAM latency, about the same in ns on every
+# GPU), "throughput" by SMs x clock (a kernel limited by issue or per-SM parallelism that
+# has enough blocks for every SM). The first is a middle; the other two bound it.
+RATE_SCALINGS = ("clock", "latency", "throughput")
+
+
+def rate_ratio(source: GpuSpec, target: GpuSpec, scaling: str = "clock") -> float:
+    """Time on ``target`` over time on ``source`` of rate-limited work, by ``scaling``."""
+    if scaling == "clock":
+        return source.boost_clock_mhz / target.boost_clock_mhz
+    if scaling == "latency":
+        return 1.0
+    if scaling == "throughput":
+        return (source.sms * source.boost_clock_mhz) / (target.sms * target.boost_clock_mhz)
+    raise ValueError(f"rate scaling must be one of {RATE_SCALINGS}, got {scaling!r}")
 
 
 def l2_hit_share(activation_bytes: float, gpu: GpuSpec) -> float:
@@ -117,7 +148,7 @@ def l2_hit_share(activation_bytes: float, gpu: GpuSpec) -> float:
 
 def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, scale: float = 1.0,
                   precision: str | None = None, efficiency: float | None = None,
-                  excess: str = "clock") -> GroupPrediction:
+                  excess: str = "clock", rate_scaling: str = "clock") -> GroupPrediction:
     """One group on ``target`` at ``scale`` times the profiled batch (module doc, steps 1-3).
     ``efficiency`` fixes e instead of measuring it (then ``source`` is not needed).
 
@@ -131,7 +162,8 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
     clock), for time lost to issue, latency and poor parallelism rather than to the roof;
     "none" drops it: on the target every group runs at its roof (plus the per-kernel floor),
     which suits a target whose peaks the kernels reach and not the profiled GPU itself (on
-    the H200 at another batch it is 55% too fast)."""
+    the H200 at another batch it is 55% too fast). ``rate_scaling`` (``RATE_SCALINGS``) says
+    which ratio of the two GPUs the "clock" mode's measured rate scales by."""
     if excess not in EXCESS_MODES:
         raise ValueError(f"excess must be one of {EXCESS_MODES}, got {excess!r}")
     floor = g.kernel_count * KERNEL_FLOOR_MS
@@ -174,8 +206,8 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
         # x scale for FLOPs and activations, x1 for a weight-only cast).
         growth = g.count * max(*roofline_ms(source, flops_b, bytes_b, g.tensor_core)[:2]) / roof_a if roof_a > 0 else scale
     if excess == "clock" and measured:
-        clock_ratio = source.boost_clock_mhz / target.boost_clock_mhz
-        rate_ms = max(main_a - floor, 0.0) * growth * clock_ratio
+        time_ratio = rate_ratio(source, target, rate_scaling)
+        rate_ms = max(main_a - floor, 0.0) * growth * time_ratio
         main_b = floor + max(roof_b, rate_ms)
         if helper_a > 0:
             # The transforms at B's bandwidth, or as rate-limited as they ran on A. Scaled by the
@@ -184,7 +216,7 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
             # per op on a 3090 at batch 1024; their bytes there take 0.08 ms.
             helper_roof = (g.count * HELPER_TRAFFIC * activations * scale
                            / (target.memory_bandwidth_gbs * 1e6 * ACHIEVABLE["memory"]))
-            helper = max(helper_roof, helper_a * scale * clock_ratio)
+            helper = max(helper_roof, helper_a * scale * time_ratio)
     elif excess == "compute" and measured:
         above = max(main_a - floor - roof_a, 0.0)
         main_b = floor + roof_b + above * growth * source.fp32_tflops / target.fp32_tflops
@@ -244,29 +276,15 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
         raise BadInputError(f"batch size must be >= 1, got {batch}")
     scale = batch / own_batch
     groups = [predict_group(g, source, target, scale, precision, efficiency, excess) for g in roof.groups]
-    kernel_ms_a = sum(g.time_ms for g in roof.groups)
-    timing = result.timing
-    overlap = timing.busy_ms / kernel_ms_a if timing and timing.busy_ms and kernel_ms_a > 0 and efficiency is None else 1.0
-    bound_ms: dict[str, float] = {}
-    for p in groups:
-        main = p.time_ms - p.helper_ms
-        bound_ms[p.bound] = bound_ms.get(p.bound, 0.0) + main * overlap
-        if p.helper_ms:
-            bound_ms["memory"] = bound_ms.get("memory", 0.0) + p.helper_ms * overlap
-    busy = sum(bound_ms.values())
-    idle = (timing.idle_ms or 0.0) if timing and efficiency is None else 0.0
-    if idle and timing.busy_ms and busy > timing.busy_ms:
-        # The GPU waited for the host (idle) because the host could not stay ahead of it.
-        # With more GPU work per iteration (a larger batch, a slower GPU) the host gets
-        # further ahead and the gaps fill: to first order they shrink as busy_A / busy_B.
-        # On the H200 it took the error of batch 256 predicted from batch 64 (87 models)
-        # from 5.0% to 3.4%, median (docs/hardware-sensitivity.md section 7).
-        idle *= timing.busy_ms / busy
-        # But the same host with more GPU work is not faster than the profile: a host-bound
-        # profile stays host-bound while its GPU time is below the host's.
-        if timing.latency_ms.median and busy + idle < timing.latency_ms.median:
-            idle = timing.latency_ms.median - busy
+    bound_ms, busy, idle = _busy_and_idle(result, groups, measured=efficiency is None)
     latency = busy + idle
+    by_scaling: dict[str, float] = {}
+    if excess == "clock" and efficiency is None:
+        by_scaling["clock"] = latency
+        for scaling in RATE_SCALINGS[1:]:
+            others = [predict_group(g, source, target, scale, precision, None, excess, scaling) for g in roof.groups]
+            by_scaling[scaling] = sum(_busy_and_idle(result, others, measured=True)[1:])
+    timing = result.timing
     notes = []
     if timing and timing.idle_ms and timing.latency_ms.median and timing.idle_ms / timing.latency_ms.median > HOST_BOUND_IDLE:
         kept = "kept as is" if idle >= timing.idle_ms else f"{idle:.3f} ms here, where the GPU has more work to hide it"
@@ -285,7 +303,35 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
                       latency_ms=latency, samples_per_s=batch / latency * 1e3 if latency > 0 else float("nan"),
                       busy_ms=busy, idle_ms=idle, bound_ms={b: bound_ms[b] for b in BOUNDS if b in bound_ms},
                       shares=shares, measured_latency_ms=timing.latency_ms.median if timing else None,
-                      peak_memory_bytes=peak, fits=fits, notes=notes, groups=groups)
+                      peak_memory_bytes=peak, fits=fits, notes=notes, groups=groups, latency_by_scaling=by_scaling)
+
+
+def _busy_and_idle(result: ProfileResult, groups: list[GroupPrediction], measured: bool) -> tuple[dict[str, float], float, float]:
+    """GPU time by bound, GPU busy time and idle (launch/host) time per iteration on the
+    target, from its group predictions (module doc, step 4)."""
+    kernel_ms_a = sum(p.group.time_ms for p in groups)
+    timing = result.timing
+    overlap = timing.busy_ms / kernel_ms_a if timing and timing.busy_ms and kernel_ms_a > 0 and measured else 1.0
+    bound_ms: dict[str, float] = {}
+    for p in groups:
+        main = p.time_ms - p.helper_ms
+        bound_ms[p.bound] = bound_ms.get(p.bound, 0.0) + main * overlap
+        if p.helper_ms:
+            bound_ms["memory"] = bound_ms.get("memory", 0.0) + p.helper_ms * overlap
+    busy = sum(bound_ms.values())
+    idle = (timing.idle_ms or 0.0) if timing and measured else 0.0
+    if idle and timing.busy_ms and busy > timing.busy_ms:
+        # The GPU waited for the host (idle) because the host could not stay ahead of it.
+        # With more GPU work per iteration (a larger batch, a slower GPU) the host gets
+        # further ahead and the gaps fill: to first order they shrink as busy_A / busy_B.
+        # On the H200 it took the error of batch 256 predicted from batch 64 (87 models)
+        # from 5.0% to 3.4%, median (docs/hardware-sensitivity.md section 7).
+        idle *= timing.busy_ms / busy
+        # But the same host with more GPU work is not faster than the profile: a host-bound
+        # profile stays host-bound while its GPU time is below the host's.
+        if timing.latency_ms.median and busy + idle < timing.latency_ms.median:
+            idle = timing.latency_ms.median - busy
+    return bound_ms, busy, idle
 
 
 def _memory(result: ProfileResult, scale: float, target: GpuSpec) -> tuple[float | None, bool | None]:
@@ -304,6 +350,19 @@ def speedup(result: ProfileResult, base: GpuSpec | str, target: GpuSpec | str, *
     a = predict_result(result, base, **kwargs)
     b = predict_result(result, target, **kwargs)
     return a, b, b.samples_per_s / a.samples_per_s
+
+
+def speedup_band(on_base: Prediction, on_target: Prediction) -> tuple[float, float] | None:
+    """The lowest and highest throughput ratio target / base over ``RATE_SCALINGS``, each
+    applied to both GPUs (one physics for one kernel), or None without them. Its width says
+    how much the predicted speed-up hinges on what limits the kernels far below their roof:
+    EfficientFormer-V2's x1.46 (clock) spans x1.03-2.21, ViT-B/16's hardly moves."""
+    common = [s for s in RATE_SCALINGS if s in on_base.latency_by_scaling and s in on_target.latency_by_scaling]
+    if not common:
+        return None
+    ratios = [(on_target.batch_size / on_target.latency_by_scaling[s]) / (on_base.batch_size / on_base.latency_by_scaling[s])
+              for s in common]
+    return min(ratios), max(ratios)
 
 
 def choose_profiles(results: Iterable[ProfileResult], batch_size: int | None = None) -> tuple[list[ProfileResult], int]:
@@ -337,5 +396,6 @@ def predict_many(results: Iterable[ProfileResult], target: GpuSpec | str, **kwar
     return out, skipped
 
 
-__all__ = ["ACHIEVABLE", "EXCESS_MODES", "HELPER_TRAFFIC", "KERNEL_FLOOR_MS", "GroupPrediction", "Prediction",
-           "choose_profiles", "l2_hit_share", "predict_group", "predict_many", "predict_result", "source_spec", "speedup"]
+__all__ = ["ACHIEVABLE", "EXCESS_MODES", "HELPER_TRAFFIC", "KERNEL_FLOOR_MS", "RATE_SCALINGS", "GroupPrediction", "Prediction",
+           "choose_profiles", "l2_hit_share", "predict_group", "predict_many", "predict_result", "rate_ratio", "source_spec",
+           "speedup", "speedup_band"]

@@ -59,13 +59,19 @@ def format_comparison(comparison, top: int | None = 15, width: int | None = None
 
 def format_predictions(predictions: Sequence, target_name: str, skipped: Iterable[str] = (), width: int | None = None) -> str:
     lines = [f"visprof predict: {len(predictions)} model(s) on {target_name}"]
-    headers = ["model", "img", "from", "batch", "measured ms", "predicted ms", "samples/s", "time by bound", "fits"]
+    headers = ["model", "img", "from", "batch", "measured ms", "predicted ms", "range ms", "samples/s", "time by bound", "fits"]
     rows = []
     for p in predictions:
         measured = "-" if p.measured_latency_ms is None else f"{p.measured_latency_ms:.3f}@{p.source_batch}"
+        span = p.latency_range_ms
         rows.append([p.model, str(p.img_size or "-"), p.source_gpu, str(p.batch_size), measured, f"{p.latency_ms:.3f}",
-                     f"{p.samples_per_s:,.1f}", _shares(p.shares), "-" if p.fits is None else "yes" if p.fits else "NO"])
+                     "-" if span is None else f"{span[0]:.3f}-{span[1]:.3f}", f"{p.samples_per_s:,.1f}", _shares(p.shares),
+                     "-" if p.fits is None else "yes" if p.fits else "NO"])
     lines += ["", *format_table(headers, rows, width)]
+    if any(p.latency_range_ms for p in predictions):
+        lines += ["", "range: the latency with the time its kernels spend far below their roof scaled by nothing "
+                      "(latency-bound), the clock (predicted) or SMs x clock; a wide range is a prediction the specs "
+                      "cannot decide"]
     notes = [(p.model, n) for p in predictions for n in p.notes]
     if notes:
         lines += ["", "Notes"] + [f"  {model}: {note}" for model, note in notes]
