@@ -210,3 +210,20 @@ def test_the_agreement_of_profiled_predictions_is_a_note(tmp_path):
     assert note.startswith("4 profiled model(s): their profiles predict the speed-up with median error "
                            f"{(errors[1] + errors[2]) / 2:.1%}")
     assert f"within 10% for {sum(e <= 0.10 for e in errors)} of them" in note
+
+
+def test_agreement_ranks_the_models_the_spec_ratios_decide_on_their_own():
+    from types import SimpleNamespace
+
+    from visprof.analysis.compare import DECIDED_BAND, PredictionAgreement, is_decided
+
+    assert is_decided((1.40, 1.40 * (1 + DECIDED_BAND))) and not is_decided((1.40, 1.40 * (1 + DECIDED_BAND) + 0.01))
+    assert not is_decided(None)
+    narrow = [SimpleNamespace(predicted_speedup=p, speedup=s, predicted_band=(p * 0.98, p * 1.02))
+              for p, s in [(1.2, 1.25), (1.4, 1.5), (1.6, 1.7), (1.8, 1.9)]]
+    wide = [SimpleNamespace(predicted_speedup=p, speedup=s, predicted_band=(p * 0.8, p * 1.3))
+            for p, s in [(1.3, 1.9), (1.7, 1.2), (1.5, 1.3)]]
+    a = PredictionAgreement.of(narrow + wide)
+    assert a.models == 7 and a.decided == 4 and a.decided_spearman == pytest.approx(1.0) and a.spearman < 0.5
+    assert "on the 4 whose band is within 10% either way (the spec ratios decide them), Spearman 1.00" in a.sentence()
+    assert PredictionAgreement.of(narrow[:2] + wide).decided_spearman is None  # two decided: nothing to rank

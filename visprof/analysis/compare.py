@@ -91,6 +91,10 @@ class PredictionAgreement:
     median_abs_error: float
     median_signed_error: float
     within: int  # models predicted within EXPLAINED_WITHIN
+    # Models whose speed-up band (predict.speedup_band) is at most DECIDED_BAND wide: the spec
+    # ratios decide their prediction whatever limits their kernels far below the roof.
+    decided: int = 0
+    decided_spearman: float | None = None
 
     @classmethod
     def of(cls, models: list[ModelComparison]) -> "PredictionAgreement | None":
@@ -99,13 +103,27 @@ class PredictionAgreement:
             return None
         predicted, measured = zip(*pairs)
         errors = ratio_errors(predicted, measured)
+        decided = [(m.predicted_speedup, m.speedup) for m in models if m.predicted_speedup and is_decided(m.predicted_band)]
         return cls(len(pairs), spearman(predicted, measured), errors["median_abs"], errors["median_signed"],
-                   sum(abs(p / s - 1) <= EXPLAINED_WITHIN for p, s in pairs))
+                   sum(abs(p / s - 1) <= EXPLAINED_WITHIN for p, s in pairs), len(decided),
+                   spearman(*zip(*decided)) if len(decided) >= 3 else None)
 
     def sentence(self) -> str:
+        decided = (f"; on the {self.decided} whose band is within {EXPLAINED_WITHIN:.0%} either way (the spec ratios "
+                   f"decide them), Spearman {self.decided_spearman:.2f}" if self.decided_spearman is not None else "")
         return (f"{self.models} profiled model(s): their profiles predict the speed-up with median error "
                 f"{self.median_abs_error:.1%} (median signed {self.median_signed_error:+.1%}), rank the models with "
-                f"Spearman {self.spearman:.2f}, and account for it within {EXPLAINED_WITHIN:.0%} for {self.within} of them")
+                f"Spearman {self.spearman:.2f}, and account for it within {EXPLAINED_WITHIN:.0%} for {self.within} of them"
+                f"{decided}")
+
+
+DECIDED_BAND = 2 * EXPLAINED_WITHIN
+
+
+def is_decided(band: tuple[float, float] | None) -> bool:
+    """A speed-up band narrow enough that its scaling cannot move the prediction by more than
+    EXPLAINED_WITHIN either way."""
+    return bool(band) and band[1] / band[0] - 1 <= DECIDED_BAND
 
 
 @dataclass
@@ -238,7 +256,7 @@ def _unexplained(m: ModelComparison, bound: str, target_name: str, fp32_ratio: f
     p = m.predicted_speedup
     gap = m.speedup / p - 1
     band = m.predicted_band
-    wide = bool(band) and band[1] / band[0] - 1 > 2 * EXPLAINED_WITHIN
+    wide = bool(band) and not is_decided(band)
     if wide and band[0] <= m.speedup <= band[1] and abs(gap) > EXPLAINED_WITHIN:
         # The spec ratios cannot decide it, and one physical scaling accounts for the gain.
         return (f"; its profile predicts x{p:.2f}, and x{band[0]:.2f}-{band[1]:.2f} as its kernels far below their roof "

@@ -276,13 +276,32 @@ def _predicted_panel(ax, models, color, agreement) -> None:
     ax.fill_between(line, [v / (1 + EXPLAINED_WITHIN) for v in line], [v * (1 + EXPLAINED_WITHIN) for v in line],
                     color="#DDDDDD", alpha=0.6, linewidth=0, label=f"within {EXPLAINED_WITHIN:.0%}")
     ax.plot(line, line, color="#555555", linewidth=1)
-    ax.scatter(xs, ys, s=34, c=[color(m) for m in models], edgecolors="#333333", linewidths=0.5, zorder=3)
+    from visprof.analysis.compare import is_decided
+
+    # Filled: models the spec ratios decide (their band is narrow). Hollow, with the band as a
+    # bar: models whose prediction moves by more than EXPLAINED_WITHIN as the kernels far below
+    # their roof gain nothing, the clock or SMs x clock.
+    open_ = [m for m in models if m.predicted_band and not is_decided(m.predicted_band)]
+    filled = [m for m in models if m not in open_]
+    if open_:
+        ax.errorbar([m.predicted_speedup for m in open_], [m.speedup for m in open_],
+                    xerr=[[m.predicted_speedup - m.predicted_band[0] for m in open_],
+                          [m.predicted_band[1] - m.predicted_speedup for m in open_]],
+                    fmt="none", ecolor="#B5B5B5", elinewidth=0.7, alpha=0.6, zorder=2)
+        ax.scatter([m.predicted_speedup for m in open_], [m.speedup for m in open_], s=30, facecolors="white",
+                   edgecolors=[color(m) for m in open_], linewidths=1.1, zorder=3,
+                   label="hollow: the off-roof scaling moves it more (bar: its range)")
+    ax.scatter([m.predicted_speedup for m in filled], [m.speedup for m in filled], s=34, c=[color(m) for m in filled],
+               edgecolors="#333333", linewidths=0.5, zorder=4)
     ax.set_xlim(low, high)
     ax.set_ylim(low, high)
     ax.set_xlabel("speed-up predicted from the model's profile")
     ax.set_ylabel("speed-up measured")
     summary = (f" (Spearman {agreement.spearman:.2f}, median error {agreement.median_abs_error:.1%})"
                if agreement else "")
+    if agreement and agreement.decided_spearman is not None:
+        summary += (f"\n{agreement.decided} with a range within ±{EXPLAINED_WITHIN:.0%}: "
+                    f"Spearman {agreement.decided_spearman:.2f}")
     ax.set_title(f"Measured vs predicted{summary}", loc="left", fontsize=10)
 
 
