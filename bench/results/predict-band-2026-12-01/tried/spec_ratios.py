@@ -1,0 +1,38 @@
+import sys, copy
+sys.path.insert(0, "bench")
+import predict_check as pc
+import visprof.analysis.predict as P
+import visprof.analysis.gpus as G
+profs = pc.load_profiles(["/tmp/store/sweep-h200x2.db"])
+pub = pc.published(pc.CSV_DIR)
+base = G.gpu_table()
+def with_rows(**changes):
+    t = copy.deepcopy(base)
+    import dataclasses
+    for gid, fields in changes.items():
+        row = t.get(gid)
+        kw = {}
+        for k, v in fields.items():
+            if k == "tensor":
+                row.tensor_tflops.update({"fp16": v, "bf16": v})
+            else:
+                kw[k] = v
+        new = dataclasses.replace(row, **kw)
+        t.specs[gid] = new
+    return t
+def run(label, table):
+    P.gpu_table = lambda *a, **k: table
+    out = pc.check(profs, pub, excess="clock")
+    s = out["summary"]
+    print(f"{label:40s} spearman {s['spearman']:.3f} med|err| {s['speedup_error']['median_abs']:.3f} signed {s['speedup_error']['median_signed']:+.3f} "
+          f"3090 {s['rtx3090_throughput_error']['median_abs']:.3f}/{s['rtx3090_throughput_error']['median_signed']:+.3f} 4090 {s['rtx4090_throughput_error']['median_abs']:.3f}/{s['rtx4090_throughput_error']['median_signed']:+.3f}")
+run("datasheet", base)
+for v in (80, 90):
+    run(f"3090 tensor {v}", with_rows(rtx3090={"tensor": v}))
+for v in (140, 120):
+    run(f"4090 tensor {v}", with_rows(rtx4090={"tensor": v}))
+for bw in (1100, 1200, 1300):
+    run(f"4090 bw {bw}", with_rows(rtx4090={"memory_bandwidth_gbs": bw}))
+run("4090 bw 1200 tensor 140", with_rows(rtx4090={"memory_bandwidth_gbs": 1200, "tensor": 140}))
+run("4090 L2 36", with_rows(rtx4090={"l2_mb": 36}))
+run("4090 L2 144", with_rows(rtx4090={"l2_mb": 144}))
