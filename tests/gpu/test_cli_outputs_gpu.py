@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,8 @@ pytestmark = pytest.mark.gpu
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _visprof(*args, timeout=900) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+def _visprof(*args, timeout=900, **env_extra) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), **env_extra)
     return subprocess.run([sys.executable, "-m", "visprof", "profile", *map(str, args)], env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
 
@@ -27,14 +28,19 @@ def test_gpu_run_prints_the_report_then_writes_whole_files(tmp_path):
 
     out, trace = tmp_path / "r.json", tmp_path / "t.json.gz"
     trace.write_text("old")
-    done = _visprof("resnet18", "-b", "8", "--iterations", "20", "--precision", "tf32", "--json", out,
-                    "--trace", trace)
+    # an empty module cache: what a fresh install prints, the first-use compile notices included
+    with tempfile.TemporaryDirectory() as cache:
+        done = _visprof("resnet18", "-b", "8", "--iterations", "20", "--precision", "tf32", "--json", out,
+                        "--trace", trace, VISPROF_CACHE_DIR=cache)
     print(done.stdout[-3000:])
     assert done.returncode == 0
     result = ProfileResult.load(out)
     report = render(result)
     before, after = done.stdout.split(report)
-    assert all(line.startswith("[visprof] ") for line in before.splitlines()), before  # no torch warnings
+    notices = [line for line in before.splitlines() if line.startswith("visprof: compiling its ")]
+    assert len(notices) == 2 and all(line.endswith("(first use only, ~10 s)") for line in notices), before
+    # the rest is visprof's progress: no torch warnings, no tracebacks
+    assert all(line.startswith("[visprof] ") for line in before.splitlines() if line not in notices), before
     assert after.splitlines() == ["", f"[visprof] writing {out}", f"[visprof] wrote {out}",
                                   f"[visprof] writing {trace}", f"[visprof] wrote {trace}"]
     assert result.config.passes == ["timing", "attributed", "memory"] and result.memory is not None
