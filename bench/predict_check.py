@@ -40,9 +40,6 @@ CSV_DIR = REPO.parent / "shared" / "data" / "timm-benchmarks"
 FILES = {"rtx3090": "benchmark-infer-amp-nchw-pt240-cu124-rtx3090.csv",
          "rtx4090": "benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv"}
 TARGETS = {"spearman": 0.8, "median_abs_ratio_error": 0.10}
-# A prediction is "confident" where the unknown scaling of rate-limited time moves its speed-up
-# by no more than the error target either way: band max / min - 1 <= 2 x 10%.
-CONFIDENT_BAND = 2 * TARGETS["median_abs_ratio_error"]
 
 
 def published(csv_dir: Path) -> dict[str, dict[tuple[str, int], dict]]:
@@ -177,10 +174,12 @@ def check(results, pub, efficiency: float | None = None, profile_batch: int | No
             "spearman>=0.8": summary["spearman"] >= TARGETS["spearman"],
             "median_abs_ratio_error<=10%": summary["speedup_error"]["median_abs"] <= TARGETS["median_abs_ratio_error"],
             "models>=150": len(rows) >= 150}
-        summary.update(by_confidence(rows))
-        if "confident" in summary:
-            c = summary["confident"]
-            summary["meets_targets"][f"spearman>=0.8 where the band <= {CONFIDENT_BAND:.0%} (>= 150 models)"] = (
+        summary.update(by_band(rows))
+        if "spearman" in summary.get("decided", {}):
+            from visprof.analysis.compare import DECIDED_BAND
+
+            c = summary["decided"]
+            summary["meets_targets"][f"spearman>=0.8 where the band <= {DECIDED_BAND:.0%} (>= 150 models)"] = (
                 c["models"] >= 150 and c["spearman"] >= TARGETS["spearman"])
         by_family: dict[str, list[float]] = {}
         for r in rows:
@@ -189,10 +188,11 @@ def check(results, pub, efficiency: float | None = None, profile_batch: int | No
     return {"rows": rows, "skipped": skipped, "summary": summary}
 
 
-def by_confidence(rows: list[dict]) -> dict:
-    """The check on the models whose predicted speed-up hinges little on how time far below
-    the roof scales (``speedup_band`` width <= CONFIDENT_BAND: the choice moves it by at most
-    about the 10% the target allows either way), on the rest, and on every width cut-off."""
+def by_band(rows: list[dict]) -> dict:
+    """The check on the models the spec ratios decide (``speedup_band`` at most DECIDED_BAND
+    wide: how time far below the roof scales moves the prediction by at most the 10% error
+    target either way), on the rest, and on every width cut-off."""
+    from visprof.analysis.compare import DECIDED_BAND
     from visprof.analysis.metrics import ratio_errors, spearman
 
     banded = [r for r in rows if "band_width" in r]
@@ -205,8 +205,8 @@ def by_confidence(rows: list[dict]) -> dict:
         pred, pubs = [r["speedup_predicted"] for r in subset], [r["speedup_published"] for r in subset]
         return {"models": len(subset), "spearman": spearman(pred, pubs), "speedup_error": ratio_errors(pred, pubs)}
 
-    return {"confident": {"band_width_max": CONFIDENT_BAND, **stats([r for r in banded if r["band_width"] <= CONFIDENT_BAND])},
-            "not_confident": stats([r for r in banded if r["band_width"] > CONFIDENT_BAND]),
+    return {"decided": {"band_width_max": DECIDED_BAND, **stats([r for r in banded if r["band_width"] <= DECIDED_BAND])},
+            "undecided": stats([r for r in banded if r["band_width"] > DECIDED_BAND]),
             "by_band_width": [{"band_width_max": w, **stats([r for r in banded if r["band_width"] <= w])}
                               for w in (0.05, 0.10, 0.15, 0.20, 0.30, 0.50)]}
 
@@ -232,10 +232,10 @@ def print_report(outcome: dict, label: str) -> None:
             t = s[f"{gpu}_throughput_error"]
             print(f"  {gpu} throughput   median |error| {t['median_abs']:.1%}   median signed {t['median_signed']:+.1%}   "
                   f"p90 {t['p90_abs']:.1%}")
-        for label_, c in (("confident", s.get("confident")), ("the rest", s.get("not_confident"))):
+        for label_, c in (("decided", s.get("decided")), ("undecided", s.get("undecided"))):
             if c and "spearman" in c:
-                print(f"  {label_:9s} ({c['models']} models, band {'<=' if label_ == 'confident' else '>'} "
-                      f"{CONFIDENT_BAND:.0%}): Spearman {c['spearman']:.3f}   median |error| "
+                print(f"  {label_:9s} ({c['models']} models, band {'<=' if label_ == 'decided' else '>'} "
+                      f"{s['decided']['band_width_max']:.0%}): Spearman {c['spearman']:.3f}   median |error| "
                       f"{c['speedup_error']['median_abs']:.1%}")
         if s.get("by_band_width"):
             print("  by band width: " + "   ".join(f"<={c['band_width_max']:.0%}: {c['models']} models"

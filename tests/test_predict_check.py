@@ -43,24 +43,26 @@ def test_predict_check_prints_the_table_and_writes_json(tmp_path):
         assert lo <= r["speedup_predicted"] <= hi and r["band_width"] == pytest.approx(hi / lo - 1)
     summary = doc["summary"]
     narrow = sum(r["band_width"] <= 0.2 for r in doc["rows"])
-    assert summary["confident"]["models"] == narrow and summary["not_confident"]["models"] == 4 - narrow
+    assert summary["decided"]["models"] == narrow and summary["undecided"]["models"] == 4 - narrow
     assert [c["models"] for c in summary["by_band_width"]] == [sum(r["band_width"] <= c["band_width_max"] for r in doc["rows"])
                                                                for c in summary["by_band_width"]]
     assert "where the band <= 20% (>= 150 models) NOT MET" in proc.stdout
 
 
-def test_confidence_split_counts_and_ranks_each_side():
+def test_band_split_counts_and_ranks_each_side():
     sys.path.insert(0, str(REPO / "bench"))
-    from predict_check import CONFIDENT_BAND, by_confidence
+    from predict_check import by_band
+
+    from visprof.analysis.compare import DECIDED_BAND
 
     rows = [{"speedup_predicted": p, "speedup_published": q, "band_width": w}
             for p, q, w in [(1.1, 1.2, 0.05), (1.3, 1.4, 0.1), (1.5, 1.6, 0.2), (1.2, 1.9, 0.5), (1.9, 1.1, 0.6), (1.4, 1.3, 0.7)]]
-    out = by_confidence(rows)
-    assert CONFIDENT_BAND == pytest.approx(0.2)
-    assert out["confident"]["models"] == 3 and out["confident"]["spearman"] == pytest.approx(1.0)
-    assert out["not_confident"]["models"] == 3 and out["not_confident"]["spearman"] == pytest.approx(-1.0)
+    out = by_band(rows)
+    assert DECIDED_BAND == pytest.approx(0.2)  # twice the 10% error target
+    assert out["decided"]["models"] == 3 and out["decided"]["spearman"] == pytest.approx(1.0)
+    assert out["undecided"]["models"] == 3 and out["undecided"]["spearman"] == pytest.approx(-1.0)
     assert {c["band_width_max"]: c["models"] for c in out["by_band_width"]} == {0.05: 1, 0.1: 2, 0.15: 2, 0.2: 3, 0.3: 3, 0.5: 4}
-    assert by_confidence(rows[:2]) == {}  # too few to rank
+    assert by_band(rows[:2]) == {}  # too few to rank
 
 
 def test_model_list_for_the_sweep(tmp_path):

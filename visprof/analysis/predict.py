@@ -120,7 +120,8 @@ EXCESS_MODES = ("clock", "bound", "compute", "none")
 # "clock" by the boost clocks (the default: pipelines and dependent loads run at the clock),
 # "latency" not at all (a kernel waiting on DRAM latency, about the same in ns on every
 # GPU), "throughput" by SMs x clock (a kernel limited by issue or per-SM parallelism that
-# has enough blocks for every SM). The first is a middle; the other two bound it.
+# has enough blocks for every SM). The spread of a prediction over the three is how much it
+# hinges on a choice no datasheet settles (speedup_band).
 RATE_SCALINGS = ("clock", "latency", "throughput")
 
 
