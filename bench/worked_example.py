@@ -25,7 +25,7 @@ from _provenance import provenance  # noqa: E402
 from predict_check import CSV_DIR, published, run  # noqa: E402
 
 from visprof.analysis import sources  # noqa: E402
-from visprof.analysis.predict import predict_result  # noqa: E402
+from visprof.analysis.predict import predict_result, speedup_band  # noqa: E402
 
 MODES = ("clock", "bound", "compute")  # the default first; none is in bench/predict_check.py
 RECORDED = ("resnet50", "coatnet_0_rw_224", "deit_small_patch16_224", "mobilevit_s")
@@ -58,7 +58,8 @@ def one(result, pub) -> dict:
         row[f"predicted_{mode}"] = {"rtx3090_samples_per_s": on["rtx3090"].samples_per_s,
                                     "rtx4090_samples_per_s": on["rtx4090"].samples_per_s,
                                     "rtx3090_bounds_pct": pct(on["rtx3090"].shares),
-                                    "speedup": on["rtx4090"].samples_per_s / on["rtx3090"].samples_per_s}
+                                    "speedup": on["rtx4090"].samples_per_s / on["rtx3090"].samples_per_s,
+                                    "speedup_band": speedup_band(on["rtx3090"], on["rtx4090"])}
     if key in pub["rtx3090"] and key in pub["rtx4090"]:
         a, b = (float(pub[g][key]["infer_samples_per_sec"]) for g in ("rtx3090", "rtx4090"))
         row["published"] = {"rtx3090_samples_per_s": a, "rtx4090_samples_per_s": b, "speedup": b / a,
@@ -85,8 +86,9 @@ def main(argv=None) -> int:
         print(f"  bounds on the H200:     {r['h200_bounds_pct']}")
         for mode in MODES:
             q = r[f"predicted_{mode}"]
+            band = f" (x{q['speedup_band'][0]:.3f}-{q['speedup_band'][1]:.3f} over the rate scalings)" if q["speedup_band"] else ""
             print(f"  predicted ({mode:7s}): RTX 3090 {q['rtx3090_samples_per_s']:7.0f}/s bounds {q['rtx3090_bounds_pct']}; "
-                  f"RTX 4090 {q['rtx4090_samples_per_s']:7.0f}/s; speed-up x{q['speedup']:.3f}")
+                  f"RTX 4090 {q['rtx4090_samples_per_s']:7.0f}/s; speed-up x{q['speedup']:.3f}{band}")
         if p:
             print(f"  published:             RTX 3090 {p['rtx3090_samples_per_s']:7.0f}/s, RTX 4090 "
                   f"{p['rtx4090_samples_per_s']:7.0f}/s; speed-up x{p['speedup']:.3f}")
