@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -160,6 +161,10 @@ def test_html_is_self_contained(report):
     # every profiled model explained, with what its profile predicts and how far that holds overall
     assert "<h2>Why: the 4 profiled models</h2>" in html and html.count("its profile predicts") >= 4
     assert "4 profiled model(s): their profiles predict the speed-up with median error" in html
+    # and each one's range over the rate scalings, in its own column
+    assert "<th>its range</th>" in html
+    why = html.split("<h2>Why: the 4 profiled models</h2>")[1].split("<h2>By family</h2>")[0]
+    assert len(re.findall(r"<td>x\d\.\d\d – x\d\.\d\d</td>", why)) == 4
 
 
 def test_report_refuses_empty_inputs(tmp_path):

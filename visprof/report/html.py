@@ -107,9 +107,10 @@ def _comparison_section(comparison, figures) -> list[str]:
         out.append(f'<h2>Why: the {len(profiled)} profiled models</h2><p class="caption">Time by bound on '
                    f"{html.escape(c.base)} from each model's profile, and the speed-up that profile predicts.{agreement}</p>")
         rows = [[m.model, str(m.img_size), f"x{m.speedup:.2f}", f"x{m.predicted_speedup:.2f}" if m.predicted_speedup else "-",
+                 f"x{m.predicted_band[0]:.2f} – x{m.predicted_band[1]:.2f}" if m.predicted_band else "-",
                  f"{m.sensitivity:+.0%}", m.dominant_category or "-", m.explanation] for m in profiled]
-        out.append(_table(["model", "img", "speed-up", "predicted", "sensitivity", "dominant", "why"], rows,
-                          text_columns=(0, 5), explain_column=6))
+        out.append(_table(["model", "img", "speed-up", "predicted", "its range", "sensitivity", "dominant", "why"], rows,
+                          text_columns=(0, 6), explain_column=7))
     rows = [[a.key, str(a.count), f"x{a.median_speedup:.2f}", f"{a.median_sensitivity:+.0%}",
              f"x{a.min_speedup:.2f} – x{a.max_speedup:.2f}"] for a in c.by_family]
     out.append("<h2>By family</h2>" + _table(["family (timm module)", "models", "median speed-up", "sensitivity", "range"], rows))
