@@ -8,8 +8,8 @@ import pytest
 from recorded_results import recorded_result
 from test_roofline import SPEC, toy_result, toy_trace
 from visprof.analysis.gpus import GpuTable
-from visprof.analysis.predict import (ACHIEVABLE, RATE_SCALINGS, l2_hit_share, predict_group, predict_result, rate_ratio,
-                                      speedup, speedup_band)
+from visprof.analysis.predict import (ACHIEVABLE, RATE_SCALINGS, default_rate_scaling, l2_hit_share, predict_group,
+                                      predict_result, rate_ratio, speedup, speedup_band)
 from visprof.errors import BadInputError
 from visprof.result import LatencyStats, RooflineGroup, Timing
 
@@ -111,6 +111,25 @@ def test_a_prediction_carries_its_latency_under_each_scaling_and_a_speedup_band(
     fixed = predict_result(result, "big", table=table, efficiency=1.0)
     assert fixed.latency_by_scaling == {} and fixed.latency_range_ms is None and speedup_band(fixed, fixed) is None
     assert predict_result(result, "big", table=table, excess="bound").latency_range_ms is None
+
+
+def test_one_sm_design_scales_rate_limited_time_with_sms_times_clock():
+    hopper = dataclasses.replace(SPEC, compute_capability="9.0")
+    fewer_sms = dataclasses.replace(hopper, id="fewer", name="Fewer SMs", match=(), sms=5)
+    ada = dataclasses.replace(fewer_sms, id="ada", compute_capability="8.9")
+    assert default_rate_scaling(hopper, fewer_sms) == "throughput"
+    assert default_rate_scaling(hopper, ada) == "clock" and default_rate_scaling(SPEC, SPEC) == "clock"  # unknown design
+    assert default_rate_scaling(None, hopper) == "clock"
+    slow = gemm(time_ms=100 * US)  # 98 us off the roof; half the SMs of one design: twice that, at the same clock
+    assert predict_group(slow, hopper, fewer_sms).time_ms == pytest.approx((2 + 2 * 98) * US)
+    assert predict_group(slow, hopper, ada).time_ms == pytest.approx((2 + 98) * US)  # another design: the clock
+    result = toy_result(toy_trace())
+    table = GpuTable([hopper, fewer_sms, ada])
+    on_fewer = predict_result(result, "fewer", source=hopper, table=table)
+    assert on_fewer.rate_scaling == "throughput" and on_fewer.latency_ms == on_fewer.latency_by_scaling["throughput"]
+    assert list(on_fewer.latency_by_scaling) == list(RATE_SCALINGS)
+    on_ada = predict_result(result, "ada", source=hopper, table=table)
+    assert on_ada.rate_scaling == "clock" and on_ada.latency_ms == on_ada.latency_by_scaling["clock"]
 
 
 def test_copies_are_predicted_from_their_bytes_not_scaled_as_helper_time():

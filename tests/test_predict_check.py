@@ -186,3 +186,25 @@ def test_batch_check_predicts_the_other_batch_on_the_same_gpu(tmp_path):
                               "--profile-batch", "64", "--measured-batch", "32"], capture_output=True, text=True, cwd=REPO,
                              env=child_env({"PATH": "/usr/bin:/bin"}), timeout=600)
     assert nothing.returncode == 1 and "no model has GPU profiles at both batch 64 and batch 32" in nothing.stderr
+
+
+def test_sm_check_predicts_the_green_context_from_the_all_sm_profiles(tmp_path):
+    """Three models recorded on the H200, on all SMs and in a green context asked for 66
+    (bench/results/h200-s22-sm/): one SM design, so the prediction takes SMs x clock."""
+    out = tmp_path / "sm.json"
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "predict_sm_check.py"), str(Path(__file__).parent / "data" / "sm66"),
+                           "--json", str(out)], capture_output=True, text=True, cwd=REPO,
+                          env=child_env({"PATH": "/usr/bin:/bin", "VISPROF_COMMIT": "test"}), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert [p["sms"] for p in doc["by_sm_count"]][:2] == [66, 72]
+    for part in doc["by_sm_count"]:
+        assert part["models"] == 3
+        rows = {r["model"]: r for r in part["rows"]}
+        assert all(r["rate_scaling"] == "throughput" and r["predicted_ms"] > r["all_sms_ms"] for r in rows.values())
+        # the clock alone predicts no slow-down for time above the roof; the measured slow-down is there
+        assert all(r["measured_ms"] > 1.05 * r["all_sms_ms"] for r in rows.values())
+        assert abs(part["median_signed_error"]["throughput"]) < abs(part["median_signed_error"]["clock"])
+        # EfficientFormer-V2's upsampling does not care how many SMs it has: the throughput end over-shoots
+        assert rows["efficientformerv2_s0"]["error"]["throughput"] > 0.4
+    assert "measured within the range for" in proc.stdout

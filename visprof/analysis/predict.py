@@ -23,7 +23,9 @@ A to the target's row B:
    (Habitat's is ``roofline_B / e``, the efficiency kept).
    Which ratio such rate-limited time scales by is not in any datasheet: a kernel waiting on
    memory latency gains nothing from a faster clock, one limited by issue gains SMs x clock.
-   ``RATE_SCALINGS`` names the three; the clock is the default, and ``Prediction.
+   ``RATE_SCALINGS`` names the three. Between GPUs of one SM design (the same compute
+   capability) the same kernel does the same work per SM per clock, so the default is SMs x
+   clock; across designs, the clock (``default_rate_scaling``). ``Prediction.
    latency_by_scaling`` keeps the latency under each, so a prediction says how much it hinges
    on that choice (``speedup_band``): a narrow band is a prediction the specs decide.
    Layout transforms inside an op (``helper_ms``) are kernels too: with ``clock`` they take
@@ -92,8 +94,10 @@ class Prediction:
     fits: bool | None = None  # peak_memory_bytes within the target's memory
     notes: list[str] = field(default_factory=list)
     groups: list[GroupPrediction] = field(default_factory=list)
-    # Latency with the time above the roof scaled by each of RATE_SCALINGS (clock mode with
-    # measured times only): how much the prediction hinges on what limits off-roof kernels.
+    # The scaling of time above the roof that latency_ms took (default_rate_scaling), and the
+    # latency under each of RATE_SCALINGS (clock mode with measured times only): how much the
+    # prediction hinges on what limits off-roof kernels.
+    rate_scaling: str | None = None
     latency_by_scaling: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -125,6 +129,19 @@ EXCESS_MODES = ("clock", "bound", "compute", "none")
 RATE_SCALINGS = ("clock", "latency", "throughput")
 
 
+def default_rate_scaling(source: GpuSpec | None, target: GpuSpec) -> str:
+    """"throughput" between GPUs of one SM design (equal compute capability), else "clock".
+
+    Within a design a kernel's per-SM, per-clock rate carries over, so time above the roof
+    scales with SMs x clock. Measured on an H200 whose kernels ran in a CUDA green context of
+    66-76 of its 132 SMs (20 models, bench/results/h200-s22-sm/): predicted from the all-SM
+    profiles, SMs x clock predicted them 8-24% too slow (median; the spread is the uncertain SM
+    count of the partition), the clock alone 33% too fast. Across designs per-SM rates differ, and the
+    clock ranks the H200 -> RTX 3090 / 4090 predictions best (section 7 of the doc)."""
+    same_design = bool(source and source.compute_capability) and source.compute_capability == target.compute_capability
+    return "throughput" if same_design else "clock"
+
+
 def rate_ratio(source: GpuSpec, target: GpuSpec, scaling: str = "clock") -> float:
     """Time on ``target`` over time on ``source`` of rate-limited work, by ``scaling``."""
     if scaling == "clock":
@@ -149,7 +166,7 @@ def l2_hit_share(activation_bytes: float, gpu: GpuSpec) -> float:
 
 def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, scale: float = 1.0,
                   precision: str | None = None, efficiency: float | None = None,
-                  excess: str = "clock", rate_scaling: str = "clock") -> GroupPrediction:
+                  excess: str = "clock", rate_scaling: str | None = None) -> GroupPrediction:
     """One group on ``target`` at ``scale`` times the profiled batch (module doc, steps 1-3).
     ``efficiency`` fixes e instead of measuring it (then ``source`` is not needed).
 
@@ -164,7 +181,8 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
     "none" drops it: on the target every group runs at its roof (plus the per-kernel floor),
     which suits a target whose peaks the kernels reach and not the profiled GPU itself (on
     the H200 at another batch it is 55% too fast). ``rate_scaling`` (``RATE_SCALINGS``) says
-    which ratio of the two GPUs the "clock" mode's measured rate scales by."""
+    which ratio of the two GPUs the "clock" mode's measured rate scales by; None takes
+    ``default_rate_scaling``."""
     if excess not in EXCESS_MODES:
         raise ValueError(f"excess must be one of {EXCESS_MODES}, got {excess!r}")
     floor = g.kernel_count * KERNEL_FLOOR_MS
@@ -207,7 +225,7 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
         # x scale for FLOPs and activations, x1 for a weight-only cast).
         growth = g.count * max(*roofline_ms(source, flops_b, bytes_b, g.tensor_core)[:2]) / roof_a if roof_a > 0 else scale
     if excess == "clock" and measured:
-        time_ratio = rate_ratio(source, target, rate_scaling)
+        time_ratio = rate_ratio(source, target, rate_scaling or default_rate_scaling(source, target))
         rate_ms = max(main_a - floor, 0.0) * growth * time_ratio
         main_b = floor + max(roof_b, rate_ms)
         if helper_a > 0:
@@ -276,15 +294,18 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
     if batch < 1:
         raise BadInputError(f"batch size must be >= 1, got {batch}")
     scale = batch / own_batch
-    groups = [predict_group(g, source, target, scale, precision, efficiency, excess) for g in roof.groups]
+    banded = excess == "clock" and efficiency is None
+    scaling = default_rate_scaling(source, target) if banded else None
+    groups = [predict_group(g, source, target, scale, precision, efficiency, excess, scaling) for g in roof.groups]
     bound_ms, busy, idle = _busy_and_idle(result, groups, measured=efficiency is None)
     latency = busy + idle
     by_scaling: dict[str, float] = {}
-    if excess == "clock" and efficiency is None:
-        by_scaling["clock"] = latency
-        for scaling in RATE_SCALINGS[1:]:
-            others = [predict_group(g, source, target, scale, precision, None, excess, scaling) for g in roof.groups]
-            by_scaling[scaling] = sum(_busy_and_idle(result, others, measured=True)[1:])
+    if banded:
+        by_scaling[scaling] = latency
+        for other in RATE_SCALINGS:
+            if other not in by_scaling:
+                others = [predict_group(g, source, target, scale, precision, None, excess, other) for g in roof.groups]
+                by_scaling[other] = sum(_busy_and_idle(result, others, measured=True)[1:])
     timing = result.timing
     notes = []
     if timing and timing.idle_ms and timing.latency_ms.median and timing.idle_ms / timing.latency_ms.median > HOST_BOUND_IDLE:
@@ -304,7 +325,8 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
                       latency_ms=latency, samples_per_s=batch / latency * 1e3 if latency > 0 else float("nan"),
                       busy_ms=busy, idle_ms=idle, bound_ms={b: bound_ms[b] for b in BOUNDS if b in bound_ms},
                       shares=shares, measured_latency_ms=timing.latency_ms.median if timing else None,
-                      peak_memory_bytes=peak, fits=fits, notes=notes, groups=groups, latency_by_scaling=by_scaling)
+                      peak_memory_bytes=peak, fits=fits, notes=notes, groups=groups, rate_scaling=scaling,
+                      latency_by_scaling={s: by_scaling[s] for s in RATE_SCALINGS if s in by_scaling})
 
 
 def _busy_and_idle(result: ProfileResult, groups: list[GroupPrediction], measured: bool) -> tuple[dict[str, float], float, float]:
@@ -398,5 +420,5 @@ def predict_many(results: Iterable[ProfileResult], target: GpuSpec | str, **kwar
 
 
 __all__ = ["ACHIEVABLE", "EXCESS_MODES", "HELPER_TRAFFIC", "KERNEL_FLOOR_MS", "RATE_SCALINGS", "GroupPrediction", "Prediction",
-           "choose_profiles", "l2_hit_share", "predict_group", "predict_many", "predict_result", "rate_ratio", "source_spec",
-           "speedup", "speedup_band"]
+           "choose_profiles", "default_rate_scaling", "l2_hit_share", "predict_group", "predict_many", "predict_result",
+           "rate_ratio", "source_spec", "speedup", "speedup_band"]

@@ -70,8 +70,8 @@ def format_predictions(predictions: Sequence, target_name: str, skipped: Iterabl
     lines += ["", *format_table(headers, rows, width)]
     if any(p.latency_range_ms for p in predictions):
         lines += ["", "range: the latency with the time its kernels spend far below their roof scaled by nothing "
-                      "(latency-bound), the clock (predicted) or SMs x clock; a wide range is a prediction the specs "
-                      "cannot decide"]
+                      "(latency-bound), the clock or SMs x clock; the prediction takes SMs x clock between GPUs of one "
+                      "SM design (compute capability), else the clock; a wide range is a prediction the specs cannot decide"]
     notes = [(p.model, n) for p in predictions for n in p.notes]
     if notes:
         lines += ["", "Notes"] + [f"  {model}: {note}" for model, note in notes]
