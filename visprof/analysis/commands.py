@@ -73,7 +73,9 @@ def add_analysis_commands(commands) -> None:
                            "nearest --batch-size, the newest among equals)")
     pred.add_argument("--excess", choices=("clock", "bound", "compute", "none"), default="clock",  # predict.EXCESS_MODES
                       help="how time above a group's roofline scales: clock (default): the measured time is a rate "
-                           "limit that scales with the boost clock, the group takes the longer of it and its roof; bound: "
+                           "limit that scales with the boost clock (SMs x clock between GPUs of one compute capability), "
+                           "the group takes the longer of it and its roof, and the range column shows the other "
+                           "scalings; bound: "
                            "efficiency kept (Habitat); compute: the time above the roof scales with SMs x clock; none: "
                            "every group at its roof (docs/hardware-sensitivity.md, section 6)")
     _add_files(pred, "the predictions, with their groups,")
