@@ -137,8 +137,8 @@ def default_rate_scaling(source: GpuSpec | None, target: GpuSpec) -> str:
     66-76 of its 132 SMs (20 models, bench/results/h200-s22-sm/): predicted from the all-SM
     profiles, SMs x clock predicted them 8-24% too slow (median; the spread is the uncertain SM
     count of the partition), the clock alone 33% too fast; in a partition of exactly 96 SMs,
-    over 241 models, 6.9% too slow against 19.9% too fast. Across designs per-SM rates differ, and the
-    clock ranks the H200 -> RTX 3090 / 4090 predictions best (section 7 of the doc)."""
+    over 241 models, 6.9% too slow against 19.9% too fast. Across designs per-SM rates differ,
+    and the clock ranks the H200 -> RTX 3090 / 4090 predictions best (section 7 of the doc)."""
     same_design = bool(source and source.compute_capability) and source.compute_capability == target.compute_capability
     return "throughput" if same_design else "clock"
 
@@ -301,12 +301,12 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
     bound_ms, busy, idle = _busy_and_idle(result, groups, measured=efficiency is None)
     latency = busy + idle
     by_scaling: dict[str, float] = {}
-    if banded:
-        by_scaling[scaling] = latency
-        for other in RATE_SCALINGS:
-            if other not in by_scaling:
-                others = [predict_group(g, source, target, scale, precision, None, excess, other) for g in roof.groups]
-                by_scaling[other] = sum(_busy_and_idle(result, others, measured=True)[1:])
+    for other in RATE_SCALINGS if banded else ():
+        if other == scaling:
+            by_scaling[other] = latency
+        else:
+            others = [predict_group(g, source, target, scale, precision, None, excess, other) for g in roof.groups]
+            by_scaling[other] = sum(_busy_and_idle(result, others, measured=True)[1:])
     timing = result.timing
     notes = []
     if timing and timing.idle_ms and timing.latency_ms.median and timing.idle_ms / timing.latency_ms.median > HOST_BOUND_IDLE:
@@ -327,7 +327,7 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
                       busy_ms=busy, idle_ms=idle, bound_ms={b: bound_ms[b] for b in BOUNDS if b in bound_ms},
                       shares=shares, measured_latency_ms=timing.latency_ms.median if timing else None,
                       peak_memory_bytes=peak, fits=fits, notes=notes, groups=groups, rate_scaling=scaling,
-                      latency_by_scaling={s: by_scaling[s] for s in RATE_SCALINGS if s in by_scaling})
+                      latency_by_scaling=by_scaling)
 
 
 def _busy_and_idle(result: ProfileResult, groups: list[GroupPrediction], measured: bool) -> tuple[dict[str, float], float, float]:
@@ -380,7 +380,7 @@ def speedup_band(on_base: Prediction, on_target: Prediction) -> tuple[float, flo
     """The lowest and highest throughput ratio target / base over ``RATE_SCALINGS``, each
     applied to both GPUs (one physics for one kernel), or None without them. Its width says
     how much the predicted speed-up hinges on what limits the kernels far below their roof:
-    EfficientFormer-V2's x1.46 (clock) spans x1.03-2.21, ViT-B/16's hardly moves."""
+    EfficientFormer-V2-S0's x1.46 (clock) spans x1.03-2.20, ViT-B/16's hardly moves."""
     common = [s for s in RATE_SCALINGS if s in on_base.latency_by_scaling and s in on_target.latency_by_scaling]
     if not common:
         return None

@@ -282,7 +282,7 @@ def _predicted_panel(ax, models, color, agreement) -> None:
     # bar: models whose prediction moves by more than EXPLAINED_WITHIN as the kernels far below
     # their roof gain nothing, the clock or SMs x clock.
     open_ = [m for m in models if m.predicted_band and not is_decided(m.predicted_band)]
-    filled = [m for m in models if m not in open_]
+    filled = [m for m in models if not m.predicted_band or is_decided(m.predicted_band)]
     if open_:
         ax.errorbar([m.predicted_speedup for m in open_], [m.speedup for m in open_],
                     xerr=[[m.predicted_speedup - m.predicted_band[0] for m in open_],
