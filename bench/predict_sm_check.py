@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _provenance import provenance  # noqa: E402
+from predict_check import run  # noqa: E402
 
 GRANULARITY = 8  # SMs per green-context partition step on compute capability 9.0
 
@@ -48,13 +49,16 @@ def pairs(folder: Path, sms_asked: int):
 def check(folder: Path) -> dict:
     from visprof.analysis.gpus import gpu_table
     from visprof.analysis.predict import RATE_SCALINGS, predict_result, source_spec
+    from visprof.errors import BadInputError
 
+    if not (folder / "provenance.json").is_file():
+        raise BadInputError(f"{folder}: no provenance.json; give the --out folder of bench/sm_sensitivity.py")
     meta = json.loads((folder / "provenance.json").read_text())
     asked = meta["check"]["sms_asked"]
     table = gpu_table()
     loaded = list(pairs(folder, asked))
     if not loaded:
-        raise SystemExit(f"{folder}: no MODEL.all.json with its MODEL.sm{asked}.json")
+        raise BadInputError(f"{folder}: no MODEL.all.json with its MODEL.sm{asked}.json")
     full = source_spec(loaded[0][1], table)
     counts = {"asked": asked, "rounded up to the partition granularity": -(-asked // GRANULARITY) * GRANULARITY,
               "implied by the GEMM": full.sms / meta["check"]["ratio"]}
@@ -95,9 +99,11 @@ def main(argv=None) -> int:
             print(f"  {r['model']:30s} all SMs {r['all_sms_ms']:8.2f} ms, measured {r['measured_ms']:8.2f}, predicted "
                   f"{r['predicted_ms']:8.2f} ({r['rate_scaling']}; range {r['range_ms'][0]:.2f}-{r['range_ms'][1]:.2f})")
     if args.json:
-        args.json.write_text(json.dumps({"provenance": provenance(), **out}, indent=1) + "\n")
+        from visprof.outputs import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps({"provenance": provenance(), **out}, indent=1) + "\n")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run(main))

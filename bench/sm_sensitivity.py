@@ -42,8 +42,7 @@ def matmul_ms(stream=None, n: int = 8192, reps: int = 20) -> float:
 
     a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    ctx = torch.cuda.stream(stream) if stream is not None else torch.cuda.stream(torch.cuda.current_stream())
-    with ctx:
+    with torch.cuda.stream(stream):  # None: the current stream
         for _ in range(3):
             a @ b
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -60,8 +59,7 @@ def profile_once(name: str, batch: int, stream=None):
 
     import visprof
 
-    ctx = torch.cuda.stream(stream) if stream is not None else torch.cuda.stream(torch.cuda.current_stream())
-    with ctx:
+    with torch.cuda.stream(stream):  # None: the current stream
         result = visprof.profile(name, batch_size=batch, precision="bf16", passes=["attributed"], progress=False,
                                  search_batch=False)
     torch.cuda.synchronize()
@@ -79,7 +77,11 @@ def main() -> int:
     args = parser.parse_args()
     models = list(args.models)
     if args.model_list:
+        if not args.model_list.is_file():
+            parser.error(f"--model-list {args.model_list}: no such file")
         models += [line.strip() for line in args.model_list.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    if not models:
+        parser.error("name models with --models or --model-list")
     args.out.mkdir(parents=True, exist_ok=True)
     ctx, stream = green_stream(args.sms)
     full, part = matmul_ms(), matmul_ms(stream)
