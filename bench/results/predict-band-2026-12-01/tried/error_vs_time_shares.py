@@ -1,10 +1,10 @@
-import sys, statistics
-sys.path.insert(0, "bench")
-import predict_check as pc
+"""Spearman of each model's speed-up error with its predicted RTX 3090 time shares."""
+import statistics
+
 import visprof.analysis.predict as P
+from _harness import pc, profs, pub
 from visprof.analysis.metrics import spearman
-profs = pc.load_profiles(["/tmp/store/sweep-h200x2.db"])
-pub = pc.published(pc.CSV_DIR)
+
 out = pc.check(profs, pub, excess="clock")
 chosen = {(r.model.name, r.model.img_size): r for r in pc.pick_profiles(profs, pub, None, [])}
 feats, errs = [], []

@@ -1,16 +1,8 @@
-import sys
-sys.path.insert(0, "bench")
-import predict_check as pc
+"""Only part of an op's activations served from the target's L2 (variants of l2_hit_share)."""
 import visprof.analysis.predict as P
-profs = pc.load_profiles(["/tmp/store/sweep-h200x2.db"])
-pub = pc.published(pc.CSV_DIR)
+from _harness import run
+
 orig = P.l2_hit_share
-def run(label):
-    out = pc.check(profs, pub, excess="clock")
-    s = out["summary"]
-    print(f"{label:40s} spearman {s['spearman']:.3f} med|err| {s['speedup_error']['median_abs']:.3f} signed {s['speedup_error']['median_signed']:+.3f} "
-          f"3090 {s['rtx3090_throughput_error']['median_abs']:.3f}/{s['rtx3090_throughput_error']['median_signed']:+.3f} 4090 {s['rtx4090_throughput_error']['median_abs']:.3f}/{s['rtx4090_throughput_error']['median_signed']:+.3f}")
-    return out
 variants = {
   "current": orig,
   "V1 inputs, shared capacity": lambda a, g: 0.5 * orig(a, g),

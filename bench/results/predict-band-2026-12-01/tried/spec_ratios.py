@@ -1,10 +1,10 @@
-import sys, copy
-sys.path.insert(0, "bench")
-import predict_check as pc
-import visprof.analysis.predict as P
+"""The consumer cards' spec rows changed (a diagnostic: it tunes on the judged pair)."""
+import copy
+
 import visprof.analysis.gpus as G
-profs = pc.load_profiles(["/tmp/store/sweep-h200x2.db"])
-pub = pc.published(pc.CSV_DIR)
+import visprof.analysis.predict as P
+from _harness import run as check
+
 base = G.gpu_table()
 def with_rows(**changes):
     t = copy.deepcopy(base)
@@ -22,10 +22,7 @@ def with_rows(**changes):
     return t
 def run(label, table):
     P.gpu_table = lambda *a, **k: table
-    out = pc.check(profs, pub, excess="clock")
-    s = out["summary"]
-    print(f"{label:40s} spearman {s['spearman']:.3f} med|err| {s['speedup_error']['median_abs']:.3f} signed {s['speedup_error']['median_signed']:+.3f} "
-          f"3090 {s['rtx3090_throughput_error']['median_abs']:.3f}/{s['rtx3090_throughput_error']['median_signed']:+.3f} 4090 {s['rtx4090_throughput_error']['median_abs']:.3f}/{s['rtx4090_throughput_error']['median_signed']:+.3f}")
+    return check(label)
 run("datasheet", base)
 for v in (80, 90):
     run(f"3090 tensor {v}", with_rows(rtx3090={"tensor": v}))
