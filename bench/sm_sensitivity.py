@@ -82,13 +82,16 @@ def main() -> int:
         models += [line.strip() for line in args.model_list.read_text().splitlines() if line.strip() and not line.startswith("#")]
     if not models:
         parser.error("name models with --models or --model-list")
+    from visprof.outputs import atomic_write_text
+
     args.out.mkdir(parents=True, exist_ok=True)
     ctx, stream = green_stream(args.sms)
     full, part = matmul_ms(), matmul_ms(stream)
     check = {"sms_asked": args.sms, "matmul_ms_all": full, "matmul_ms_green": part, "ratio": part / full}
     print(f"green context of {args.sms} SMs: 8192^3 bf16 GEMM {full:.3f} ms on all SMs, {part:.3f} ms in it (x{part / full:.2f})",
           flush=True)
-    (args.out / "provenance.json").write_text(json.dumps({**provenance(), "check": check}, indent=1) + "\n")
+    # Every file whole or absent after Ctrl-C or a full disk: the results, the provenance, the failures.
+    atomic_write_text(args.out / "provenance.json", json.dumps({**provenance(), "check": check}, indent=1) + "\n")
     start = time.perf_counter()
     failed = []
     for i, name in enumerate(models):
@@ -111,7 +114,7 @@ def main() -> int:
         print(f"[{i + 1}/{len(models)}] {name}: kernels {kernel_ms[0]:.2f} ms on all SMs, {kernel_ms[1]:.2f} ms on "
               f"{args.sms} (x{kernel_ms[1] / kernel_ms[0]:.2f}), {time.perf_counter() - t0:.1f} s", flush=True)
     if failed:
-        (args.out / "failed.txt").write_text("".join(f"{f}\n" for f in failed))
+        atomic_write_text(args.out / "failed.txt", "".join(f"{f}\n" for f in failed))
     return 0
 
 
