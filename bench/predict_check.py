@@ -97,6 +97,32 @@ def stratified(rows, count: int, max_gmacs: float | None = None):
     return chosen
 
 
+MAX_PARAMS_M = 1000  # the sweep lists leave out models over 1B parameters (the CSVs' param_count is in millions)
+
+
+def uniform(rows, count: int, seed: int):
+    """``count`` models drawn uniformly (``random.Random(seed).sample``) from ``rows`` with at
+    most ``MAX_PARAMS_M`` million parameters, by name: a sample of the population the issue
+    names (every model in both CSVs), where ``stratified`` gives each family equal weight."""
+    import random
+
+    population = [row for row in rows if float(row[2]["param_count"] or 0) <= MAX_PARAMS_M]
+    if count > len(population):
+        raise SystemExit(f"predict_check.py: error: --count {count} is more than the {len(population)} models to draw from")
+    return sorted(random.Random(seed).sample(population, count))
+
+
+def read_model_list(path: Path) -> set[str]:
+    """The names in a model list (one a line, ``#`` comments), as ``visprof sweep --model-list``."""
+    from visprof.errors import BadInputError
+
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise BadInputError(f"cannot read the model list {path}: {exc.strerror}") from None
+    return {line.split("#")[0].strip() for line in lines} - {""}
+
+
 def pick_profiles(results, pub, profile_batch: int | None, skipped: list[str], also_at: int | None = None):
     """One profile per (model, image size) in both CSVs: at ``profile_batch`` if given, else
     the one whose batch is closest (by ratio) to the CSV's, newest first among equals. With
@@ -311,6 +337,10 @@ def main() -> int:
     parser.add_argument("--cpu-baseline", action="store_true", help="profile on the CPU and predict a pure roofline")
     parser.add_argument("--write-model-list", type=Path, metavar="FILE", help="write the models to sweep and exit")
     parser.add_argument("--count", type=int, default=200, help="models for --write-model-list / --cpu-baseline")
+    parser.add_argument("--random-seed", type=int, metavar="SEED",
+                        help="--write-model-list: draw the models uniformly with this seed (default: spread over families)")
+    parser.add_argument("--models", type=Path, metavar="FILE",
+                        help="check only the models named in this list (one a line, as --write-model-list writes)")
     parser.add_argument("--max-gmacs", type=float, default=None, help="--cpu-baseline: skip models above this")
     parser.add_argument("--profile-batch", type=int, help="use only profiles at this batch (default: per model, the "
                                                               "batch closest to the CSV's)")
@@ -325,7 +355,8 @@ def main() -> int:
     args = parser.parse_args()
     pub = published(args.csv_dir)
     if args.write_model_list:
-        rows = stratified(default_size_rows(pub), args.count)
+        rows = default_size_rows(pub)
+        rows = stratified(rows, args.count) if args.random_seed is None else uniform(rows, args.count, args.random_seed)
         args.write_model_list.write_text("".join(f"{m}\n" for m, _, _ in rows))
         sizes = {m: img for m, img, _ in rows}
         args.write_model_list.with_suffix(".sizes.json").write_text(json.dumps(sizes, indent=1) + "\n")
@@ -339,6 +370,9 @@ def main() -> int:
         label = "CPU-captured op costs, pure roofline (every group at its roof), no GPU measurement"
     elif args.sources:
         profiles = load_profiles(args.sources)
+        if args.models:
+            names = read_model_list(args.models)
+            profiles = [p for p in profiles if p.model.name in names]
         batch = f", profiles at batch {args.profile_batch}" if args.profile_batch else ""
         from visprof.analysis.predict import EXCESS_MODES
 

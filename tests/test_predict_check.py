@@ -77,6 +77,38 @@ def test_model_list_for_the_sweep(tmp_path):
     assert sizes.get("mobilevit_s", 256) == 256
 
 
+def test_uniform_sample_is_seeded_and_leaves_out_giants():
+    sys.path.insert(0, str(REPO / "bench"))
+    from predict_check import MAX_PARAMS_M, uniform
+
+    rows = [(f"m{i:02d}", 224, {"param_count": str(5000 if i % 10 == 0 else i)}) for i in range(40)]
+    first = uniform(rows, 12, seed=1)
+    assert first == uniform(rows, 12, seed=1) and first != uniform(rows, 12, seed=2)
+    assert len(first) == 12 == len({r[0] for r in first}) and first == sorted(first)
+    assert all(float(r[2]["param_count"]) <= MAX_PARAMS_M for r in first)
+    with pytest.raises(SystemExit, match="more than the 36 models"):
+        uniform(rows, 37, seed=1)
+
+
+def test_check_of_the_models_in_a_list(tmp_path):
+    folder = tmp_path / "h200"
+    write_results(folder)
+    listing = tmp_path / "two.txt"
+    listing.write_text("# two of the four\nresnet50\ndeit_small_patch16_224  # a comment\n\n")
+    command = [sys.executable, str(REPO / "bench" / "predict_check.py"), "--from", str(folder), "--csv-dir", str(TIMM),
+               "--excess", "clock", "--models"]
+    env = child_env({"PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(command + [str(listing)], capture_output=True, text=True, cwd=REPO, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "time above the roof scaled by clock): 2 models, 0 skipped" in proc.stdout
+    assert "\nresnet50 " in proc.stdout and "\ndeit_small_patch16_224 " in proc.stdout
+    missing = subprocess.run(command + [str(tmp_path / "none.txt")], capture_output=True, text=True, cwd=REPO, env=env,
+                             timeout=600)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert missing.stderr.strip().splitlines() == [f"predict_check.py: error: cannot read the model list {tmp_path / 'none.txt'}: "
+                                                   "No such file or directory"]
+
+
 def test_worked_example_and_diagnosis_scripts_run_on_recorded_profiles(tmp_path):
     """bench/worked_example.py on the H200 recordings, and bench/predict_diagnose.py on a check's JSON."""
     out = tmp_path / "we.json"
