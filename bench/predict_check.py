@@ -106,9 +106,11 @@ def uniform(rows, count: int, seed: int):
     names (every model in both CSVs), where ``stratified`` gives each family equal weight."""
     import random
 
+    from visprof.errors import BadInputError
+
     population = [row for row in rows if float(row[2]["param_count"] or 0) <= MAX_PARAMS_M]
     if count > len(population):
-        raise SystemExit(f"predict_check.py: error: --count {count} is more than the {len(population)} models to draw from")
+        raise BadInputError(f"--count {count} is more than the {len(population)} models to draw from")
     return sorted(random.Random(seed).sample(population, count))
 
 
@@ -373,6 +375,10 @@ def main() -> int:
         if args.models:
             names = read_model_list(args.models)
             profiles = [p for p in profiles if p.model.name in names]
+            missing = sorted(names - {p.model.name for p in profiles})
+            if missing:
+                print(f"{len(missing)} of the {len(names)} models in {args.models} have no profile in the sources: "
+                      f"{', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''}", file=sys.stderr)
         batch = f", profiles at batch {args.profile_batch}" if args.profile_batch else ""
         from visprof.analysis.predict import EXCESS_MODES
 

@@ -86,7 +86,9 @@ def test_uniform_sample_is_seeded_and_leaves_out_giants():
     assert first == uniform(rows, 12, seed=1) and first != uniform(rows, 12, seed=2)
     assert len(first) == 12 == len({r[0] for r in first}) and first == sorted(first)
     assert all(float(r[2]["param_count"]) <= MAX_PARAMS_M for r in first)
-    with pytest.raises(SystemExit, match="more than the 36 models"):
+    from visprof.errors import BadInputError
+
+    with pytest.raises(BadInputError, match="more than the 36 models"):
         uniform(rows, 37, seed=1)
 
 
@@ -94,7 +96,7 @@ def test_check_of_the_models_in_a_list(tmp_path):
     folder = tmp_path / "h200"
     write_results(folder)
     listing = tmp_path / "two.txt"
-    listing.write_text("# two of the four\nresnet50\ndeit_small_patch16_224  # a comment\n\n")
+    listing.write_text("# two of the four, and one without a profile\nresnet50\ndeit_small_patch16_224  # a comment\n\nvgg11\n")
     command = [sys.executable, str(REPO / "bench" / "predict_check.py"), "--from", str(folder), "--csv-dir", str(TIMM),
                "--excess", "clock", "--models"]
     env = child_env({"PATH": "/usr/bin:/bin"})
@@ -102,6 +104,7 @@ def test_check_of_the_models_in_a_list(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "time above the roof scaled by clock): 2 models, 0 skipped" in proc.stdout
     assert "\nresnet50 " in proc.stdout and "\ndeit_small_patch16_224 " in proc.stdout
+    assert f"1 of the 3 models in {listing} have no profile in the sources: vgg11" in proc.stderr
     missing = subprocess.run(command + [str(tmp_path / "none.txt")], capture_output=True, text=True, cwd=REPO, env=env,
                              timeout=600)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
