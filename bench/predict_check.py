@@ -100,29 +100,23 @@ def stratified(rows, count: int, max_gmacs: float | None = None):
 MAX_PARAMS_M = 1000  # the sweep lists leave out models over 1B parameters (the CSVs' param_count is in millions)
 
 
+def population(rows):
+    """The rows (``default_size_rows``) of models with at most ``MAX_PARAMS_M`` million parameters."""
+    return [row for row in rows if float(row[2]["param_count"] or 0) <= MAX_PARAMS_M]
+
+
 def uniform(rows, count: int, seed: int):
-    """``count`` models drawn uniformly (``random.Random(seed).sample``) from ``rows`` with at
-    most ``MAX_PARAMS_M`` million parameters, by name: a sample of the population the issue
-    names (every model in both CSVs), where ``stratified`` gives each family equal weight."""
+    """``count`` models drawn uniformly (``random.Random(seed).sample``) from ``population(rows)``,
+    by name: a sample of the population the issue names (every model in both CSVs), where
+    ``stratified`` gives each family equal weight."""
     import random
 
     from visprof.errors import BadInputError
 
-    population = [row for row in rows if float(row[2]["param_count"] or 0) <= MAX_PARAMS_M]
-    if count > len(population):
-        raise BadInputError(f"--count {count} is more than the {len(population)} models to draw from")
-    return sorted(random.Random(seed).sample(population, count))
-
-
-def read_model_list(path: Path) -> set[str]:
-    """The names in a model list (one a line, ``#`` comments), as ``visprof sweep --model-list``."""
-    from visprof.errors import BadInputError
-
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise BadInputError(f"cannot read the model list {path}: {exc.strerror}") from None
-    return {line.split("#")[0].strip() for line in lines} - {""}
+    population_ = population(rows)
+    if count > len(population_):
+        raise BadInputError(f"--count {count} is more than the {len(population_)} models to draw from")
+    return sorted(random.Random(seed).sample(population_, count))
 
 
 def pick_profiles(results, pub, profile_batch: int | None, skipped: list[str], also_at: int | None = None):
@@ -355,13 +349,20 @@ def main() -> int:
     parser.add_argument("--csv-dir", type=Path, default=CSV_DIR)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    from visprof.outputs import atomic_write_text, check_output_path
+
+    # Checked before the work, written whole or not at all (a temporary file renamed into place).
+    if args.write_model_list:
+        check_output_path(args.write_model_list, "--write-model-list")
+    if args.json:
+        check_output_path(args.json, "--json")
     pub = published(args.csv_dir)
     if args.write_model_list:
         rows = default_size_rows(pub)
         rows = stratified(rows, args.count) if args.random_seed is None else uniform(rows, args.count, args.random_seed)
-        args.write_model_list.write_text("".join(f"{m}\n" for m, _, _ in rows))
+        atomic_write_text(args.write_model_list, "".join(f"{m}\n" for m, _, _ in rows))
         sizes = {m: img for m, img, _ in rows}
-        args.write_model_list.with_suffix(".sizes.json").write_text(json.dumps(sizes, indent=1) + "\n")
+        atomic_write_text(args.write_model_list.with_suffix(".sizes.json"), json.dumps(sizes, indent=1) + "\n")
         print(f"wrote {len(rows)} models to {args.write_model_list} (their CSV image sizes in "
               f"{args.write_model_list.with_suffix('.sizes.json')}; all are each model's default size where the CSVs have it)")
         return 0
@@ -373,7 +374,9 @@ def main() -> int:
     elif args.sources:
         profiles = load_profiles(args.sources)
         if args.models:
-            names = read_model_list(args.models)
+            from visprof.sweep.selection import read_model_list
+
+            names = set(read_model_list(args.models))
             profiles = [p for p in profiles if p.model.name in names]
             missing = sorted(names - {p.model.name for p in profiles})
             if missing:
@@ -395,7 +398,7 @@ def main() -> int:
     print_report(outcome, label)
     if args.json:
         doc = _finite({"provenance": provenance(), "method": label, "targets": TARGETS, **outcome})
-        args.json.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
+        atomic_write_text(args.json, json.dumps(doc, indent=1, allow_nan=False) + "\n")
         print(f"wrote {args.json}", file=sys.stderr)
     return 0
 

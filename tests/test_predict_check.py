@@ -108,8 +108,17 @@ def test_check_of_the_models_in_a_list(tmp_path):
     missing = subprocess.run(command + [str(tmp_path / "none.txt")], capture_output=True, text=True, cwd=REPO, env=env,
                              timeout=600)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
-    assert missing.stderr.strip().splitlines() == [f"predict_check.py: error: cannot read the model list {tmp_path / 'none.txt'}: "
-                                                   "No such file or directory"]
+    assert missing.stderr.strip().splitlines() == [f"predict_check.py: error: --model-list: no such file: {tmp_path / 'none.txt'}"]
+
+
+def test_unwritable_outputs_are_one_line_before_any_work(tmp_path):
+    env = child_env({"PATH": "/usr/bin:/bin"})
+    script = str(REPO / "bench" / "predict_check.py")
+    for args, message in ((["--write-model-list", str(tmp_path / "no" / "list.txt")], f"--write-model-list: directory {tmp_path / 'no'} does not exist"),
+                          (["--from", str(tmp_path), "--json", str(tmp_path)], f"--json: {tmp_path} is a directory; give a file name")):
+        proc = subprocess.run([sys.executable, script, "--csv-dir", str(TIMM), *args], capture_output=True, text=True, cwd=REPO,
+                              env=env, timeout=600)
+        assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [f"predict_check.py: error: {message}"]
 
 
 def test_worked_example_and_diagnosis_scripts_run_on_recorded_profiles(tmp_path):

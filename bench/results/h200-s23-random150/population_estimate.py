@@ -18,10 +18,11 @@ import sys
 sys.path.insert(0, "bench")
 import predict_check as pc  # noqa: E402
 from visprof.analysis.metrics import spearman  # noqa: E402
+from visprof.sweep.selection import read_model_list  # noqa: E402
 
 rows = json.load(open(sys.argv[1]))["rows"]
-stratified_list = pc.read_model_list(pc.Path("bench/sweep_models_300.txt"))
-population = [r for r in pc.default_size_rows(pc.published(pc.CSV_DIR)) if float(r[2]["param_count"] or 0) <= pc.MAX_PARAMS_M]
+stratified_list = set(read_model_list("bench/sweep_models_300.txt"))
+population = pc.population(pc.default_size_rows(pc.published(pc.CSV_DIR)))
 in_list = sum(1 for m, _, _ in population if m in stratified_list)
 stratified = [r for r in rows if r["model"] in stratified_list]
 drawn = [r for r in rows if r["model"] not in stratified_list]
