@@ -5,7 +5,7 @@ off), each measuring an allocate/free loop of 1 MiB tensors and a ResNet-50 forw
 bf16 autocast per forward, CUDA events, median of 50). A third kind books every event (a
 memory pass running), for scale.
 
-    python bench/alloc_tracker_cost.py --json bench/results/alloc-tracker-cost-h200.json
+    python bench/alloc_tracker_cost.py --json bench/results/h200-memory-2/alloc-tracker-cost-h200.json
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ the library work (GEMM, convolution, attention kernels) per category; the rest o
 is pointwise and layout work Inductor fuses. Prints each comparison, then a short table last;
 writes JSON with provenance (and, with --recordings, each run's kernel recording).
 
-    python bench/compile_check.py --out bench/results/compile-check-h200.json
+    python bench/compile_check.py --out bench/results/h200-s15-final/compile-check-h200.json
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def main() -> int:
                         help="write each run's kernel recording (.json.gz) here")
     args = parser.parse_args()
     if args.out is not None:
-        from visprof.outputs import check_output_path
+        from visprof.base.outputs import check_output_path
 
         check_output_path(args.out, "--out")
 
@@ -70,7 +70,7 @@ def main() -> int:
         summary.append((name, eager.timing.latency_ms.median, compiled.timing.latency_ms.median, rows, worst,
                         [c.name for c in compiled.failed_checks]))
     if args.out is not None:
-        from visprof.outputs import atomic_write_text
+        from visprof.base.outputs import atomic_write_text
 
         atomic_write_text(args.out, json.dumps({"provenance": provenance(), "options": options, "models": report},
                                                indent=1) + "\n")

@@ -20,12 +20,12 @@ moved to the GPU here), and a separate whole `visprof.profile()` call:
      model-cast   m16 = m.to(bf16); with torch.no_grad(): for ...: m16(x16)
 3. Speed: the wall time of every whole visprof.profile() call (all three passes).
 
-    python bench/latency_check.py --json bench/results/latency-regimes-h200.json --deadline-s 480
+    python bench/latency_check.py --json bench/results/h200-memory-2/latency-regimes-h200.json --deadline-s 480
 
 --memory-only skips the latency rounds (2.): the memory comparison and the wall time of its
 one whole profile, per model, in one short call:
 
-    python bench/latency_check.py --memory-only --json bench/results/memory-blocks-h200.json
+    python bench/latency_check.py --memory-only --json bench/results/h200-s15-final/memory-blocks-h200.json
 
 All models run in one process (imports, CUDA context, the compiled observer and tracker are
 shared, as in a sweep). The JSON is rewritten after every model, and no new model starts after

@@ -4,7 +4,7 @@ and Nsight Compute's SM and DRAM throughput (% of peak), achieved occupancy, ten
 DRAM bytes per iteration, arithmetic intensity (visprof's FLOPs per DRAM byte), achieved DRAM
 bandwidth and the bound it implies.
 
-    python bench/ncu_roofline.py --json bench/results/ncu-roofline-h200.json
+    python bench/ncu_roofline.py --json bench/results/h200-s15-ncu/ncu-roofline-h200.json
 """
 from __future__ import annotations
 

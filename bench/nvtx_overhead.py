@@ -32,7 +32,7 @@ host runs some stretches at half speed, its clean forward too). The table's
 "added ms" is nvtx's wall difference before the division; "clean ms" and "nvtx ms" are
 medians of their own over rounds.
 
-    python bench/nvtx_overhead.py --rounds 200 --iterations 2 --json bench/results/nvtx-overhead-h200.json
+    python bench/nvtx_overhead.py --rounds 200 --iterations 2 --json bench/results/h200-s16-call2/nvtx-overhead-h200.json
 """
 from __future__ import annotations
 
@@ -73,14 +73,14 @@ def _loop(runner, iterations: int, capture=None) -> tuple[float, float]:
 
 
 def one(name: str, batch: int, precision: str, iterations: int, rounds: int, device: str = "cuda:0") -> dict:
-    from visprof.capture import ModuleTracker, OpCapture
-    from visprof.categories import default_table
-    from visprof.models import resolve_model
+    from visprof.capture.op_capture import ModuleTracker, OpCapture
+    from visprof.attribution.categories import default_table
+    from visprof.passes.models import resolve_model
     from visprof.native import native
     from visprof.native.aten_observer import load_observer
     from visprof.passes.runner import ModelRunner, RunConfig
     from visprof.passes.timing import warm_up
-    from visprof.replay_capture import ReplayCapture
+    from visprof.capture.replay import ReplayCapture
 
     spec = resolve_model(name)
     runner = ModelRunner(spec, RunConfig(batch_size=batch, precision=precision, device=device))

@@ -4,7 +4,7 @@ the thread-local RecordFunction switch it replaced), the host clock read the rep
 per op, and a registered NVTX push/pop with no tool attached. Explains bench/nvtx_overhead.py's
 per-op figure; the host (a VM on the H200 machine) decides most of it.
 
-    python bench/observer_costs.py --json bench/results/observer-costs-h200.json
+    python bench/observer_costs.py --json bench/results/h200-s18-nvtx/observer-costs-h200.json
 """
 from __future__ import annotations
 

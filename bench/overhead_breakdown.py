@@ -39,12 +39,12 @@ def main() -> int:
 
     from profile_validation import torch_profiler_loop
 
-    from visprof import hardware
-    from visprof.categories import default_table
+    from visprof.base import hardware
+    from visprof.attribution.categories import default_table
     from visprof.native.aten_observer import load_observer
     from visprof.passes.attributed import run_attributed_pass
-    from visprof.capture import ModuleTracker, OpCapture
-    from visprof.models import resolve_model
+    from visprof.capture.op_capture import ModuleTracker, OpCapture
+    from visprof.passes.models import resolve_model
     from visprof.native import native
     from visprof.native.tracer import KernelTracer
     from visprof.passes.runner import ModelRunner, RunConfig

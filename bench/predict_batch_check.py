@@ -10,7 +10,7 @@ and compares it with the large batch's measured clean latency (its timing pass m
 measurement the prediction did not use.
 
     python bench/predict_batch_check.py --from sweep.db --profile-batch 64 --measured-batch 256 \\
-        --json bench/results/sweep-h200x2-s18-b256/predict-batch-64-to-256.json
+        --json bench/results/predict-l2-2026-12-01/predict-batch-64-to-256.json
 """
 from __future__ import annotations
 

@@ -111,7 +111,7 @@ def uniform(rows, count: int, seed: int):
     ``stratified`` gives each family equal weight."""
     import random
 
-    from visprof.errors import BadInputError
+    from visprof.base.errors import BadInputError
 
     population_ = population(rows)
     if count > len(population_):
@@ -152,7 +152,7 @@ def check(results, pub, efficiency: float | None = None, profile_batch: int | No
     from visprof.analysis.families import architecture, family
     from visprof.analysis.metrics import ratio_errors, spearman
     from visprof.analysis.predict import predict_result, speedup_band
-    from visprof.errors import BadInputError
+    from visprof.base.errors import BadInputError
 
     rows, skipped = [], []
     for result in pick_profiles(results, pub, profile_batch, skipped, also_at):
@@ -280,9 +280,9 @@ def cpu_structure(model_name: str, img: int):
     import torch
 
     from visprof.analysis import roofline
-    from visprof.attribution import attribute
-    from visprof.capture import ModuleTracker, OpCapture
-    from visprof.models import resolve_model
+    from visprof.attribution.attribute import attribute
+    from visprof.capture.op_capture import ModuleTracker, OpCapture
+    from visprof.passes.models import resolve_model
     from visprof.passes.attributed import build_trace
     from visprof.result import ModelInfo, ProfileResult, RunConfig
 
@@ -349,7 +349,7 @@ def main() -> int:
     parser.add_argument("--csv-dir", type=Path, default=CSV_DIR)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    from visprof.outputs import atomic_write_text, check_output_path
+    from visprof.base.outputs import atomic_write_text, check_output_path
 
     # Checked before the work, written whole or not at all (a temporary file renamed into place).
     if args.write_model_list:
@@ -405,7 +405,7 @@ def main() -> int:
 
 def run(entry) -> int:
     """``entry()``, with a user mistake (a missing store, a file that is no profile) as one line."""
-    from visprof.errors import BadInputError
+    from visprof.base.errors import BadInputError
 
     try:
         return entry()

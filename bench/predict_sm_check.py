@@ -49,7 +49,7 @@ def pairs(folder: Path, sms_asked: int):
 def check(folder: Path) -> dict:
     from visprof.analysis.gpus import gpu_table
     from visprof.analysis.predict import RATE_SCALINGS, predict_result, source_spec
-    from visprof.errors import BadInputError
+    from visprof.base.errors import BadInputError
 
     if not (folder / "provenance.json").is_file():
         raise BadInputError(f"{folder}: no provenance.json; give the --out folder of bench/sm_sensitivity.py")
@@ -99,7 +99,7 @@ def main(argv=None) -> int:
             print(f"  {r['model']:30s} all SMs {r['all_sms_ms']:8.2f} ms, measured {r['measured_ms']:8.2f}, predicted "
                   f"{r['predicted_ms']:8.2f} ({r['rate_scaling']}; range {r['range_ms'][0]:.2f}-{r['range_ms'][1]:.2f})")
     if args.json:
-        from visprof.outputs import atomic_write_text
+        from visprof.base.outputs import atomic_write_text
 
         atomic_write_text(args.json, json.dumps({"provenance": provenance(), **out}, indent=1) + "\n")
     return 0

@@ -11,7 +11,7 @@ Per model (batch 64, bf16 autocast, default image size), in one process:
      wall time per iteration; visprof's attributed pass runs the same loop just before it
      (median iteration wall time over torch.profiler's: target <= 1.0; whole passes too);
   4. visprof's attributed pass again, now after torch.profiler ran in this process (Kineto's
-     timestamp trap, DESIGN.md section 3): its kernel sum must still match within 2%.
+     timestamp trap, docs/architecture.md section 4): its kernel sum must still match within 2%.
 """
 from __future__ import annotations
 
@@ -119,8 +119,8 @@ def validate(name: str, batch: int, precision: str, traces: Path | None) -> dict
     import torch
 
     import visprof
-    from visprof.categories import default_table
-    from visprof.models import resolve_model
+    from visprof.attribution.categories import default_table
+    from visprof.passes.models import resolve_model
     from visprof.passes.attributed import run_attributed_pass
     from visprof.passes.runner import ModelRunner, RunConfig
 

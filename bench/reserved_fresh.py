@@ -16,7 +16,7 @@ side runs alone in its own process, several times:
 Processes run --parallel at a time (each process has its own allocator: memory peaks do not
 depend on what other processes run on the GPU).
 
-    python bench/reserved_fresh.py --repeats 2 --json bench/results/reserved-fresh-h200.json
+    python bench/reserved_fresh.py --repeats 2 --json bench/results/h200-s17-memory/reserved-fresh-h200.json.xz
 """
 from __future__ import annotations
 

@@ -82,7 +82,7 @@ def main() -> int:
         models += [line.strip() for line in args.model_list.read_text().splitlines() if line.strip() and not line.startswith("#")]
     if not models:
         parser.error("name models with --models or --model-list")
-    from visprof.outputs import atomic_write_text
+    from visprof.base.outputs import atomic_write_text
 
     args.out.mkdir(parents=True, exist_ok=True)
     ctx, stream = green_stream(args.sms)

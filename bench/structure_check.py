@@ -39,9 +39,9 @@ COST_MODELS = ["vit_base_patch16_224", "swin_tiny_patch4_window7_224"]
 def capture(name: str, structure: bool, batch: int = 1):
     import torch
 
-    from visprof.capture import ModuleTracker, OpCapture
-    from visprof.categories import default_table
-    from visprof.models import resolve_model
+    from visprof.capture.op_capture import ModuleTracker, OpCapture
+    from visprof.attribution.categories import default_table
+    from visprof.passes.models import resolve_model
     from visprof.passes.runner import ModelRunner, RunConfig
 
     runner = ModelRunner(resolve_model(name), RunConfig(batch_size=batch, precision="fp32", device="cpu"))
@@ -63,7 +63,7 @@ def measure_cost(name: str, repeats: int) -> dict:
     measured around exactly that code; the template forward's wall time for scale. Medians."""
     import statistics
 
-    from visprof import capture as capture_mod
+    from visprof.capture import op_capture as capture_mod
 
     spent = {"record": 0.0, "analyse": 0.0}
     recorder = capture_mod._FlowRecorder
@@ -140,7 +140,7 @@ def main() -> int:
         print(f"  {name:32s} {c['ops']:5d} {c['template_forward_ms']:10.1f} {c['record_ms']:9.2f} "
               f"{c['analyse_ms']:10.2f} {c['added_us_per_op']:11.1f}")
     if args.out:
-        from visprof.outputs import atomic_write_text
+        from visprof.base.outputs import atomic_write_text
 
         atomic_write_text(args.out, json.dumps({"provenance": provenance(), "changes": changes, "cost": costs},
                                                indent=1) + "\n")

@@ -92,7 +92,7 @@ def timm_style_model_seconds(name: str, batch_size: int, precision: str, warmup:
 def run_timm_loop(models: list[str], state_path: Path, batch_size: int, precision: str, deadline: float) -> dict:
     """Times the models not yet in ``state_path``, one after another in this process (as
     benchmark.py does), until done or ``deadline``; the state file is rewritten after each."""
-    from visprof.outputs import atomic_write_text
+    from visprof.base.outputs import atomic_write_text
 
     state = json.loads(state_path.read_text()) if state_path.exists() else {"models": {}}
     state["planned"] = list(models)
@@ -125,7 +125,7 @@ def shard_state_path(state_path: Path, index: int, count: int) -> Path:
 
 def merge_timm_states(state_path: Path, shard_paths: list[Path], planned: list[str]) -> dict:
     """The states of the shards folded into ``state_path`` (kept, and rewritten): one state."""
-    from visprof.outputs import atomic_write_text
+    from visprof.base.outputs import atomic_write_text
 
     state = json.loads(state_path.read_text()) if state_path.exists() else {"models": {}}
     for path in shard_paths:
@@ -144,7 +144,7 @@ def run_timm_shards(sample: list[str], args, gpus: int, deadline: float) -> dict
     import os
     import subprocess
 
-    from visprof.outputs import atomic_write_text
+    from visprof.base.outputs import atomic_write_text
 
     shards = [shard_state_path(args.timm_state, i, gpus) for i in range(gpus)]
     done = merge_timm_states(args.timm_state, shards, sample)["models"]
@@ -298,7 +298,7 @@ def main() -> int:
                         help="modules that register models (as visprof sweep --import)")
     args = parser.parse_args()
 
-    from visprof.outputs import atomic_write_text, check_output_paths
+    from visprof.base.outputs import atomic_write_text, check_output_paths
     from visprof.sweep import run_sweep
     from visprof.sweep.plan import SweepPlan
     from visprof.sweep.selection import read_model_list

@@ -33,8 +33,8 @@ from profile_validation import REFERENCE_MODELS, attributed_pass_walls, timm_sty
 
 
 def one(name: str, batch: int, precision: str, iterations: int, warmup_s: float) -> dict:
-    from visprof.categories import default_table
-    from visprof.models import resolve_model
+    from visprof.attribution.categories import default_table
+    from visprof.passes.models import resolve_model
     from visprof.passes.runner import ModelRunner, RunConfig
     from visprof.passes.timing import warm_up
 

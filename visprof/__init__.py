@@ -30,10 +30,10 @@ _LAZY = {
     "trace": ("visprof.trace_session", "trace"),
     "native_info": ("visprof.native", "native_info"),
     "ProfileResult": ("visprof.result", "ProfileResult"),
-    "CapturedTrace": ("visprof.records", "CapturedTrace"),
-    "CategoryTable": ("visprof.categories", "CategoryTable"),
-    "default_table": ("visprof.categories", "default_table"),
-    "VisprofError": ("visprof.errors", "VisprofError"),
+    "CapturedTrace": ("visprof.native.records", "CapturedTrace"),
+    "CategoryTable": ("visprof.attribution.categories", "CategoryTable"),
+    "default_table": ("visprof.attribution.categories", "default_table"),
+    "VisprofError": ("visprof.base.errors", "VisprofError"),
 }
 
 

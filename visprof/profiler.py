@@ -3,7 +3,7 @@
     result = visprof.profile("vit_base_patch16_224", batch_size=64, precision="bf16")
     print(visprof.report.table.render(result))
 
-Data flows one way (DESIGN.md section 2): passes -> CapturedTrace -> attribution ->
+Data flows one way (docs/architecture.md): passes -> CapturedTrace -> attribution ->
 ProfileResult. The result is all a report, a store or a comparison ever reads.
 """
 from __future__ import annotations
@@ -17,28 +17,26 @@ from typing import Any, Callable, Sequence
 import torch
 
 from visprof import attribution as attribution_mod
-from visprof import hardware
 from visprof import result as R
 from visprof.analysis import roofline
-from visprof.batch_search import is_out_of_memory, largest_fitting_batch, release_cached_memory
-from visprof.categories import CategoryTable, default_table
-from visprof.errors import BadInputError, CuptiUnavailableError, OutOfMemoryError, VisprofError
-from visprof.host_memory import check_host_memory, host_oom_error, is_host_out_of_memory
-from visprof.models import ModelSpec, resolve_model, validate_batch_size
+from visprof.attribution.categories import CategoryTable
+from visprof.attribution.op_types import kernel_family_rows, op_type_rows
+from visprof.base import hardware
+from visprof.base.errors import BadInputError, CuptiUnavailableError, OutOfMemoryError, VisprofError
+from visprof.base.options import PASSES
+from visprof.base.progress import Progress
 from visprof.native import native_info
 from visprof.passes.attributed import AttributedResult, run_attributed_pass
 from visprof.passes.memory import MemoryResult, run_memory_pass
-from visprof.options import (AUTOCAST_MODES, DEFAULT_AUTOCAST, DEFAULT_BATCH, DEFAULT_GRAD_MODE, DEFAULT_PRECISION,
-                             GRAD_MODES, PASSES, PRECISIONS)
-from visprof.passes.runner import ModelRunner, RunConfig
+from visprof.passes.kernel_sequence import isolated_time_ms, launch_difference
+from visprof.passes.setup import check_count, is_oom, make_runner, raised_in_a_forward, resolve_run
 from visprof.passes.timing import TimingResult, run_timing_pass
+from visprof.passes.torch_noise import quiet_torch_noise
 from visprof.passes.trace_only import TraceOnlyResult, run_trace_only_pass
-from visprof.progress import Progress
-from visprof.torch_noise import quiet_torch_noise
 
-
-# Self-check tolerances (DESIGN.md section 3; issue 3's acceptance list).
+# Self-check tolerances (docs/measuring.md, the self-checks).
 KERNEL_SUM_TOLERANCE = 0.02
+TRACE_ONLY_ITERATIONS = 10
 PEAK_TOLERANCE = 0.02
 SPAN_TOLERANCE = 0.05
 MAX_UNATTRIBUTED = 0.005
@@ -77,15 +75,15 @@ def profile(
     """Profiles one model: latency, GPU time and peak memory by operator category.
 
     `model` is an nn.Module or a timm model name. `precision` is fp32, tf32, bf16 or fp16
-    (default bf16 on a GPU, fp32 on the CPU). The latency regime: `grad_mode` no_grad (default)
-    or inference_mode; `autocast` per-forward (default, as timm's benchmark.py), whole-loop
+    (default bf16 on a GPU, fp32 on the CPU). The latency regime: `grad_mode`
+    inference_mode (default, as timm's benchmark.py today) or no_grad; `autocast` per-forward (default, as timm's benchmark.py), whole-loop
     (autocast around all forwards: weight casts are cached) or model-cast (the model cast to
     bf16/fp16 up front); see visprof/passes/runner.py. `iterations=None` times until the
     median is stable. `passes` picks any of timing, attributed, memory; None (the default)
     runs all that the device can (on the CPU: not the memory pass, which needs a GPU; asking
     for it there is a BadInputError). `trace_path` writes the attributed pass as a
     Chrome/Perfetto trace; `recording_path` saves it as a CapturedTrace (.json.gz) that
-    visprof.attribution replays. Both paths are checked before the run and written atomically.
+    visprof.attribution.attribute replays. Both paths are checked before the run and written atomically.
     `on_trace(trace, attribution)` receives the attributed pass's recording and attribution,
     for callers that write the trace later (the CLI prints the report first).
     On out of memory, `search_batch` looks for the largest batch that fits (on the CPU:
@@ -93,32 +91,21 @@ def profile(
     turns it off).
     """
     started = time.perf_counter()
+    check_count("warmup", warmup, 0)
+    check_count("iterations", iterations, 1)
     device = hardware.resolve_device(device)
-    kind = "cuda" if device.startswith("cuda") else "cpu"
-    passes = _parse_passes(passes, kind)
-    precision = _choice("precision", precision or DEFAULT_PRECISION[kind], PRECISIONS)
-    grad_mode = _choice("grad_mode", grad_mode or DEFAULT_GRAD_MODE, GRAD_MODES)
-    autocast = _choice("autocast", autocast or DEFAULT_AUTOCAST, AUTOCAST_MODES)
-    batch_size = validate_batch_size(batch_size if batch_size is not None else DEFAULT_BATCH[kind])
-    for name, value in (("warmup", warmup), ("iterations", iterations)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "warmup" else 1)):
-            raise BadInputError(f"{name} must be a whole number >= {0 if name == 'warmup' else 1}, got {value!r}")
-    table = table or default_table()
-    if category_file is not None:
-        table.extend_from_file(category_file)
+    passes = _parse_passes(passes, "cuda" if device.startswith("cuda") else "cpu")
     trace_sink = _trace_sink(trace_path, recording_path, on_trace)
 
     build_start = time.perf_counter()  # building the model counts: in a sweep it is part of every cell
-    spec = resolve_model(model, img_size=img_size, device=device)
-    config = RunConfig(batch_size=batch_size, precision=precision, channels_last=channels_last,
-                       compile=compile, device=device, grad_mode=grad_mode, autocast=autocast)
+    setup = resolve_run(model, batch_size=batch_size, img_size=img_size, precision=precision,
+                        channels_last=channels_last, compile=compile, device=device, grad_mode=grad_mode,
+                        autocast=autocast, table=table, category_file=category_file)
+    spec, config, table, kind, notes = setup.spec, setup.config, setup.table, setup.kind, setup.notes
     steps = 1 + len(passes) + (1 if "timing" in passes and kind == "cuda" else 0)
-    notes: list[str] = list(spec.notes) + _device_notes(kind, precision)
-    if autocast != DEFAULT_AUTOCAST and config.autocast != autocast:
-        notes.append(f"autocast={autocast} does nothing at {precision}: the model runs in {precision} without autocast")
     with Progress(steps, spec.name, enabled=progress) as bar, quiet_torch_noise():
         bar.step("loading model")
-        runner = _make_runner(spec, config, search_batch)
+        runner = make_runner(spec, config, search_batch)
         build_s = time.perf_counter() - build_start
         sampler = hardware.ClockSampler(runner.device.index or 0) if kind == "cuda" else _NoSampler()
         try:
@@ -130,9 +117,9 @@ def profile(
         except Exception as exc:  # the model failed in a later pass (data-dependent code, OOM)
             # A forward at this batch already fit, so a search or an estimate from one forward
             # cannot tell what the later pass needs: a smaller batch is the advice.
-            if is_out_of_memory(exc) if kind == "cuda" else is_host_out_of_memory(exc):
+            if is_oom(exc, kind == "cuda"):
                 raise OutOfMemoryError(config.batch_size, None, config.device) from exc
-            if not _raised_in_a_forward(exc):
+            if not raised_in_a_forward(exc):
                 raise  # visprof's own bug: keep the traceback, do not blame the model
             raise spec.forward_error(config.batch_size, exc) from exc
         finally:
@@ -142,23 +129,6 @@ def profile(
                            sampler.summary(), trace_sink, recording_path, top_modules)
     result.wall_s = time.perf_counter() - started
     return result
-
-
-def _choice(name: str, value: str, allowed: Sequence[str]) -> str:
-    if value not in allowed:
-        raise BadInputError(f"unknown {name} {value!r}; choose one of {', '.join(allowed)}")
-    return value
-
-
-def _raised_in_a_forward(exc: BaseException) -> bool:
-    """Whether `exc` propagated out of a forward (ModelRunner.__call__). Only then can the
-    model be blamed; an error anywhere else in the passes is visprof's."""
-    frame = exc.__traceback__
-    while frame is not None:
-        if frame.tb_frame.f_code is ModelRunner.__call__.__code__:
-            return True
-        frame = frame.tb_next
-    return False
 
 
 class _NoSampler:
@@ -189,17 +159,10 @@ def _parse_passes(passes: Sequence[str] | str | None, kind: str) -> tuple[str, .
     return tuple(p for p in PASSES if p in passes)
 
 
-def _device_notes(kind: str, precision: str) -> list[str]:
-    """Options that change nothing on this device, said once in the result's warnings."""
-    if kind == "cpu" and precision == "tf32":
-        return ["precision tf32 on the CPU: TF32 is an NVIDIA GPU math mode, so the CPU ran plain fp32"]
-    return []
-
-
 def _trace_sink(trace_path, recording_path, on_trace) -> Callable[[Any, Any], None] | None:
     """Checks the output paths before the run; returns what _build_result calls with the
     attributed pass's trace and attribution (None when nobody wants them)."""
-    from visprof.outputs import check_output_paths
+    from visprof.base.outputs import check_output_paths
 
     check_output_paths({"trace_path": trace_path, "recording_path": recording_path})
     if trace_path is None and on_trace is None:
@@ -216,51 +179,6 @@ def _trace_sink(trace_path, recording_path, on_trace) -> Callable[[Any, Any], No
     return sink
 
 
-def _make_runner(spec: ModelSpec, config: RunConfig, search_batch: bool = True) -> ModelRunner:
-    """Builds the runner and proves one forward works; an OOM becomes a clear message with
-    the largest batch that fits."""
-    if not config.is_cuda:
-        check_host_memory(spec, config, suggest=search_batch)  # before a run that could swap or be killed
-    runner = None
-    try:
-        runner = ModelRunner(spec, config)
-        with runner.session():
-            runner()
-            runner.sync()
-        return runner
-    except Exception as exc:
-        if runner is not None:
-            runner.close()  # restores the TF32 switches it changed
-            runner = None  # and frees its input before a batch search
-        if not (is_out_of_memory(exc) if config.is_cuda else is_host_out_of_memory(exc)):
-            if isinstance(exc, VisprofError):
-                raise
-            raise spec.forward_error(config.batch_size, exc) from exc
-    # Out of memory, handled after the except block: inside it, the exception's traceback keeps
-    # the failed forward's frames, and so its input and activations, alive through the search.
-    if not search_batch:
-        raise OutOfMemoryError(config.batch_size, None, config.device)
-    raise _oom_with_search(spec, config) if config.is_cuda else host_oom_error(spec, config)
-
-
-def _oom_with_search(spec: ModelSpec, config: RunConfig) -> OutOfMemoryError:
-    release_cached_memory()
-
-    def try_batch(batch: int) -> None:
-        probe = ModelRunner(spec, RunConfig(**{**config.__dict__, "batch_size": batch}))
-        try:
-            with probe.session():
-                probe()
-                probe.sync()
-        finally:
-            probe.close()
-            del probe
-            release_cached_memory()
-
-    best = largest_fitting_batch(try_batch, max(config.batch_size - 1, 1)) if config.batch_size > 1 else None
-    return OutOfMemoryError(config.batch_size, best, config.device, searched=True)
-
-
 def _run_passes(runner, passes, table, warmup, iterations, attributed_iterations, bar, notes, sampler) -> dict:
     """The passes, in one process, on one model instance, with the GPU's clocks and power
     sampled throughout (NVML from a side thread; on the H200 it did not change the timing
@@ -271,14 +189,21 @@ def _run_passes(runner, passes, table, warmup, iterations, attributed_iterations
     with sampler:
         if "timing" in passes:
             bar.step("timing pass (clean)")
-            out["timing"] = run_timing_pass(runner, warmup=warmup, iterations=iterations,
+            out["timing"] = run_timing_pass(runner, warmup=warmup, iterations=iterations, progress=bar.update,
                                             clocks_ramped=getattr(sampler, "clocks_ramped", None))
             if cuda:
                 bar.step("tracer-only pass")
-                out["trace_only"] = _or_warn(lambda: run_trace_only_pass(runner), notes)
+                # Half before the attributed pass and half after it: the checks compare the two
+                # at the same clock, however the clock drifts (visprof/passes/kernel_sequence.py).
+                halves = 2 if "attributed" in passes else 1
+                out["trace_only"] = _or_warn(lambda: run_trace_only_pass(runner, TRACE_ONLY_ITERATIONS // halves),
+                                             notes)
         if "attributed" in passes:
             bar.step("attributed pass")
             out["attributed"] = _or_warn(lambda: run_attributed_pass(runner, table, attributed_iterations), notes)
+            if out.get("trace_only") is not None and out["attributed"] is not None:
+                later = _or_warn(lambda: run_trace_only_pass(runner, TRACE_ONLY_ITERATIONS // 2), notes)
+                out["trace_only"] = out["trace_only"].then(later) if later is not None else out["trace_only"]
         if "memory" in passes:
             bar.step("memory pass")
             attributed = out.get("attributed")
@@ -320,7 +245,7 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
     result = R.ProfileResult(
         model=R.ModelInfo(name=spec.name, source=spec.source, param_count=spec.param_count,
                           input_shape=list(spec.input_shape(config.batch_size)), batch_size=config.batch_size,
-                          img_size=spec.input_size[1]),
+                          img_size=spec.input_size[1], img_size_origin=spec.img_size_origin),
         config=R.RunConfig(precision=config.precision, channels_last=config.channels_last, compile=config.compile,
                            device=config.device, warmup=timing.warmup if timing else (warmup or 0),
                            iterations=iterations if iterations is not None else "auto", passes=list(passes),
@@ -359,6 +284,8 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
         result.attribution = attribution_mod.summarize(attr)
         result.categories = attr.category_rows(memory_summary)
         result.modules = attribution_mod.module_rows(attr, top=top_modules)
+        result.op_types = op_type_rows(attr)
+        result.kernel_families = kernel_family_rows(attr)
         roofline.attach(result, attr)  # op groups and time by bound, against the GPU's spec row
         walls = sorted(attributed.wall_ns_per_iteration)
         result.passes["attributed"] = R.PassInfo(sum(walls) / 1e9, attributed.trace.iterations)
@@ -386,17 +313,23 @@ def _memory_summary(memory: MemoryResult) -> R.MemorySummary:
 
 
 def _weight_cast_note(result: R.ProfileResult) -> list[str]:
-    """What re-casting fp32 weights every forward costs, and which regime removes it."""
+    """What re-casting fp32 weights every forward costs, and which regime removes it. Under
+    inference_mode torch's autocast caches no cast, so a loop with autocast entered once still
+    re-casts; under no_grad it caches them."""
     a = result.attribution
     if a is None or not a.activity_ms or a.weight_cast_ms / a.activity_ms < CAST_NOTE_SHARE:
         return []
-    if result.config.autocast != "per-forward":
+    config = result.config
+    inference = config.grad_mode == "inference_mode"
+    if config.autocast == "model-cast" or (config.autocast == "whole-loop" and not inference):
         return []
     share = a.weight_cast_ms / a.activity_ms
+    cached_by = ("under inference_mode autocast caches no cast: a loop under no_grad with autocast entered once "
+                 "around it caches them (--grad-mode no_grad --autocast whole-loop)" if inference else
+                 "a loop with autocast entered once around it caches them (--autocast whole-loop)")
     return [f"autocast re-casts the fp32 weights every forward: {a.weight_cast_count:g} casts, "
             f"{a.weight_cast_ms:.3f} ms per iteration ({share:.1%} of {'GPU' if result.measurement == 'gpu' else 'op'} "
-            "time). A loop with autocast entered once "
-            f"around it caches them (--autocast whole-loop), and a model cast to {result.config.precision} has none "
+            f"time). {cached_by[0].upper() + cached_by[1:]}, and a model cast to {config.precision} has none "
             "(--autocast model-cast)."]
 
 
@@ -420,11 +353,36 @@ def _self_checks(result, trace_only, attributed, timing, memory) -> list[R.Check
                                          span.event_span_ns / 1e6, SPAN_TOLERANCE, unit="ms",
                                          detail="tracer timestamps are nanoseconds on visprof's clock"))
         if trace_only is not None:
-            checks.append(R.Check.within("kernel sum: attributed vs tracer-only", attributed.kernel_ns / 1e6,
-                                         trace_only.kernel_ns / 1e6, KERNEL_SUM_TOLERANCE, unit="ms",
-                                         detail="op capture must not change what the GPU runs"))
+            checks += _same_work_checks(attributed, trace_only)
     if memory is not None:
         checks += _memory_checks(memory, timing)
+    return checks
+
+
+def _same_work_checks(attributed: AttributedResult, trace_only: TraceOnlyResult) -> list[R.Check]:
+    """Op capture must not change what the GPU runs: the same kernels, the same durations.
+
+    Durations are compared for the kernels that overlapped no other kernel in either pass (a
+    kernel launched back to back can start before its predecessor ends and then counts the
+    wait), against tracer-only iterations run before and after the attributed pass (clock
+    drift cancels); see visprof/passes/kernel_sequence.py."""
+    mine, reference = attributed.sequence, trace_only.sequence
+    if mine is None or reference is None or not mine.iterations or not reference.iterations:
+        return [R.Check.within("kernel sum: attributed vs tracer-only", attributed.kernel_ns / 1e6,
+                               trace_only.kernel_ns / 1e6, KERNEL_SUM_TOLERANCE, unit="ms",
+                               detail="op capture must not change what the GPU runs")]
+    differing = launch_difference(mine, reference)
+    checks = [R.Check("kernels launched: attributed vs tracer-only", float(differing), 0.0, 0.0, differing == 0,
+                      unit="launches",
+                      detail=f"kernel launches per iteration that one pass made and the other did not, of "
+                             f"{len(reference.names)}: op capture must not change what the GPU runs")]
+    if differing == 0:
+        ms, reference_ms, compared, total = isolated_time_ms(mine, reference)
+        if compared:
+            checks.append(R.Check.within(
+                "kernel time: attributed vs tracer-only", ms, reference_ms, KERNEL_SUM_TOLERANCE, unit="ms",
+                detail=f"the {compared} of {total} kernels that overlapped no other kernel in either pass; "
+                       "tracer-only iterations before and after the attributed pass"))
     return checks
 
 

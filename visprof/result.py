@@ -22,8 +22,22 @@ from typing import Any, Union
 
 SCHEMA = "visprof.profile/1"
 
+# Stable category ids, in report order: every result has a row for each (0 where nothing ran).
+# The default category table (visprof/data/categories.toml) must declare exactly these.
+CATEGORIES: tuple[str, ...] = (
+    "attention",
+    "convolution",
+    "linear",
+    "normalization",
+    "activation",
+    "pooling",
+    "elementwise",
+    "memory",
+    "other",
+)
 
-def _visprof_version() -> str:
+
+def visprof_version() -> str:
     from importlib import metadata
 
     try:
@@ -46,6 +60,9 @@ class ModelInfo:
     input_shape: list[int] = field(default_factory=list)  # one batch, e.g. [64, 3, 224, 224]
     batch_size: int | None = None
     img_size: int | None = None
+    # Where img_size came from: "test" (the pretrained config's test size, timm benchmark.py's
+    # default), "train" (its training input_size), "requested", "assumed"; None in older results.
+    img_size_origin: str | None = None
 
 
 @dataclass
@@ -337,6 +354,33 @@ class RooflineSummary:
 
 
 @dataclass
+class OpTypeRow:
+    """GPU time of one aten op type, per iteration (visprof.attribution.op_types)."""
+
+    op_type: str  # "aten.native_group_norm.default", "aten.convolution.default [depthwise]", "aten.mm.default [high intensity]"
+    category: str  # where most of its time went
+    subcategory: str | None
+    calls: float  # ops per iteration
+    kernels: float  # kernels (and copies) per iteration
+    time_ms: float
+    share: float  # of the attributed pass's activity time
+    gflop: float
+    mb: float  # bytes read once and written once, in MB
+
+
+@dataclass
+class KernelFamilyRow:
+    """GPU time of one kernel family (name without template arguments or tile sizes), per iteration."""
+
+    family: str
+    category: str  # where most of its time went
+    subcategory: str | None
+    calls: float
+    time_ms: float
+    share: float
+
+
+@dataclass
 class ProfileResult:
     model: ModelInfo
     config: RunConfig
@@ -349,14 +393,18 @@ class ProfileResult:
     checks: list[Check] = field(default_factory=list)
     passes: dict[str, PassInfo] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
-    gpu: dict[str, Any] | None = None  # filled by visprof.hardware; stored as given
+    gpu: dict[str, Any] | None = None  # filled by visprof.base.hardware; stored as given
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # advice drawn from the numbers (e.g. weight casts)
     wall_s: float | None = None  # the whole profile() call
     counters: CounterSummary | None = None  # Nsight Compute per category (visprof ncu); null otherwise
     roofline: RooflineSummary | None = None  # visprof.analysis.roofline; absent in older results
+    # What the model runs (visprof.attribution.op_types): every op type and kernel family with
+    # time; empty in results made before them.
+    op_types: list[OpTypeRow] = field(default_factory=list)
+    kernel_families: list[KernelFamilyRow] = field(default_factory=list)
     schema: str = SCHEMA
-    visprof_version: str = field(default_factory=_visprof_version)
+    visprof_version: str = field(default_factory=visprof_version)
     created_at: str = field(default_factory=_utc_now)  # ISO 8601, UTC
 
     @property
@@ -379,7 +427,7 @@ class ProfileResult:
         """A result from ``to_dict()``'s form. Every field is checked against the schema; a
         document that does not fit raises BadInputError naming the field, e.g.
         ``categories[3].time_ms: expected a number, got a string ('1.5')``."""
-        from visprof.errors import BadInputError
+        from visprof.base.errors import BadInputError
 
         try:
             return _from_document(data)
@@ -391,7 +439,7 @@ class ProfileResult:
         previous file stays whole if writing fails or is interrupted; gzipped for ``.gz``)."""
         text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
         if path is not None:
-            from visprof.outputs import atomic_write_text
+            from visprof.base.outputs import atomic_write_text
 
             atomic_write_text(path, text + "\n")
         return text
@@ -401,8 +449,8 @@ class ProfileResult:
         """Reads a result written by ``to_json`` (plain or gzipped). A file that is missing,
         empty, truncated, not JSON, or does not fit the schema raises BadInputError naming
         the file and, where it applies, the field."""
-        from visprof.errors import BadInputError
-        from visprof.inputs import load_json_file
+        from visprof.base.errors import BadInputError
+        from visprof.base.inputs import load_json_file
 
         data = load_json_file(path, "result file")
         try:
@@ -420,7 +468,6 @@ def category_totals(rows: list[CategoryRow], memory: MemorySummary | None = None
     pass) the result is empty: nothing was measured, not zero."""
     if not rows:
         return {}
-    from visprof.categories import CATEGORIES
 
     totals: dict[str, CategoryRow] = {cat: CategoryRow(cat, None, 0.0, 0.0, 0.0, 0.0, None) for cat in CATEGORIES}
     seen: set[str] = set()
@@ -500,7 +547,7 @@ def _from_document(data: Any) -> "ProfileResult":
 
 
 def _describe(value: Any) -> str:
-    from visprof.inputs import describe_value
+    from visprof.base.inputs import describe_value
 
     return describe_value(value)
 

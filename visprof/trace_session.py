@@ -3,7 +3,7 @@
     with visprof.trace(model) as session:
         model(x)                # anything: several models, pre/post-processing, ...
     print(session.table())      # GPU time by category and sub-category
-    session.save("run.json.gz") # the recording, replayable by visprof.attribution
+    session.save("run.json.gz") # the recording, replayable by visprof.attribution.attribute
     session.chrome_trace("run.trace.json")
 
 On a GPU it traces kernels with CUPTI; without one, it times each op with the host clock.
@@ -16,11 +16,11 @@ from pathlib import Path
 import torch
 
 from visprof import attribution as attribution_mod
-from visprof.capture import ModuleTracker, OpCapture
-from visprof.categories import CategoryTable, default_table
+from visprof.capture.op_capture import ModuleTracker, OpCapture
+from visprof.attribution.categories import CategoryTable, default_table
 from visprof.native.tracer import KernelTracer
 from visprof.passes.attributed import build_trace
-from visprof.records import CapturedTrace
+from visprof.native.records import CapturedTrace
 
 
 class TraceSession:

@@ -11,7 +11,7 @@ namespace visprof {
 
 enum class ActivityKind : uint8_t { Kernel = 0, Memcpy = 1, Memset = 2 };
 
-// Packed so that the bytes are exactly visprof.records.KERNEL_DTYPE and Python can view the
+// Packed so that the bytes are exactly visprof.native.records.KERNEL_DTYPE and Python can view the
 // buffer without copying field by field.
 #pragma pack(push, 1)
 struct KernelRow {

@@ -26,7 +26,7 @@ namespace {
 
 // Kineto (torch.profiler) registers its own timestamp callback, which returns TSC ticks, and
 // leaves it registered after the profiler stops: every later CUPTI timestamp in the process
-// is then not in nanoseconds (DESIGN.md section 3, "Trap"). Re-registering ours on every
+// is then not in nanoseconds (docs/architecture.md, section 4, "the timestamp trap"). Re-registering ours on every
 // start keeps visprof's records in CLOCK_MONOTONIC nanoseconds whatever ran before.
 uint64_t CUPTIAPI monotonic_timestamp() { return monotonic_ns(); }
 

@@ -2,7 +2,7 @@
 //
 // Lock order: mutex_ guards only the queue of completed buffers. It is never held while
 // calling into CUPTI, because cuptiActivityFlushAll calls buffer_completed() on this thread,
-// which takes mutex_ (DESIGN.md section 5).
+// which takes mutex_ (docs/architecture.md, section 5: lock order).
 #pragma once
 
 #include <atomic>

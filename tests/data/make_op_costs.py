@@ -27,8 +27,8 @@ CPU_BATCH, GPU_BATCH = 2, 64
 def costs_for(name: str, img: int) -> dict:
     import timm
 
-    from visprof.capture import ModuleTracker, OpCapture
-    from visprof.records import CapturedTrace
+    from visprof.capture.op_capture import ModuleTracker, OpCapture
+    from visprof.native.records import CapturedTrace
 
     trace = CapturedTrace.load(DATA / f"{name}.trace.json.gz")
     gpu_ops = [op for op in trace.ops if op.iteration == 0]

@@ -48,7 +48,7 @@ def test_gpu_run_prints_the_report_then_writes_whole_files(tmp_path):
     assert not any("tf32" in w for w in result.warnings)  # tf32 does something on a GPU
     assert re.search(r"^category\s+GPU ms\s+share\s+kernels\s", report, re.M)
     assert result.category_totals()["attention"].time_ms == 0.0
-    from visprof.inputs import load_json_file
+    from visprof.base.inputs import load_json_file
 
     assert load_json_file(trace, "trace")["traceEvents"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "t.json.gz"]
@@ -87,7 +87,7 @@ def test_oom_in_the_middle_of_a_forward_searches_with_all_the_memory():
     import torch
 
     import visprof
-    from visprof.errors import OutOfMemoryError
+    from visprof.base.errors import OutOfMemoryError
 
     torch.cuda.empty_cache()
     free, _ = torch.cuda.mem_get_info()

@@ -98,7 +98,7 @@ def _fresh_segments(build: str) -> list[list[int]]:
         import json, sys
         sys.path.insert(0, {str(REPO)!r})
         import torch, timm
-        from visprof.models import resolve_model
+        from visprof.passes.models import resolve_model
         {build}
         torch.cuda.synchronize()
         print(json.dumps(sorted([s["total_size"], s["allocated_size"]] for s in torch.cuda.memory_snapshot())))

@@ -50,7 +50,7 @@ def test_allocation_books_are_kept_per_device():
 
 def test_profile_on_the_second_gpu_passes_its_checks():
     import visprof
-    from visprof.hardware import gpu_identity
+    from visprof.base.hardware import gpu_identity
 
     result = visprof.profile("resnet18", batch_size=32, device="cuda:1", progress=False)
     assert result.config.device == "cuda:1"

@@ -203,7 +203,7 @@ def test_cheaper_correlation_modes_still_link_every_kernel(mode):
     out = run_json(f"""
         import json, os, torch, timm
         os.environ["VISPROF_API_TRACE"] = "{mode}"
-        from visprof.capture import ModuleTracker, OpCapture
+        from visprof.capture.op_capture import ModuleTracker, OpCapture
         from visprof.native.tracer import KernelTracer
         from visprof.passes.attributed import api_activity_kinds
 

@@ -37,7 +37,7 @@ import json, tempfile, os
 from collections import Counter, defaultdict
 import visprof
 from visprof import attribution
-from visprof.records import CapturedTrace, KIND_KERNEL
+from visprof.native.records import CapturedTrace, KIND_KERNEL
 path = os.path.join(tempfile.mkdtemp(), "rec.json.gz")
 visprof.profile({model!r}, batch_size={batch}, passes=("attributed",), recording_path=path, progress=False)
 trace = CapturedTrace.load(path)

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import visprof
-from visprof.errors import ModelForwardError, OutOfMemoryError
+from visprof.base.errors import ModelForwardError, OutOfMemoryError
 from visprof.native import native
 
 pytestmark = pytest.mark.gpu
@@ -27,8 +27,8 @@ def test_profile_resnet50_passes_its_self_checks():
 
 
 def test_vit_has_attention_and_convolves_only_in_its_patch_embedding(tmp_path):
-    from visprof.attribution import attribute
-    from visprof.records import CapturedTrace
+    from visprof.attribution.attribute import attribute
+    from visprof.native.records import CapturedTrace
 
     recording = tmp_path / "vit.json.gz"
     result = visprof.profile("vit_base_patch16_224", batch_size=32, passes="attributed", progress=False,
@@ -98,7 +98,7 @@ def test_cupti_taken_by_torch_profiler_falls_back_with_a_warning():
 
 
 def test_trace_session_attributes_user_code():
-    from visprof.models import resolve_model
+    from visprof.passes.models import resolve_model
 
     model = resolve_model("deit_tiny_patch16_224").module.cuda().eval()
     x = torch.randn(8, 3, 224, 224, device="cuda")
@@ -147,8 +147,8 @@ def test_the_aten_observer_links_every_kernel_to_the_same_op_as_the_dispatch_mod
     """The C++ capture against the Python one on the same model instance: every kernel
     carries an id, and kernel k of both runs carries the same op id (both number ops
     1 + iteration * ops + position)."""
-    from visprof.categories import default_table
-    from visprof.models import resolve_model
+    from visprof.attribution.categories import default_table
+    from visprof.passes.models import resolve_model
     from visprof.native import aten_observer
     from visprof.passes.attributed import run_attributed_pass
     from visprof.passes.runner import ModelRunner, RunConfig

@@ -6,13 +6,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from visprof.hardware import gpu_identity
+from visprof.base.hardware import gpu_identity
 from visprof.sweep import open_store, run_sweep
-from visprof.sweep.flatten import normalize_gpu_uuid
+from visprof.store.flatten import normalize_gpu_uuid
 
 pytestmark = pytest.mark.gpu
 
-FAKE_MODELS = str(Path(__file__).resolve().parent.parent / "sweep_fake_models.py")
+FAKE_MODELS = str(Path(__file__).resolve().parents[1] / "helpers" / "sweep_fake_models.py")
 MODELS = ["resnet18", "vit_tiny_patch16_224", "convnext_atto", "mobilenetv3_small_100", "deit_tiny_patch16_224",
           "efficientnet_b0", "regnety_002", "swin_tiny_patch4_window7_224", "resnet50", "levit_128",
           "mixer_s32_224", "coatnet_0_rw_224"]

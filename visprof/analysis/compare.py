@@ -28,7 +28,7 @@ from visprof.analysis.gpus import GpuSpec, GpuTable, gpu_table
 from visprof.analysis.metrics import ratio_errors, spearman
 from visprof.analysis.roofline import BOUND_LABELS, dominant_category
 from visprof.analysis.sources import Measurement
-from visprof.errors import BadInputError
+from visprof.base.errors import BadInputError
 
 # A predicted speed-up within this of the measured one: the bounds account for the gain.
 EXPLAINED_WITHIN = 0.10

@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from visprof.errors import BadInputError
+from visprof.base.errors import BadInputError
 
 DEFAULT_GPUS_PATH = Path(__file__).resolve().parent.parent / "data" / "gpus.toml"
 ENV_FILE = "VISPROF_GPUS"  # a user file added to the built-in table by gpu_table()

@@ -48,7 +48,7 @@ from typing import Iterable
 
 from visprof.analysis.gpus import GpuSpec, GpuTable, gpu_table
 from visprof.analysis.roofline import BOUNDS, roofline_ms
-from visprof.errors import BadInputError
+from visprof.base.errors import BadInputError
 from visprof.result import ProfileResult, RooflineGroup
 
 KERNEL_FLOOR_MS = 0.001  # shortest kernels in the H200 recordings: 0.96-1.0 us (tests/data)

@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 
 import numpy as np
 
-from visprof.records import KIND_MEMCPY, KIND_MEMSET
+from visprof.native.records import KIND_MEMCPY, KIND_MEMSET
 from visprof.result import ProfileResult, RooflineGroup, RooflinePoint, RooflineSummary, Timing
 
 if TYPE_CHECKING:
     from visprof.analysis.gpus import GpuSpec, GpuTable
-    from visprof.attribution import Attribution
-    from visprof.records import OpRecord
+    from visprof.attribution.attribute import Attribution
+    from visprof.native.records import OpRecord
 
 BOUNDS = ("tensor", "memory", "compute", "unknown")
 BOUND_LABELS = {"tensor": "tensor-core", "memory": "memory-bandwidth", "compute": "other-compute",
@@ -229,7 +229,7 @@ def attach(result: ProfileResult, attr: "Attribution", table: "GpuTable | None" 
     """Fills ``result.roofline`` from the attributed pass, against the row of the GPU the
     result ran on, and adds a warning where that row and NVML disagree (or no row exists)."""
     from visprof.analysis.gpus import device_warnings, gpu_table
-    from visprof.errors import BadInputError
+    from visprof.base.errors import BadInputError
 
     spec = None
     if result.measurement == "gpu":

@@ -4,7 +4,9 @@ Accepted inputs (any mix, any number):
 
 * a ProfileResult JSON file (``visprof profile --json``), or a folder of them (searched
   recursively; JSON files that are not results are skipped and counted);
-* a results store (SQLite): its results and its reference rows (``visprof import-timm``);
+* a results store (SQLite): its results and its reference rows (``visprof import-timm``); a
+  file named ``*.db``, ``*.sqlite`` or ``*.sqlite3`` is read as a store, so a damaged one is
+  named as a damaged store;
 * a timm benchmark CSV, named as timm names them (``...-rtx4090.csv``: the GPU comes from
   the name); ``FILE@GPU`` names the GPU of a file named otherwise.
 """
@@ -19,7 +21,7 @@ from visprof.analysis.families import architecture
 from visprof.analysis.gpus import GpuTable, gpu_table
 from visprof.analysis.store_adapter import is_sqlite_file, open_store, reference_dict
 from visprof.analysis.timm_csv import canonical_precision, parse_benchmark_filename, read_benchmark_csv
-from visprof.errors import BadInputError
+from visprof.base.errors import BadInputError
 from visprof.result import ProfileResult
 
 
@@ -131,16 +133,45 @@ def csv_gpu(path: Path, gpu: str | None, table: GpuTable, how: str = "name it as
     return spec.name
 
 
+def _split_gpu(item: str | Path) -> tuple[Path, str | None]:
+    """``FILE@GPU`` -> (FILE, GPU); a path that exists as written keeps its ``@``."""
+    text = str(item)
+    if "@" in text and not Path(text).exists():
+        text, gpu = text.rsplit("@", 1)
+        return Path(text), gpu
+    return Path(text), None
+
+
+def input_paths(paths: Iterable[str | Path]) -> list[Path]:
+    """The files and folders ``load`` reads for ``paths`` (``FILE@GPU`` as FILE), so that a
+    command can refuse to write over one of them; a folder's inputs are its ``*.json``."""
+    return [_split_gpu(item)[0] for item in paths]
+
+
+# The names SQLite files usually have: such a file is read as a store (and named as a damaged
+# one when it is not whole), never as a JSON result.
+_STORE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+
+
+def _is_store(path: Path) -> bool:
+    if is_sqlite_file(path):
+        return True
+    if path.suffix.lower() not in _STORE_SUFFIXES:
+        return False
+    try:  # a JSON result someone named *.db is still read as one
+        with open(path, "rb") as fh:
+            start = fh.read(64).lstrip()
+    except OSError:
+        return True  # open_store says why it cannot be read
+    return not start.startswith((b"{", b"\x1f\x8b"))
+
+
 def load(paths: Iterable[str | Path], table: GpuTable | None = None) -> Loaded:
     """Measurements from results, folders of results, stores and timm CSVs (module doc)."""
     table = table or gpu_table()
     loaded = Loaded()
     for item in paths:
-        text = str(item)
-        gpu = None
-        if "@" in text and not Path(text).exists():
-            text, gpu = text.rsplit("@", 1)
-        path = Path(text)
+        path, gpu = _split_gpu(item)
         if not path.exists():
             raise BadInputError(f"no such file or folder: {path}")
         if path.is_dir():
@@ -150,7 +181,7 @@ def load(paths: Iterable[str | Path], table: GpuTable | None = None) -> Loaded:
                 _load_json(file, table, loaded, explicit=False)
             if len(loaded.measurements) == before:
                 raise BadInputError(f"{path}: no visprof profile results (*.json) in this folder")
-        elif is_sqlite_file(path):
+        elif _is_store(path):
             with open_store(path) as store:
                 loaded.measurements += [from_result(r, f"{path}", table) for r in store.results()]
                 loaded.measurements += [from_reference(ref, table) for ref in store.references()]
@@ -162,4 +193,4 @@ def load(paths: Iterable[str | Path], table: GpuTable | None = None) -> Loaded:
     return loaded
 
 
-__all__ = ["Loaded", "Measurement", "csv_gpu", "from_reference", "from_result", "load"]
+__all__ = ["Loaded", "Measurement", "csv_gpu", "from_reference", "from_result", "input_paths", "load"]

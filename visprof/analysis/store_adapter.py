@@ -1,6 +1,6 @@
 """The results store, as the analysis commands use it.
 
-The store is the sweep's (``visprof.sweep.store``: one SQLite file). The analysis needs three
+The store is the sweep's (``visprof.store.result_store``: one SQLite file). The analysis needs three
 things of it:
 
     with open_store(path, write=True) as store:
@@ -15,7 +15,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from visprof.sweep.store import SQLITE_HEADER, open_store
+from visprof.store.result_store import SQLITE_HEADER, open_store
 
 __all__ = ["open_store", "is_sqlite_file", "reference_dict"]
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from visprof.errors import BadInputError
+from visprof.base.errors import BadInputError
 
 REQUIRED = ("model", "infer_img_size", "infer_samples_per_sec", "infer_batch_size")
 OPTIONAL = {"infer_step_time": "step_time_ms", "param_count": "param_count_m", "infer_gmacs": "gmacs",

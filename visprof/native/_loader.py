@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from visprof.errors import NativeUnavailableError
+from visprof.base.errors import NativeUnavailableError
 
 
 @functools.lru_cache(maxsize=1)

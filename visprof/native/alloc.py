@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from visprof.errors import NoGPUError, VisprofError
+from visprof.base.errors import NoGPUError, VisprofError
 from visprof.native._loader import native
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from visprof.errors import BadInputError
+from visprof.base.errors import BadInputError
 from visprof.native._loader import native
 
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from visprof.errors import CuptiUnavailableError, NoGPUError
+from visprof.base.errors import CuptiUnavailableError, NoGPUError
 from visprof.native._loader import native
-from visprof.records import API_DTYPE, KERNEL_DTYPE, KIND_KERNEL, duration_sum_ns
+from visprof.native.records import API_DTYPE, KERNEL_DTYPE, KIND_KERNEL, duration_sum_ns
 
 
 @dataclass

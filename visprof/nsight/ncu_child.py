@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import sys
 
-from visprof.errors import BadInputError
+from visprof.base.errors import BadInputError
 
 WARMUP = 2
 
 
 def main(argv: list[str]) -> int:
-    from visprof.errors import VisprofError
+    from visprof.base.errors import VisprofError
     from visprof.nsight.nvtx_only import run_nvtx_only
 
     spec = json.loads(open(argv[0]).read())

@@ -23,7 +23,7 @@ import io
 import re
 from dataclasses import dataclass, field
 
-from visprof.errors import BadInputError
+from visprof.base.errors import BadInputError
 
 # Unit -> factor to the base unit (ns, bytes, %, counts).
 UNIT_SCALE = {

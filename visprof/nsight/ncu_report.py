@@ -9,7 +9,7 @@ def _num(value: float | None, spec: str) -> str:
 
 
 def format_counters(counters: CounterSummary, top_kernels: int = 8) -> str:
-    from visprof.report.table import format_table
+    from visprof.report.text_table import format_table
 
     lines = [f"Nsight Compute counters by category ({counters.tool}, --clock-control {counters.clock_control}, "
              f"{counters.samples_per_kind} ops of each kind profiled, {counters.kernels_profiled} kernels; "

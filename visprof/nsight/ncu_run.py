@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from visprof import result as R
-from visprof.errors import BadInputError, ExternalToolError
+from visprof.base.errors import BadInputError, ExternalToolError
 from visprof.nsight import ncu_metrics as M
 from visprof.nsight.ncu_csv import NcuKernel, parse_ncu_csv
-from visprof.nsight.nvtx_scheme import DOMAIN, ncu_filter
-from visprof.child_env import child_env as visprof_child_env
+from visprof.capture.nvtx_scheme import DOMAIN, ncu_filter
+from visprof.base.child_env import child_env as visprof_child_env
 from visprof.nsight.tools import failure, find_tool, run_tool
 
 DEFAULT_SAMPLES = 2
@@ -89,7 +89,7 @@ class NcuOutcome:
 def template_ops(trace, attr) -> list[TemplateOp]:
     """The first iteration's ops in forward order, with their kernels (memcpy/memset rows left
     out: ncu profiles kernels only)."""
-    from visprof.records import KIND_KERNEL
+    from visprof.native.records import KIND_KERNEL
 
     first = sorted((i for i, op in enumerate(trace.ops) if op.iteration == 0), key=lambda i: trace.ops[i].external_id)
     kernels_of: dict[int, list[tuple[int, str, int]]] = defaultdict(list)
@@ -140,7 +140,7 @@ def match_kernels(sample: Sample, measured: list[NcuKernel]) -> list[tuple[int, 
     saw as the payload of the kernel's innermost visprof range (the child ran one forward, so
     op j has id FIRST_ID + j) where ncu reports NVTX stacks, else in launch order by name
     (match_in_order)."""
-    from visprof.replay_capture import FIRST_ID
+    from visprof.capture.replay import FIRST_ID
 
     if measured and all(k.op_id is not None for k in measured):
         sampled = set(sample.positions)
@@ -314,10 +314,11 @@ def profile_with_ncu(model: str, categories: Sequence[str] | str = ("attention",
                      progress: bool = True, csv_path: str | Path | None = None) -> R.ProfileResult:
     """Profiles `model` and folds Nsight Compute counters of `categories` ("all": every category
     with kernels) into the result (``result.counters``); see the module doc."""
-    from visprof import attribution, hardware
-    from visprof.categories import default_table
+    from visprof import attribution
+    from visprof.base import hardware
+    from visprof.attribution.categories import default_table
     from visprof.profiler import profile
-    from visprof.records import CapturedTrace
+    from visprof.native.records import CapturedTrace
 
     if not isinstance(samples, int) or isinstance(samples, bool) or samples < 1:
         raise BadInputError(f"samples must be a whole number >= 1, got {samples!r}")
@@ -394,7 +395,7 @@ def profile_with_ncu(model: str, categories: Sequence[str] | str = ("attention",
             warnings.append(f"{renamed} kernels ncu measured are not the ones their op launched in the attributed "
                             "pass (the libraries chose other kernels in ncu's process); they count for their op")
         if csv_path is not None:
-            from visprof.outputs import atomic_write_text
+            from visprof.base.outputs import atomic_write_text
 
             atomic_write_text(csv_path, "\n".join(r.csv for r in runs))
     categories_rows, kernel_rows = fold(result, ops, sample, measured, chosen, present)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from visprof.errors import BadInputError
+from visprof.base.errors import BadInputError
 
 META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")  # current name first; 2022.x used the second
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
@@ -199,7 +199,7 @@ def read_runtime(export: Export) -> RuntimeCalls:
 
 @dataclass
 class GpuRows:
-    """Kernels, memcpys and memsets, as parallel columns (kind: visprof.records KIND_*)."""
+    """Kernels, memcpys and memsets, as parallel columns (kind: visprof.native.records KIND_*)."""
 
     kind: np.ndarray
     start: np.ndarray
@@ -231,7 +231,7 @@ def _kernel_name_column(export: Export) -> str:
 
 
 def read_gpu_rows(export: Export) -> GpuRows:
-    from visprof.records import KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET
+    from visprof.native.records import KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET
 
     parts = []
     if export.has(KERNEL):
@@ -261,7 +261,7 @@ def read_gpu_rows(export: Export) -> GpuRows:
 
 
 def read_gpus(export: Export) -> dict[int, dict]:
-    """{device id: facts} from TARGET_INFO_GPU, in visprof.hardware's key names where they match."""
+    """{device id: facts} from TARGET_INFO_GPU, in visprof.base.hardware's key names where they match."""
     if not export.has(GPU_INFO):
         return {}
     columns = export.columns(GPU_INFO)

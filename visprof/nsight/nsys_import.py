@@ -27,13 +27,13 @@ from pathlib import Path
 import numpy as np
 
 from visprof import result as R
-from visprof.categories import CategoryTable, default_table
-from visprof.errors import BadInputError
+from visprof.attribution.categories import CategoryTable, default_table
+from visprof.base.errors import BadInputError
 from visprof.nsight import nsys_export as X
-from visprof.nsight.nvtx_scheme import (DOMAIN, KIND_CATEGORY, KIND_MODEL, KIND_MODULE, KIND_OP, RUN_MARK_PREFIX,
+from visprof.capture.nvtx_scheme import (DOMAIN, KIND_CATEGORY, KIND_MODEL, KIND_MODULE, KIND_OP, RUN_MARK_PREFIX,
                                         parse_module_range, parse_op_range)
 from visprof.nsight.projection import innermost_ranges, match_calls
-from visprof.records import KERNEL_DTYPE, CapturedTrace, ModuleRecord, OpRecord
+from visprof.native.records import KERNEL_DTYPE, CapturedTrace, ModuleRecord, OpRecord
 
 
 @dataclass
@@ -101,7 +101,9 @@ def read_visprof_ranges(ranges: X.NvtxRanges, table: CategoryTable) -> VisprofRa
             payloads.append(int(ranges.payload[r]))
         if kind in (KIND_MODEL, KIND_MODULE, KIND_CATEGORY, KIND_OP):
             stack.append((r, module))
-    return VisprofRanges(ranges, kinds, op_of_range, ops, payloads, modules, model_names, iterations, inferred)
+    read = VisprofRanges(ranges, kinds, op_of_range, ops, payloads, modules, model_names, iterations, inferred)
+    _reclassify_older_categories(read, table)
+    return read
 
 
 def _kinds_from_names(texts: list[str], table: CategoryTable) -> np.ndarray:
@@ -133,6 +135,24 @@ class Imported:
     warnings: list[str] = field(default_factory=list)
 
 
+def _reclassify_older_categories(ranges: VisprofRanges, table: CategoryTable) -> None:
+    """An op range that names a category without a sub-category, where the table now splits
+    that category (normalization gained batch/layer/group/rms/instance/other), was recorded by
+    an older visprof: its op is classified again, by its name and modules, as capture would now."""
+    from visprof.attribution.attribute import module_chains
+
+    chains = None
+    for op in ranges.ops:
+        category = op.category or ""
+        known = table.categories.get(category)
+        if "/" in category or known is None or not known.subcategories:
+            continue
+        if chains is None:
+            chains = module_chains(ranges.modules)
+        chain = chains[op.module] if 0 <= op.module < len(chains) else ()
+        op.category = table.classify_op(op.name, chain).key
+
+
 def import_trace(path: str | Path, table: CategoryTable | None = None) -> Imported:
     """Reads an export into a CapturedTrace of the GPU work visprof's ranges own."""
     table = table or default_table()
@@ -145,7 +165,7 @@ def import_trace(path: str | Path, table: CategoryTable | None = None) -> Import
         domains = X.domain_ids(export, DOMAIN)
         if not domains:
             raise BadInputError(f"{path}: no NVTX domain {DOMAIN!r}: the program did not run with visprof's ranges "
-                                "(visprof profile --nvtx-only, visprof.trace(), or visprof.capture.OpCapture(nvtx=True))")
+                                "(visprof profile --nvtx-only, visprof.trace(), or visprof.capture.op_capture.OpCapture(nvtx=True))")
         visprof_ranges = read_visprof_ranges(X.read_ranges(export, domains), table)
         if not visprof_ranges.ops:
             raise BadInputError(f"{path}: the {DOMAIN!r} domain has no op ranges")

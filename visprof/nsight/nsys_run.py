@@ -18,9 +18,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from visprof.errors import BadInputError
+from visprof.base.errors import BadInputError
 from visprof.nsight.tools import failure, find_tool, run_tool
-from visprof.outputs import check_output_paths
+from visprof.base.outputs import check_output_paths
 
 CAPTURE_RANGES = ("auto", "none", "cudaProfilerApi")
 

@@ -2,7 +2,7 @@
 
 No CUPTI (Nsight Systems or Nsight Compute own it), no hooks in the measured iterations:
 the same C++ op replay as the attributed pass pushes each op's category and op ranges and
-the module ranges between ops (visprof/nsight/nvtx_scheme.py). Exactly the measured
+the module ranges between ops (visprof/capture/nvtx_scheme.py). Exactly the measured
 iterations run between ``cudaProfilerStart`` and ``cudaProfilerStop``, so
 
     nsys profile --capture-range=cudaProfilerApi ... visprof profile MODEL --nvtx-only
@@ -19,9 +19,9 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-from visprof.capture import ModuleTracker, OpCapture
-from visprof.categories import CategoryTable, default_table
-from visprof.nsight.nvtx_scheme import RUN_MARK_PREFIX
+from visprof.capture.op_capture import ModuleTracker, OpCapture
+from visprof.attribution.categories import CategoryTable
+from visprof.capture.nvtx_scheme import RUN_MARK_PREFIX
 from visprof.result import LatencyStats
 
 DEFAULT_ITERATIONS = 10
@@ -68,45 +68,34 @@ class NvtxRun:
 
 def run_nvtx_only(model: str | torch.nn.Module, *, batch_size: int | None = None, img_size: Any = None,
                   precision: str | None = None, channels_last: bool = False, device: str | None = None,
-                  warmup: int | None = None, iterations: int | None = None, table: CategoryTable | None = None,
+                  grad_mode: str | None = None, warmup: int | None = None, iterations: int | None = None, table: CategoryTable | None = None,
                   category_file: str | None = None, progress: bool = True,
                   ranged_ops: Callable[[list[tuple]], Iterable[int]] | None = None) -> NvtxRun:
     """Runs `model` under visprof's NVTX ranges only; see the module doc.
 
     ``ranged_ops`` (for ``visprof ncu``) picks, from the template's ops (op name, module index,
     category key), the positions that push their category and op ranges; by default all do."""
-    from visprof import hardware
-    from visprof.errors import BadInputError, VisprofError
-    from visprof.models import resolve_model, validate_batch_size
-    from visprof.options import DEFAULT_BATCH, DEFAULT_PRECISION, PRECISIONS
-    from visprof.passes.runner import RunConfig
-    from visprof.profiler import _make_runner, _raised_in_a_forward  # the checks profile() makes
-    from visprof.progress import Progress
+    from visprof.base.errors import VisprofError
+    from visprof.base.progress import Progress
+    from visprof.passes.setup import check_count, make_runner, raised_in_a_forward, resolve_run
 
-    device = hardware.resolve_device(device)
-    kind = "cuda" if device.startswith("cuda") else "cpu"
-    precision = precision or DEFAULT_PRECISION[kind]
-    if precision not in PRECISIONS:
-        raise BadInputError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
-    batch_size = validate_batch_size(batch_size if batch_size is not None else DEFAULT_BATCH[kind])
     iterations = DEFAULT_ITERATIONS if iterations is None else iterations
-    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-        raise BadInputError(f"iterations must be a whole number >= 1, got {iterations!r}")
-    table = table or default_table()
-    if category_file is not None:
-        table.extend_from_file(category_file)
-    spec = resolve_model(model, img_size=img_size)
-    config = RunConfig(batch_size=batch_size, precision=precision, channels_last=channels_last, device=device)
+    check_count("iterations", iterations, 1)
+    check_count("warmup", warmup, 0)
+    setup = resolve_run(model, batch_size=batch_size, img_size=img_size, precision=precision,
+                        channels_last=channels_last, device=device, grad_mode=grad_mode, table=table,
+                        category_file=category_file)
+    spec, config, table = setup.spec, setup.config, setup.table
     with Progress(3, spec.name, enabled=progress) as bar:
         bar.step("loading model")
-        runner = _make_runner(spec, config)
+        runner = make_runner(spec, config)
         try:
             bar.step("warm-up and template forward")
             run = _run(runner, spec, table, warmup, iterations, ranged_ops, bar)
         except VisprofError:
             raise
         except Exception as exc:
-            if not _raised_in_a_forward(exc):
+            if not raised_in_a_forward(exc):
                 raise
             raise spec.forward_error(config.batch_size, exc) from exc
         finally:
@@ -119,7 +108,7 @@ def _run(runner, spec, table, warmup, iterations, ranged_ops, bar) -> NvtxRun:
     from visprof.native.aten_observer import load_observer
     from visprof.native.timer import EventTimer
     from visprof.passes.timing import warm_up
-    from visprof.replay_capture import ReplayCapture
+    from visprof.capture.replay import ReplayCapture
 
     config = runner.config
     cuda = config.is_cuda
@@ -187,7 +176,7 @@ def _run_settings(spec, config, iterations: int, capture: OpCapture) -> dict:
     template's op names and FLOPs: op j of iteration i has the id (payload) first_op_id +
     i * len(op_names) + j."""
     from visprof import __version__
-    from visprof.replay_capture import FIRST_ID
+    from visprof.capture.replay import FIRST_ID
 
     template = capture.template_ops()
     return {"op_names": [str(func) for func, *_ in template], "op_flops": [flops or 0.0 for *_, flops in template],

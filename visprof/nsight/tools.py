@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from visprof.errors import ExternalToolError
+from visprof.base.errors import ExternalToolError
 
 # Where NVIDIA's installers put the tools, newest release last after sorting.
 _INSTALL_GLOBS = {

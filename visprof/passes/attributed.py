@@ -12,14 +12,15 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from visprof.capture import ModuleTracker, OpCapture
-from visprof.categories import CategoryTable
+from visprof.capture.op_capture import ModuleTracker, OpCapture
+from visprof.attribution.categories import CategoryTable
 from visprof.native.aten_observer import load_observer
 from visprof.native.timer import EventTimer
 from visprof.native.tracer import KernelTracer, SpanCheck, TraceRecords, span_check
 from visprof.passes.runner import ModelRunner
-from visprof.records import KERNEL_DTYPE, KIND_CPU_OP, CapturedTrace, duration_sum_ns, rows_by_iteration
-from visprof.replay_capture import ReplayCapture
+from visprof.native.records import KERNEL_DTYPE, KIND_CPU_OP, CapturedTrace, duration_sum_ns, rows_by_iteration
+from visprof.capture.replay import ReplayCapture
+from visprof.passes.kernel_sequence import KernelSequence, sequence_of
 
 
 @dataclass
@@ -32,6 +33,7 @@ class AttributedResult:
     # The template forward's capture (op modules, categories, roles by position), which the
     # memory pass reuses to tag allocations; None for a compiled model on a GPU.
     template: OpCapture | None = None
+    sequence: KernelSequence | None = None  # what each captured iteration launched (GPU path)
 
     @property
     def kernel_ns(self) -> float:
@@ -66,7 +68,7 @@ def api_activity_kinds() -> int | None:
         "callback": t.KERNELS | t.MEMCPY | t.MEMSET | t.CALLBACK_CORRELATION,
     }
     if mode not in kinds:
-        from visprof.errors import BadInputError
+        from visprof.base.errors import BadInputError
 
         raise BadInputError(f"VISPROF_API_TRACE must be one of {', '.join(kinds)}, got {mode!r}")
     return kinds[mode]
@@ -84,7 +86,7 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
     A torch.compile'd model on a GPU is traced without op capture: a dispatch mode makes
     torch.compile fall back to eager, which would attribute a different program than the
     one timed. Its kernels are linked to the aten ops and modules Inductor made them from
-    (visprof.compiled), or classified by their names where that provenance is missing."""
+    (visprof.capture.compiled), or classified by their names where that provenance is missing."""
     cuda = runner.config.is_cuda
     compiled = runner.config.compile and cuda
     tracker = ModuleTracker(runner.spec.module)
@@ -126,12 +128,13 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
     if records is None:
         return AttributedResult(trace, walls, None, 0, warnings, template)
     per_iteration = rows_by_iteration(records.kernel_rows, bounds)
+    sequence = sequence_of(per_iteration, records.kernel_names)
     trace.meta.update(kernel_ns_per_iteration=[duration_sum_ns(rows) for rows in per_iteration],
                       shared_subscription=tracer.shared_subscription)
     if tracer.shared_subscription:
         warnings.append("CUPTI was still subscribed by an idle tool (a finished torch.profiler session); "
                         "visprof traced alongside it")
-    return AttributedResult(trace, walls, span, records.dropped, warnings, template)
+    return AttributedResult(trace, walls, span, records.dropped, warnings, template, sequence)
 
 
 def _op_captures(runner: ModelRunner, tracker: ModuleTracker, table: CategoryTable, iterations: int, nvtx: bool):
@@ -156,7 +159,7 @@ def _op_captures(runner: ModelRunner, tracker: ModuleTracker, table: CategoryTab
 def _link_compiled(runner: ModelRunner, records: TraceRecords, tracker: ModuleTracker, bounds, table: CategoryTable,
                    warnings: list[str]):
     """Ops for a compiled run's kernels from Inductor's provenance; (ops or None, method)."""
-    from visprof.compiled import attribute_rows
+    from visprof.capture.compiled import attribute_rows
 
     recorder = runner.compile_recorder
     warnings.extend(recorder.warnings if recorder is not None else [])

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from visprof.capture import ModuleTracker, OpCapture
-from visprof.categories import CategoryTable
+from visprof.capture.op_capture import ModuleTracker, OpCapture
+from visprof.attribution.categories import CategoryTable
 from visprof.native import alloc, alloc_tracker
 from visprof.passes.runner import ModelRunner
 
@@ -74,7 +74,7 @@ def run_memory_pass(runner: ModelRunner, table: CategoryTable, template: OpCaptu
     start = time.perf_counter()
     device = runner.device.index or 0
     attached, why_not = alloc_tracker.attach_tracker()
-    _empty_cache(runner)
+    empty_cache(runner)
     torch.cuda.reset_peak_memory_stats(runner.device)
     if attached:
         with alloc_tracker.booking(device):
@@ -99,14 +99,14 @@ def run_memory_pass(runner: ModelRunner, table: CategoryTable, template: OpCaptu
     return result
 
 
-def _empty_cache(runner: ModelRunner) -> None:
-    """Returns every cached, unused segment to the driver (what is live stays reserved), and
-    cuBLAS's workspaces with them, which the next GEMM allocates again. Not for a compiled
-    model: a CUDA graph captured with a workspace keeps using its address."""
+def empty_cache(runner: ModelRunner) -> None:
+    """Returns every cached, unused segment to the driver (what is live stays reserved)."""
     runner.sync()
     gc.collect()
-    if not runner.config.compile:
-        torch._C._cuda_clearCublasWorkspaces()
+    # cuBLAS's workspaces stay: a running model holds them (32 MiB a handle on the H200), and
+    # once cleared, its GEMMs did not allocate them again through the caching allocator, so a
+    # memory pass without them measured 5% below the timing pass's peak (dla102: 583 vs
+    # 617 MB, bench/results/h200-checks-2026-12-01).
     torch.cuda.empty_cache()
 
 

@@ -5,7 +5,8 @@ Every pass drives the model through a ModelRunner, so all passes measure the sam
 The latency regime says how a forward is run, because the way a loop is written changes the
 latency (docs/measuring.md):
 
-grad mode   ``no_grad`` (timm's benchmark.py, most inference scripts) or ``inference_mode``.
+grad mode   ``inference_mode`` (the default: timm's benchmark.py since July 2025) or ``no_grad``
+            (timm's benchmark.py before it, and so the pt240 CSVs; most inference scripts).
 autocast    ``per-forward``: ``torch.autocast`` entered around each forward, as timm's
             benchmark.py does; autocast then re-casts the fp32 weights every forward.
             ``whole-loop``: entered once around all forwards (``with torch.no_grad(),
@@ -26,8 +27,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from visprof.models import ModelSpec
-from visprof.options import AUTOCAST_OFF, DEFAULT_AUTOCAST, DEFAULT_GRAD_MODE, REDUCED_PRECISIONS
+from visprof.passes.models import ModelSpec
+from visprof.base.options import AUTOCAST_OFF, DEFAULT_AUTOCAST, DEFAULT_GRAD_MODE, REDUCED_PRECISIONS
 
 _LOW_PRECISION = {"bf16": torch.bfloat16, "fp16": torch.float16}
 _GRAD_MODES = {"no_grad": torch.no_grad, "inference_mode": torch.inference_mode}
@@ -73,10 +74,10 @@ class ModelRunner:
         model = module.to(self.device, dtype=cast_to, memory_format=memory_format).eval()
         self.eager_model = model
         # Compiled through visprof's Inductor backend, which records each kernel's ops and
-        # modules (visprof.compiled); None when not compiled.
+        # modules (visprof.capture.compiled); None when not compiled.
         self.compile_recorder = None
         if config.compile:
-            from visprof.compiled import compile_model
+            from visprof.capture.compiled import compile_model
 
             self.model, self.compile_recorder = compile_model(model)
         else:

@@ -1,6 +1,10 @@
 """Pass 1: the clean timing pass. Only the caching allocator and CUDA events: no hooks, no
 tracing. It runs like timm's benchmark.py (a synchronize after every step) so the latency it
-reports is the one users quote, and stops once the median is stable."""
+reports is the one users quote, and stops once the median is stable.
+
+``progress(text)``, when given (``Progress.update`` of visprof/base/progress.py), hears how far
+the pass got, ``"warm-up: 3 iterations, 2 s"`` then ``"12 iterations, 9 s"``, at most every
+PROGRESS_EVERY_S seconds: on the CPU one forward can take seconds and a pass half a minute."""
 from __future__ import annotations
 
 import time
@@ -13,6 +17,28 @@ import torch
 from visprof.native.timer import EventTimer
 from visprof.passes.runner import ModelRunner
 from visprof.result import LatencyStats
+
+PROGRESS_EVERY_S = 0.25  # the shortest time between two progress(text) calls; the display throttles too
+
+
+class _Reporter:
+    """Calls ``progress(text)`` at most every PROGRESS_EVERY_S seconds; elapsed time counts
+    from the pass's start."""
+
+    def __init__(self, progress: Callable[[str], None] | None, start: float):
+        self.progress = progress
+        self.start = start
+        self.last = start
+
+    def __call__(self, what: str, done: int, total: int | None = None) -> None:
+        if self.progress is None:
+            return
+        now = time.perf_counter()
+        if now - self.last < PROGRESS_EVERY_S:
+            return
+        self.last = now
+        count = f"{done}/{total}" if total is not None else f"{done}"
+        self.progress(f"{what}{count} iteration{'s' * (done != 1 or total is not None)}, {now - self.start:.0f} s")
 
 
 @dataclass
@@ -51,22 +77,26 @@ class TimingResult:
 
 
 def warm_up(runner: ModelRunner, iterations: int | None, min_seconds: float | None = None,
-            max_seconds: float = 20.0, clocks_ramped: Callable[[], bool] | None = None) -> int:
+            max_seconds: float = 20.0, clocks_ramped: Callable[[], bool] | None = None,
+            progress: Callable[[str], None] | None = None) -> int:
     """Runs until `iterations` are done or, when None, for at least `min_seconds` and until
     three consecutive iterations agree within 5%. The time floor is for the GPU's clocks: an
     idle H200 sits at 345 MHz, and after a short warm-up a launch-bound Swin-T read 19.3 ms
     where the same loop read 13.0 ms later in the process (bench/results, first H200 smoke
     run). `clocks_ramped()` (NVML: the SM clock near its maximum) ends the floor early, so a
-    GPU that is already warm, as in a sweep, does not wait for it."""
+    GPU that is already warm, as in a sweep, does not wait for it. ``progress(text)`` as for
+    run_timing_pass."""
     if min_seconds is None:
         min_seconds = 1.0 if runner.config.is_cuda else 0.0
     done, recent, start = 0, [], time.perf_counter()
+    report = progress if isinstance(progress, _Reporter) else _Reporter(progress, start)
     while True:
         t0 = time.perf_counter()
         runner()
         runner.sync()
         recent = (recent + [time.perf_counter() - t0])[-3:]
         done += 1
+        report("warm-up: ", done, iterations)
         if iterations is not None:
             if done >= iterations:
                 return done
@@ -79,10 +109,13 @@ def warm_up(runner: ModelRunner, iterations: int | None, min_seconds: float | No
 
 
 def run_timing_pass(runner: ModelRunner, *, warmup: int | None = None, iterations: int | None = None,
-                    adaptive: Adaptive | None = None, progress=None,
+                    adaptive: Adaptive | None = None, progress: Callable[[str], None] | None = None,
                     clocks_ramped: Callable[[], bool] | None = None) -> TimingResult:
+    """The timed loop after a warm-up (see the module docstring); ``progress(text)`` hears how
+    far it got, at most every PROGRESS_EVERY_S seconds."""
     start_wall = time.perf_counter()
-    warmed = warm_up(runner, warmup, clocks_ramped=clocks_ramped)
+    report = _Reporter(progress, start_wall)
+    warmed = warm_up(runner, warmup, clocks_ramped=clocks_ramped, progress=report)
     adaptive = adaptive or Adaptive()
     cuda = runner.config.is_cuda
     if cuda:
@@ -98,8 +131,7 @@ def run_timing_pass(runner: ModelRunner, *, warmup: int | None = None, iteration
         runner.sync()
         # Reading each interval right after its sync costs nothing extra: the event is done.
         samples.append(float(timer.elapsed_ns(interval)[0]))
-        if progress is not None:
-            progress(len(samples))
+        report("", len(samples), iterations)
         if iterations is not None:
             if len(samples) >= iterations:
                 break

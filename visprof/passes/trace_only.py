@@ -14,7 +14,8 @@ from visprof.native import native
 from visprof.native.timer import EventTimer
 from visprof.native.tracer import KernelTracer, SpanCheck, span_check
 from visprof.passes.runner import ModelRunner
-from visprof.records import busy_time_ns, duration_sum_ns, rows_by_iteration
+from visprof.native.records import busy_time_ns, duration_sum_ns, rows_by_iteration
+from visprof.passes.kernel_sequence import KernelSequence, merged, sequence_of
 
 
 @dataclass
@@ -26,6 +27,19 @@ class TraceOnlyResult:
     dropped: int
     span: SpanCheck
     wall_s: float
+    sequence: KernelSequence | None = None  # what one iteration launched, for the attributed pass's checks
+
+    def then(self, later: "TraceOnlyResult") -> "TraceOnlyResult":
+        """This run and a later one of the same pass as one result (the self-checks bracket
+        the attributed pass with the two, so that clock drift cancels)."""
+        return TraceOnlyResult(
+            iterations=self.iterations + later.iterations,
+            kernel_ns_per_iteration=self.kernel_ns_per_iteration + later.kernel_ns_per_iteration,
+            busy_ns_per_iteration=self.busy_ns_per_iteration + later.busy_ns_per_iteration,
+            kernels_per_iteration=(self.kernels_per_iteration * self.iterations
+                                   + later.kernels_per_iteration * later.iterations) / (self.iterations + later.iterations),
+            dropped=self.dropped + later.dropped, span=self.span, wall_s=self.wall_s + later.wall_s,
+            sequence=merged(self.sequence, later.sequence) if self.sequence and later.sequence else self.sequence)
 
     @property
     def kernel_ns(self) -> float:
@@ -62,4 +76,5 @@ def run_trace_only_pass(runner: ModelRunner, iterations: int = 10) -> TraceOnlyR
         dropped=records.dropped,
         span=span_check(records, int(timer.elapsed_ns()[0])),
         wall_s=time.perf_counter() - start_wall,
+        sequence=sequence_of(per_iteration, records.kernel_names),
     )

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from ..attribution import HOW_LABELS, Attribution, module_category_ns
-from ..outputs import atomic_write_text
-from ..records import KIND_CPU_OP, CapturedTrace
+from visprof.attribution import HOW_LABELS, Attribution, module_category_ns
+from visprof.base.outputs import atomic_write_text
+from visprof.native.records import KIND_CPU_OP, CapturedTrace
 
 # Colour names the Chrome trace viewer reserves (catapult's color_scheme); "cname" must be one.
 RESERVED_CNAMES = frozenset({

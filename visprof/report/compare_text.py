@@ -5,7 +5,7 @@ import csv
 import io
 from typing import Iterable, Sequence
 
-from visprof.report.table import format_table
+from visprof.report.text_table import format_table
 
 BOUND_SHORT = {"tensor": "tensor", "memory": "memory", "compute": "compute", "unknown": "unknown", "launch": "launch"}
 

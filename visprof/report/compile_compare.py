@@ -62,7 +62,7 @@ def _total_ms(result: ProfileResult) -> float:
 def compare_compile(eager: ProfileResult, compiled: ProfileResult) -> list[CompileRow]:
     """One row per category present in either result, in the eager result's report order."""
     if not compiled.config.compile or eager.config.compile:
-        from visprof.errors import BadInputError
+        from visprof.base.errors import BadInputError
 
         raise BadInputError("compare_compile needs an eager result and a compiled one (config.compile)")
     e_totals, c_totals = eager.category_totals(), compiled.category_totals()
@@ -101,7 +101,7 @@ def _layout_note(eager: ProfileResult, compiled: ProfileResult) -> list[str]:
 
 
 def render_compile_comparison(eager: ProfileResult, compiled: ProfileResult) -> str:
-    from visprof.report.table import format_table
+    from visprof.report.text_table import format_table
 
     rows = compare_compile(eager, compiled)
     m, cfg = eager.model, eager.config

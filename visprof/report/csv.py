@@ -5,8 +5,8 @@ import csv
 import dataclasses
 from pathlib import Path
 
-from ..outputs import atomic_output
-from ..result import CategoryRow, ModuleRow, ProfileResult
+from visprof.base.outputs import atomic_output
+from visprof.result import CategoryRow, ModuleRow, ProfileResult
 
 
 def _write(path: str | Path, row_type: type, rows: list, result: ProfileResult) -> None:

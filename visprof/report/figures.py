@@ -26,7 +26,7 @@ def require_matplotlib() -> None:
     import importlib.util
 
     if importlib.util.find_spec("matplotlib") is None:
-        from visprof.errors import VisprofError
+        from visprof.base.errors import VisprofError
 
         raise VisprofError("the report's figures need matplotlib: pip install 'visprof[report]'")
 
@@ -50,7 +50,7 @@ def png_bytes(fig) -> bytes:
 
 
 def _categories():
-    from visprof.categories import default_table
+    from visprof.attribution.categories import default_table
 
     table = default_table()
     return table, [*table.categories, "unattributed"]
@@ -172,7 +172,7 @@ def _front(points: list[tuple[float, float, str]], higher_x: bool) -> list[tuple
     return sorted(front, key=lambda p: p[0])
 
 
-def _peak_memory(m) -> float | None:
+def peak_memory(m) -> float | None:
     r = m.result
     if r is None:
         return None
@@ -188,7 +188,7 @@ def pareto(measurements: Sequence):
 
     with_acc = [(m, top1(m.model, m.img_size)) for m in measurements if m.samples_per_s]
     with_acc = [(m, a) for m, a in with_acc if a is not None]
-    profiled = [(m, _peak_memory(m)) for m in measurements if m.result is not None and m.samples_per_s]
+    profiled = [(m, peak_memory(m)) for m in measurements if m.result is not None and m.samples_per_s]
     profiled = [(m, mem) for m, mem in profiled if mem]
     panels = []
     if with_acc:

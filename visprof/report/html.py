@@ -14,7 +14,7 @@ import html
 from datetime import datetime, timezone
 from pathlib import Path
 
-from visprof.errors import BadInputError
+from visprof.base.errors import BadInputError
 
 CSS = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 0; color: #1d2329; background: #f6f7f9; }
@@ -60,14 +60,14 @@ def _fmt(value, spec: str, empty: str = "-") -> str:
 
 def _profiles_table(profiles) -> str:
     from visprof.analysis.roofline import dominant_category
-    from visprof.report.figures import _peak_memory
+    from visprof.report.figures import peak_memory
 
     rows = []
     for m in sorted(profiles, key=lambda m: (m.gpu, m.model)):
         r = m.result
         shares = (r.roofline.shares if r.roofline else None) or {}
         bounds = ", ".join(f"{b} {v:.0%}" for b, v in sorted(shares.items(), key=lambda kv: -kv[1]) if v >= 0.01)
-        mem = _peak_memory(m)
+        mem = peak_memory(m)
         rows.append([m.model, m.gpu, str(m.batch_size), m.precision or "-",
                      _fmt(r.timing.latency_ms.median if r.timing else None, ".3f"), _fmt(m.samples_per_s, ",.0f"),
                      _fmt(mem / 2**20 if mem else None, ",.0f"), dominant_category(r) or "-", bounds or "-",
@@ -160,8 +160,8 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
                  target: str | None = None, title: str = "visprof report", table=None) -> list[Path]:
     """Writes the HTML report (atomically); returns the PNGs written to ``png_dir``."""
     from visprof.analysis.gpus import gpu_table
-    from visprof.outputs import atomic_output, atomic_write_text
-    from visprof.result import _visprof_version
+    from visprof.base.outputs import atomic_output, atomic_write_text
+    from visprof.result import visprof_version
 
     table = table or gpu_table()
     if not loaded.measurements:
@@ -179,7 +179,7 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
              f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
              f"<header><h1>{html.escape(title)}</h1><p>{len(loaded.measurements)} measurements of "
              f"{len({m.arch for m in loaded.measurements})} models on {len(gpus)} GPU(s) ({html.escape(', '.join(gpus))}); "
-             f"{len(loaded.profiles)} visprof profiles · made {now} by visprof {html.escape(_visprof_version())}</p></header><main>"]
+             f"{len(loaded.profiles)} visprof profiles · made {now} by visprof {html.escape(visprof_version())}</p></header><main>"]
     for note in notes + [f"skipped {s}" for s in loaded.skipped[:10]]:
         parts.append(f'<p class="caption">Note: {html.escape(note)}</p>')
     if loaded.profiles:

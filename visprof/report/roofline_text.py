@@ -22,7 +22,7 @@ def roofline_section(result: ProfileResult, width: int | None = None) -> list[st
     roof = result.roofline
     if roof is None or roof.gpu is None or not roof.shares:
         return []
-    from visprof.report.table import format_table
+    from visprof.report.text_table import format_table
 
     c = roof.ceilings
     gpu = (result.gpu or {}).get("name") or roof.gpu

@@ -7,14 +7,17 @@ as host-clock measurements in the header and in every time column.
 from __future__ import annotations
 
 import textwrap
-from typing import Sequence
 
-from ..options import regime_label
-from ..result import CategoryRow, MemorySummary, ProfileResult, category_totals
-from .roofline_text import roofline_section
+from visprof.base.options import regime_label
+from visprof.result import CategoryRow, MemorySummary, ProfileResult, category_totals
+from visprof.report.roofline_text import roofline_section
+from visprof.report.text_table import format_table
 
 MIB = float(1 << 20)
 _ANSI = {"red": "1;31", "green": "32", "yellow": "33"}
+# How the report header names where the input size came from (ModelInfo.img_size_origin).
+ORIGIN_LABELS = {"test": "test size, as timm's benchmark.py", "train": "training size",
+                 "requested": "as requested", "assumed": "assumed: no pretrained config"}
 CPU_BANNER = "HOST CLOCK (CPU) MEASUREMENT: times are host-clock op durations, not GPU kernel times"
 
 
@@ -36,24 +39,6 @@ def _share(value: float | None) -> str:
 
 def _mib(value: int | None) -> str:
     return _fmt(value, ".1f", MIB)
-
-
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int | None = None) -> list[str]:
-    """Left-align the first column, right-align the rest; shrink the first to fit ``width``."""
-    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
-    if width is not None:
-        excess = sum(widths) + 2 * (len(widths) - 1) - width
-        widths[0] = max(8, widths[0] - max(excess, 0))
-
-    def line(cells: Sequence[str]) -> str:
-        first = str(cells[0])
-        if len(first) > widths[0]:
-            first = first[: widths[0] - 1] + "…"
-        rest = [str(c).rjust(w) for c, w in zip(cells[1:], widths[1:])]
-        return "  ".join([first.ljust(widths[0]), *rest]).rstrip()
-
-    rule = "-" * len(line(headers))
-    return [line(headers), rule, *(line(r) for r in rows)]
 
 
 def _category_cells(label: str, row: CategoryRow) -> list[str]:
@@ -78,7 +63,9 @@ def _header(result: ProfileResult) -> list[str]:
     if m.batch_size:
         parts.append(f"batch {m.batch_size}")
     if m.img_size:
-        parts.append(f"{m.img_size}px")
+        h, w = (m.input_shape[-2:] if len(m.input_shape) == 4 else (m.img_size, m.img_size))
+        size = f"{h}px" if h == w else f"{h}x{w}px"
+        parts.append(f"{size} ({ORIGIN_LABELS[m.img_size_origin]})" if m.img_size_origin in ORIGIN_LABELS else size)
     parts += [regime_label(c), "channels_last" if c.channels_last else "NCHW"]
     if c.compile:
         parts.append("compiled")
@@ -136,6 +123,29 @@ def _modules(result: ProfileResult, width: int | None, cpu: bool, top: int | Non
     rows = [[m.path or "(root)", m.cls, _fmt(m.time_ms, ".3f"), _fmt(m.self_time_ms, ".3f"), _share(m.share), _fmt(m.kernel_count, "g")]
             for m in modules]
     return ["", f"Top {len(rows)} modules (time includes children)", *format_table(headers, rows, width)]
+
+
+# Rows of the op-type and kernel-family tables in the text report (the result keeps them all).
+TOP_OP_TYPES = 10
+
+
+def _op_types(result: ProfileResult, width: int | None, cpu: bool) -> list[str]:
+    """The costliest op types and kernel families, as torch.profiler's key_averages() and
+    nsys stats' cuda_gpu_kern_sum would list them."""
+    lines: list[str] = []
+    unit = "host ms" if cpu else "GPU ms"
+    if result.op_types:
+        rows = [[r.op_type, f"{r.category}/{r.subcategory}" if r.subcategory else r.category, _fmt(r.calls, "g"),
+                 _fmt(r.time_ms, ".3f"), _share(r.share), _fmt(r.gflop or None, ".2f"), _fmt(r.mb or None, ".1f")]
+                for r in result.op_types[:TOP_OP_TYPES]]
+        lines += ["", f"Top {len(rows)} of {len(result.op_types)} op types, per iteration",
+                  *format_table(["op type", "category", "calls", unit, "share", "GFLOP", "MB"], rows, width)]
+    if result.kernel_families and not cpu:
+        rows = [[r.family, f"{r.category}/{r.subcategory}" if r.subcategory else r.category, _fmt(r.calls, "g"),
+                 _fmt(r.time_ms, ".3f"), _share(r.share)] for r in result.kernel_families[:TOP_OP_TYPES]]
+        lines += ["", f"Top {len(rows)} of {len(result.kernel_families)} kernel families, per iteration",
+                  *format_table(["kernel family", "category", "calls", unit, "share"], rows, width)]
+    return lines
 
 
 def _timing(result: ProfileResult, cpu: bool) -> list[str]:
@@ -245,6 +255,7 @@ def render(result: ProfileResult, width: int | None = None, color: bool = False,
     lines += _categories(result, width, cpu)
     lines += roofline_section(result, width)
     lines += _modules(result, width, cpu, top_modules)
+    lines += _op_types(result, width, cpu)
     prose = _timing(result, cpu) + _taxonomy_gaps(result, cpu) + _checks(result, style)
     if result.notes:
         prose += ["", "Notes", *(f"  * {n}" for n in result.notes)]

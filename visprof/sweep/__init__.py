@@ -30,15 +30,15 @@ __all__ = [
 
 _LAZY = {
     "run_sweep": ("visprof.sweep.run", "run_sweep"),
-    "open_store": ("visprof.sweep.store", "open_store"),
-    "ResultStore": ("visprof.sweep.store", "ResultStore"),
-    "Reference": ("visprof.sweep.store", "Reference"),
+    "open_store": ("visprof.store.result_store", "open_store"),
+    "ResultStore": ("visprof.store.result_store", "ResultStore"),
+    "Reference": ("visprof.store.result_store", "Reference"),
     "SweepPlan": ("visprof.sweep.plan", "SweepPlan"),
     "Cell": ("visprof.sweep.plan", "Cell"),
     "SweepSummary": ("visprof.sweep.summary", "SweepSummary"),
     "select_models": ("visprof.sweep.selection", "select_models"),
-    "export_store": ("visprof.sweep.export", "export_store"),
-    "SCHEMA_VERSION": ("visprof.sweep.schema", "SCHEMA_VERSION"),
+    "export_store": ("visprof.store.export", "export_store"),
+    "SCHEMA_VERSION": ("visprof.store.schema", "SCHEMA_VERSION"),
 }
 
 

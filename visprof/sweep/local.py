@@ -20,8 +20,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from visprof.child_env import child_env
-from visprof.errors import VisprofError
+from visprof.base.child_env import child_env
+from visprof.base.errors import VisprofError
 from visprof.sweep.execute import DETAIL_CHARS
 from visprof.sweep.tasks import Task, TaskSource
 from visprof.sweep.worker import LineDecoder, encode_message

@@ -10,33 +10,26 @@ The driver plans, and skips finished cells, before any worker starts.
 from __future__ import annotations
 
 import itertools
-import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from visprof.errors import BadInputError
-from visprof.options import DEFAULT_BATCH, DEFAULT_PRECISION, PASSES, PRECISIONS
+from visprof.base.errors import BadInputError
+from visprof.base.options import DEFAULT_BATCH, DEFAULT_PRECISION, PASSES, PRECISIONS
+from visprof.store.cell import Cell, ImgSize, img_size_text
 
 __all__ = ["Cell", "SweepPlan", "img_size_text", "parse_img_size"]
-
-ImgSize = Any  # None (the model's default), an int, or an (H, W) pair
-
-
-def img_size_text(img_size: ImgSize) -> str:
-    if img_size is None:
-        return "default"
-    if isinstance(img_size, (tuple, list)):
-        height, width = img_size
-        return str(height) if height == width else f"{height}x{width}"
-    return str(img_size)
 
 
 def parse_img_size(text: Any) -> ImgSize:
     """``None``/"default" -> None; 224 or "224" -> 224; "384x256" or (384, 256) -> (384, 256)."""
-    from visprof.models import normalize_img_size
+    from visprof.passes.models import normalize_img_size
+
+    from visprof.passes.models import NAMED_SIZES
 
     if text is None or text == "default":
         return None
+    if isinstance(text, str) and text.strip().lower() in NAMED_SIZES:
+        return text.strip().lower()
     value = text
     if isinstance(text, str):
         parts = text.strip().lower().replace(",", "x").split("x")
@@ -47,76 +40,6 @@ def parse_img_size(text: Any) -> ImgSize:
         value = sides[0] if len(sides) == 1 else sides
     height, width = normalize_img_size(value)  # BadInputError for anything else
     return height if height == width else (height, width)
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One profile call of the sweep (the requested configuration, before any batch decay)."""
-
-    model: str
-    batch_size: int
-    img_size: ImgSize = None
-    precision: str = "bf16"
-    channels_last: bool = False
-    passes: tuple[str, ...] = PASSES
-    # Further keyword arguments of visprof.profile (warmup, iterations, compile, ...), sorted.
-    options: tuple[tuple[str, Any], ...] = ()
-
-    @property
-    def key(self) -> str:
-        parts = [
-            self.model,
-            f"b{self.batch_size}",
-            f"img={img_size_text(self.img_size)}",
-            self.precision,
-            "nhwc" if self.channels_last else "nchw",
-            "+".join(self.passes),
-        ]
-        parts += [f"{k}={json.dumps(v, sort_keys=True, separators=(',', ':'))}" for k, v in self.options]
-        return "|".join(parts)
-
-    @property
-    def config_text(self) -> str:
-        """The configuration without the model, for progress lines."""
-        return self.key.split("|", 1)[1]
-
-    def profile_kwargs(self, batch_size: int, device: str) -> dict[str, Any]:
-        """The keyword arguments of the ``visprof.profile`` call for this cell at ``batch_size``."""
-        return {
-            "batch_size": batch_size,
-            "img_size": self.img_size,
-            "precision": self.precision,
-            "channels_last": self.channels_last,
-            "device": device,
-            "passes": list(self.passes),
-            **dict(self.options),
-            "progress": False,
-            "search_batch": False,  # the sweep decays the batch itself, as timm's benchmark.py does
-        }
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "batch_size": self.batch_size,
-            "img_size": list(self.img_size) if isinstance(self.img_size, tuple) else self.img_size,
-            "precision": self.precision,
-            "channels_last": self.channels_last,
-            "passes": list(self.passes),
-            "options": [[k, v] for k, v in self.options],
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Cell":
-        img = data.get("img_size")
-        return cls(
-            model=data["model"],
-            batch_size=int(data["batch_size"]),
-            img_size=tuple(img) if isinstance(img, list) else img,
-            precision=data["precision"],
-            channels_last=bool(data["channels_last"]),
-            passes=tuple(data["passes"]),
-            options=tuple((k, v) for k, v in data.get("options", [])),
-        )
 
 
 @dataclass

@@ -1,21 +1,32 @@
 """Sweep progress on stderr: a tqdm bar with rate, ETA and failure counts on a terminal;
-one line per finished cell in a log or a pipe (a redrawn bar turns a log into noise)."""
+one line per finished cell in a log or a pipe (a redrawn bar turns a log into noise), with
+the same figures at its end:
+
+    [visprof] 3/40 resnet50 b64|img=default|bf16|nchw|timing+attributed+memory [NVIDIA H200]: ok 2.1 s · 21.4 cells/min · ETA 1 min 44 s
+
+The rate counts the cells finished (measured or failed for good) per minute since the first
+worker was ready; the ETA is the cells left at that rate.
+"""
 from __future__ import annotations
 
 import collections
 import sys
-from typing import TextIO
+import time
+from typing import Callable, TextIO
 
-from visprof.progress import PREFIX, _load_tqdm
+from visprof.base.progress import PREFIX, load_tqdm
 
 __all__ = ["SweepProgress"]
 
 
 class SweepProgress:
-    def __init__(self, total: int, enabled: bool = True, stream: TextIO | None = None):
+    def __init__(self, total: int, enabled: bool = True, stream: TextIO | None = None,
+                 clock: Callable[[], float] = time.monotonic):
         self.total = total
         self.enabled = enabled
         self._stream = stream
+        self._clock = clock
+        self._t0 = clock()  # the rate counts from here (restart_clock moves it)
         self.done = 0
         self.ok = 0
         self.failed: collections.Counter[str] = collections.Counter()
@@ -28,7 +39,7 @@ class SweepProgress:
     def __enter__(self) -> "SweepProgress":
         if not self.enabled:
             return self
-        tqdm = _load_tqdm()
+        tqdm = load_tqdm()
         isatty = getattr(self.stream, "isatty", None)
         if tqdm is not None and isatty is not None and isatty():
             self._bar = tqdm(total=self.total, desc="sweep", unit="cell", file=self.stream, dynamic_ncols=True,
@@ -43,6 +54,8 @@ class SweepProgress:
     def restart_clock(self) -> None:
         """Rate and ETA count from now (called once the first worker is ready: its start-up,
         seconds of imports, is no cell's time)."""
+        if self.done == 0:
+            self._t0 = self._clock()
         if self._bar is not None and self._bar.n == 0:
             self._bar.reset(total=self.total)
 
@@ -75,7 +88,18 @@ class SweepProgress:
             return
         wall = f" {wall_s:.1f} s" if wall_s is not None else ""
         status = "ok" if error_class is None else error_class + (" (will retry)" if retry else "")
-        print(f"{PREFIX} {self.done}/{self.total} {label} [{where}]: {status}{wall}", file=self.stream, flush=True)
+        print(f"{PREFIX} {self.done}/{self.total} {label} [{where}]: {status}{wall}{self._rate_eta()}",
+              file=self.stream, flush=True)
+
+    def _rate_eta(self) -> str:
+        """`` · 21.4 cells/min · ETA 1 min 44 s`` (empty before any cell finished)."""
+        elapsed = self._clock() - self._t0
+        if not self.done or elapsed <= 0:
+            return ""
+        per_min = self.done / elapsed * 60
+        left = max(self.total - self.done, 0)
+        rate = f"{per_min:.0f}" if per_min >= 100 else f"{per_min:.3g}"
+        return f" · {rate} cells/min · ETA {_duration(left / per_min * 60)}"
 
     def _counts(self) -> str:
         failed = sum(self.failed.values())
@@ -83,3 +107,13 @@ class SweepProgress:
         if failed:
             text += " (" + ", ".join(f"{name} {n}" for name, n in self.failed.most_common(3)) + ")"
         return text
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``4 min 10 s``, ``2 h 05 min``."""
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"

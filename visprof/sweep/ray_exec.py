@@ -16,8 +16,8 @@ import threading
 import time
 from typing import Any, Sequence
 
-from visprof.child_env import VISPROF_PATH, shadowing_checkout
-from visprof.errors import BadInputError
+from visprof.base.child_env import VISPROF_PATH, shadowing_checkout
+from visprof.base.errors import BadInputError
 from visprof.sweep.tasks import Task, TaskSource
 
 __all__ = ["RayExecutor", "import_ray"]

@@ -23,15 +23,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from visprof.errors import BadInputError, DeviceNotFoundError, NoGPUError
-from visprof.options import PASSES
+from visprof.base.errors import BadInputError, DeviceNotFoundError, NoGPUError
+from visprof.base.options import PASSES
 from visprof.sweep.plan import SweepPlan
 from visprof.sweep.progress_bar import SweepProgress
 from visprof.sweep.selection import import_modules, select_models
-from visprof.sweep.store import ResultStore
+from visprof.store.result_store import ResultStore
 from visprof.sweep.summary import SweepSummary
 from visprof.sweep.tasks import Task
-from visprof.sweep.versions import SoftwareVersions
+from visprof.store.versions import SoftwareVersions
 
 __all__ = ["run_sweep", "parse_gpus", "DEFAULT_TIMEOUT_S"]
 
@@ -199,7 +199,7 @@ def _make_executor(device, gpus, workers, ray, imports, retries, fresh_process, 
 
 def _gpu_indices(gpus: str | list[int], explicit: bool) -> list[int] | None:
     """The GPUs to use, or None for the CPU (no GPU here, and none was asked for)."""
-    from visprof import hardware
+    from visprof.base import hardware
 
     cuda = hardware._torch_cuda()
     count = cuda.device_count() if cuda is not None else 0
@@ -226,8 +226,8 @@ class DoneOn:
 
 
 def _done_on_gpus(indices: list[int]) -> DoneOn:
-    from visprof import hardware
-    from visprof.sweep.flatten import normalize_gpu_uuid
+    from visprof.base import hardware
+    from visprof.store.flatten import normalize_gpu_uuid
 
     identities = [hardware.gpu_identity(i) for i in indices]
     return DoneOn(tuple(normalize_gpu_uuid(g) for g in identities),

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from visprof.errors import BadInputError
+from visprof.base.errors import BadInputError
 
 __all__ = ["STARTER_MODELS", "select_models", "read_model_list", "split_names", "import_modules", "is_pattern"]
 
@@ -144,6 +144,6 @@ def _expand(item: str, timm) -> list[str]:
             raise BadInputError(f"model pattern {item!r} matches no timm model "
                                 "(timm.list_models() lists the names; quote patterns in the shell)")
         return matches
-    from visprof.models import timm_name
+    from visprof.passes.models import timm_name
 
     return [timm_name(item)]  # UnknownModelError, with close matches, for a typo

@@ -26,7 +26,7 @@ sys.path.insert(0, str(HERE.parents[2]))
 
 from visprof import attribution  # noqa: E402
 from visprof.nsight.ncu_run import choose_sample, template_ops  # noqa: E402
-from visprof.records import CapturedTrace  # noqa: E402
+from visprof.native.records import CapturedTrace  # noqa: E402
 
 METRICS = ["dram__bytes.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed", "gpu__time_duration.sum",
            "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",

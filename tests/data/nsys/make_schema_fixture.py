@@ -10,7 +10,7 @@ documents them. See README.md next to this file for exactly what is real and wha
 What is real: every kernel, memcpy and memset row (name, device, stream, start/end on the GPU,
 launch shape, bytes) and every op (name, module, iteration, FLOPs) comes from the recording.
 What is made up: the host timeline. NVTX ranges follow visprof's scheme
-(visprof/nsight/nvtx_scheme.py) on one thread, with one CUDA API call per GPU row inside its
+(visprof/capture/nvtx_scheme.py) on one thread, with one CUDA API call per GPU row inside its
 op's range, correlated by a fresh correlationId; a few warm-up kernels run before the first
 model range, outside every visprof range.
 
@@ -31,11 +31,11 @@ REPO = HERE.parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from visprof import attribution  # noqa: E402
-from visprof.categories import default_table  # noqa: E402
-from visprof.nsight.nvtx_scheme import (KIND_CATEGORY, KIND_MODEL, KIND_MODULE, KIND_OP, MODEL_COLOR,  # noqa: E402
+from visprof.attribution.categories import default_table  # noqa: E402
+from visprof.capture.nvtx_scheme import (KIND_CATEGORY, KIND_MODEL, KIND_MODULE, KIND_OP, MODEL_COLOR,  # noqa: E402
                                         MODULE_COLOR, RUN_MARK_PREFIX, ModuleRanges, module_range_name,
                                         op_range_name)
-from visprof.records import KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET, CapturedTrace  # noqa: E402
+from visprof.native.records import KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET, CapturedTrace  # noqa: E402
 from nsys_builder import ExportBuilder, global_tid  # noqa: E402
 
 PID, TID = 4242, 4242

@@ -1,0 +1,168 @@
+"""Why a self-check fails on a correct run: the passes side by side, per kernel name and per memory step.
+
+For each model: the tracer-only pass and the attributed pass in alternating rounds (A B A B),
+their kernel-time sums and SM clocks, and the kernel names whose total time differs most; then
+the peak allocated bytes of one forward measured four ways (timing-pass style, after emptying
+the cache, under the memory pass's capture, and both), so a failing check points at the step
+that changes the work. Run on the GPU:
+
+    python bench/check_diagnosis.py pit_b_224 dla102 --json $OUT/check-diagnosis.json
+
+Record: bench/results/h200-checks-2026-12-01/.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+import time
+
+import torch
+
+
+def kernel_table(records, bounds_count: int) -> dict[str, float]:
+    from visprof.native.records import KIND_KERNEL
+
+    rows = records.kernels
+    out: dict[str, float] = collections.defaultdict(float)
+    for row in rows[rows["kind"] == KIND_KERNEL]:
+        out[records.kernel_names[row["name_id"]] if "name_id" in rows.dtype.names else "?"] += \
+            (int(row["end_ns"]) - int(row["start_ns"])) / 1e6 / bounds_count
+    return out
+
+
+def traced(runner, iterations, capture=None):
+    """Kernel rows of `iterations` forwards under the tracer alone, or under `capture` too."""
+    import contextlib
+
+    from visprof.native import native
+    from visprof.native.tracer import KernelTracer
+
+    c = native()
+    kinds = c.tracer.KERNELS | c.tracer.MEMCPY | c.tracer.MEMSET
+    with KernelTracer(kinds=kinds) as tracer:
+        for _ in range(iterations):
+            with capture() if capture else contextlib.nullcontext():
+                runner()
+            runner.sync()
+    return tracer.records
+
+
+def sm_clock(index: int) -> float | None:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return float(pynvml.nvmlDeviceGetClockInfo(pynvml.nvmlDeviceGetHandleByIndex(index), pynvml.NVML_CLOCK_SM))
+    except Exception:  # noqa: BLE001 - a diagnostic: no clock is not an error
+        return None
+
+
+def peak_of_forward(runner, before=None, capture=None) -> int:
+    import contextlib
+
+    runner.sync()
+    if before:
+        before()
+    torch.cuda.reset_peak_memory_stats(runner.device)
+    with capture() if capture else contextlib.nullcontext():
+        runner()
+    runner.sync()
+    return int(torch.cuda.max_memory_allocated(runner.device))
+
+
+class ConvSdpaLinear(torch.nn.Module):
+    """The three-layer model of issue 24: a conv stem, F.scaled_dot_product_attention, two linears."""
+
+    def __init__(self, dim: int = 256, heads: int = 4):
+        super().__init__()
+        self.heads = heads
+        self.stem = torch.nn.Conv2d(3, dim, 16, 16)
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+        self.proj = torch.nn.Linear(dim, dim)
+
+    def forward(self, x):
+        x = self.stem(x).flatten(2).transpose(1, 2)
+        b, n, d = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        x = torch.nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, n, d)
+        return self.proj(x).mean(1)
+
+
+def diagnose(model, rounds: int, iterations: int) -> dict:
+    from visprof.capture.op_capture import ModuleTracker, OpCapture
+    from visprof.passes.attributed import run_attributed_pass
+    from visprof.passes.memory import empty_cache
+    from visprof.passes.setup import make_runner, resolve_run
+    from visprof.passes.timing import run_timing_pass
+    from visprof.passes.trace_only import run_trace_only_pass
+
+    setup = resolve_run(model)
+    runner = make_runner(setup.spec, setup.config)
+    out: dict = {"model": setup.spec.name, "img_size": setup.spec.input_size[1], "rounds": []}
+    with runner.session():
+        timing = run_timing_pass(runner)
+        out["timing_peak_allocated"] = timing.max_memory_allocated
+        out["latency_ms"] = timing.latency_ms.median
+        for r in range(rounds):
+            t0 = sm_clock(0)
+            tro = run_trace_only_pass(runner)
+            t1 = sm_clock(0)
+            att = run_attributed_pass(runner, setup.table, 5)
+            t2 = sm_clock(0)
+            out["rounds"].append({"trace_only_ms": tro.kernel_ns / 1e6, "attributed_ms": att.kernel_ns / 1e6,
+                                  "kernels_trace_only": tro.kernels_per_iteration,
+                                  "kernels_attributed": len(att.trace.kernels) / max(att.trace.iterations, 1),
+                                  "sm_mhz": [t0, t1, t2]})
+        plain = traced(runner, iterations)
+        tracker = ModuleTracker(setup.spec.module)
+        template = OpCapture(tracker, setup.table, nvtx=False)
+        with tracker, template:
+            runner()
+        runner.sync()
+        captured = traced(runner, iterations,
+                          capture=lambda: OpCapture(tracker, setup.table, nvtx=True, template=template))
+        a, b = kernel_table(plain, iterations), kernel_table(captured, iterations)
+        diff = sorted(set(a) | set(b), key=lambda k: -abs(a.get(k, 0) - b.get(k, 0)))
+        out["kernel_ms"] = {"plain": sum(a.values()), "python_capture": sum(b.values())}
+        out["kernel_diff"] = [{"name": k[:160], "plain_ms": round(a.get(k, 0), 4), "captured_ms": round(b.get(k, 0), 4)}
+                              for k in diff[:12]]
+        empty = lambda: empty_cache(runner)  # noqa: E731
+        tags = lambda: OpCapture(ModuleTracker(setup.spec.module), setup.table, nvtx=False, tags=True, template=template)  # noqa: E731
+        out["peak_allocated"] = {
+            "plain": peak_of_forward(runner),
+            "after_empty_cache": peak_of_forward(runner, before=empty),
+            "plain_again": peak_of_forward(runner),
+            "under_memory_capture": peak_of_forward(runner, capture=tags),
+            "empty_cache_and_capture": peak_of_forward(runner, before=empty, capture=tags),
+        }
+    runner.close()
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("models", nargs="+")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    results = []
+    for model in args.models:
+        model = ConvSdpaLinear() if model == "conv-sdpa-linear" else model
+        started = time.perf_counter()
+        try:
+            results.append(diagnose(model, args.rounds, args.iterations))
+        except Exception as exc:  # noqa: BLE001 - one model's failure must not lose the others
+            results.append({"model": str(model)[:40], "error": f"{type(exc).__name__}: {exc}"})
+        results[-1]["wall_s"] = round(time.perf_counter() - started, 1)
+        print(json.dumps(results[-1]), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "results": results}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""timm benchmark CSVs -> reference rows: parsing and validation (pure functions)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from visprof.analysis.timm_csv import canonical_precision, parse_benchmark_csv, parse_benchmark_filename, read_benchmark_csv
+from visprof.base.errors import BadInputError
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "timm-benchmarks"
+NAME = "benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv"
+HEADER = "model,infer_img_size,infer_samples_per_sec,infer_step_time,infer_batch_size,param_count,infer_gmacs,infer_macts\n"
+
+
+def parse(body: str, header: str = HEADER, name: str = NAME):
+    return parse_benchmark_csv(header + body, source=name, gpu_name="NVIDIA GeForce RTX 4090")
+
+
+def test_file_name_says_precision_layout_versions_and_gpu():
+    assert parse_benchmark_filename(f"/x/{NAME}") == {"mode": "infer", "precision": "amp-fp16", "layout": "nchw",
+                                                      "torch": "2.4.0", "cuda": "12.4", "gpu": "rtx4090"}
+    assert parse_benchmark_filename("benchmark-infer-fp32-nhwc-pt210-cu121-a100.csv")["precision"] == "fp32"
+    assert parse_benchmark_filename("numbers.csv")["gpu"] == "numbers"
+    assert canonical_precision("amp-fp16") == "fp16" and canonical_precision("bf16") == "bf16"
+
+
+def test_rows_carry_every_column_and_the_files_facts():
+    parsed = parse("resnet50,224,4217.6,242.763,1024,25.56,4.11,11.11\ntest_vit,160,188343.61,5.426,1024,0.37,0.04,0.48\n")
+    assert parsed.test_rows_dropped == 1 and parsed.warnings == []
+    assert parsed.rows == [{"source": NAME, "gpu_name": "NVIDIA GeForce RTX 4090", "model": "resnet50", "img_size": 224,
+                            "batch_size": 1024, "precision": "amp-fp16", "samples_per_s": 4217.6, "step_time_ms": 242.763,
+                            "param_count_m": 25.56, "gmacs": 4.11, "macts_m": 11.11,
+                            "extra": {"mode": "infer", "layout": "nchw", "torch": "2.4.0", "cuda": "12.4"}}]
+
+
+def test_thousands_separators_and_optional_columns():
+    parsed = parse("eva_giant,560,3.1,,8,\"1,014.45\",,\n")
+    row = parsed.rows[0]
+    assert row["param_count_m"] == 1014.45 and row["step_time_ms"] is None and row["gmacs"] is None
+    minimal = parse("m,224,100.0,64\n", header="model,infer_img_size,infer_samples_per_sec,infer_batch_size\n")
+    assert minimal.rows[0]["macts_m"] is None
+
+
+@pytest.mark.parametrize("body, header, message", [
+    ("resnet50,224,fast,1.0,1024,1,1,1\n", HEADER, r"line 2: column 'infer_samples_per_sec' is not a number: 'fast'"),
+    ("a,224,10,1,1024,1,1,1\nresnet50,224,-5,1.0,1024,1,1,1\n", HEADER, r"line 3: column 'infer_samples_per_sec' must be > 0"),
+    ("resnet50,22.5,10,1,1024,1,1,1\n", HEADER, r"'infer_img_size' must be a whole number"),
+    ("resnet50,224,10,100,1024,1,1,1\nresnet50,224,11,100,1024,1,1,1\n", HEADER, r"line 3: resnet50 at 224px is listed twice \(also line 2\)"),
+    ("resnet50,224,10\n", "model,infer_img_size,infer_samples_per_sec\n", r"missing column\(s\) \['infer_batch_size'\]"),
+    ("resnet50,224,10,1,1024,1,1,1,9\n", HEADER, r"more values than columns"),
+    (",224,10,1,1024,1,1,1\n", HEADER, r"empty model name"),
+    ("resnet50,224,,1,1024,1,1,1\n", HEADER, r"'infer_samples_per_sec' is empty"),
+    ("test_vit,160,1,1,1,1,1,1\n", HEADER, r"no benchmark rows \(only 1 test_\* rows\)"),
+    ("", "", r"empty file"),
+    ("resnet50,224,10,1,64\n", "model,train_img_size,train_samples_per_sec,train_step_time,train_batch_size\n",
+     r"a training benchmark"),
+])
+def test_bad_files_fail_on_one_line_naming_file_and_line(body, header, message):
+    with pytest.raises(BadInputError, match=message) as info:
+        parse(body, header)
+    assert NAME in str(info.value) and "\n" not in str(info.value)
+
+
+def test_precision_must_be_known():
+    with pytest.raises(BadInputError, match="does not say the precision"):
+        parse("m,224,1,1,1,1,1,1\n", name="mybench-rtx4090.csv")
+    parsed = parse_benchmark_csv(HEADER + "m,224,1,1000,1,1,1,1\n", source="mybench.csv", gpu_name="X", precision="amp")
+    assert parsed.rows[0]["precision"] == "amp-fp16"
+
+
+def test_step_time_that_disagrees_with_throughput_is_a_warning():
+    parsed = parse("resnet50,224,4217.6,100.0,1024,25.56,4.11,11.11\n")
+    assert len(parsed.rows) == 1 and "disagrees" in parsed.warnings[0]
+
+
+def test_unreadable_files(tmp_path):
+    with pytest.raises(BadInputError, match="no such file"):
+        read_benchmark_csv(tmp_path / "missing.csv", "X")
+    with pytest.raises(BadInputError, match="is a directory"):
+        read_benchmark_csv(tmp_path, "X")
+    binary = tmp_path / NAME
+    binary.write_bytes(b"\xff\xfe\x00\x81" * 10)
+    with pytest.raises(BadInputError, match="not a text file"):
+        read_benchmark_csv(binary, "X")
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="shared/data/timm-benchmarks is not beside this checkout")
+def test_the_published_csvs_parse_whole():
+    parsed = read_benchmark_csv(SHARED / NAME, "NVIDIA GeForce RTX 4090")
+    assert len(parsed.rows) == 1441 and parsed.test_rows_dropped == 3 and parsed.warnings == []
+    vit = next(r for r in parsed.rows if r["model"] == "vit_base_patch16_224")
+    assert vit["samples_per_s"] == 2787.15 and vit["batch_size"] == 1024 and vit["gmacs"] == 17.58

@@ -1,0 +1,188 @@
+"""visprof.base.outputs: paths checked up front, files complete or absent, on real files and signals."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import gzip
+from pathlib import Path
+
+import pytest
+
+from visprof.base.errors import BadInputError, OutputWriteError
+from visprof.base.outputs import atomic_output, atomic_write_text, check_output_path, check_output_paths
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_directory_a_missing_folder_and_a_device_are_refused(tmp_path):
+    with pytest.raises(BadInputError, match="is a directory"):
+        check_output_path(tmp_path, "--json")
+    with pytest.raises(BadInputError, match="does not exist"):
+        check_output_path(tmp_path / "nope" / "x.json", "--json")
+    with pytest.raises(BadInputError, match="not a regular file"):
+        check_output_path("/dev/null", "--json")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(BadInputError, match="not a directory"):
+        check_output_path(tmp_path / "file" / "x.json", "--json")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_folder_is_refused(tmp_path):
+    tmp_path.chmod(0o500)
+    try:
+        with pytest.raises(BadInputError, match="not writable"):
+            check_output_path(tmp_path / "x.json", "--json")
+    finally:
+        tmp_path.chmod(0o700)
+
+
+def test_two_options_naming_one_file_are_refused(tmp_path):
+    with pytest.raises(BadInputError, match="--json and --trace name the same file"):
+        check_output_paths({"--json": tmp_path / "a.json", "--trace": tmp_path / "." / "a.json"})
+    assert set(check_output_paths({"--json": tmp_path / "a.json", "--trace": None})) == {"--json"}
+
+
+def test_written_whole_with_the_usual_mode_and_gzip_by_suffix(tmp_path):
+    target = tmp_path / "r.json"
+    atomic_write_text(target, "hello")
+    assert target.read_text() == "hello"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
+    zipped = tmp_path / "t.json.gz"
+    atomic_write_text(zipped, "zipped")
+    assert gzip.decompress(zipped.read_bytes()).decode() == "zipped"
+    with atomic_output(tmp_path / "b.bin", "wb") as fh:
+        fh.write(b"\x00\x01")
+    assert (tmp_path / "b.bin").read_bytes() == b"\x00\x01"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.bin", "r.json", "t.json.gz"]  # no leftovers
+
+
+def test_a_failure_while_writing_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
+    target = tmp_path / "r.json"
+    target.write_text("old")
+    with pytest.raises(RuntimeError):
+        with atomic_output(target) as fh:
+            fh.write("new, half")
+            raise RuntimeError("boom")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_full_disk_is_one_error_naming_the_file(tmp_path, monkeypatch):
+    # /dev/full as the temporary file: every write fails with ENOSPC, as on a full disk.
+    import visprof.base.outputs
+
+    monkeypatch.setattr(visprof.base.outputs, "_create_new", lambda path: os.open("/dev/full", os.O_WRONLY))
+    target = tmp_path / "r.json"
+    with pytest.raises(OutputWriteError, match=r"could not write .*r\.json: No space left on device"):
+        atomic_write_text(target, "x" * 100_000)
+    assert not target.exists()
+
+
+def test_sigint_while_writing_leaves_the_old_file_and_no_partial(tmp_path):
+    """A real SIGINT, sent by another process while the writer is in the middle of the file."""
+    target = tmp_path / "big.json"
+    target.write_text("old")
+    ready = tmp_path / "ready"
+    script = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(REPO)!r})
+        from visprof.base.outputs import atomic_output
+        with atomic_output({str(target)!r}) as fh:
+            fh.write("x" * 1_000_000)
+            open({str(ready)!r}, "w").close()
+            while True:
+                fh.write("y" * 1000)
+                time.sleep(0.001)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE)
+    for _ in range(2000):
+        if ready.exists():
+            break
+        proc.poll()
+        assert proc.returncode is None, proc.stderr.read().decode()
+        import time
+
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0 and b"KeyboardInterrupt" in err
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.json", "ready"]
+
+
+def test_every_writer_keeps_the_old_file_when_the_write_fails(tmp_path):
+    """Results, recordings, Chrome traces and CSVs, written under a real file-size limit
+    (ulimit -f, in a child process): each fails with one error naming its file, and the file
+    that was there stays whole."""
+    script = textwrap.dedent(f"""
+        import resource, sys
+        sys.path[:0] = [{str(REPO)!r}, {str(REPO / "tests" / "helpers")!r}]
+        from fixtures import mini_vit, odd_rows
+        from toy_results import make_result
+        from visprof.attribution.attribute import attribute
+        from visprof.base.errors import OutputWriteError
+        from visprof.report import to_chrome_trace, write_categories_csv, write_modules_csv
+
+        trace = odd_rows(mini_vit(iterations=2)).build()
+        result = make_result(trace)
+        writers = {{
+            "result.json": lambda p: result.to_json(p),
+            "recording.json.gz": lambda p: trace.save(p),
+            "trace.json": lambda p: to_chrome_trace(trace, attribute(trace), p),
+            "categories.csv": lambda p: write_categories_csv(result, p),
+            "modules.csv": lambda p: write_modules_csv(result, p),
+        }}
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200))  # Python ignores SIGXFSZ: writes fail with EFBIG
+        for name, write in writers.items():
+            path = {str(tmp_path)!r} + "/" + name
+            try:
+                write(path)
+            except OutputWriteError as error:
+                print(name, "|", error)
+            else:
+                print(name, "| written")
+    """)
+    for name in ("result.json", "recording.json.gz", "trace.json", "categories.csv", "modules.csv"):
+        (tmp_path / name).write_text("old")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 5
+    for line in lines:
+        name, message = line.split(" | ")
+        assert message == (f"could not write {tmp_path / name}: File too large (the file would exceed the file size "
+                           "limit (ulimit -f) or the file system's limit); the previous file is unchanged")
+        assert (tmp_path / name).read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["result.json", "recording.json.gz", "trace.json", "categories.csv", "modules.csv"])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a user cannot write to /sys anyway (covered by 'not writable')")
+def test_root_is_refused_where_the_kernel_takes_no_files():
+    # os.access says yes to root everywhere; creating a file is the only real test.
+    with pytest.raises(BadInputError, match=r"--json: cannot create files in directory /sys: Permission denied"):
+        check_output_path("/sys/visprof.json", "--json")
+    with pytest.raises(BadInputError, match=r"cannot create files in directory /proc: it takes no new files"):
+        check_output_path("/proc/visprof.json", "--json")
+    assert not Path("/sys/visprof.json").exists()
+
+
+def test_a_link_is_written_through_and_stays_a_link(tmp_path):
+    (tmp_path / "data").mkdir()
+    target = tmp_path / "data" / "r.json"
+    target.write_text("old")
+    link = tmp_path / "r.json"
+    link.symlink_to(target)
+    assert check_output_path(link, "--json") == target
+    atomic_write_text(link, "new")
+    assert link.is_symlink() and target.read_text() == "new"
+    dangling = tmp_path / "nowhere.json"
+    dangling.symlink_to(tmp_path / "missing" / "x.json")
+    with pytest.raises(BadInputError, match="does not exist"):
+        check_output_path(dangling, "--json")

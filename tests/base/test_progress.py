@@ -1,0 +1,75 @@
+"""Progress.update: how far a long step got, throttled (a fake clock drives it)."""
+from __future__ import annotations
+
+import io
+
+from visprof.base import progress as progress_module
+from visprof.base.progress import BAR_UPDATE_S, LOG_UPDATE_S, Progress
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_a_log_gets_an_update_line_at_most_every_few_seconds():
+    stream, clock = io.StringIO(), Clock()
+    with Progress(2, "resnet18", stream=stream, clock=clock) as bar:
+        bar.step("timing pass (clean)")
+        for t, text in [(1.0, "2 iterations, 1 s"), (LOG_UPDATE_S, "9 iterations, 5 s"),
+                        (LOG_UPDATE_S + 1, "11 iterations, 6 s"), (2 * LOG_UPDATE_S + 0.5, "21 iterations, 10 s")]:
+            clock.now = 100.0 + t
+            bar.update(text)
+        bar.step("attributed pass")
+        clock.now += 1.0
+        bar.update("too early in this step")
+    assert stream.getvalue().splitlines() == [
+        "[visprof] resnet18 1/2: timing pass (clean)",
+        "[visprof]   timing pass (clean): 9 iterations, 5 s",
+        "[visprof]   timing pass (clean): 21 iterations, 10 s",
+        "[visprof] resnet18 2/2: attributed pass",
+    ]
+
+
+def test_a_terminal_redraws_the_step_line_at_most_once_a_second():
+    stream, clock = FakeTerminal(), Clock()
+    with Progress(2, "resnet18", stream=stream, clock=clock) as bar:
+        bar.step("timing pass (clean)")
+        clock.now += BAR_UPDATE_S / 2
+        bar.update("3 iterations, 0 s")
+        assert "3 iterations" not in stream.getvalue()
+        clock.now += BAR_UPDATE_S / 2
+        bar.update("7 iterations, 1 s")
+        assert "resnet18 1/2: timing pass (clean) · 7 iterations, 1 s" in stream.getvalue()
+        clock.now += 0.1
+        bar.update("8 iterations, 1 s")
+        assert "8 iterations" not in stream.getvalue()
+    assert "[visprof]" not in stream.getvalue()
+
+
+def test_updates_are_silent_when_disabled_before_a_step_and_without_tqdm(monkeypatch):
+    stream, clock = io.StringIO(), Clock()
+    with Progress(1, "m", enabled=False, stream=stream, clock=clock) as bar:
+        bar.step("timing")
+        clock.now += 60
+        bar.update("12 iterations, 60 s")
+    assert stream.getvalue() == ""
+    with Progress(1, "m", stream=stream, clock=clock) as bar:
+        clock.now += 60
+        bar.update("no step yet")
+    assert stream.getvalue() == ""
+    monkeypatch.setattr(progress_module, "load_tqdm", lambda: None)
+    terminal = FakeTerminal()
+    with Progress(1, "m", stream=terminal, clock=clock) as bar:  # a terminal without tqdm: lines, as a log
+        bar.step("timing")
+        clock.now += LOG_UPDATE_S
+        bar.update("12 iterations, 5 s")
+    assert terminal.getvalue().splitlines() == ["[visprof] m 1/1: timing", "[visprof]   timing: 12 iterations, 5 s"]

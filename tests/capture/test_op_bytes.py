@@ -1,0 +1,120 @@
+"""Bytes moved per op (visprof.capture.op_costs.OpCostCounter), as capture's template forward records them."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from visprof.capture.op_capture import ModuleTracker, OpCapture
+from visprof.capture.op_costs import OpCostCounter, tensor_bytes, tensor_core_precision
+from visprof.native.records import CapturedTrace, OpRecord
+
+aten = torch.ops.aten
+
+
+def capture(model, x, autocast=False):
+    tracker = ModuleTracker(model)
+    cap = OpCapture(tracker, nvtx=False, flops=True)
+    with torch.inference_mode(), tracker, cap, torch.autocast("cpu", torch.bfloat16, enabled=autocast):
+        model(x)
+    return cap.to_records()
+
+
+def test_conv_and_linear_bytes_are_inputs_plus_outputs_with_weights_apart():
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(288, 10))
+    ops = {op.name: op for op in capture(model, torch.randn(4, 3, 8, 8))}
+    conv = ops["aten.conv2d.default"]
+    # input 4x3x8x8, weight 8x3x3x3 + bias 8, output 4x8x6x6, fp32
+    assert conv.param_bytes == (8 * 3 * 3 * 3 + 8) * 4
+    assert conv.bytes == (4 * 3 * 8 * 8 + 8 * 27 + 8 + 4 * 8 * 6 * 6) * 4
+    relu = ops["aten.relu.default"]
+    assert relu.bytes == 2 * 4 * 8 * 6 * 6 * 4 and relu.param_bytes == 0
+    assert ops["aten.flatten.using_ints"].bytes == 0  # a view launches nothing
+    linear = ops["aten.linear.default"]
+    assert linear.param_bytes == (10 * 288 + 10) * 4
+    assert linear.bytes == (4 * 288 + 10 * 288 + 10 + 4 * 10) * 4
+    assert linear.flops == 2 * 4 * 288 * 10
+    assert conv.tensor_core is None  # fp32 on the CPU: no TF32
+
+
+def test_autocast_weight_copies_count_as_weights_and_ops_use_bf16_tensor_cores():
+    model = torch.nn.Linear(64, 32)
+    ops = capture(model, torch.randn(5, 64), autocast=True)
+    casts = [op for op in ops if op.name == "aten.to.dtype"]
+    linear = next(op for op in ops if op.name == "aten.linear.default")
+    weight_cast = next(op for op in casts if op.bytes == 64 * 32 * (4 + 2))
+    assert weight_cast.param_bytes == weight_cast.bytes  # fp32 weight read, bf16 copy written
+    input_cast = next(op for op in casts if op.bytes == 5 * 64 * (4 + 2))
+    assert input_cast.param_bytes == 0
+    # the bf16 weight copy and bias copy are weights; the bf16 input and the output are not
+    assert linear.param_bytes == (64 * 32 + 32) * 2
+    assert linear.bytes == (5 * 64 + 64 * 32 + 32 + 5 * 32) * 2
+    assert linear.tensor_core == "bf16"
+
+
+def test_in_place_op_reads_and_writes_its_tensor():
+    counter = OpCostCounter()
+    a, b = torch.randn(100), torch.randn(100)
+    cost = counter(aten.add_.Tensor, (a, b), {}, a.add_(b))
+    assert cost.bytes == 3 * 400  # a read, b read, a written
+
+
+def test_same_tensor_twice_is_read_once_and_broadcast_reads_its_extent():
+    counter = OpCostCounter()
+    x = torch.randn(10, 10)
+    assert counter(aten.mul.Tensor, (x, x), {}, x * x).bytes == 2 * 400
+    bias = torch.randn(10).expand(10, 10)  # stride 0: only 10 floats behind 100 elements
+    assert tensor_bytes(bias) == 40
+    assert counter(aten.add.Tensor, (x, bias), {}, x + bias).bytes == 400 + 40 + 400
+
+
+def test_to_same_dtype_and_views_move_nothing_but_a_real_cast_does():
+    counter = OpCostCounter()
+    x = torch.randn(8, 8)
+    assert counter(aten.to.dtype, (x, torch.float32), {}, x.to(torch.float32)).bytes == 0
+    assert counter(aten.t.default, (x,), {}, x.t()).bytes == 0
+    assert counter(aten.empty.memory_format, ([8, 8],), {}, torch.empty(8, 8)).bytes == 0
+    half = x.to(torch.bfloat16)
+    assert counter(aten.to.dtype, (x, torch.bfloat16), {}, half).bytes == 64 * 4 + 64 * 2
+
+
+def test_views_of_parameters_stay_weights():
+    counter = OpCostCounter()
+    weight = torch.nn.Parameter(torch.randn(16, 8))
+    with torch.no_grad():
+        transposed = weight.t()
+        counter(aten.t.default, (weight,), {}, transposed)
+        x = torch.randn(4, 8)
+        cost = counter(aten.mm.default, (x, transposed), {}, x @ transposed)
+    assert cost.param_bytes == 16 * 8 * 4
+    assert cost.bytes == (4 * 8 + 16 * 8 + 4 * 16) * 4
+
+
+@pytest.mark.parametrize("dtype, expected", [(torch.float16, "fp16"), (torch.bfloat16, "bf16"), (torch.float32, None)])
+def test_tensor_core_precision_by_dtype(dtype, expected):
+    x, w = torch.randn(2, 8, dtype=dtype), torch.randn(8, 8, dtype=dtype)
+    assert tensor_core_precision(aten.mm.default, [x, w]) == expected
+
+
+def test_depthwise_convolution_is_not_tensor_core_work():
+    x = torch.randn(1, 16, 8, 8, dtype=torch.bfloat16)
+    depthwise = torch.randn(16, 1, 3, 3, dtype=torch.bfloat16)
+    dense = torch.randn(16, 16, 3, 3, dtype=torch.bfloat16)
+    assert tensor_core_precision(aten.conv2d.default, [x, depthwise]) is None
+    assert tensor_core_precision(aten.conv2d.default, [x, dense]) == "bf16"
+
+
+def test_records_round_trip_costs_and_old_recordings_load_without_them(tmp_path):
+    op = OpRecord(1, "aten.addmm.default", 0, flops=2.0, bytes=12, param_bytes=4, tensor_core="bf16")
+    import numpy as np
+
+    from visprof.native.records import KERNEL_DTYPE
+
+    trace = CapturedTrace(np.zeros(0, dtype=KERNEL_DTYPE), [], [op], [])
+    path = tmp_path / "t.json.gz"
+    trace.save(path)
+    assert CapturedTrace.load(path).ops[0] == op
+    old = {k: v for k, v in dataclasses.asdict(op).items() if k not in ("bytes", "param_bytes", "tensor_core")}
+    legacy = OpRecord(**old)
+    assert (legacy.bytes, legacy.param_bytes, legacy.tensor_core) == (0, 0, None)

@@ -1,0 +1,154 @@
+"""The import-timm, compare, predict and report commands, run as a user runs them."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from recorded_results import write_results
+from visprof.base.child_env import child_env
+from visprof.cli import app as cli
+
+TIMM = Path(__file__).resolve().parents[1] / "data" / "timm"
+CSV_3090 = TIMM / "benchmark-infer-amp-nchw-pt240-cu124-rtx3090.csv"
+CSV_4090 = TIMM / "benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv"
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def h200_results(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("h200")
+    write_results(folder)
+    return folder
+
+
+def run(capsys, *argv):
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_import_timm_adds_rows_once(tmp_path, capsys):
+    store = tmp_path / "store.db"
+    code, out, err = run(capsys, "import-timm", CSV_3090, CSV_4090, "--store", store)
+    assert code == 0, err
+    assert "benchmark-infer-amp-nchw-pt240-cu124-rtx3090.csv: 60 rows on NVIDIA GeForce RTX 3090 (amp-fp16), 60 new" in out
+    assert "dropped 1 test_* rows" in out
+    code, out, _ = run(capsys, "import-timm", CSV_3090, "--store", store, "--gpu", "rtx3090")
+    assert code == 0 and "0 new, 60 already in" in out
+    code, out, _ = run(capsys, "compare", store)
+    assert code == 0 and "rtx3090 -> rtx4090: 60 models measured on both" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["import-timm", "missing.csv", "--store", "{tmp}/s.db"], "no such file: missing.csv"),
+    (["import-timm", str(CSV_3090), "--store", "{tmp}/s.db", "--gpu", "rtx9090"], "unknown GPU 'rtx9090'"),
+    (["import-timm", str(CSV_3090), "--store", "{tmp}/nodir/s.db"], "does not exist"),
+    (["compare", str(CSV_3090)], "measurements on 1 GPU(s)"),
+    (["compare", str(CSV_3090), str(CSV_4090), "--base", "h200"], "no measurements on GPU 'h200'"),
+    (["predict", "--from", str(CSV_3090), "--to", "rtx4090"], "no profile results in the inputs"),
+    (["predict", "--from", "{tmp}", "--to", "rtx4090"], "no visprof profile results"),
+    (["report", str(CSV_3090), "-o", "{tmp}"], "is a directory"),
+    # a real H200 result written before results carried roofline groups
+    (["predict", "--from", str(REPO / "bench/results/h200-final/visprof-profile-vit_base_patch16_224.json"), "--to", "4090"],
+     "nothing could be predicted: vit_base_patch16_224: the result has no roofline groups"),
+])
+def test_user_mistakes_are_one_line_and_exit_2(tmp_path, capsys, argv, message):
+    code, out, err = run(capsys, *[a.replace("{tmp}", str(tmp_path)) for a in argv])
+    assert code == 2
+    lines = [line for line in err.splitlines() if line.startswith("visprof: error:")]
+    assert len(lines) == 1 and message in lines[0], err
+    assert "Traceback" not in err
+    assert not (tmp_path / "s.db").exists()  # nothing created by a failed command
+
+
+def test_compare_writes_json_and_csv(tmp_path, capsys, h200_results):
+    code, out, err = run(capsys, "compare", h200_results, CSV_3090, CSV_4090, "--base", "rtx3090", "--target", "rtx4090",
+                         "--json", tmp_path / "c.json", "--csv", tmp_path / "c.csv", "--top", "3")
+    assert code == 0, err
+    assert "The 3 most and 3 least sensitive models" in out and "By family (timm module)" in out
+    assert "Why (profiled models)" in out and "tensor-core bound (predicted from the h200 profile)" in out
+    doc = json.loads((tmp_path / "c.json").read_text())
+    assert doc["base"] == "rtx3090" and len(doc["models"]) == 60 and doc["base_spec"]["id"] == "rtx3090"
+    deit = next(r for r in doc["models"] if r["model"] == "deit_small_patch16_224")
+    assert deit["speedup"] == pytest.approx(1.676, rel=1e-3) and deit["share_tensor"] > 0.5
+    header = (tmp_path / "c.csv").read_text().splitlines()[0]
+    assert header.startswith("model,img_size,family,base_samples_per_s")
+
+
+def test_predict_table_and_files(tmp_path, capsys, h200_results):
+    code, out, err = run(capsys, "predict", "--from", h200_results, "--to", "RTX 4090", "-b", "1024", "--precision", "fp16",
+                         "--json", tmp_path / "p.json", "--csv", tmp_path / "p.csv")
+    assert code == 0, err
+    assert "visprof predict: 4 model(s) on NVIDIA GeForce RTX 4090" in out
+    assert "batch 64 -> 1024: FLOPs and activation bytes x16, weight bytes kept" in out
+    doc = json.loads((tmp_path / "p.json").read_text())
+    assert doc["target"]["id"] == "rtx4090" and len(doc["predictions"]) == 4
+    first = doc["predictions"][0]
+    assert first["batch_size"] == 1024 and first["source_gpu"] == "h200" and first["groups"]
+    assert len((tmp_path / "p.csv").read_text().splitlines()) == 5
+    code, out, _ = run(capsys, "predict", "--from", h200_results, "--to", "h100-sxm", "--model", "resnet*")
+    assert code == 0 and "1 model(s)" in out
+
+
+def test_predict_uses_one_profile_per_model_unless_asked(tmp_path, capsys):
+    """A folder with ResNet-50 profiled twice at batch 64 (the second newer) and once at 256:
+    at -b 1024 the batch-256 one is used; at -b 64 the newer batch-64 one; --every-profile uses all."""
+    import dataclasses
+
+    from recorded_results import recorded_result
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    old, new, big = recorded_result("resnet50"), recorded_result("resnet50"), recorded_result("resnet50")
+    new.created_at = "2026-12-01T00:00:00+00:00"
+    new.timing = dataclasses.replace(new.timing, idle_ms=0.0)  # tells the two batch-64 profiles apart
+    big.model = dataclasses.replace(big.model, batch_size=256, input_shape=[256, *big.model.input_shape[1:]])
+    for name, result in (("old", old), ("new", new), ("big", big)):
+        result.to_json(folder / f"{name}.json")
+    code, out, err = run(capsys, "predict", "--from", folder, "--to", "rtx4090", "-b", "1024", "--json", tmp_path / "a.json")
+    assert code == 0, err
+    assert "1 model(s)" in out and "(2 more profile(s) of the same models not used" in out
+    assert [p["source_batch"] for p in json.loads((tmp_path / "a.json").read_text())["predictions"]] == [256]
+    code, out, err = run(capsys, "predict", "--from", folder, "--to", "rtx4090", "-b", "64", "--json", tmp_path / "b.json")
+    chosen = json.loads((tmp_path / "b.json").read_text())["predictions"]
+    assert code == 0 and [(p["source_batch"], p["idle_ms"]) for p in chosen] == [(64, 0.0)]
+    code, out, err = run(capsys, "predict", "--from", folder, "--to", "rtx4090", "--every-profile")
+    assert code == 0 and "3 model(s)" in out and "not used" not in out
+    code, out, err = run(capsys, "predict", "--from", folder, "--to", "rtx4090")  # each at its own batch, once
+    assert code == 0 and "2 model(s)" in out and "(1 more profile(s)" in out
+
+
+def test_report_writes_html_and_pngs(tmp_path, capsys, h200_results):
+    code, out, err = run(capsys, "report", h200_results, CSV_3090, CSV_4090, "-o", tmp_path / "r.html",
+                         "--png-dir", tmp_path / "png")
+    assert code == 0, err
+    html = (tmp_path / "r.html").read_text()
+    assert html.count("data:image/png;base64,") == 5
+    assert "http://" not in html and "https://" not in html and "<script" not in html
+    assert {p.name for p in (tmp_path / "png").iterdir()} == {"categories.png", "roofline.png", "pareto.png",
+                                                               "speedup.png", "families.png"}
+
+
+def test_help_answers_without_loading_torch():
+    code = ("import sys; from visprof.cli import app as cli; "
+            "rc = cli.main(['compare', '--help']); assert 'torch' not in sys.modules, 'torch loaded'; sys.exit(rc)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                          env=child_env({"PATH": "/usr/bin:/bin"}))
+    assert proc.returncode == 0, proc.stderr
+    assert "--base GPU" in proc.stdout
+
+
+def test_report_without_matplotlib_says_so_before_loading_anything(tmp_path, capsys, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    # the source does not exist: a check after loading would have said that instead
+    assert cli.main(["report", str(tmp_path / "missing.db"), "-o", str(tmp_path / "r.html")]) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == ["visprof: error: the report's figures need matplotlib: pip install 'visprof[report]'"]
+    assert not (tmp_path / "r.html").exists()

@@ -1,0 +1,425 @@
+"""visprof.cli.app with the profiler and the report replaced by fakes (no GPU, no native code)."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from fixtures import cpu_trace
+from visprof.cli import app as cli
+from visprof.base import errors
+from visprof.base import hardware
+from visprof.attribution.attribute import attribute
+from visprof.base.outputs import atomic_write_text
+from visprof.base import progress as progress_module
+from visprof.base.progress import Progress
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class FakeResult:
+    def __init__(self, model):
+        self.model = model
+
+    def to_json(self, path):
+        atomic_write_text(path, json.dumps({"model": self.model}))
+
+
+class FakeProfiler:
+    """Stands in for visprof.profiler.profile: records its call, hands a small real CPU trace
+    to ``on_trace`` (as profile() does after its attributed pass), returns or raises.
+    ``during(kwargs)`` runs in the middle, as if while profiling."""
+
+    def __init__(self, raises: BaseException | None = None, during=None):
+        self.raises = raises
+        self.during = during
+        self.calls = []
+
+    def __call__(self, model, **kwargs):
+        self.calls.append((model, kwargs))
+        if self.during is not None:
+            self.during(kwargs)
+        if self.raises is not None:
+            raise self.raises
+        if kwargs.get("on_trace") is not None:
+            trace = cpu_trace()
+            kwargs["on_trace"](trace, attribute(trace))
+        return FakeResult(model)
+
+
+@pytest.fixture
+def fake_profile(monkeypatch):
+    """Installs fake visprof.profiler and visprof.report.table modules; returns the profiler."""
+
+    def install(raises=None, during=None):
+        profiler = FakeProfiler(raises, during)
+        monkeypatch.setitem(sys.modules, "visprof.profiler", types.SimpleNamespace(profile=profiler))
+        rendered = []
+
+        def render(result, top_modules=None):
+            rendered.append(top_modules)
+            return f"TABLE for {result.model} top={top_modules}"
+
+        monkeypatch.setitem(sys.modules, "visprof.report.table", types.SimpleNamespace(render=render))
+        profiler.rendered = rendered
+        return profiler
+
+    return install
+
+
+# --- parsing -------------------------------------------------------------------------------
+
+def test_profile_arguments_are_parsed():
+    args = cli.build_parser().parse_args(
+        "profile vit_base_patch16_224 -b 32 --img-size 384x256 --precision bf16 --channels-last "
+        "--compile --device cuda:1 --warmup 0 --iterations 50 --passes memory,timing,memory "
+        "--json out.json --trace t.json --top 7 --quiet --categories rules.toml".split()
+    )
+    assert args.model == "vit_base_patch16_224"
+    assert (args.batch_size, args.img_size, args.precision) == (32, (384, 256), "bf16")
+    assert args.channels_last and args.compile and args.quiet
+    assert (args.device, args.warmup, args.iterations, args.top) == ("cuda:1", 0, 50, 7)
+    assert args.passes == ("memory", "timing")  # order kept, repeats dropped
+    assert (args.json, args.trace, args.categories) == (Path("out.json"), Path("t.json"), Path("rules.toml"))
+
+
+def test_square_img_size_is_an_int():
+    assert cli.build_parser().parse_args(["profile", "m", "--img-size", "224"]).img_size == 224
+
+
+@pytest.mark.parametrize(
+    "argv, complaint",
+    [
+        (["profile", "m", "--batch-size", "0"], "must be >= 1"),
+        (["profile", "m", "--batch-size", "many"], "expected an integer"),
+        (["profile", "m", "--img-size", "224x"], "expected N, HxW, test or train"),
+        (["profile", "m", "--passes", "timing,bogus"], "comma-separated subset"),
+        (["profile", "m", "--precision", "fp8"], "invalid choice"),
+        (["profile"], "required: model"),
+        ([], "required: COMMAND"),
+    ],
+)
+def test_usage_errors_exit_2_with_the_reason(argv, complaint, capsys):
+    assert cli.main(argv) == 2
+    assert complaint in capsys.readouterr().err
+
+
+def test_help_exits_0(capsys):
+    assert cli.main(["profile", "--help"]) == 0
+    assert "--batch-size" in capsys.readouterr().out
+
+
+# --- profile -------------------------------------------------------------------------------
+
+def test_profile_passes_every_option_and_prints_the_table(fake_profile, capsys, tmp_path):
+    profiler = fake_profile()
+    rules = tmp_path / "rules.toml"
+    rules.write_text("")
+    code = cli.main(
+        [
+            "profile", "resnet50", "--batch-size", "16", "--img-size", "160", "--precision", "fp16",
+            "--channels-last", "--device", "cpu", "--warmup", "2", "--iterations", "5",
+            "--passes", "timing,attributed", "--trace", str(tmp_path / "t.json"), "--top", "3",
+            "--categories", str(rules), "--quiet",
+        ]
+    )
+    assert code == 0
+    (model, kwargs), = profiler.calls
+    assert callable(kwargs.pop("on_trace"))  # the trace is written by the CLI, after the report
+    assert [(model, kwargs)] == [
+        (
+            "resnet50",
+            {
+                "batch_size": 16,
+                "img_size": 160,
+                "precision": "fp16",
+                "device": "cpu",
+                "warmup": 2,
+                "iterations": 5,
+                "passes": ("timing", "attributed"),
+                "category_file": str(rules),
+                "top_modules": 3,
+                "channels_last": True,
+                "compile": False,
+                "progress": False,
+            },
+        )
+    ]
+    captured = capsys.readouterr()
+    assert captured.out == "TABLE for resnet50 top=3\n"
+    assert captured.err == ""  # --quiet
+
+
+def test_options_not_given_are_left_to_the_profiler_defaults(fake_profile, capsys):
+    profiler = fake_profile()
+    assert cli.main(["profile", "resnet18"]) == 0
+    assert profiler.calls == [("resnet18", {"channels_last": False, "compile": False, "progress": True})]
+    assert profiler.rendered == [None]
+
+
+def test_json_is_written_by_the_result(fake_profile, tmp_path, capsys):
+    fake_profile()
+    out = tmp_path / "r.json"
+    assert cli.main(["profile", "resnet18", "--json", str(out)]) == 0
+    assert json.loads(out.read_text()) == {"model": "resnet18"}
+    assert f"wrote {out}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", ["--json", "--trace"])
+def test_unwritable_output_fails_before_profiling(option, fake_profile, tmp_path, capsys):
+    profiler = fake_profile()
+    assert cli.main(["profile", "resnet18", option, str(tmp_path / "missing" / "r.json")]) == 2
+    assert profiler.calls == []
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_missing_categories_file_fails_before_profiling(fake_profile, tmp_path, capsys):
+    profiler = fake_profile()
+    assert cli.main(["profile", "resnet18", "--categories", str(tmp_path / "nope.toml")]) == 2
+    assert profiler.calls == []
+    assert "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "error, code",
+    [
+        (errors.UnknownModelError("resnet5O", ["resnet50", "resnet50d"]), 2),
+        (errors.BadInputError("image size must be at least 8 pixels a side, got 4"), 2),
+        (errors.OutOfMemoryError(4096, 1024, "cuda:0"), 3),
+        (errors.NoGPUError("this torch was built without CUDA"), 4),
+        (errors.DeviceNotFoundError("cuda:3", ["cuda:0 (NVIDIA H200)"]), 4),
+        (errors.CuptiUnavailableError(), 1),
+        (errors.ModelForwardError("m", (1, 3, 8, 8), RuntimeError("boom")), 1),
+        (errors.NativeUnavailableError("not built"), 1),
+    ],
+)
+def test_user_errors_print_one_line_and_their_exit_code(error, code, fake_profile, capsys):
+    fake_profile(raises=error)
+    assert cli.main(["profile", "resnet50", "-q"]) == code
+    captured = capsys.readouterr()
+    assert captured.err == f"visprof: error: {error}\n"
+    assert "Traceback" not in captured.err
+    assert captured.out == ""
+
+
+def test_unknown_model_message_shows_suggestions(fake_profile, capsys):
+    fake_profile(raises=errors.UnknownModelError("resnet5O", ["resnet50", "resnet50d"]))
+    cli.main(["profile", "resnet5O"])
+    assert capsys.readouterr().err == "visprof: error: unknown model 'resnet5O'; did you mean: resnet50, resnet50d?\n"
+
+
+def test_interrupt_exits_130(fake_profile, capsys):
+    fake_profile(raises=KeyboardInterrupt())
+    assert cli.main(["profile", "resnet50"]) == 130
+    assert capsys.readouterr().err == "visprof: error: interrupted\n"
+
+
+def test_bugs_keep_their_traceback(fake_profile):
+    fake_profile(raises=ZeroDivisionError("a bug"))
+    with pytest.raises(ZeroDivisionError):
+        cli.main(["profile", "resnet50"])
+
+
+def test_visprof_debug_shows_user_errors_in_full(fake_profile, monkeypatch):
+    fake_profile(raises=errors.NoGPUError())
+    monkeypatch.setenv("VISPROF_DEBUG", "1")
+    with pytest.raises(errors.NoGPUError):
+        cli.main(["profile", "resnet50"])
+
+
+# --- info ----------------------------------------------------------------------------------
+
+def _native_that_fails():
+    def native_info():
+        raise errors.NativeUnavailableError("visprof._C was not built")
+
+    return types.SimpleNamespace(native_info=native_info)
+
+
+@pytest.mark.parametrize(
+    "native, shown",
+    [
+        (None, "unavailable (ModuleNotFoundError: import of visprof.native halted"),  # import fails
+        (_native_that_fails(), "unavailable (NativeUnavailableError: the native extension visprof._C is unavailable"),
+        # What visprof.native.native_info() reports when visprof._C cannot be loaded.
+        (
+            types.SimpleNamespace(native_info=lambda: {"backend": "unavailable", "error": "No module named 'visprof._C'"}),
+            "unavailable (No module named 'visprof._C')",
+        ),
+    ],
+)
+def test_info_without_gpu_or_native_extension(native, shown, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "visprof.native", native)
+    monkeypatch.setattr(hardware, "_torch_cuda", lambda: None)
+    import torch
+
+    assert cli.main(["info"]) == 0
+    out = capsys.readouterr().out
+    lines = dict(line.split(None, 1) for line in out.splitlines() if not line.startswith(("GPUs", " ")))
+    assert lines["native"].startswith(shown)
+    assert lines["torch"].startswith(torch.__version__)
+    assert lines["visprof"] == cli.visprof_version() != ""
+    assert set(lines) == {"visprof", "native", "torch", "timm", "NVML"}
+    assert "GPUs: none (" in out
+
+
+def test_info_shows_native_backend_and_gpus(monkeypatch, capsys):
+    native = types.SimpleNamespace(native_info=lambda: {"backend": "cuda", "cupti": "13.0"})
+    monkeypatch.setitem(sys.modules, "visprof.native", native)
+    gpu = {
+        "torch_index": 0,
+        "name": "NVIDIA H200",
+        "memory_total_bytes": 150_754_820_096,
+        "compute_capability": "9.0",
+        "driver_version": "580.159.04",
+        "cuda_driver_version": "13.0",
+        "power_limit_w": 700.0,
+        "max_sm_clock_mhz": 1980,
+        "max_mem_clock_mhz": 3201,
+        "pci_bus_id": "00000000:1B:00.0",
+    }
+    monkeypatch.setattr(hardware, "device_summary", lambda: [gpu])
+    assert cli.main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "native   backend=cuda, cupti=13.0" in out
+    assert (
+        "  cuda:0, NVIDIA H200, 140.4 GiB, sm_90, driver 580.159.04 (CUDA 13.0), power limit 700 W, "
+        "max clocks SM 1980 / mem 3201 MHz, pci 00000000:1B:00.0"
+    ) in out
+
+
+def test_cli_modules_import_without_heavy_dependencies():
+    # `visprof --help` must answer at once: no torch, timm or pynvml at import time.
+    code = (
+        "import sys, visprof.cli.app, visprof.base.errors, visprof.base.hardware, visprof.base.progress, visprof.passes.batch_search;"
+        "print(sorted(m for m in ('torch', 'timm', 'pynvml', 'tqdm') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_python_dash_m_runs_the_cli():
+    done = subprocess.run(
+        [sys.executable, "-m", "visprof", "profile", "m", "--batch-size", "0"], cwd=REPO, capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert "must be >= 1" in done.stderr
+
+
+# --- progress (what --quiet switches off) -------------------------------------------------------
+
+class FakeTerminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def _run_three_passes(stream, enabled=True):
+    seen = []
+    with Progress(3, "pass", enabled=enabled, stream=stream) as progress:
+        progress.step("timing")
+        seen.extend(progress.iter(range(4), "iterations"))
+        progress.step("attributed")
+        progress.step("memory")
+    return seen
+
+
+def test_progress_in_a_log_is_one_line_per_step():
+    stream = io.StringIO()
+    assert _run_three_passes(stream) == [0, 1, 2, 3]
+    assert stream.getvalue().splitlines() == [
+        "[visprof] pass 1/3: timing",
+        "[visprof]   iterations (4)",
+        "[visprof] pass 2/3: attributed",
+        "[visprof] pass 3/3: memory",
+    ]
+
+
+def test_progress_on_a_terminal_draws_bars():
+    stream = FakeTerminal()
+    assert _run_three_passes(stream) == [0, 1, 2, 3]
+    drawn = stream.getvalue()
+    assert "pass 3/3: memory" in drawn and "\r" in drawn
+    assert "[visprof]" not in drawn
+
+
+def test_progress_without_tqdm_falls_back_to_lines(monkeypatch):
+    monkeypatch.setattr(progress_module, "load_tqdm", lambda: None)
+    stream = FakeTerminal()
+    _run_three_passes(stream)
+    assert stream.getvalue().startswith("[visprof] pass 1/3: timing\n")
+
+
+def test_quiet_progress_prints_nothing_but_still_iterates():
+    stream = FakeTerminal()
+    assert _run_three_passes(stream, enabled=False) == [0, 1, 2, 3]
+    assert stream.getvalue() == ""
+
+
+def test_progress_goes_to_stderr_by_default(capsys):
+    with Progress(1, "pass") as progress:
+        progress.step("timing")
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", "[visprof] pass 1/1: timing\n")
+
+
+# --- output files after the run (issue 8) -------------------------------------------------------
+
+def test_a_folder_removed_during_the_run_fails_that_file_only(fake_profile, tmp_path, capsys):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    fake_profile(during=lambda kwargs: gone.rmdir())  # the user deletes the folder while profiling
+    trace = tmp_path / "t.json"
+    code = cli.main(["profile", "resnet18", "--json", str(gone / "r.json"), "--trace", str(trace)])
+    captured = capsys.readouterr()
+    assert code == errors.EXIT_OUTPUT == 5
+    assert captured.out == "TABLE for resnet18 top=None\n"  # the report is on screen
+    assert captured.err.splitlines() == [
+        f"[visprof] writing {gone / 'r.json'}",
+        f"visprof: error: could not write {gone / 'r.json'}: No such file or directory; no file was created",
+        f"[visprof] writing {trace}",
+        f"[visprof] wrote {trace}",
+    ]
+    assert json.loads(trace.read_text())["traceEvents"]  # the next file is still written
+
+
+def test_a_trace_the_run_could_not_make_is_an_error_not_silence(fake_profile, tmp_path, capsys):
+    # As when CUPTI is held by another profiler: profile() warns and hands over no trace.
+    fake_profile(during=lambda kwargs: kwargs.pop("on_trace"))
+    trace = tmp_path / "t.json"
+    assert cli.main(["profile", "resnet18", "-q", "--trace", str(trace)]) == 5
+    assert capsys.readouterr().err == (f"visprof: error: --trace {trace} was not written: the attributed pass did "
+                                       "not run (see the warnings above)\n")
+    assert not trace.exists()
+
+
+def test_an_interrupt_names_the_outputs_not_written(fake_profile, tmp_path, capsys):
+    old = tmp_path / "t.json"
+    old.write_text("old")
+    fake_profile(raises=KeyboardInterrupt())
+    assert cli.main(["profile", "resnet18", "--json", str(tmp_path / "r.json"), "--trace", str(old)]) == 130
+    assert capsys.readouterr().err == (f"visprof: error: interrupted; not written: {tmp_path / 'r.json'}, {old} "
+                                       "(its previous version is unchanged)\n")
+    assert old.read_text() == "old" and not (tmp_path / "r.json").exists()
+
+
+def test_a_reader_that_goes_away_does_not_cost_the_files(fake_profile, tmp_path, monkeypatch, capsys):
+    # `visprof profile m --json r.json | head -1`: a real pipe whose reader has closed.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    stdout = os.fdopen(write_end, "w")
+    monkeypatch.setattr(sys, "stdout", stdout)
+    fake_profile()
+    out = tmp_path / "r.json"
+    try:
+        assert cli.main(["profile", "resnet18", "-q", "--json", str(out)]) == 0
+    finally:
+        monkeypatch.undo()
+        stdout.close()
+    assert json.loads(out.read_text()) == {"model": "resnet18"}
+    assert capsys.readouterr().err == ""

@@ -1,0 +1,263 @@
+"""Issue 24: an output path that is also an input is refused before any work, and the input is
+left byte for byte as it was, whichever way the same file is named: the same path, ``./x``,
+a symbolic link, a hard link, or one of a results store's SQLite side files (-wal, -shm,
+-journal). Real files, real ``python -m visprof`` processes."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from recorded_results import recorded_result
+from visprof.base.child_env import child_env
+from visprof.store.result_store import open_store
+from visprof.sweep.plan import SweepPlan
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+VIT = DATA / "h200-result-vit_base_patch16_224.json"  # a real ProfileResult (no roofline groups)
+CSV_3090 = DATA / "timm" / "benchmark-infer-amp-nchw-pt240-cu124-rtx3090.csv"
+CSV_4090 = DATA / "timm" / "benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv"
+
+
+def visprof(cwd: Path, *argv) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "visprof", *map(str, argv)], cwd=cwd, capture_output=True,
+                          text=True, env=child_env(VISPROF_DEBUG=""), timeout=120)
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def refused(proc: subprocess.CompletedProcess, *words: str) -> str:
+    """The one error line of a command refused as a user mistake (exit 2), no traceback."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("visprof: error: "), proc.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """Originals, copied into each test's folder: a results store with one result, a
+    profile that predict can use (g.json, with roofline groups) and the vit profile."""
+    folder = tmp_path_factory.mktemp("originals")
+    cell = SweepPlan(["vit_base_patch16_224"], "cuda").cells()[0]
+    with open_store(folder / "s.db", write=True) as store:
+        store.add_result(cell, json.loads(VIT.read_text()))
+    recorded_result("deit_small_patch16_224").to_json(folder / "g.json")
+    shutil.copy(VIT, folder / "vit.json")
+    return folder
+
+
+@pytest.fixture
+def work(tmp_path, made):
+    for name in ("s.db", "g.json", "vit.json"):
+        shutil.copy(made / name, tmp_path / name)
+    shutil.copy(made / "s.db", tmp_path / "mine.db")
+    for csv in (CSV_3090, CSV_4090):
+        shutil.copy(csv, tmp_path / csv.name)
+    return tmp_path
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    return {p.name: digest(p) for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def alias(work: Path, name: str, how: str) -> str:
+    """Another name of ``work/name``: ``./name``, a symbolic link, or a hard link."""
+    if how == "same":
+        return name
+    if how == "dot":
+        return f"./{name}"
+    if how == "symlink":
+        (work / f"link-{name}").symlink_to(work / name)
+        return f"link-{name}"
+    if how == "hardlink":
+        os.link(work / name, work / f"hard-{name}")
+        return f"hard-{name}"
+    if how == "abs":
+        return str(work / name)
+    raise AssertionError(how)
+
+
+NAMES = ["same", "dot", "symlink", "hardlink", "abs"]
+
+
+# --- the five rows of the issue, each by every name of the same file ----------------------------
+
+@pytest.mark.parametrize("how", NAMES)
+def test_export_onto_its_own_store(work, how):
+    target = alias(work, "s.db", how)
+    before = snapshot(work)
+    line = refused(visprof(work, "export", "s.db", "-o", target), "--output", "overwrite")
+    assert "s.db" in line
+    assert snapshot(work) == before  # the store (and every name of it) byte-identical
+    with open_store(work / "s.db") as store:
+        assert store.count() == 1
+
+
+@pytest.mark.parametrize("how", NAMES)
+def test_report_onto_an_input_store(work, how):
+    target = alias(work, "mine.db", how)
+    before = snapshot(work)
+    proc = visprof(work, "report", "g.json", "mine.db", "-o", target)
+    line = refused(proc, "--output", "overwrite", "mine.db")
+    assert "wrote" not in proc.stdout and "drawing" not in proc.stderr  # refused before any work
+    assert snapshot(work) == before, line
+
+
+@pytest.mark.parametrize("how", NAMES)
+def test_report_onto_its_own_profile(work, how):
+    target = alias(work, "vit.json", how)
+    before = snapshot(work)
+    refused(visprof(work, "report", "vit.json", "-o", target), "--output", "overwrite", "vit.json")
+    assert snapshot(work) == before
+
+
+@pytest.mark.parametrize("option", ["--json", "--csv"])
+@pytest.mark.parametrize("how", NAMES)
+def test_predict_onto_its_own_profile(work, how, option):
+    target = alias(work, "g.json", how)
+    before = snapshot(work)
+    refused(visprof(work, "predict", "--from", "g.json", "--to", "rtx4090", option, target), option, "overwrite",
+            "g.json")
+    assert snapshot(work) == before
+
+
+@pytest.mark.parametrize("option", ["--json", "--csv"])
+@pytest.mark.parametrize("how", NAMES)
+def test_compare_onto_its_own_store(work, how, option):
+    target = alias(work, "s.db", how)
+    before = snapshot(work)
+    refused(visprof(work, "compare", "s.db", CSV_4090.name, option, target), option, "overwrite", "s.db")
+    assert snapshot(work) == before
+
+
+def test_compare_onto_one_of_its_csvs(work):
+    before = snapshot(work)
+    refused(visprof(work, "compare", CSV_3090.name, CSV_4090.name, "--csv", CSV_3090.name), "--csv", "overwrite")
+    assert snapshot(work) == before
+
+
+# --- a results store's side files are the store ---------------------------------------------------
+
+@pytest.mark.parametrize("side", ["-wal", "-shm", "-journal"])
+def test_a_store_side_file_is_the_store(work, side):
+    before = snapshot(work)
+    line = refused(visprof(work, "export", "s.db", "-o", f"s.db{side}"), "--output", "overwrite")
+    assert side in line
+    assert snapshot(work) == before  # no side file made either
+
+
+@pytest.mark.parametrize("side", ["-wal", "-shm"])
+def test_side_files_of_a_store_in_use_are_kept(work, side):
+    # A reader holds the store open: its -wal and -shm files exist (and hold what SQLite needs).
+    holder = sqlite3.connect(work / "s.db")
+    try:
+        holder.execute("SELECT COUNT(*) FROM results").fetchone()
+        assert (work / f"s.db{side}").exists()
+        wal_before, db_before = digest(work / "s.db-wal"), digest(work / "s.db")
+        refused(visprof(work, "compare", "s.db", CSV_4090.name, "--json", f"s.db{side}"), "--json", side)
+        refused(visprof(work, "report", "s.db", "-o", alias(work, f"s.db{side}", "hardlink")), "--output")
+        assert digest(work / "s.db-wal") == wal_before and digest(work / "s.db") == db_before
+    finally:
+        holder.close()
+    with open_store(work / "s.db") as store:
+        assert store.count() == 1
+
+
+# --- folders of results contain their files -----------------------------------------------------
+
+def test_an_output_that_is_a_result_in_an_input_folder(work):
+    results = work / "results"
+    results.mkdir()
+    shutil.move(work / "g.json", results / "g.json")
+    before = snapshot(results)
+    line = refused(visprof(work, "compare", "results", CSV_4090.name, "--json", "results/g.json"), "--json",
+                   "overwrite", "results")
+    assert "g.json" in line
+    refused(visprof(work, "predict", "--from", "results", "--to", "rtx4090", "--csv", "./results/g.json"), "--csv")
+    assert snapshot(results) == before
+    # a new file in the folder is no input: it is written
+    proc = visprof(work, "compare", "results", CSV_4090.name, "--json", "results/comparison.json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((results / "comparison.json").read_text())["models"]
+    assert digest(results / "g.json") == before["g.json"]
+
+
+# --- the other commands that take files ---------------------------------------------------------
+
+def test_import_timm_into_one_of_its_csvs(work):
+    before = snapshot(work)
+    refused(visprof(work, "import-timm", CSV_3090.name, CSV_4090.name, "--store", f"./{CSV_4090.name}"),
+            "--store", "overwrite")
+    assert snapshot(work) == before
+
+
+def test_import_timm_and_its_gpu_rows_file(work):
+    rows = work / "extra-gpus.toml"
+    rows.write_text("")
+    before = snapshot(work)
+    refused(visprof(work, "import-timm", CSV_3090.name, "--store", "extra-gpus.toml", "--gpus", "extra-gpus.toml"),
+            "--store")
+    assert snapshot(work) == before
+
+
+def test_sweep_summary_onto_its_model_list_or_its_store(work):
+    (work / "models.txt").write_text("no_such_model_for_visprof\n")
+    before = snapshot(work)
+    refused(visprof(work, "sweep", "--model-list", "models.txt", "--store", "new.db", "--json", "models.txt",
+                    "--device", "cpu"), "--json", "overwrite", "models.txt")
+    refused(visprof(work, "sweep", "--model-list", "models.txt", "--store", "s.db", "--json", "s.db-wal",
+                    "--device", "cpu"), "--json", "-wal")
+    assert snapshot(work) == before
+    assert not (work / "new.db").exists()
+
+
+def test_profile_json_onto_its_rules_file(work):
+    (work / "rules.toml").write_text("")
+    os.link(work / "rules.toml", work / "hard.toml")
+    (work / "link.toml").symlink_to(work / "rules.toml")
+    before = snapshot(work)
+    for target in ("rules.toml", "./rules.toml", "hard.toml", "link.toml"):
+        refused(visprof(work, "profile", "resnet18", "--categories", "rules.toml", "--json", target), "--json",
+                "overwrite")
+    assert snapshot(work) == before
+
+
+def test_nsys_import_json_onto_its_export(work):
+    (work / "rep.sqlite").write_bytes(b"SQLite format 3\x00" + bytes(100))
+    os.link(work / "rep.sqlite", work / "same.sqlite")
+    before = snapshot(work)
+    for target in ("rep.sqlite", "same.sqlite"):
+        refused(visprof(work, "nsys", "import", "rep.sqlite", "--json", target), "--json", "overwrite")
+    assert snapshot(work) == before
+
+
+def test_nsys_run_json_onto_its_own_export(work):
+    before = snapshot(work)
+    refused(visprof(work, "nsys", "run", "-o", "rec", "--json", "rec.sqlite", "--", "true"), "--json")
+    assert snapshot(work) == before
+    (work / "rec.sqlite").write_text("")  # a rules file (empty: no extra rules) that nsys run would replace
+    before = snapshot(work)
+    refused(visprof(work, "nsys", "run", "-o", "rec", "--categories", "rec.sqlite", "--", "true"), "overwrite")
+    assert snapshot(work) == before
+
+
+def test_ncu_outputs_onto_its_rules_file(work):
+    (work / "rules.toml").write_text("")
+    before = snapshot(work)
+    for option in ("--json", "--csv"):
+        refused(visprof(work, "ncu", "resnet18", "--category", "attention", "--categories", "rules.toml",
+                        option, "./rules.toml"), option, "overwrite")
+    assert snapshot(work) == before

@@ -1,0 +1,129 @@
+"""`visprof sweep` and `visprof export`: every user mistake is one line and an exit code,
+found before any worker starts, and leaves no store behind."""
+from pathlib import Path
+
+import pytest
+
+from visprof.cli.app import main
+from visprof.sweep import open_store
+from visprof.store.result_store import ResultStore
+
+FAKE_MODELS = str(Path(__file__).resolve().parents[1] / "helpers" / "sweep_fake_models.py")
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def one_error_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("visprof: error: "), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["resnet5O"], 2, "did you mean: resnet50"),
+    (["nosuchfamily_*"], 2, "matches no timm model"),
+    (["resnet18", "--exclude", "resnet*"], 2, "leaves none"),
+    (["--model-list", "{tmp}/missing.txt"], 2, "--model-list: no such file"),
+    (["resnet18", "-O", "nonsense=1"], 2, "unknown profile option 'nonsense'"),
+    (["resnet18", "-O", "batch_size=3"], 2, "set by the sweep itself"),
+    (["resnet18", "--import", "no_such_module_for_visprof"], 2, "no module named"),
+])
+def test_bad_input_is_one_line(tmp_path, capsys, args, code, message):
+    store = tmp_path / "r.db"
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    got, _, err = run_cli(capsys, "sweep", *args, "--store", str(store), "--device", "cpu")
+    assert got == code
+    assert message in one_error_line(err)
+    assert not store.exists()  # a mistake leaves no empty store behind
+
+
+@pytest.mark.parametrize("make_store, message", [
+    (lambda p: p / "missing" / "r.db", "directory"),
+    (lambda p: p, "is a directory"),
+    (lambda p: _text(p / "notes.txt"), "not an SQLite file"),
+])
+def test_bad_store_paths(tmp_path, capsys, make_store, message):
+    code, _, err = run_cli(capsys, "sweep", "resnet18", "--device", "cpu", "--store", str(make_store(tmp_path)))
+    assert code == 2 and message in one_error_line(err)
+
+
+def _text(path):
+    path.write_text("not a database\n" * 4)
+    return path
+
+
+def test_a_store_another_sweep_is_writing_is_refused(tmp_path, capsys):
+    path = tmp_path / "busy.db"
+    with ResultStore(path, write=True):
+        code, _, err = run_cli(capsys, "sweep", "visprof_fake_tiny", "--import", FAKE_MODELS, "--device", "cpu",
+                               "--store", str(path))
+    assert code == 2 and "another sweep is writing" in one_error_line(err)
+
+
+@pytest.mark.parametrize("args", [["--device", "cuda"], ["--gpus", "0"]])
+def test_asking_for_a_gpu_without_one(tmp_path, capsys, args):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    code, _, err = run_cli(capsys, "sweep", "resnet18", "--store", str(tmp_path / "r.db"), *args)
+    assert code == 4 and "no CUDA GPU" in one_error_line(err)
+
+
+@pytest.mark.parametrize("args", [["-b", "0"], ["-b", "x"], ["--img-size", "4"], ["--precision", "fp8"],
+                                  ["--passes", "timing,nope"], ["--timeout", "0"], ["--gpus"], ["--workers", "0"]])
+def test_bad_option_values_are_usage_errors(tmp_path, capsys, args):
+    code, _, err = run_cli(capsys, "sweep", "resnet18", "--store", str(tmp_path / "r.db"), *args)
+    assert code == 2 and "error:" in err and "Traceback" not in err
+
+
+def test_export_errors(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "export", str(tmp_path / "absent.db"))
+    assert code == 2 and "no such store" in one_error_line(err)
+    ResultStore(tmp_path / "r.db", write=True).close()
+    code, _, err = run_cli(capsys, "export", str(tmp_path / "r.db"), "--format", "parquet")
+    assert code == 2 and "-o FILE" in one_error_line(err)
+    code, out, err = run_cli(capsys, "export", str(tmp_path / "r.db"), "--format", "timm")
+    assert code == 0 and out.splitlines() == [
+        "model,infer_img_size,infer_samples_per_sec,infer_step_time,infer_batch_size,param_count,infer_gmacs,infer_macts"]
+
+
+def test_no_models_named_sweeps_the_starter_list(tmp_path, capsys):
+    from visprof.sweep.selection import STARTER_MODELS
+
+    store = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "sweep", "--store", str(store), "--device", "cpu", "--limit", "1", "-b", "1",
+                             "--img-size", "32", "--iterations", "2", "--warmup", "0", "--passes", "timing")
+    assert code == 0, err
+    assert f"[visprof] no models named: the starter list ({', '.join(STARTER_MODELS)})" in err
+    assert "cells: 1 planned, 0 already in the store, 1 measured, 0 failed" in out
+    with open_store(store) as opened:
+        assert [r["model"] for r in opened.rows()] == [STARTER_MODELS[0]]
+
+
+def test_cli_sweep_then_export(tmp_path, capsys):
+    store = tmp_path / "r.db"
+    summary_json = tmp_path / "summary.json"
+    code, out, err = run_cli(capsys, "sweep", "visprof_fake_tiny", "visprof_fake_raises", "--import", FAKE_MODELS,
+                             "--device", "cpu", "-b", "4,2", "--iterations", "2", "--warmup", "0",
+                             "--store", str(store), "--json", str(summary_json))
+    assert code == 0, err
+    assert "cells: 4 planned, 0 already in the store, 2 measured, 2 failed" in out
+    assert "failed by class: ModelForwardError 2" in out
+    assert "[visprof] 1/4 visprof_fake_tiny" in err  # progress lines in a log (no terminal here)
+    import json
+
+    assert json.loads(summary_json.read_text())["done"] == 2
+    csv_path = tmp_path / "rows.csv"
+    code, _, err = run_cli(capsys, "export", str(store), "-o", str(csv_path))
+    assert code == 0 and "wrote 2 rows" in err
+    lines = csv_path.read_text().splitlines()
+    assert len(lines) == 3 and lines[0].startswith("id,run_id,cell_key,model,")
+    code, out, _ = run_cli(capsys, "export", str(store), "--failures", "--format", "json")
+    assert code == 0 and len(json.loads(out)["failures"]) == 2

@@ -1,0 +1,300 @@
+"""visprof.base.errors and visprof.passes.models on CPU, with small timm models (never pretrained)."""
+from __future__ import annotations
+
+import pickle
+
+import pytest
+import torch
+from torch import nn
+
+from visprof.base import errors
+from visprof.base.errors import BadInputError, ModelForwardError, OutOfMemoryError, UnknownModelError
+from visprof.passes.models import (
+    DEFAULT_INPUT_SIZE,
+    normalize_img_size,
+    resolve_model,
+    timm_name,
+    validate_batch_size,
+)
+
+
+class TinyNet(nn.Module):
+    """Module-level, so it pickles (the memory pass needs that)."""
+
+    def __init__(self, in_chans: int = 3):
+        super().__init__()
+        self.conv = nn.Conv2d(in_chans, 4, 3)
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(self.conv(x).mean((2, 3)))
+
+
+# --- errors ------------------------------------------------------------------------------
+
+def test_exit_codes_follow_the_kind_of_failure():
+    assert errors.exit_code_for(UnknownModelError("x")) == 2
+    assert errors.exit_code_for(BadInputError("bad")) == 2
+    assert errors.exit_code_for(OutOfMemoryError(64)) == 3
+    assert errors.exit_code_for(errors.NoGPUError()) == 4
+    assert errors.exit_code_for(errors.DeviceNotFoundError("cuda:3", ["cuda:0 (H200)"])) == 4
+    assert errors.exit_code_for(errors.CuptiUnavailableError()) == 1
+    assert errors.exit_code_for(RuntimeError("bug")) == 1
+
+
+def test_bad_input_is_also_a_value_error_for_library_callers():
+    assert isinstance(BadInputError("x"), ValueError)
+    assert isinstance(UnknownModelError("x"), LookupError)
+
+
+def test_out_of_memory_message_names_the_batch_that_fits():
+    error = OutOfMemoryError(512, max_batch_size=384, device="cuda:0")
+    assert (error.batch_size, error.max_batch_size) == (512, 384)
+    assert str(error) == (
+        "out of GPU memory at batch size 512 on cuda:0; the largest batch that fits is 384 (--batch-size 384)"
+    )
+    assert "not even batch size 1" in str(OutOfMemoryError(8, None, searched=True))
+
+
+def test_device_not_found_lists_visible_devices():
+    error = errors.DeviceNotFoundError("cuda:3", ["cuda:0 (NVIDIA H200)", "cuda:1 (NVIDIA H200)"])
+    assert str(error) == "device 'cuda:3' does not exist; visible devices: cuda:0 (NVIDIA H200), cuda:1 (NVIDIA H200)"
+
+
+def test_cupti_error_names_the_profilers_that_hold_it():
+    message = str(errors.CuptiUnavailableError("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"))
+    for holder in ("torch.profiler", "Nsight Systems", "Nsight Compute", "MULTIPLE_SUBSCRIBERS"):
+        assert holder in message
+
+
+def test_model_forward_error_keeps_the_original_as_cause():
+    original = RuntimeError("mat1 and mat2 shapes cannot be multiplied")
+    error = ModelForwardError("vit_tiny", (2, 3, 96, 96), original)
+    assert error.__cause__ is original
+    assert "2x3x96x96" in str(error) and "mat1 and mat2" in str(error)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        UnknownModelError("resnet5O", ["resnet50"]),
+        OutOfMemoryError(64, 32, "cuda:1"),
+        errors.DeviceNotFoundError("cuda:2", ["cuda:0 (H200)"]),
+        ModelForwardError("m", (1, 3, 8, 8), ValueError("boom")),
+        errors.NativeUnavailableError("built without CUPTI"),
+    ],
+)
+def test_errors_survive_pickling_with_their_fields(error):
+    # The memory pass sends its failure back from a subprocess.
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is type(error)
+    assert str(copy) == str(error)
+    assert {k: v for k, v in vars(copy).items() if k != "__cause__"} == {
+        k: v for k, v in vars(error).items() if k != "__cause__"
+    }
+
+
+# --- names -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "typo, expected",
+    [("resnet5O", "resnet50"), ("vit_base_patch16_244", "vit_base_patch16_224"), ("efficentnet_b0", "efficientnet_b0")],
+)
+def test_unknown_model_suggests_close_matches(typo, expected):
+    with pytest.raises(UnknownModelError) as info:
+        resolve_model(typo)
+    assert expected in info.value.suggestions
+    assert len(info.value.suggestions) <= 5
+    assert expected in str(info.value)
+
+
+def test_unknown_model_without_any_match_says_where_names_come_from():
+    with pytest.raises(UnknownModelError) as info:
+        timm_name("zzzzqqqq")
+    assert info.value.suggestions == []
+    assert "timm.list_models()" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "requested, expected",
+    [
+        ("resnet18", "resnet18"),
+        ("timm/resnet18", "resnet18"),
+        ("hf-hub:timm/resnet18.a1_in1k", "resnet18.a1_in1k"),
+        ("vit_base_patch16_224.augreg_in21k", "vit_base_patch16_224.augreg_in21k"),
+        ("ResNet18", "resnet18"),
+    ],
+)
+def test_hub_prefixes_and_pretrained_tags_are_understood(requested, expected):
+    assert timm_name(requested) == expected
+
+
+def test_unknown_pretrained_tag_suggests_real_tags():
+    with pytest.raises(UnknownModelError) as info:
+        timm_name("resnet18.a1_in1kk")
+    assert "resnet18.a1_in1k" in info.value.suggestions
+    assert "no pretrained tag" in str(info.value)
+
+
+def test_other_hubs_are_refused_clearly():
+    with pytest.raises(UnknownModelError, match="does not download"):
+        timm_name("hf-hub:someone/their-model")
+
+
+# --- input sizes -------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "name, test_size, train_size",
+    [
+        ("resnet18", (3, 288, 288), (3, 224, 224)),  # resnet18.a1_in1k: trained at 224, tested at 288
+        ("efficientnet_b3", (3, 320, 320), (3, 288, 288)),
+        ("vit_small_patch16_384", (3, 384, 384), (3, 384, 384)),
+        ("mobilenetv4_conv_small.e3600_r256_in1k", (3, 320, 320), (3, 256, 256)),
+        ("seresnet33ts", (3, 288, 288), (3, 256, 256)),  # the issue's example: timm's CSVs list it at 288
+    ],
+)
+def test_default_input_size_is_timm_benchmark_pys_test_size(name, test_size, train_size):
+    from timm.data import resolve_data_config
+
+    spec = resolve_model(name)
+    assert spec.source == "timm"
+    assert not spec.module.training
+    # the oracle is timm's own resolver, as its benchmark.py calls it
+    assert resolve_data_config({}, model=spec.module, use_test_size=True)["input_size"] == test_size
+    assert (spec.input_size, spec.img_size_origin) == (test_size, "test")
+    assert spec.default_input_size == train_size
+    train = resolve_model(name, img_size="train")
+    assert (train.input_size, train.img_size_origin) == (train_size, "train")
+    assert resolve_data_config({}, model=train.module)["input_size"] == train_size
+
+
+def test_a_tag_can_change_the_default_input_size():
+    # resnet18's default tag is tested at 288, its a3 recipe trained at 160 and tested at 224: only the tag says so.
+    assert resolve_model("resnet18").input_size == (3, 288, 288)
+    spec = resolve_model("timm/resnet18.a3_in1k")
+    assert (spec.name, spec.input_size, spec.default_input_size) == ("resnet18.a3_in1k", (3, 224, 224), (3, 160, 160))
+
+
+def test_img_size_builds_vits_for_it():
+    spec = resolve_model("vit_tiny_patch16_224", img_size=96)
+    assert spec.input_size == (3, 96, 96)
+    assert spec.notes == []
+    out = spec.module(spec.make_input(2, "cpu"))
+    assert out.shape == (2, 1000)
+    assert spec.module.patch_embed.img_size == (96, 96)
+
+
+def test_img_size_for_a_cnn_feeds_that_size_and_notes_it():
+    spec = resolve_model("resnet18", img_size=(64, 96))
+    assert spec.input_size == (3, 64, 96)
+    assert spec.make_input(1, "cpu").shape == (1, 3, 64, 96)
+    assert "does not take img_size" in spec.notes[0]
+    assert spec.param_count == 11_689_512
+
+
+def test_forward_error_carries_the_hint():
+    spec = resolve_model("resnet18", img_size=32)
+    cause = RuntimeError("size mismatch")
+    error = spec.forward_error(4, cause)
+    assert error.__cause__ is cause
+    assert "4x3x32x32" in str(error)
+    assert "does not take img_size" in str(error)
+
+
+# --- modules -----------------------------------------------------------------------------
+
+def test_plain_module_gets_default_size_and_a_note():
+    spec = resolve_model(TinyNet())
+    assert (spec.name, spec.source, spec.input_size) == ("TinyNet", "module", DEFAULT_INPUT_SIZE)
+    assert spec.param_count == 3 * 4 * 9 + 4 + 4 * 2 + 2
+    assert "no default_cfg" in spec.notes[0]
+
+
+def test_plain_module_channels_come_from_its_first_conv():
+    assert resolve_model(TinyNet(in_chans=1), img_size=32).input_size == (1, 32, 32)
+
+
+def test_timm_made_module_uses_its_cfg():
+    import timm
+
+    module = timm.create_model("efficientnet_b3", pretrained=False)
+    spec = resolve_model(module)
+    # its pretrained cfg's test size, as for the model by name; "train" picks the training size
+    assert (spec.name, spec.source, spec.input_size, spec.img_size_origin) == ("EfficientNet", "module", (3, 320, 320), "test")
+    assert spec.notes == []
+    assert resolve_model(module, img_size="train").input_size == (3, 288, 288)
+
+
+def test_module_is_put_in_eval_mode():
+    module = TinyNet().train()
+    assert resolve_model(module).module is module
+    assert not module.training
+
+
+def test_make_input_is_seeded_and_formatted():
+    spec = resolve_model(TinyNet(), img_size=16)
+    first = spec.make_input(3, "cpu")
+    again = spec.make_input(3, torch.device("cpu"))
+    assert torch.equal(first, again)
+    assert first.shape == (3, 3, 16, 16) and first.dtype == torch.float32
+    assert 0.5 < first.std().item() < 1.5
+    half = spec.make_input(3, "cpu", dtype=torch.bfloat16, channels_last=True)
+    assert half.dtype == torch.bfloat16
+    assert half.is_contiguous(memory_format=torch.channels_last)
+    assert torch.allclose(half.float(), first, atol=0.02)  # same draws, rounded
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "8", True, None])
+def test_bad_batch_sizes_are_refused(bad):
+    spec = resolve_model(TinyNet(), img_size=16)
+    with pytest.raises(BadInputError, match="batch size"):
+        spec.make_input(bad, "cpu")
+
+
+def test_numpy_style_integers_are_valid_batch_sizes():
+    import numpy as np
+
+    assert validate_batch_size(np.int64(4)) == 4
+
+
+@pytest.mark.parametrize("good, expected", [(None, None), (224, (224, 224)), ((96, 128), (96, 128)), ([8, 8], (8, 8))])
+def test_img_size_forms(good, expected):
+    assert normalize_img_size(good) == expected
+
+
+@pytest.mark.parametrize("bad", [7, 0, (224,), (224, 224, 3), "224", (True, 8), 224.0, (8, 4)])
+def test_bad_img_sizes_are_refused(bad):
+    with pytest.raises(BadInputError, match="image size"):
+        resolve_model(TinyNet(), img_size=bad)
+
+
+def test_a_model_of_the_wrong_type_is_refused():
+    with pytest.raises(BadInputError, match="nn.Module"):
+        resolve_model(42)
+
+
+# --- seeded builds ---------------------------------------------------------------------------
+
+def test_two_builds_of_a_timm_model_compute_the_same_thing():
+    first, second = resolve_model("resnet18", img_size=64), resolve_model("resnet18", img_size=64)
+    assert (second.name, second.input_size, second.param_count) == ("resnet18", (3, 64, 64), first.param_count)
+    x = first.make_input(1, "cpu")
+    assert torch.equal(first.module(x), second.module(x))
+
+
+def test_building_a_timm_model_leaves_the_callers_rng_alone():
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    resolve_model("resnet18")
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_a_model_that_cannot_be_built_on_its_gpu_is_built_on_the_cpu():
+    """On this machine building under cuda:0 fails (no CUDA): the fallback must give the same model."""
+    on_cpu = resolve_model("resnet18", img_size=64)
+    fell_back = resolve_model("resnet18", img_size=64, device="cuda:0")
+    assert next(fell_back.module.parameters()).device.type == "cpu"
+    x = on_cpu.make_input(1, "cpu")
+    assert torch.equal(fell_back.module(x), on_cpu.module(x))
+

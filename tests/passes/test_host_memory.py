@@ -1,0 +1,185 @@
+"""Out of host memory on the CPU path: its own error, with a batch that fits, estimated and
+never tried at a batch that could swap or be killed. Real allocations fail here: sizes
+beyond the address space, which no overcommit policy grants."""
+from __future__ import annotations
+
+import math
+import re
+import weakref
+
+import pytest
+import torch
+
+import visprof
+from visprof.passes import host_memory
+from visprof.base.errors import OutOfMemoryError
+from visprof.passes.host_memory import HostEstimate, available_bytes, is_host_out_of_memory
+from visprof.passes.models import resolve_model
+from visprof.passes.runner import RunConfig
+
+pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU path")
+
+BEYOND_ADDRESS_SPACE = 1 << 48  # bytes: more than a 47-bit user address space holds
+
+
+class BytesPerSample(torch.nn.Module):
+    """Allocates (without touching: no real memory is used) ``per_sample`` bytes per sample,
+    and records the batches it ran."""
+
+    def __init__(self, per_sample: int):
+        super().__init__()
+        self.per_sample = per_sample
+        self.batches: list[int] = []
+        self.conv = torch.nn.Conv2d(3, 4, 1)
+
+    def forward(self, x):
+        self.batches.append(x.shape[0])
+        scratch = x.new_empty(x.shape[0] * self.per_sample, dtype=torch.uint8)
+        del scratch
+        return self.conv(x)
+
+
+def test_real_allocation_failures_are_recognised():
+    with pytest.raises(RuntimeError) as torch_error:
+        torch.empty(BEYOND_ADDRESS_SPACE, dtype=torch.uint8)
+    with pytest.raises(MemoryError) as python_error:
+        bytearray(BEYOND_ADDRESS_SPACE)
+    assert is_host_out_of_memory(torch_error.value) and is_host_out_of_memory(python_error.value)
+    assert not is_host_out_of_memory(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
+
+
+def test_available_memory_is_known_and_at_most_the_machine_total():
+    available = available_bytes()
+    total = None
+    try:
+        total = next(int(line.split()[1]) * 1024 for line in open("/proc/meminfo") if line.startswith("MemTotal:"))
+    except OSError:
+        pytest.skip("no /proc/meminfo")
+    assert available is not None and 0 < available <= total
+
+
+def test_the_estimate_is_linear_in_the_batch_and_keeps_a_reserve():
+    estimate = HostEstimate(per_sample=100, fixed=50)
+    assert estimate.bytes_for(10) == 1050
+    assert estimate.largest_batch(1000) == 7  # (0.8 * 1000 - 50) // 100
+    assert estimate.largest_batch(160) == 1  # only batch 1 fits, and without the reserve
+    assert estimate.largest_batch(100) == 0
+    assert HostEstimate(0, 0, fits_one=False).largest_batch(10**12) == 0
+
+
+def test_the_estimate_matches_the_tensors_a_forward_holds():
+    # The peak is the scratch (freed before the conv's smaller output exists) plus the input,
+    # per sample: the estimate follows tensors as they are freed, not the sum of all made.
+    model = BytesPerSample(per_sample=1 << 20)
+    spec = resolve_model(model, img_size=8)
+    config = RunConfig(batch_size=4, precision="fp32", device="cpu")
+    estimate = host_memory.estimate_host_memory(spec, config)
+    assert estimate.per_sample == (1 << 20) + 3 * 8 * 8 * 4 and estimate.fixed == 0
+    assert model.batches == [1, 2]
+
+
+def test_a_batch_that_cannot_fit_is_refused_before_it_runs():
+    """The guard: the batch is estimated, never run (it could swap for minutes or be killed by
+    the OOM killer), and the error names a batch that fits."""
+    model = BytesPerSample(per_sample=1 << 30)  # 1 GiB a sample
+    with pytest.raises(OutOfMemoryError) as info:
+        visprof.profile(model, batch_size=10**9, img_size=8, passes="timing", iterations=1, progress=False)
+    error = info.value
+    assert max(model.batches) <= 2  # only the estimate's forwards ran
+    best = int(0.8 * available_bytes() // (1 << 30))
+    assert error.estimated and error.searched and error.max_batch_size == pytest.approx(best, abs=1)
+    assert re.match(r"out of host memory \(RAM\) at batch size 1000000000 on the CPU \(it needs at least "
+                    r"[\d.,]+ PiB, [\d.]+ GiB is available\); the largest batch that fits is about (\d+) "
+                    r"\(--batch-size \1\), estimated from the memory one sample needs$", str(error)), str(error)
+    assert error.exit_code == 3
+
+
+def test_without_the_search_the_error_names_no_batch():
+    model = BytesPerSample(per_sample=1 << 30)
+    with pytest.raises(OutOfMemoryError) as info:
+        visprof.profile(model, batch_size=10**9, img_size=8, passes="timing", iterations=1, progress=False,
+                        search_batch=False)
+    assert info.value.max_batch_size is None and not info.value.searched
+    assert str(info.value) == "out of host memory (RAM) at batch size 1000000000 on the CPU; try a smaller --batch-size"
+    assert max(model.batches) <= 2
+
+
+def test_a_forward_that_runs_out_of_memory_gets_an_estimated_batch(monkeypatch):
+    """The run itself fails (the guard off, as for a model whose memory the guard does not
+    foresee): the failure is out of memory, not the model's fault, and names a batch."""
+    monkeypatch.setattr(host_memory, "ACTIVATIONS_PER_INPUT", 0)  # never estimate before the run
+    per_sample = 1 << 30
+    batch = BEYOND_ADDRESS_SPACE // per_sample  # 256 Ki samples, 192 MiB of input at 8x8
+    model = BytesPerSample(per_sample)
+    with pytest.raises(OutOfMemoryError) as info:
+        visprof.profile(model, batch_size=batch, img_size=8, passes="timing", iterations=1, progress=False)
+    error = info.value
+    assert model.batches == [batch, 1, 2]  # tried once, then estimated
+    assert error.batch_size == batch and error.estimated
+    assert error.max_batch_size == pytest.approx(int(0.8 * available_bytes() // per_sample), abs=1)
+    assert f"--batch-size {error.max_batch_size}" in str(error)
+    assert error.__cause__ is None and error.__context__ is None  # the failed try is let go
+
+
+class HoldsThenFails(torch.nn.Module):
+    """At a large batch, allocates a tensor and then fails; at batch 1 and 2 (the estimate's
+    forwards) records whether the failed forward's tensors are still alive."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 1)
+        self.failed: list = []
+        self.alive_during_estimate: list[bool] = []
+
+    def forward(self, x):
+        held = x.new_empty(x.shape[0], 16)
+        if x.shape[0] > 2:
+            self.failed.append(weakref.ref(held))
+            x.new_empty(BEYOND_ADDRESS_SPACE, dtype=torch.uint8)  # a real failed allocation
+        self.alive_during_estimate.append(any(ref() is not None for ref in self.failed))
+        return self.conv(x)
+
+
+def test_the_estimate_runs_after_the_failed_forward_has_let_go_of_its_tensors(monkeypatch):
+    # Inside an except block the traceback keeps the failed forward's frames and tensors alive;
+    # the estimate (and the GPU's batch search) must not run there.
+    monkeypatch.setattr(host_memory, "ACTIVATIONS_PER_INPUT", 0)
+    model = HoldsThenFails()
+    with pytest.raises(OutOfMemoryError):
+        visprof.profile(model, batch_size=64, img_size=8, passes="timing", iterations=1, progress=False)
+    assert len(model.failed) == 1 and model.alive_during_estimate == [False, False]
+
+
+def test_not_even_batch_1_fits():
+    model = BytesPerSample(per_sample=BEYOND_ADDRESS_SPACE)
+    with pytest.raises(OutOfMemoryError) as info:
+        visprof.profile(model, batch_size=2, img_size=8, passes="timing", iterations=1, progress=False)
+    assert info.value.max_batch_size is None and info.value.searched
+    assert str(info.value).endswith("; not even batch size 1 fits (try a smaller --img-size)")
+
+
+def test_a_small_batch_costs_no_estimate():
+    # The default CPU batch is far from any limit: one file read, no extra forward.
+    model = BytesPerSample(per_sample=16)
+    visprof.profile(model, batch_size=2, img_size=8, passes="timing", iterations=1, warmup=0, progress=False)
+    assert set(model.batches) == {2}  # no forward at batch 1 or 2 for an estimate
+    assert 2 * math.prod((3, 8, 8)) * 4 * host_memory.ACTIVATIONS_PER_INPUT < available_bytes()
+
+
+class FailsOnThirdCall(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 1)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls == 3:  # in the attributed pass, after the first forward fit
+            x.new_empty(BEYOND_ADDRESS_SPACE, dtype=torch.uint8)
+        return self.conv(x)
+
+
+def test_out_of_memory_in_a_later_pass_is_out_of_memory_not_the_models_fault():
+    with pytest.raises(OutOfMemoryError) as info:
+        visprof.profile(FailsOnThirdCall(), batch_size=2, img_size=8, passes="attributed", progress=False)
+    assert str(info.value) == "out of host memory (RAM) at batch size 2 on the CPU; try a smaller --batch-size"

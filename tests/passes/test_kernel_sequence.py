@@ -1,0 +1,48 @@
+"""The attributed pass's same-work checks: kernel launches compared exactly, durations only
+where no kernel overlapped another (fabricated records with known overlaps)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from visprof.native.records import KERNEL_DTYPE, KIND_KERNEL, KIND_MEMSET
+from visprof.passes.kernel_sequence import isolated_time_ms, launch_difference, merged, sequence_of
+
+NAMES = ["gemm", "softmax", "add", "memset"]
+
+
+def rows(*kernels):
+    """kernels: (name index, start ns, end ns[, kind])."""
+    out = np.zeros(len(kernels), dtype=KERNEL_DTYPE)
+    for i, k in enumerate(kernels):
+        out[i]["name_id"], out[i]["start_ns"], out[i]["end_ns"] = k[0], k[1], k[2]
+        out[i]["kind"] = k[3] if len(k) > 3 else KIND_KERNEL
+    return out
+
+
+def test_back_to_back_launches_that_overlap_are_left_out_of_the_time_comparison():
+    # tracer-only: the softmax starts before the gemm ends (a launch that waits inside the kernel)
+    reference = sequence_of([rows((0, 0, 1000), (1, 900, 1500), (2, 1500, 1600), (3, 1600, 1700, KIND_MEMSET))], NAMES)
+    assert reference.names == ["gemm", "softmax", "add"]  # memsets are not kernels
+    assert reference.overlapped == [True, True, False]
+    # attributed: spaced launches, the softmax alone is shorter: the work is the same
+    attributed = sequence_of([rows((0, 0, 950), (1, 2000, 2400), (2, 3000, 3100))], NAMES)
+    assert launch_difference(attributed, reference) == 0
+    ms, ref_ms, compared, total = isolated_time_ms(attributed, reference)
+    assert (compared, total) == (1, 3) and ms == pytest.approx(100e-6) and ref_ms == pytest.approx(100e-6)
+
+
+def test_a_different_kernel_is_a_launch_difference():
+    reference = sequence_of([rows((0, 0, 10), (1, 20, 30))], NAMES)
+    attributed = sequence_of([rows((0, 0, 10), (2, 20, 30), (1, 40, 50))], NAMES)
+    assert launch_difference(attributed, reference) == 1  # one extra add
+    assert isolated_time_ms(attributed, reference)[2] == 0  # no position-wise comparison then
+
+
+def test_iterations_average_and_a_differing_iteration_is_set_aside():
+    seq = sequence_of([rows((0, 0, 100), (1, 200, 300)), rows((0, 0, 300), (1, 400, 500)), rows((1, 0, 10))], NAMES)
+    assert seq.iterations == 2 and seq.differing == 1
+    assert seq.duration_ns == [200.0, 100.0]
+    later = sequence_of([rows((0, 0, 500), (1, 600, 700))], NAMES)
+    both = merged(seq, later)  # before and after the attributed pass: clock drift averages out
+    assert both.iterations == 3 and both.duration_ns == [pytest.approx(300.0), pytest.approx(100.0)]

@@ -1,0 +1,237 @@
+"""visprof.profile, visprof.trace and the CLI end to end on the CPU path (what CI runs)."""
+import json
+
+import pytest
+import torch
+
+import visprof
+from visprof.capture.op_capture import ModuleTracker, OpCapture
+from visprof.base.errors import BadInputError, ModelForwardError, UnknownModelError
+from visprof.native import native
+from visprof.native.records import CapturedTrace
+from visprof.report.table import render
+
+pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU path; the GPU path is tests/gpu")
+
+
+@pytest.fixture(scope="module")
+def vit_result():
+    return visprof.profile("vit_tiny_patch16_224", batch_size=2, img_size=64, iterations=3, progress=False)
+
+
+def test_cpu_profile_is_labelled_and_complete(vit_result):
+    r = vit_result
+    assert r.measurement == "cpu" and r.gpu is None and r.memory is None
+    assert r.config.precision == "fp32" and r.config.passes == ["timing", "attributed"]
+    assert r.timing.latency_ms.median > 0 and r.timing.iterations == 3
+    assert sum(row.share for row in r.categories) == pytest.approx(1.0)
+    assert not r.failed_checks
+    assert r.attribution.coverage == 1.0
+    text = render(r)
+    assert "host clock" in text and "op time sum" in text and "device -1" not in text
+
+
+def test_cpu_profile_splits_a_vit_into_attention_and_mlp(vit_result):
+    rows = {(row.category, row.subcategory): row for row in vit_result.categories}
+    assert rows[("attention", "core")].time_ms > 0
+    assert rows[("attention", "projections")].time_ms > 0
+    assert rows[("linear", None)].time_ms > 0
+    assert ("convolution", "dense") in rows  # the patch embedding
+
+
+def test_flops_match_the_architecture(vit_result):
+    # ViT-Ti/16 at 64x64: 16 patches + cls = 17 tokens, dim 192, 12 blocks, MLP ratio 4.
+    tokens, dim, blocks = 17, 192, 12
+    per_block = 2 * tokens * dim * (3 * dim + dim + 4 * dim + 4 * dim)  # qkv, proj, fc1, fc2
+    attention = 2 * 2 * tokens * tokens * dim  # QK^T and AV
+    patch = 2 * 16 * dim * 3 * 16 * 16
+    head = 2 * dim * 1000
+    expected = 2 * (blocks * (per_block + attention) + patch + head)  # batch 2
+    total = sum(row.flops for row in vit_result.categories)
+    assert total == pytest.approx(expected, rel=1e-6)
+
+
+def test_result_round_trips_through_json(vit_result, tmp_path):
+    path = tmp_path / "r.json"
+    vit_result.to_json(path)
+    again = visprof.ProfileResult.load(path)
+    assert again.to_dict() == json.loads(path.read_text())
+    assert again.categories == vit_result.categories
+
+
+def test_capture_template_reuses_modules_and_flops_by_position():
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, groups=1), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3, groups=8))
+    x = torch.randn(1, 3, 16, 16)
+    tracker = ModuleTracker(model)
+    with torch.inference_mode():
+        with tracker, OpCapture(tracker, flops=True) as template:
+            model(x)
+        capture = OpCapture(tracker, template=template)
+        with capture:  # no module hooks: modules come from the template
+            for it in range(2):
+                capture.start_iteration(it)
+                model(x)
+    ops = capture.to_records()
+    assert capture.misaligned == 0
+    assert [op.module for op in ops] == [op.module for op in template.to_records()] * 2
+    assert [tracker.modules[op.module].path for op in ops[:3]] == ["0", "1", "2"]
+    assert ops[0].flops == 2 * 8 * 3 * 9 * 14 * 14 and ops[2].flops == 2 * 8 * 9 * 12 * 12
+    assert ops[2].attrs == {"groups": 8, "in_channels": 8, "kernel_size": [3, 3]}
+
+
+def test_trace_context_on_cpu_attributes_user_code(tmp_path):
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.LayerNorm(64))
+    with torch.inference_mode(), visprof.trace(model) as session:
+        model(torch.randn(4, 32))
+    keys = {(r.category, r.subcategory) for r in session.category_rows()}
+    assert {("linear", None), ("activation", None), ("normalization", "layer")} <= keys
+    session.save(tmp_path / "rec.json.gz")
+    replay = CapturedTrace.load(tmp_path / "rec.json.gz")
+    assert replay.measurement == "cpu" and len(replay.ops) == len(session.trace.ops)
+    session.chrome_trace(tmp_path / "t.json")
+    assert json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+
+
+class ExplodesOnCall(torch.nn.Module):
+    """Raises from its `fail_on`-th forward on: the first call, or inside the attributed pass."""
+
+    def __init__(self, fail_on: int):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.fail_on = fail_on
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        x = self.conv(x)
+        if self.calls >= self.fail_on:
+            raise RuntimeError(f"boom on call {self.calls}")
+        return x
+
+
+@pytest.mark.parametrize("fail_on, passes", [(1, "timing,attributed"), (3, "attributed")])
+def test_a_model_raising_leaves_no_range_hook_or_mode_behind(fail_on, passes):
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    c = native()
+    with pytest.raises(ModelForwardError, match="boom"):
+        visprof.profile(ExplodesOnCall(fail_on), batch_size=1, img_size=8, passes=passes, progress=False)
+    with pytest.raises(RuntimeError, match="boom"):
+        with visprof.trace():
+            ExplodesOnCall(1)(torch.randn(1, 3, 8, 8))
+    assert c.nvtx.depth() == 0 and c.op_depth() == 0
+
+    assert _get_current_dispatch_mode() is None
+    assert not torch.nn.modules.module._global_forward_hooks and not torch.nn.modules.module._global_forward_pre_hooks
+
+
+def test_the_memory_pass_needs_a_gpu_and_the_default_passes_leave_it_out_on_the_cpu():
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3))
+    for passes in ("memory", ["timing", "memory"]):
+        with pytest.raises(BadInputError, match="the memory pass needs a GPU"):
+            visprof.profile(model, batch_size=1, img_size=8, passes=passes, progress=False)
+    result = visprof.profile(model, batch_size=1, img_size=8, iterations=1, progress=False)
+    assert result.config.passes == ["timing", "attributed"] and result.memory is None
+    assert "Memory: not measured (the memory pass needs a GPU" in render(result)
+
+
+class CountsCalls(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.conv(x)
+
+
+def test_trace_and_recording_paths_are_checked_before_the_run_and_written_whole(tmp_path):
+    model = CountsCalls()
+    for bad in ({"trace_path": tmp_path / "missing" / "t.json"}, {"recording_path": tmp_path},
+                {"trace_path": tmp_path / "x.json", "recording_path": tmp_path / "x.json"}):
+        with pytest.raises(BadInputError):
+            visprof.profile(model, batch_size=1, img_size=8, progress=False, **bad)
+    assert model.calls == 0  # refused before the model ran
+    trace, recording = tmp_path / "t.json", tmp_path / "rec.json.gz"
+    trace.write_text("old")
+    visprof.profile(model, batch_size=1, img_size=8, passes="attributed", progress=False, trace_path=trace,
+                    recording_path=recording)
+    assert json.loads(trace.read_text())["traceEvents"]
+    assert CapturedTrace.load(recording).measurement == "cpu"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rec.json.gz", "t.json"]
+
+
+def test_bad_input_is_reported_not_raised_as_a_traceback():
+    with pytest.raises(UnknownModelError) as info:
+        visprof.profile("resnet5O", progress=False)
+    assert "resnet50" in str(info.value)
+    for kwargs in ({"batch_size": 0}, {"precision": "int3"}, {"passes": "timing,bogus"}, {"iterations": 0},
+                   {"device": "tpu"}):
+        with pytest.raises(BadInputError):
+            visprof.profile("resnet18", progress=False, **kwargs)
+
+
+def test_cli_profile_end_to_end(tmp_path, capsys):
+    from visprof.cli.app import main
+
+    out, trace = tmp_path / "r.json", tmp_path / "t.json"
+    code = main(["profile", "resnet18", "--batch-size", "2", "--img-size", "64", "--iterations", "3",
+                 "--quiet", "--json", str(out), "--trace", str(trace)])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert "convolution" in printed and "HOST CLOCK" in printed.upper()
+    result = json.loads(out.read_text())
+    assert result["schema"] == "visprof.profile/1" and result["measurement"] == "cpu"
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(e.get("ph") == "X" for e in events)
+
+
+def test_cli_unknown_model_exits_2_with_suggestions(capsys):
+    from visprof.cli.app import main
+
+    assert main(["profile", "vit_base_patch16_244"]) == 2
+    err = capsys.readouterr().err
+    assert "vit_base_patch16_224" in err and "Traceback" not in err
+
+
+def test_a_failed_memory_pass_keeps_the_other_results(monkeypatch):
+    from visprof import profiler
+
+    def crash(*args):
+        raise RuntimeError("tracker failed")
+
+    monkeypatch.setattr(profiler, "run_memory_pass", crash)
+    notes: list[str] = []
+    with pytest.warns(UserWarning, match="memory pass failed"):
+        assert profiler._memory_or_warn(None, None, notes) is None
+    assert "tracker failed" in notes[0]
+
+
+def test_compiled_models_are_attributed_with_a_clear_caveat(caplog):
+    import logging
+    import warnings
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1))
+    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
+        warnings.simplefilter("always")
+        result = visprof.profile(model, batch_size=1, img_size=8, iterations=2, compile=True,
+                                 passes="attributed", progress=False)
+    # torch's complaints about visprof's own hooks, or about CUDA on a CPU-only torch, do not leak
+    assert [str(w.message) for w in caught] == []
+    assert not [r for r in caplog.records if r.name.startswith("torch")], caplog.records
+    assert result.config.compile
+    assert any("torch.compile" in w and "eager" in w for w in result.warnings)
+    assert {row.category for row in result.categories} >= {"convolution", "activation", "pooling"}
+
+
+def test_a_visprof_bug_outside_the_forward_is_not_blamed_on_the_model(monkeypatch):
+    from visprof.passes import attributed
+
+    def broken(*args, **kwargs):
+        raise KeyError("a bug in visprof, not in the model")
+
+    monkeypatch.setattr(attributed, "build_trace", broken)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3))
+    with pytest.raises(KeyError, match="a bug in visprof"):
+        visprof.profile(model, batch_size=1, img_size=8, passes="attributed", progress=False)

@@ -1,0 +1,203 @@
+"""The HTML report and its PNGs: drawn from real inputs, self-contained, and not blank when a
+browser renders them (headless Chromium, skipped with the reason where it is not installed)."""
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from recorded_results import write_results
+from visprof.analysis import sources
+from visprof.analysis.compare import compare
+from visprof.report import figures
+from visprof.report.html import build_report
+
+TIMM = Path(__file__).resolve().parents[1] / "data" / "timm"
+CSVS = sorted(TIMM.glob("*.csv"))
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def image(png: bytes):
+    import matplotlib.image
+
+    return matplotlib.image.imread(io.BytesIO(png), format="png")
+
+
+def ink(pixels) -> float:
+    """Share of pixels that are not (near) white."""
+    rgb = pixels[..., :3]
+    return float((rgb.min(axis=-1) < 0.94).mean())
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("h200")
+    write_results(folder)
+    return sources.load([folder, *CSVS])
+
+
+@pytest.fixture(scope="module")
+def report(loaded, tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    written = build_report(loaded, out / "report.html", png_dir=out / "png")
+    return out / "report.html", written
+
+
+def test_every_figure_is_a_png_with_content(loaded):
+    comparison = compare(loaded.measurements, "rtx3090", "rtx4090")
+    drawn = {
+        "categories": figures.category_bars(loaded.profiles),
+        "roofline": figures.roofline(loaded.profiles, sources.gpu_table()),
+        "pareto": figures.pareto(loaded.measurements),
+        "speedup": figures.speedup_scatter(comparison),
+        "families": figures.family_boxes(comparison),
+    }
+    # intensity, tensor share, and measured against what each of the 4 profiles predicts
+    titles = [ax.get_title(loc="left") for ax in drawn["speedup"].axes]
+    assert len(titles) == 3 and titles[2].startswith("Measured vs predicted (Spearman ")
+    # the 4 profiled models as points: filled where their band is narrow, hollow where it is not
+    from matplotlib.collections import PathCollection
+
+    from visprof.analysis.compare import is_decided
+
+    points = [c for c in drawn["speedup"].axes[2].collections if isinstance(c, PathCollection)]
+    assert sum(len(c.get_offsets()) for c in points) == 4
+    undecided = sum(1 for m in comparison.models if m.predicted_band and not is_decided(m.predicted_band))
+    assert len(points[-1].get_offsets()) == 4 - undecided
+    for name, fig in drawn.items():
+        assert fig is not None, name
+        png = figures.png_bytes(fig)
+        assert png.startswith(PNG_MAGIC), name
+        pixels = image(png)
+        assert pixels.shape[0] > 250 and pixels.shape[1] > 600, name
+        assert 0.02 < ink(pixels) < 0.6, (name, ink(pixels))
+
+
+def test_figures_are_none_without_data():
+    assert figures.category_bars([]) is None
+    assert figures.roofline([], sources.gpu_table()) is None
+    assert figures.pareto([]) is None
+
+
+def test_category_bars_grow_with_the_number_of_models_and_cap_it(loaded):
+    profiles = loaded.profiles
+    one = figures.category_bars(profiles[:1])
+    many = figures.category_bars(profiles * 20)  # 80 bars
+    assert many.get_size_inches()[1] > one.get_size_inches()[1]
+    assert "the 60 slowest per image of 80" in many.axes[0].get_title(loc="left")
+
+
+def test_an_outlier_does_not_flatten_the_other_bars(loaded):
+    import copy
+
+    profiles = loaded.profiles
+    giant = copy.deepcopy(profiles[0])
+    giant.model = "giant_net"
+    for row in giant.result.categories:
+        row.time_ms *= 40
+    fig = figures.category_bars([*profiles, giant])
+    ax = fig.axes[0]
+    per_row: dict[float, float] = {}
+    for bar in ax.patches:  # stacked segments: a row's length is the sum of its segments
+        row = round(bar.get_y() + bar.get_height() / 2, 3)
+        per_row[row] = per_row.get(row, 0.0) + bar.get_width()
+    lengths = sorted(per_row.values())
+    assert ax.get_xlim()[1] == pytest.approx(1.3 * lengths[-2])
+    assert [t.get_text() for t in ax.texts] == [f"{lengths[-1]:,.0f} ▸"]
+    assert len(figures.category_bars(profiles).axes[0].texts) == 0  # no outlier: nothing clipped
+
+
+def test_several_outliers_are_cut_at_the_largest_step(loaded):
+    """Twenty bars, two of them giants (40x and 25x): both are cut, the axis ends past the third."""
+    import copy
+
+    profiles = []
+    for i in range(20):
+        p = copy.deepcopy(loaded.profiles[i % len(loaded.profiles)])
+        p.model = f"net_{i}"
+        factor = {0: 40.0, 1: 25.0}.get(i, 1.0 + 0.01 * i)
+        for row in p.result.categories:
+            row.time_ms *= factor
+        profiles.append(p)
+    ax = figures.category_bars(profiles).axes[0]
+    per_row: dict[float, float] = {}
+    for bar in ax.patches:
+        row = round(bar.get_y() + bar.get_height() / 2, 3)
+        per_row[row] = per_row.get(row, 0.0) + bar.get_width()
+    lengths = sorted(per_row.values())
+    assert ax.get_xlim()[1] == pytest.approx(1.3 * lengths[-3])
+    assert sorted(t.get_text() for t in ax.texts) == sorted(f"{v:,.0f} ▸" for v in lengths[-2:])
+
+
+def test_repeated_profiles_are_shown_once(loaded, tmp_path):
+    import copy
+
+    again = copy.deepcopy(loaded.profiles[0])
+    again.result.created_at = "2099-01-01T00:00:00+00:00"
+    doubled = sources.Loaded([*loaded.measurements, again], [])
+    latest, dropped = doubled.latest_profiles_only()
+    assert dropped == 1 and len(latest.profiles) == len(loaded.profiles)
+    assert again in latest.profiles and loaded.profiles[0] not in latest.profiles
+    assert len(latest.measurements) == len(loaded.measurements)  # references untouched
+    build_report(doubled, tmp_path / "r.html")
+    assert "1 repeated profile(s) of a model under the same conditions" in (tmp_path / "r.html").read_text()
+
+
+def test_html_is_self_contained(report):
+    path, written = report
+    html = path.read_text()
+    assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
+    assert html.count('src="data:image/png;base64,') == len(written) == 5
+    for forbidden in ("http://", "https://", "<script", "<link", "@import"):
+        assert forbidden not in html
+    for section in ("Where the time goes", "Roofline", "Pareto fronts", "Speed-up rtx3090 → rtx4090", "By family"):
+        assert section in html
+    assert "deit_small_patch16_224" in html and "tensor-core bound" in html
+    # every profiled model explained, with what its profile predicts and how far that holds overall
+    assert "<h2>Why: the 4 profiled models</h2>" in html and html.count("its profile predicts") >= 4
+    assert "4 profiled model(s): their profiles predict the speed-up with median error" in html
+    # and each one's range over the rate scalings, in its own column
+    assert "<th>its range</th>" in html
+    why = html.split("<h2>Why: the 4 profiled models</h2>")[1].split("<h2>By family</h2>")[0]
+    assert len(re.findall(r"<td>x\d\.\d\d – x\d\.\d\d</td>", why)) == 4
+
+
+def test_report_refuses_empty_inputs(tmp_path):
+    from visprof.base.errors import BadInputError
+
+    with pytest.raises(BadInputError, match="no measurements"):
+        build_report(sources.Loaded(), tmp_path / "r.html")
+    assert not (tmp_path / "r.html").exists()
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@pytest.mark.skipif(_chromium() is None, reason="headless Chromium is not installed (Debian: apt-get install chromium)")
+def test_chromium_renders_the_report_and_it_is_not_blank(report, tmp_path):
+    path, _ = report
+    shot = tmp_path / "shot.png"
+    profile = tmp_path / "chromium-profile"
+    profile.mkdir()
+    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           f"--user-data-dir={profile}", "--hide-scrollbars", "--window-size=1400,2400",
+           f"--screenshot={shot}", path.as_uri()]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    assert shot.exists(), f"chromium wrote no screenshot (exit {proc.returncode}): {proc.stderr[-800:]}"
+    pixels = image(shot.read_bytes())
+    assert pixels.shape[0] >= 2000 and pixels.shape[1] >= 1300
+    # the dark header band, figures and tables: a blank or unstyled page has far less ink
+    assert ink(pixels) > 0.08, ink(pixels)
+    top = pixels[:60, :, :3]
+    assert top.mean() < 0.4  # the header bar is dark: the CSS applied

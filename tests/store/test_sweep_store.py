@@ -1,0 +1,325 @@
+"""The results store on a recorded H200 result: schema, flattening, identity (never
+overwrite), resume states, failures, references, the DataFrame, exports and bad stores."""
+import copy
+import csv
+import io
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from visprof.base.errors import BadInputError
+from visprof.result import ProfileResult
+from visprof.store.export import export_store
+from visprof.sweep.plan import SweepPlan
+from visprof.store.schema import SCHEMA_VERSION
+from visprof.store.result_store import Reference, ResultStore, StoreBusyError, open_store
+from visprof.store.timm_format import TIMM_COLUMNS, reference_from_timm_row
+from visprof.store.versions import SoftwareVersions
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+H200_UUID = "d03416d0-161e-7e43-c8e8-3a46f2386a3c"
+
+
+@pytest.fixture(scope="module")
+def vit_doc():
+    return json.loads((DATA / "h200-result-vit_base_patch16_224.json").read_text())
+
+
+@pytest.fixture
+def cell():
+    return SweepPlan(["vit_base_patch16_224"], "cuda").cells()[0]
+
+
+@pytest.fixture
+def store(tmp_path):
+    with open_store(tmp_path / "results.db", write=True) as s:
+        yield s
+
+
+def versions_of(doc):
+    return SoftwareVersions.of_result(doc)
+
+
+def test_a_new_store_has_its_schema_version_and_wal(store):
+    assert store.schema_version == SCHEMA_VERSION == 1
+    assert store.meta()["created_by"].startswith("visprof ")
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert {"results", "result_categories", "result_memory", "failures", "runs", "references", "meta"} <= {
+        row[0] for row in store.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+
+def test_a_result_is_flattened_and_kept_whole(store, cell, vit_doc):
+    row_id = store.add_result(cell, vit_doc, batch_sizes_tried=[64], wall_s=3.2, attempts=1, host="h200")
+    assert row_id is not None
+    (row,) = store.rows()
+    assert row["model"] == "vit_base_patch16_224" and row["cell_key"] == cell.key
+    assert row["gpu_name"] == "NVIDIA H200" and row["gpu_uuid"] == H200_UUID and row["device_kind"] == "gpu"
+    assert (row["visprof_version"], row["torch_version"], row["timm_version"], row["cuda_version"]) == (
+        "0.1.0", "2.11.0+cu130", "1.0.29", "13.0")
+    assert row["latency_median_ms"] == pytest.approx(8.070272)
+    assert row["latency_p90_ms"] == pytest.approx(8.1840128)
+    assert row["samples_per_s"] == pytest.approx(7930.339894367873)
+    assert row["idle_ms"] == pytest.approx(0.635137499999999)
+    assert row["peak_bytes"] == 729263008 and row["alloc_count"] == 338
+    assert row["max_memory_allocated_bytes"] == 729656320
+    assert row["reserved_peak_bytes"] is None  # not in this (older) result: NULL, not an error
+    assert row["batch_size"] == 64 and json.loads(row["batch_sizes_tried"]) == [64]
+    assert (row["img_height"], row["img_width"]) == (224, 224)
+    assert row["flops"] == pytest.approx(2248170012672.0)
+    assert row["sm_clock_mhz_median"] == 1965 and row["power_w_max"] == pytest.approx(689.587)
+    assert row["energy_j"] == pytest.approx(918.765) and row["throttle_reasons"] == "sw_power_cap"
+    assert row["checks_failed"] == 0 and row["memory_wall_s"] == pytest.approx(10.660339703999995)
+    assert row["wall_s"] == 3.2 and row["host"] == "h200"
+    # the whole result comes back exactly
+    (result,) = store.results()
+    assert result.to_dict() == ProfileResult.from_dict(vit_doc).to_dict()
+    # categories and memory, row by row
+    cats = store.category_rows()
+    assert [(c["category"], c["subcategory"]) for c in cats] == [
+        (c["category"], c["subcategory"] or "") for c in vit_doc["categories"]]
+    assert sum(c["share"] for c in cats) == pytest.approx(1.0, abs=1e-6)
+    memory = dict(store.conn.execute("SELECT key, allocated_at_peak FROM result_memory").fetchall())
+    assert memory == vit_doc["memory"]["by_category_at_peak"] | {
+        k: None for k in vit_doc["memory"]["transient_peak_by_category"] if k not in vit_doc["memory"]["by_category_at_peak"]}
+
+
+def test_rows_are_never_overwritten_and_new_versions_make_new_rows(store, cell, vit_doc):
+    assert store.add_result(cell, vit_doc) is not None
+    changed = copy.deepcopy(vit_doc)
+    changed["timing"]["latency_ms"]["median"] = 99.0
+    assert store.add_result(cell, changed) is None  # same cell, GPU and versions: the first row stays
+    assert [r["latency_median_ms"] for r in store.rows()] == [pytest.approx(8.070272)]
+    newer = copy.deepcopy(changed)
+    newer["environment"]["torch"] = "2.12.0+cu130"
+    assert store.add_result(cell, newer) is not None
+    other_gpu = copy.deepcopy(vit_doc)
+    other_gpu["gpu"]["uuid"] = "GPU-00000000-0000-0000-0000-000000000001"
+    assert store.add_result(cell, other_gpu) is not None
+    assert store.count() == 3
+    assert sorted(r["torch_version"] for r in store.rows()) == ["2.11.0+cu130", "2.11.0+cu130", "2.12.0+cu130"]
+
+
+def test_cell_states_follow_versions_and_devices(store, cell, vit_doc):
+    store.add_result(cell, vit_doc, attempts=2)
+    versions = versions_of(vit_doc)
+    assert store.cell_states(versions, [H200_UUID])[cell.key].status == "ok"
+    assert store.cell_states(versions, [H200_UUID])[cell.key].attempts == 2
+    assert store.cell_states(versions, None)[cell.key].status == "ok"  # Ray: any device
+    assert cell.key not in store.cell_states(versions, ["another-gpu"])
+    assert cell.key not in store.cell_states(versions, [])
+    newer = SoftwareVersions(versions.visprof, "2.12.0", versions.timm, versions.cuda)
+    assert store.cell_states(newer, None) == {}
+
+
+def test_a_cell_done_on_another_card_of_the_same_gpu_model_counts_as_done(store, cell, vit_doc):
+    # A store carried to another machine with the same GPU model resumes there: on the lent
+    # H200 machines every call had new GPU uuids, and the sweep measured everything again.
+    store.add_result(cell, vit_doc)
+    versions = versions_of(vit_doc)
+    name = vit_doc["gpu"]["name"]
+    assert cell.key not in store.cell_states(versions, ["new-card"])
+    assert store.cell_states(versions, ["new-card"], [name])[cell.key].status == "ok"
+    assert cell.key not in store.cell_states(versions, ["new-card"], ["NVIDIA A100-SXM4-80GB"])
+    newer = SoftwareVersions(versions.visprof, "2.12.0", versions.timm, versions.cuda)
+    assert store.cell_states(newer, ["new-card"], [name]) == {}  # new versions still measure anew
+    failed = SweepPlan(["deit_small_patch16_224"], "cuda").cells()[0]
+    store.add_failure(failed, versions=versions, gpu={"name": name, "uuid": "GPU-other"}, kind="error",
+                      error_class="ModelBuildError", message="no such model", final=True)
+    assert store.cell_states(versions, ["new-card"], [name])[failed.key].status == "failed"
+
+
+def test_failures_count_attempts_and_a_later_success_clears_them(store, cell, vit_doc):
+    versions = versions_of(vit_doc)
+    gpu = vit_doc["gpu"]
+    store.add_failure(cell, versions=versions, gpu=gpu, kind="crash", error_class="WorkerCrashed",
+                      message="the worker process was killed by SIGSEGV", final=False)
+    state = store.cell_states(versions, [H200_UUID])[cell.key]
+    assert (state.status, state.attempts, state.final, state.kind) == ("failed", 1, False, "crash")
+    store.add_failure(cell, versions=versions, gpu=gpu, kind="timeout", error_class="CellTimeout",
+                      message="no result after 300 s", final=True)
+    (failure,) = store.failures()
+    assert (failure["attempts"], failure["final"], failure["error_class"], failure["kind"]) == (2, 1, "CellTimeout", "timeout")
+    assert failure["first_at"] <= failure["last_at"]
+    store.add_result(cell, vit_doc)
+    assert store.failures() == []
+    assert store.cell_states(versions, [H200_UUID])[cell.key].status == "ok"
+    with pytest.raises(ValueError):
+        store.add_failure(cell, versions=versions, gpu=gpu, kind="bad-kind", error_class="X", message="")
+
+
+def test_a_result_with_missing_parts_gives_nulls(store, cell, vit_doc):
+    sparse = {k: vit_doc[k] for k in ("schema", "visprof_version", "created_at", "model", "config", "measurement",
+                                       "environment")}
+    sparse["gpu"] = None
+    store.add_result(cell, sparse)
+    (row,) = store.rows()
+    assert row["gpu_uuid"] == "cpu" and row["device_kind"] == "cpu"
+    assert row["latency_median_ms"] is None and row["peak_bytes"] is None and row["flops"] is None
+    assert row["checks_failed"] is None and store.category_rows() == []
+
+
+def test_dataframe_has_a_column_per_category_and_figure(store, cell, vit_doc):
+    store.add_result(cell, vit_doc)
+    frame = store.dataframe()
+    assert len(frame) == 1
+    row = frame.iloc[0]
+    attention = [c for c in vit_doc["categories"] if c["category"] == "attention"]
+    assert row["time_ms.attention"] == pytest.approx(sum(c["time_ms"] for c in attention))
+    assert row["share.attention"] == pytest.approx(sum(c["share"] for c in attention))
+    assert row["flops.linear"] == pytest.approx(next(c["flops"] for c in vit_doc["categories"] if c["category"] == "linear"))
+    assert row["live_bytes.attention"] == 34603008
+    assert row["live_bytes.parameters & inputs"] == 384805792
+    assert "result_json" not in frame.columns
+    assert list(store.dataframe(model="resnet*").index) == []
+
+
+def test_references_add_read_and_skip_duplicates(store):
+    text = ("model,infer_img_size,infer_samples_per_sec,infer_step_time,infer_batch_size,param_count,infer_gmacs,infer_macts\n"
+            "vit_base_patch16_224,224,3122.75,327.891,1024,86.57,16.87,16.49\n"
+            "resnet50,224,3373.27,303.533,1024,25.56,4.11,11.11\n"
+            'eva_giant_patch14_560,560,1.5,"1,200.5",2,"1,014.45",2000.1,3000.2\n')
+    refs = [reference_from_timm_row(r, source="rtx4090.csv", gpu_name="NVIDIA GeForce RTX 4090", precision="amp-fp16")
+            for r in csv.DictReader(io.StringIO(text))]
+    assert store.add_references(refs) == 3
+    assert store.add_references(refs[:1]) == 0  # already there
+    assert store.add_references([{"source": "paper", "gpu_name": "A100", "model": "resnet50", "img_size": 224,
+                                  "batch_size": 256, "precision": "fp16", "samples_per_s": 2500.0}]) == 1
+    got = store.references(gpu_name="*4090*")
+    assert [r.model for r in got] == ["vit_base_patch16_224", "resnet50", "eva_giant_patch14_560"]
+    assert got[0].samples_per_s == 3122.75 and got[0].param_count_m == 86.57 and got[0].macts_m == 16.49
+    assert got[2].step_time_ms == 1200.5 and got[2].param_count_m == 1014.45
+    assert [r.gpu_name for r in store.references(model="resnet50")] == ["NVIDIA GeForce RTX 4090", "A100"]
+    assert len(store.references_dataframe()) == 4
+    with pytest.raises(BadInputError):
+        reference_from_timm_row({"model": "x"}, source="f", gpu_name="g", precision="p")
+    with pytest.raises(BadInputError):
+        store.add_references([Reference(source="", gpu_name="g", model="m", img_size=1, batch_size=1, precision="p")])
+
+
+def test_exports(store, cell, vit_doc, tmp_path):
+    store.add_result(cell, vit_doc, batch_sizes_tried=[64], wall_s=3.0)
+    store.add_failure(SweepPlan(["broken"], "cuda").cells()[0], versions=versions_of(vit_doc), gpu=vit_doc["gpu"],
+                      kind="error", error_class="ModelForwardError", message="boom")
+    # csv: every flattened column, then the category columns
+    out = io.StringIO()
+    assert export_store(store, None, "csv", stdout=out) == 1
+    (row,) = list(csv.DictReader(io.StringIO(out.getvalue())))
+    assert float(row["latency_median_ms"]) == pytest.approx(8.070272) and "time_ms.attention" in row
+    # timm: its benchmark CSV's columns, GMACs from FLOPs (a multiply-add is 2 FLOPs)
+    path = tmp_path / "timm.csv"
+    assert export_store(store, path, "timm") == 1
+    (timm_row,) = list(csv.DictReader(path.open()))
+    assert tuple(timm_row) == TIMM_COLUMNS
+    assert timm_row["model"] == "vit_base_patch16_224" and timm_row["infer_img_size"] == "224"
+    assert float(timm_row["infer_step_time"]) == 8.07 and float(timm_row["infer_samples_per_sec"]) == 7930.34
+    assert timm_row["infer_batch_size"] == "64" and float(timm_row["param_count"]) == 86.57
+    assert float(timm_row["infer_gmacs"]) == pytest.approx(2248170012672.0 / 2 / 64 / 1e9, abs=0.01)
+    assert timm_row["infer_macts"] == ""
+    # json: nothing left out
+    path = tmp_path / "all.json"
+    export_store(store, path, "json")
+    document = json.loads(path.read_text())
+    assert document["schema"] == "visprof.store-export/1"
+    assert ProfileResult.from_dict(document["results"][0]["result"]).timing.latency_ms.median == pytest.approx(8.070272)
+    assert document["failures"][0]["error_class"] == "ModelForwardError"
+    # failures as csv
+    out = io.StringIO()
+    assert export_store(store, None, "csv", failures=True, stdout=out) == 1
+    assert "ModelForwardError" in out.getvalue()
+    # parquet round trip
+    import pandas as pd
+
+    path = tmp_path / "rows.parquet"
+    assert export_store(store, path, "parquet") == 1
+    frame = pd.read_parquet(path)
+    assert frame.loc[0, "samples_per_s"] == pytest.approx(7930.339894367873)
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_export_errors(store, cell, vit_doc, tmp_path):
+    other = copy.deepcopy(vit_doc)
+    other["gpu"].update(name="NVIDIA GeForce RTX 4090", uuid="GPU-1")
+    store.add_result(cell, vit_doc)
+    store.add_result(cell, other)
+    with pytest.raises(BadInputError, match="choose one with --gpu"):
+        export_store(store, tmp_path / "t.csv", "timm")
+    assert not (tmp_path / "t.csv").exists()
+    assert export_store(store, tmp_path / "t.csv", "timm", gpu="*H200*") == 1
+    with pytest.raises(BadInputError, match="unknown export format"):
+        export_store(store, None, "xlsx")
+    with pytest.raises(BadInputError, match="parquet"):
+        export_store(store, None, "parquet")
+    with pytest.raises(BadInputError, match="directory"):
+        export_store(store, tmp_path / "missing" / "x.csv", "csv")
+
+
+def test_bad_stores_are_one_line_errors(tmp_path):
+    with pytest.raises(BadInputError, match="no such store"):
+        open_store(tmp_path / "absent.db")
+    with pytest.raises(BadInputError, match="is a directory"):
+        open_store(tmp_path)
+    with pytest.raises(BadInputError, match="directory"):
+        open_store(tmp_path / "missing" / "r.db", write=True)
+    text = tmp_path / "notes.txt"
+    text.write_text("hello, not a database\n" * 10)
+    with pytest.raises(BadInputError, match="not an SQLite file"):
+        open_store(text, write=True)
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    with pytest.raises(BadInputError, match="no meta table"):
+        open_store(other)
+    future = tmp_path / "future.db"
+    open_store(future, write=True).close()
+    with sqlite3.connect(future) as conn:
+        conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(BadInputError, match="schema version 99"):
+        open_store(future)
+
+
+def test_one_writer_at_a_time(tmp_path):
+    path = tmp_path / "r.db"
+    with ResultStore(path, write=True):
+        with pytest.raises(StoreBusyError, match="another sweep is writing"):
+            ResultStore(path, write=True)
+        with open_store(path) as reader:  # readers are welcome meanwhile
+            assert reader.count() == 0
+    ResultStore(path, write=True).close()  # free again once the writer closed
+
+
+def test_reading_a_store_does_not_write(store, cell, vit_doc):
+    store.add_result(cell, vit_doc)
+    with open_store(store.path) as reader:
+        with pytest.raises(RuntimeError, match="opened for reading"):
+            reader.add_result(cell, vit_doc)
+        assert reader.count() == 1
+
+
+def test_op_types_and_kernel_families_are_flattened_and_old_stores_gain_the_tables(tmp_path, cell, vit_doc):
+    import sqlite3
+
+    doc = json.loads(json.dumps(vit_doc))
+    doc["op_types"] = [
+        {"op_type": "aten.native_group_norm.default", "category": "normalization", "subcategory": "group",
+         "calls": 24, "kernels": 48, "time_ms": 0.9, "share": 0.12, "gflop": 0.0, "mb": 810.5},
+        {"op_type": "aten.mm.default [high intensity]", "category": "linear", "subcategory": None,
+         "calls": 48, "kernels": 48, "time_ms": 2.1, "share": 0.28, "gflop": 1200.0, "mb": 300.0},
+    ]
+    doc["kernel_families"] = [{"family": "nvjet_tst", "category": "linear", "subcategory": None, "calls": 48,
+                               "time_ms": 2.1, "share": 0.28}]
+    path = tmp_path / "old.db"
+    with open_store(path, write=True) as store:  # a store made before the tables existed: drop them, as old files lack them
+        store.conn.execute("DROP TABLE result_op_types")
+        store.conn.execute("DROP TABLE result_kernel_families")
+        store.conn.commit()
+    assert {"result_op_types"} - {r[0] for r in sqlite3.connect(path).execute("SELECT name FROM sqlite_master")}
+    with open_store(path, write=True) as store:
+        store.add_result(cell, doc)
+        store.add_result(SweepPlan(["other_model"], "cuda").cells()[0], vit_doc)  # an older result: no op types, no rows
+        ops = store.op_type_rows()
+        assert [(r["model"], r["op_type"], r["subcategory"], r["time_ms"]) for r in ops] == [
+            (cell.model, "aten.native_group_norm.default", "group", 0.9),
+            (cell.model, "aten.mm.default [high intensity]", "", 2.1)]
+        assert [(r["family"], r["calls"]) for r in store.kernel_family_rows()] == [("nvjet_tst", 48)]

@@ -1,0 +1,278 @@
+"""The sweep against real failures, on the CPU, with real worker processes and signals.
+
+The fake models (tests/sweep_fake_models.py, imported with --import) raise, hang past the
+timeout, call os._exit, segfault through ctypes, raise a CUDA-style OOM above batch 8, and
+print to stdout. Then the driver itself is interrupted (SIGINT) and killed (SIGKILL) mid-sweep
+and resumed: the store must end up equal to an uninterrupted run's.
+"""
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from visprof.base.child_env import child_env
+from visprof.sweep import open_store, run_sweep
+from visprof.sweep.run import DoneOn, _Sweep
+from visprof.sweep.plan import SweepPlan
+
+FAKE_MODELS = str(Path(__file__).resolve().parents[1] / "helpers" / "sweep_fake_models.py")
+ROOT = Path(__file__).resolve().parents[2]
+FAST = {"iterations": 3, "warmup": 1}  # tiny models: a few forwards say all the test needs
+
+
+def worker_pids(driver_pid: int) -> list[int]:
+    """Live sweep workers started by ``driver_pid`` (their command line names it)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if b"visprof.sweep.worker" in argv and str(driver_pid).encode() in argv and state != "Z":
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_faults_are_recorded_and_the_sweep_goes_on(tmp_path):
+    models = ["visprof_fake_tiny", "visprof_fake_raises", "visprof_fake_hangs", "visprof_fake_exits",
+              "visprof_fake_segfault", "visprof_fake_oom", "visprof_fake_noisy"]
+    store_path = tmp_path / "faults.db"
+    start = time.monotonic()
+    summary = run_sweep(models, store=store_path, device="cpu", workers=2, batch_sizes=[16],
+                        imports=[FAKE_MODELS], profile_options=FAST, timeout_s=20, retries=1, progress=False)
+    elapsed = time.monotonic() - start
+    print(f"\nfault sweep: {elapsed:.0f} s\n{summary.render(top=10)}")
+
+    assert summary.status == "complete"
+    assert summary.done == 3
+    assert summary.failed == {"ModelForwardError": 1, "CellTimeout": 1, "WorkerCrashed": 2}
+    assert worker_pids(os.getpid()) == []  # every worker is gone
+
+    with open_store(store_path) as store:
+        rows = {r["model"]: r for r in store.rows()}
+        failures = {f["model"]: f for f in store.failures()}
+    assert set(rows) == {"visprof_fake_tiny", "visprof_fake_oom", "visprof_fake_noisy"}
+    assert all(r["gpu_uuid"] == "cpu" and r["device_kind"] == "cpu" for r in rows.values())
+    assert rows["visprof_fake_tiny"]["batch_size"] == 16 and json.loads(rows["visprof_fake_tiny"]["batch_sizes_tried"]) == [16]
+    # the OOM decayed as timm's benchmark.py does (decay_batch_step) and the batch that fit is kept
+    assert rows["visprof_fake_oom"]["batch_size"] == 8
+    assert json.loads(rows["visprof_fake_oom"]["batch_sizes_tried"]) == [16, 12, 8]
+    assert rows["visprof_fake_noisy"]["latency_median_ms"] > 0  # printing to stdout broke nothing
+
+    raised = failures["visprof_fake_raises"]
+    assert (raised["kind"], raised["error_class"], raised["attempts"], raised["final"]) == ("error", "ModelForwardError", 1, 1)
+    assert "refuses to run" in raised["message"] and "ValueError" in raised["detail"]
+    exited = failures["visprof_fake_exits"]
+    assert (exited["kind"], exited["error_class"], exited["attempts"], exited["final"]) == ("crash", "WorkerCrashed", 2, 1)
+    assert "exited with code 7" in exited["message"]
+    crashed = failures["visprof_fake_segfault"]
+    assert (crashed["kind"], crashed["attempts"]) == ("crash", 2) and "SIGSEGV" in crashed["message"]
+    assert "Segmentation fault" in crashed["detail"] and "string_at" in crashed["detail"]  # faulthandler's stack
+    hung = failures["visprof_fake_hangs"]
+    assert (hung["kind"], hung["error_class"], hung["attempts"]) == ("timeout", "CellTimeout", 2)
+
+    # The same sweep again: everything is done or failed for good, so no worker even starts.
+    start = time.monotonic()
+    again = run_sweep(models, store=store_path, device="cpu", workers=2, batch_sizes=[16], imports=[FAKE_MODELS],
+                      profile_options=FAST, timeout_s=20, progress=False)
+    assert (again.skipped, again.done, again.failed_total) == (7, 0, 0)
+    assert time.monotonic() - start < 60
+    with open_store(store_path) as store:
+        assert store.count() == 3 and len(store.failures()) == 4
+        assert [r["status"] for r in store.runs()] == ["complete", "complete"]
+
+
+def sweep_command(store: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "visprof", "sweep", "visprof_fake_tiny,visprof_fake_wide,visprof_fake_raises",
+            "visprof_fake_oom", "-b", "16,4", "--device", "cpu", "--store", str(store), "--import", FAKE_MODELS,
+            "--iterations", "3", "--warmup", "1", "--timeout", "60", *extra]
+
+
+def env(**extra: str) -> dict:
+    return child_env(PYTHONUNBUFFERED="1", **extra)
+
+
+def store_contents(path: Path) -> tuple:
+    """What must not depend on interruptions: cells, statuses, batches (not timings)."""
+    with open_store(path) as store:
+        results = sorted((r["cell_key"], "ok", r["batch_size"], r["batch_sizes_tried"], r["gpu_uuid"])
+                         for r in store.rows())
+        failures = sorted((f["cell_key"], f["kind"], f["error_class"], f["attempts"], f["final"])
+                          for f in store.failures())
+        categories = len(store.category_rows())
+    return results, failures, categories
+
+
+def wait_for_rows(path: Path, proc: subprocess.Popen, at_least: int, timeout: float = 240) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"the sweep ended early: {proc.stderr.read()}"
+        if path.exists():
+            try:
+                with sqlite3.connect(path, timeout=5) as conn:
+                    count = conn.execute("SELECT (SELECT COUNT(*) FROM results) + (SELECT COUNT(*) FROM failures)").fetchone()[0]
+            except sqlite3.OperationalError:  # tables not created yet
+                count = 0
+            if count >= at_least:
+                return count
+        time.sleep(0.2)
+    raise AssertionError(f"fewer than {at_least} rows after {timeout} s")
+
+
+def test_interrupt_and_kill_9_of_the_driver_then_resume_equal_an_uninterrupted_run(tmp_path):
+    # The uninterrupted run, alongside (the contents compared do not depend on timings).
+    reference = tmp_path / "reference.db"
+    uninterrupted = subprocess.Popen(sweep_command(reference, "--quiet"), env=env(), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+
+    store = tmp_path / "resumed.db"
+    # 1. Ctrl-C (SIGINT to the driver alone: the workers run in their own session). Cells of
+    # at least 0.5 s here: the kill -9 below must land while cells are still left.
+    slow = env(VISPROF_FAKE_BUILD_S="0.5")
+    proc = subprocess.Popen(sweep_command(store), env=slow, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_rows(store, proc, 1)
+    os.kill(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "run the same command again to resume" in err
+    assert "Traceback" not in err
+    assert worker_pids(proc.pid) == []
+
+    # 2. kill -9 of the driver: its workers follow it, and no row is half written
+    proc = subprocess.Popen(sweep_command(store), env=slow, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    before = wait_for_rows(store, proc, store_rows(store) + 1)
+    assert before < 8, "the sweep was not interrupted mid-way"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 15
+    while worker_pids(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert worker_pids(proc.pid) == []
+    with sqlite3.connect(store) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        # every result has its category rows: no result was half written
+        assert conn.execute("SELECT COUNT(*) FROM results r WHERE NOT EXISTS "
+                            "(SELECT 1 FROM result_categories c WHERE c.result_id = r.id)").fetchone()[0] == 0
+    assert store_rows(store) >= before
+
+    # 3. resume to the end
+    resumed = subprocess.run(sweep_command(store, "--quiet"), env=env(), capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+
+    out, err = uninterrupted.communicate(timeout=600)
+    assert uninterrupted.returncode == 0, err
+    assert "8 planned, 0 already in the store, 6 measured, 2 failed" in out
+    expected = store_contents(reference)
+    assert len(expected[0]) == 6 and len(expected[1]) == 2
+    assert store_contents(store) == expected
+    with open_store(store) as s:
+        statuses = [r["status"] for r in s.runs()]
+    assert statuses == ["interrupted", "running", "complete"]  # the killed run never got to say how it ended
+
+
+def store_rows(path: Path) -> int:
+    with sqlite3.connect(path, timeout=5) as conn:
+        return conn.execute("SELECT (SELECT COUNT(*) FROM results) + (SELECT COUNT(*) FROM failures)").fetchone()[0]
+
+
+def test_a_spent_time_budget_stops_cleanly_and_the_store_resumes(tmp_path):
+    store_path = tmp_path / "budget.db"
+    # The budget runs out before the worker is even ready: nothing is recorded, nothing is lost.
+    summary = run_sweep(["visprof_fake_tiny", "visprof_fake_wide"], store=store_path, device="cpu",
+                        imports=[FAKE_MODELS], profile_options=FAST, time_budget_s=0.5, progress=False)
+    assert summary.status == "time budget" and summary.remaining == 2 and summary.done == 0
+    assert summary.elapsed_s < 15
+    assert worker_pids(os.getpid()) == []
+    summary = run_sweep(["visprof_fake_tiny", "visprof_fake_wide"], store=store_path, device="cpu",
+                        imports=[FAKE_MODELS], profile_options=FAST, time_budget_s=600, progress=False)
+    assert summary.status == "complete" and summary.done == 2
+    with open_store(store_path) as store:
+        assert [r["status"] for r in store.runs()] == ["time budget", "complete"]
+
+
+def test_the_time_budget_starts_no_cell_it_cannot_finish(tmp_path):
+    """The policy on its own: with cells known to take up to 10 s, none starts with 12 s left."""
+    from visprof.store.result_store import ResultStore
+    from visprof.sweep.progress_bar import SweepProgress
+
+    class NoExecutor:
+        description = "none"
+
+    with ResultStore(tmp_path / "r.db", write=True) as store:
+        plan = SweepPlan(["a", "b", "c"], "cpu")
+        sweep = _Sweep(store, plan, NoExecutor(), DoneOn(("cpu",)), retries=1, retry_failed=False, time_budget_s=100,
+                       started=time.monotonic(), progress=False)
+        sweep.progress = SweepProgress(3, enabled=False)
+        assert sweep.next_task().cell.model == "a"  # no cell measured yet: nothing to go by
+        sweep.walls.extend([4.0, 10.0])
+        sweep.hard_deadline = time.monotonic() + 20
+        assert sweep.next_task().cell.model == "b"  # 20 s left > 1.5 x 10 s
+        sweep.hard_deadline = time.monotonic() + 12
+        assert sweep.next_task() is None and sweep.stopping and not sweep.has_work()
+        assert [t.cell.model for t in sweep.queue] == ["c"]
+
+
+def test_a_store_carried_to_other_cards_of_the_same_gpu_model_resumes(tmp_path):
+    """The driver's queue: cells stored from one H200 are done on another machine's H200s (new
+    uuids), and not on another GPU model."""
+    from visprof.store.result_store import ResultStore
+    from visprof.store.versions import SoftwareVersions
+
+    vit_h200_doc = json.loads((Path(__file__).resolve().parents[1] / "data" / "h200-result-vit_base_patch16_224.json").read_text())
+    versions = SoftwareVersions.current()  # as if this process had measured it
+    vit_h200_doc["visprof_version"] = versions.visprof
+    vit_h200_doc["environment"].update(torch=versions.torch, timm=versions.timm, cuda=versions.cuda)
+
+    class NoExecutor:
+        description = "none"
+
+    with ResultStore(tmp_path / "r.db", write=True) as store:
+        plan = SweepPlan(["vit_base_patch16_224", "resnet50"], "cuda")
+        store.add_result(plan.cells()[0], vit_h200_doc)
+
+        def queued(done_on):
+            sweep = _Sweep(store, plan, NoExecutor(), done_on, retries=1, retry_failed=False, time_budget_s=None,
+                           started=time.monotonic(), progress=False)
+            return [t.cell.model for t in sweep.queue]
+
+        name = vit_h200_doc["gpu"]["name"]
+        assert queued(DoneOn(("uuid-a", "uuid-b"), (name,))) == ["resnet50"]
+        assert queued(DoneOn(("uuid-a",), ("NVIDIA A100-SXM4-80GB",))) == ["vit_base_patch16_224", "resnet50"]
+
+
+@pytest.mark.parametrize("fresh, workers_started", [(False, 1), (True, 2)])
+def test_workers_are_reused_unless_fresh_process(tmp_path, capsys, fresh, workers_started):
+    summary = run_sweep(["visprof_fake_tiny", "visprof_fake_wide"], store=tmp_path / "r.db", device="cpu",
+                        imports=[FAKE_MODELS], profile_options=FAST, fresh_process=fresh)
+    assert summary.done == 2
+    ready = [line for line in capsys.readouterr().err.splitlines() if "worker cpu ready" in line]
+    assert len(ready) == workers_started, ready
+    assert len({line.rsplit("pid", 1)[1] for line in ready}) == workers_started
+    assert worker_pids(os.getpid()) == []
+
+
+def test_a_script_without_a_main_guard_runs_once(tmp_path):
+    """Workers are fresh interpreters (python -m visprof.sweep.worker), never spawns of the
+    caller: a user's script with no `if __name__ == "__main__"` must not run again in them."""
+    script = tmp_path / "unguarded.py"
+    marker = tmp_path / "runs.txt"
+    script.write_text(
+        "import sys\n"
+        f"open({str(marker)!r}, 'a').write('ran\\n')\n"
+        "from visprof.sweep import run_sweep\n"
+        f"summary = run_sweep(['visprof_fake_tiny'], store={str(tmp_path / 'r.db')!r}, device='cpu',\n"
+        f"                    imports=[{FAKE_MODELS!r}], profile_options={FAST!r}, progress=False)\n"
+        "print('measured', summary.done)\n")
+    done = subprocess.run([sys.executable, str(script)], env=env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "measured 1"
+    assert marker.read_text() == "ran\n"

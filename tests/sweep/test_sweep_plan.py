@@ -1,0 +1,184 @@
+"""Model selection (names, patterns, lists, --all, --exclude, --limit, --import) and the
+cell plan (the cross product, its canonical keys, the defaults per device)."""
+from pathlib import Path
+
+import pytest
+
+from visprof.base.errors import BadInputError, UnknownModelError
+from visprof.sweep.plan import Cell, SweepPlan, img_size_text, parse_img_size
+from visprof.sweep.selection import import_modules, read_model_list, select_models
+
+FAKE_MODELS = str(Path(__file__).resolve().parents[1] / "helpers" / "sweep_fake_models.py")
+
+
+def test_names_and_patterns_expand_in_order_without_repeats():
+    import timm
+
+    names = select_models(["resnet18", "vit_tiny_*,resnet18", "resnet18"])
+    vits = timm.list_models("vit_tiny_*")
+    assert names == ["resnet18", *vits]
+    assert len(vits) >= 2
+
+
+def test_a_pretrained_tag_and_a_hub_prefix_are_kept_as_timm_names():
+    assert select_models("timm/resnet18.a1_in1k") == ["resnet18.a1_in1k"]
+
+
+def test_an_unknown_name_fails_with_close_matches():
+    with pytest.raises(UnknownModelError, match="resnet50"):
+        select_models(["resnet5O"])
+
+
+def test_a_pattern_that_matches_nothing_is_an_error():
+    with pytest.raises(BadInputError, match="matches no timm model"):
+        select_models(["nosuchfamily_*"])
+
+
+def test_exclude_and_limit():
+    import timm
+
+    everything = select_models("*convnext*")
+    assert everything == timm.list_models("*convnext*")
+    kept = select_models("*convnext*", exclude=["*_xxlarge*,*_huge*", "convnextv2_*"])
+    assert kept and not any("xxlarge" in n or "huge" in n or n.startswith("convnextv2_") for n in kept)
+    assert set(kept) < set(everything)
+    assert select_models("*convnext*", limit=3) == everything[:3]
+    with pytest.raises(BadInputError, match="leaves none"):
+        select_models("resnet18", exclude="resnet*")
+    with pytest.raises(BadInputError, match="--limit"):
+        select_models("resnet18", limit=0)
+
+
+def test_all_models_is_timms_list():
+    import timm
+
+    assert select_models(all_models=True) == timm.list_models()
+
+
+def test_no_models_is_an_error():
+    with pytest.raises(BadInputError, match="no models given"):
+        select_models([])
+
+
+def test_model_list_file_reads_names_patterns_and_comments(tmp_path):
+    listing = tmp_path / "models.txt"
+    listing.write_text("# chosen for the test\nresnet18\n\n  vit_tiny_patch16_224  # a ViT\nresnet18\n")
+    assert read_model_list(listing) == ["resnet18", "vit_tiny_patch16_224", "resnet18"]
+    assert select_models(model_list=listing) == ["resnet18", "vit_tiny_patch16_224"]
+    assert select_models(["convnext_atto"], model_list=listing) == ["convnext_atto", "resnet18", "vit_tiny_patch16_224"]
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: p / "missing.txt", "no such file"),
+    (lambda p: p, "is a directory"),
+    (lambda p: _write(p / "empty.txt", "# nothing\n\n"), "names no model"),
+    (lambda p: _write_bytes(p / "binary.txt", b"\xff\xfe\x00bad"), "cannot read"),
+])
+def test_model_list_errors_are_one_line(tmp_path, make, message):
+    with pytest.raises(BadInputError, match=message):
+        read_model_list(make(tmp_path))
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
+def _write_bytes(path, data):
+    path.write_bytes(data)
+    return path
+
+
+def test_import_registers_user_models_for_selection():
+    import_modules([FAKE_MODELS])
+    assert "visprof_fake_tiny" in select_models("visprof_fake_*")
+    import_modules([FAKE_MODELS])  # a second import of the same file is a no-op
+
+
+def test_import_errors(tmp_path):
+    with pytest.raises(BadInputError, match="no module named"):
+        import_modules(["no_such_module_for_visprof"])
+    with pytest.raises(BadInputError, match="no such file"):
+        import_modules([str(tmp_path / "absent.py")])
+    broken = _write(tmp_path / "broken.py", "raise RuntimeError('broken on import')\n")
+    with pytest.raises(BadInputError, match="broken on import"):
+        import_modules([str(broken)])
+
+
+def test_plan_crosses_every_list_model_major():
+    plan = SweepPlan(["a", "b"], "cuda", batch_sizes=[64, 8], img_sizes=[224, "288x320"], precisions=["bf16", "fp32"],
+                     channels_last=[False, True])
+    cells = plan.cells()
+    assert len(cells) == len(plan) == 2 * 2 * 2 * 2 * 2
+    assert [c.model for c in cells[:16]] == ["a"] * 16
+    assert len({c.key for c in cells}) == len(cells)
+    assert {c.img_size for c in cells} == {224, (288, 320)}
+
+
+def test_defaults_follow_the_device():
+    gpu = SweepPlan(["m"], "cuda").cells()
+    cpu = SweepPlan(["m"], "cpu").cells()
+    assert [(c.batch_size, c.precision, c.passes) for c in gpu] == [(64, "bf16", ("timing", "attributed", "memory"))]
+    # the memory pass needs a GPU: a CPU plan drops it, so its keys never promise it
+    assert [(c.batch_size, c.precision, c.passes) for c in cpu] == [(2, "fp32", ("timing", "attributed"))]
+
+
+def test_keys_are_canonical():
+    one = SweepPlan(["m"], "cuda", passes=["memory", "timing"], options={"warmup": 2, "iterations": 10}).cells()[0]
+    two = SweepPlan(["m"], "cuda", passes=["timing", "memory"], options={"iterations": 10, "warmup": 2}).cells()[0]
+    assert one.key == two.key == "m|b64|img=default|bf16|nchw|timing+memory|iterations=10|warmup=2"
+    assert SweepPlan(["m"], "cuda", img_sizes=["224"]).cells()[0].key != SweepPlan(["m"], "cuda").cells()[0].key
+
+
+def test_cells_round_trip_through_json_dicts():
+    import json
+
+    for cell in SweepPlan(["m"], "cuda", img_sizes=[(384, 256), 224, None], options={"compile": True}).cells():
+        back = Cell.from_dict(json.loads(json.dumps(cell.to_dict())))
+        assert back == cell and back.key == cell.key
+
+
+def test_profile_kwargs_turn_off_the_batch_search():
+    cell = SweepPlan(["m"], "cuda", options={"iterations": 5}).cells()[0]
+    kwargs = cell.profile_kwargs(48, "cuda:0")
+    assert kwargs["batch_size"] == 48 and kwargs["search_batch"] is False and kwargs["progress"] is False
+    assert kwargs["iterations"] == 5 and kwargs["device"] == "cuda:0"
+
+
+@pytest.mark.parametrize("text, value, shown", [
+    (None, None, "default"), ("default", None, "default"), ("224", 224, "224"), (224, 224, "224"),
+    ("384x256", (384, 256), "384x256"), ("256x256", 256, "256"), ((320, 320), 320, "320"),
+])
+def test_image_sizes(text, value, shown):
+    assert parse_img_size(text) == value
+    assert img_size_text(value) == shown
+
+
+@pytest.mark.parametrize("bad", ["abc", "4", "224x", "1x2x3", True])
+def test_bad_image_sizes(bad):
+    with pytest.raises(BadInputError):
+        parse_img_size(bad)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"batch_sizes": [0]}, "batch sizes"),
+    ({"batch_sizes": [2.5]}, "batch sizes"),
+    ({"precisions": ["fp8"]}, "unknown precision"),
+    ({"passes": ["timing", "nope"]}, "unknown pass"),
+])
+def test_bad_plans(kwargs, message):
+    with pytest.raises(BadInputError, match=message):
+        SweepPlan(["m"], "cuda", **kwargs)
+
+
+def test_the_benchmark_model_list_mixes_every_family():
+    """bench/sweep_models_300.txt: 300 models timm knows, from 80+ families (timm modules)."""
+    from timm.models import get_pretrained_cfg
+    from timm.models._registry import _model_to_module
+
+    names = select_models(model_list=Path(__file__).resolve().parents[2] / "bench" / "sweep_models_300.txt")
+    assert len(names) == 300
+    families = {_model_to_module[name] for name in names}
+    assert len(families) >= 80
+    assert all(get_pretrained_cfg(name) is not None for name in names)  # a default resolution each
+

@@ -1,0 +1,65 @@
+"""A sweep in a log (stderr not a terminal): one line per cell, with cells done/total, the rate
+over the run so far and an ETA; it used to have neither rate nor ETA."""
+from __future__ import annotations
+
+import io
+import os
+import re
+from pathlib import Path
+
+from visprof.sweep import run_sweep
+from visprof.sweep.progress_bar import SweepProgress
+
+FAKE_MODELS = str(Path(__file__).resolve().parents[1] / "helpers" / "sweep_fake_models.py")
+LINE = re.compile(r"\[visprof\] (\d+)/(\d+) (\S+) (\S+) \[cpu\]: (ok|\S+Error) ([\d.]+) s"
+                  r" · ([\d.]+) cells/min · ETA (\d+ s|\d+ min \d\d s|\d+ h \d\d min)")
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_each_cell_line_has_the_rate_since_the_first_worker_and_an_eta():
+    stream, clock = io.StringIO(), Clock()
+    with SweepProgress(5, stream=stream, clock=clock) as progress:
+        clock.now += 30  # the workers' start-up: no cell's time
+        progress.restart_clock()
+        clock.now += 20
+        progress.cell("resnet50 b64|img=default|bf16", "cpu", 19.5)
+        clock.now += 40
+        progress.cell("vit_base b64|img=default|bf16", "cpu", 1.2, "ModelForwardError")
+        progress.cell("vit_base b64|img=default|bf16", "cpu", None, "WorkerCrashed", retry=True)
+        clock.now += 3 * 3600
+        progress.cell("convnext b64|img=default|bf16", "cpu", 2.0)
+        for _ in range(2):
+            progress.cell("m b64|img=default|bf16", "cpu", 0.5)
+    assert stream.getvalue().splitlines() == [
+        "[visprof] 1/5 resnet50 b64|img=default|bf16 [cpu]: ok 19.5 s · 3 cells/min · ETA 1 min 20 s",
+        "[visprof] 2/5 vit_base b64|img=default|bf16 [cpu]: ModelForwardError 1.2 s · 2 cells/min · ETA 1 min 30 s",
+        "[visprof] 2/5 vit_base b64|img=default|bf16 [cpu]: WorkerCrashed (will retry) · 2 cells/min · ETA 1 min 30 s",
+        # 3 cells in 10860 s: 0.0166 a minute, 2 left
+        "[visprof] 3/5 convnext b64|img=default|bf16 [cpu]: ok 2.0 s · 0.0166 cells/min · ETA 2 h 00 min",
+        "[visprof] 4/5 m b64|img=default|bf16 [cpu]: ok 0.5 s · 0.0221 cells/min · ETA 45 min 15 s",
+        "[visprof] 5/5 m b64|img=default|bf16 [cpu]: ok 0.5 s · 0.0276 cells/min · ETA 0 s",
+    ]
+
+
+def test_a_real_small_sweep_logs_rate_and_eta_per_cell(tmp_path, capsys):
+    summary = run_sweep(["visprof_fake_tiny", "visprof_fake_wide"], store=tmp_path / "r.db", device="cpu",
+                        batch_sizes=[2, 4], imports=[FAKE_MODELS], profile_options={"iterations": 3, "warmup": 1})
+    assert summary.done == 4
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if re.match(r"\[visprof\] \d+/4 ", line)]
+    assert len(lines) == 4, err
+    matches = [LINE.fullmatch(line) for line in lines]
+    assert all(matches), lines
+    assert [int(m.group(1)) for m in matches] == [1, 2, 3, 4]
+    assert {m.group(3) for m in matches} == {"visprof_fake_tiny", "visprof_fake_wide"}
+    rates = [float(m.group(7)) for m in matches]
+    assert all(rate > 0 for rate in rates)
+    assert matches[-1].group(8) == "0 s"  # nothing left
+    assert os.path.exists(tmp_path / "r.db")

@@ -1,0 +1,10 @@
+"""The bottom layer: what every other layer may use and which imports nothing of visprof above it.
+
+errors      the exception classes and their exit codes
+outputs     output paths checked before work, atomic writes, refusal to overwrite an input
+inputs      reading user files (JSON, TOML) with one-line errors
+hardware    device resolution and GPU facts from NVML
+options     the run options (precisions, regimes, passes) and their defaults
+progress    progress lines on stderr
+child_env   the environment a visprof child process gets
+"""

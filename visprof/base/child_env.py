@@ -1,0 +1,47 @@
+"""The environment of a child Python that must import this very visprof.
+
+Sweep workers, the process ncu profiles and the tests' subprocesses all start
+``python -m visprof...``. Two things decide which visprof such a child imports:
+
+* ``PYTHONPATH``: when visprof runs from a source tree (not installed), the tree goes first;
+  an installed visprof (site-packages) is found anyway, and a site-packages folder is never
+  put ahead of the standard library.
+* the current directory: ``python -m`` and ``python -c`` put it first on ``sys.path``. Run from
+  inside a visprof checkout, an installed visprof would be shadowed by the checkout's unbuilt
+  sources (no ``_C``); ``PYTHONSAFEPATH`` (Python 3.11+) turns that off.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+# The folder that holds the visprof package this process imported.
+VISPROF_PATH = str(Path(__file__).resolve().parents[2])
+
+
+def pythonpath_with_visprof(current: str | None) -> str:
+    parts = [p for p in (current or "").split(os.pathsep) if p]
+    if Path(VISPROF_PATH).name in ("site-packages", "dist-packages") or VISPROF_PATH in parts:
+        return os.pathsep.join(parts)
+    return os.pathsep.join([VISPROF_PATH, *parts])
+
+
+def shadowing_checkout(cwd: Path | None = None) -> Path | None:
+    """The current directory, when it holds visprof sources other than the visprof imported
+    here. Ray puts its driver's working directory first on its workers' path (no
+    ``PYTHONSAFEPATH`` helps there): they would import those sources instead."""
+    cwd = (cwd or Path.cwd()).resolve()
+    if (cwd / "visprof" / "__init__.py").is_file() and cwd != Path(VISPROF_PATH):
+        return cwd
+    return None
+
+
+def child_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str, str]:
+    """``base`` (default: this process's environment) plus ``extra``, set up so that a child
+    Python imports the visprof this process runs."""
+    env = {**(os.environ if base is None else base), **extra}
+    env["PYTHONPATH"] = pythonpath_with_visprof(env.get("PYTHONPATH"))
+    env["PYTHONSAFEPATH"] = "1"
+    return env

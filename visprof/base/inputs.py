@@ -1,0 +1,113 @@
+"""Input files (results, category rules): read whole, and refused with one line when unreadable.
+
+A user hands visprof files it wrote earlier, files they wrote by hand, and files that are
+neither (a truncated copy, a folder, a binary). Each problem becomes a ``BadInputError``
+that names the file and says what is wrong with it, never a bare ``JSONDecodeError`` or
+``UnicodeDecodeError``:
+
+    data = load_json_file(path, "result file")     # gzip is recognised by its magic bytes
+    data = load_toml_file(path, "category rules file")
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from pathlib import Path
+from typing import Any
+
+from visprof.base.errors import BadInputError
+
+__all__ = ["describe_value", "load_json_file", "load_toml_file", "read_input_bytes"]
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def read_input_bytes(path: str | Path, what: str, allow_empty: bool = False) -> bytes:
+    """The file's bytes (decompressed when gzipped); missing, folder, unreadable, empty
+    (unless ``allow_empty``) or broken gzip files are one BadInputError naming ``what`` and
+    the path."""
+    path = Path(path)
+    if path.is_dir():
+        raise BadInputError(f"{what} {path} is a directory, not a file")
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise BadInputError(f"{what} {path}: no such file") from None
+    except OSError as exc:
+        raise BadInputError(f"{what} {path} cannot be read: {exc.strerror or exc}") from None
+    if raw.startswith(_GZIP_MAGIC):
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise BadInputError(f"{what} {path} is a damaged or truncated gzip file ({exc})") from None
+    if not allow_empty and not raw.strip():
+        raise BadInputError(f"{what} {path} is empty")
+    return raw
+
+
+def _text(raw: bytes, path: Path, what: str) -> str:
+    if b"\x00" in raw[:4096]:
+        raise BadInputError(f"{what} {path} is a binary file, not text")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInputError(f"{what} {path} is not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})") from None
+
+
+def _no_nan(name: str) -> Any:
+    raise ValueError(name)
+
+
+def load_json_file(path: str | Path, what: str) -> Any:
+    """The parsed JSON of ``path`` (NaN and Infinity refused: visprof never writes them)."""
+    path = Path(path)
+    text = _text(read_input_bytes(path, what), path, what)
+    try:
+        return json.loads(text, parse_constant=_no_nan)
+    except json.JSONDecodeError as exc:
+        # The text ran out: at the end, or inside a string that never closes (JSON strings
+        # cannot span lines, so an unterminated one on the last line is the end of the file).
+        unterminated = exc.msg.startswith("Unterminated string") and "\n" not in text[exc.pos:].rstrip()
+        if exc.pos >= len(text.rstrip()) or unterminated:
+            raise BadInputError(f"{what} {path} ends in the middle of its JSON (truncated?): "
+                                f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        raise BadInputError(f"{what} {path} is not valid JSON: {exc.msg} at line {exc.lineno} "
+                            f"column {exc.colno}") from None
+    except ValueError as exc:  # from _no_nan
+        raise BadInputError(f"{what} {path} contains {exc}, which is not a JSON number") from None
+    except RecursionError:
+        raise BadInputError(f"{what} {path} nests its JSON too deeply to be read") from None
+
+
+def load_toml_file(path: str | Path, what: str) -> dict[str, Any]:
+    """The parsed TOML of ``path`` (an empty file is an empty table, as TOML says)."""
+    import tomllib
+
+    path = Path(path)
+    text = _text(read_input_bytes(path, what, allow_empty=True), path, what)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInputError(f"{what} {path} is not valid TOML: {exc} (rules files are TOML, or JSON "
+                            "named *.json)") from None
+
+
+def describe_value(value: Any) -> str:
+    """``value`` as a reader of an error message wants it: its JSON kind and a short excerpt."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"an integer ({value})"
+    if isinstance(value, float):
+        return f"a number ({value:g})"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"a string ({shown!r})"
+    if isinstance(value, (list, tuple)):
+        return f"a list of {len(value)}"
+    if isinstance(value, dict):
+        return "an object" if value else "an empty object"
+    return type(value).__name__

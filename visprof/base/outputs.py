@@ -1,0 +1,333 @@
+"""Output files: checked before any work starts, then written whole or not at all.
+
+Every file visprof writes (results, traces, exports, reports) goes through here, so that
+
+* a path that cannot be written (a folder, a missing or read-only folder, a device, two
+  options naming the same file) is refused with one line *before* minutes of profiling;
+* a path that names one of the command's inputs is refused the same way, however it is
+  named: the same path, ``./x``, a symbolic link, a hard link, a file a folder given as an
+  input holds, or a results store's SQLite side file (``s.db-wal``, ``-shm``, ``-journal``);
+* an interrupted or failed write (Ctrl-C, a full disk, a crash) leaves the previous file, or
+  none, never a truncated one: the data goes to a temporary file in the same folder, which
+  is renamed over the target only once it is complete and flushed to disk.
+
+    check_output_paths({"--json": args.json, "--trace": args.trace}, inputs={"--categories file": args.categories})
+    with atomic_output(path) as fh:       # text; atomic_output(path, "wb") for bytes
+        fh.write(text)
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import gzip
+import io
+import os
+import secrets
+import stat
+from pathlib import Path
+from typing import IO, Iterable, Iterator, Mapping, Union
+
+from visprof.base.errors import BadInputError, OutputWriteError
+
+__all__ = ["atomic_output", "atomic_write_text", "check_output_path", "check_output_paths", "describe_os_error",
+           "check_not_an_input", "check_output_dir", "sqlite_side_files"]
+
+# SQLite keeps part of a database beside it, in files named after it: a results store is
+# these files as well as its own (writing over one of them corrupts the store).
+SQLITE_SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
+_SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+# What a command reads: a path (a file, or a folder of files), several, or None (not given).
+InputPaths = Union[str, Path, Iterable[Union[str, Path]], None]
+
+# What to do about the failures a user can fix; strerror alone ("Read-only file system")
+# says what happened but not what to do.
+_HINTS = {
+    errno.EROFS: "the file system is mounted read-only; write to another folder",
+    errno.ENOSPC: "the disk is full; free some space or write to another disk",
+    errno.EDQUOT: "your disk quota is used up; free some space or write elsewhere",
+    errno.EACCES: "you have no permission to create files there; write to another folder",
+    errno.EPERM: "the operating system does not allow creating files there; write to another folder",
+    errno.EFBIG: "the file would exceed the file size limit (ulimit -f) or the file system's limit",
+}
+
+
+def describe_os_error(exc: OSError) -> str:
+    """``strerror`` plus what to do about it, e.g. "No space left on device (the disk is full; ...)"."""
+    reason = exc.strerror or str(exc)
+    hint = _HINTS.get(exc.errno)
+    return f"{reason} ({hint})" if hint else reason
+
+
+def check_output_path(path: str | Path, what: str = "output") -> Path:
+    """``path`` as a Path if a regular file can be created or replaced there, else BadInputError.
+
+    ``what`` names the path in the message (an option such as ``--json``). A symbolic link
+    is checked (and later written) as the file it points to."""
+    path = _through_links(Path(path))
+    if path.is_dir():
+        raise BadInputError(f"{what}: {path} is a directory; give a file name")
+    if path.exists() and not stat.S_ISREG(path.stat().st_mode):
+        raise BadInputError(f"{what}: {path} is not a regular file (a device, a pipe or a socket)")
+    parent = path.parent
+    if not parent.exists():
+        raise BadInputError(f"{what}: directory {parent} does not exist")
+    if not parent.is_dir():
+        raise BadInputError(f"{what}: {parent} is not a directory")
+    # The temporary file is created in the same folder, so the folder must be writable even
+    # when the file itself already exists and is.
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise BadInputError(f"{what}: directory {parent} is not writable")
+    _probe(parent, path.name, what)
+    return path
+
+
+def _through_links(path: Path) -> Path:
+    """The file a symbolic link names (the link stays, its target is replaced), else ``path``."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def _probe(parent: Path, name: str, what: str) -> None:
+    """Creates and removes a file where the temporary file will go. os.access cannot see
+    everything: for root every folder is "writable", yet /sys refuses new files (EACCES),
+    /proc has none to create (ENOENT), and a read-only mount shows only on creation (EROFS)."""
+    probe = _sibling_name(parent, name, ".probe")
+    ours = True  # until the name turns out to be taken: then the file there is not ours to remove
+    try:
+        os.close(_create_new(probe))
+    except FileExistsError:
+        ours = False
+    except OSError as exc:
+        # ENOENT for a folder that exists: a virtual file system (/proc) that takes no new files.
+        reason = "it takes no new files" if exc.errno == errno.ENOENT else describe_os_error(exc)
+        raise BadInputError(f"{what}: cannot create files in directory {parent}: {reason}") from None
+    finally:
+        if ours:
+            with contextlib.suppress(OSError):
+                os.unlink(probe)
+
+
+# Temporary files are named *before* they are created, and removed by that name whatever
+# happens next. With tempfile.mkstemp, a Ctrl-C that lands after the file exists but before
+# mkstemp returns its name (seen in tests/test_bad_input_cli.py) would leave it behind.
+def _sibling_name(parent: Path, name: str, suffix: str) -> Path:
+    return parent / f".{name}.{secrets.token_hex(6)}{suffix}"
+
+
+def _create_new(path: Path) -> int:
+    """Creates ``path`` (it must not exist) for writing, readable by the owner only until it
+    is complete; returns the descriptor."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+
+
+def check_output_paths(paths: Mapping[str, str | Path | None], inputs: Mapping[str, InputPaths] | None = None, *,
+                       folder_files: str = "*") -> dict[str, Path]:
+    """Checks each given path (None: option not used), that no two name the same file (nor
+    one a store's side file of the other), and, given the command's ``inputs``, that none of
+    them is an input (``check_not_an_input``). Returns the checked paths."""
+    checked = {what: check_output_path(p, what) for what, p in paths.items() if p is not None}
+    seen: dict[Path, str] = {}
+    for what, path in checked.items():
+        key = path.resolve()
+        if key in seen:
+            raise BadInputError(f"{seen[key]} and {what} name the same file ({path}); give each its own")
+        seen[key] = what
+    named = list(checked.items())
+    for i, (what, path) in enumerate(named):
+        for other, other_path in named[i + 1:]:
+            if _exists(path) and _exists(other_path) and os.path.samefile(path, other_path):
+                raise BadInputError(f"{what} {path} and {other} {other_path} are the same file (hard links); "
+                                    "give each its own")
+            for a, a_path, b, b_path in ((what, path, other, other_path), (other, other_path, what, path)):
+                side = _side_file_of(a_path, b_path)
+                if side:
+                    raise BadInputError(f"{a} {a_path} is SQLite's {side} file of {b} {b_path} (part of that store); "
+                                        "give another file name")
+    if inputs:  # named as given (a link as the link), compared as the files they are
+        check_not_an_input({what: Path(paths[what]) for what in checked}, inputs, folder_files=folder_files)
+    return checked
+
+
+def check_not_an_input(outputs: Mapping[str, str | Path | None], inputs: Mapping[str, InputPaths], *,
+                       folder_files: str = "*") -> None:
+    """Refuses an output path that names one of the run's inputs: writing it would destroy it.
+
+    ``inputs`` maps a label ("--categories file", "input", "store") to a path, several paths,
+    or None. The same file is: the same path, the same real path (``./x``, symbolic links),
+    the same inode (a hard link), and, for an SQLite file (a results store), its side files
+    (``-wal``, ``-shm``, ``-journal``). A folder given as an input holds as inputs the files
+    under it that match ``folder_files`` (a glob, searched recursively), and only those: a
+    new report written into a folder of results is no input."""
+    given = [(what, Path(path)) for what, path in outputs.items() if path is not None]
+    if not given:
+        return
+    for label, source in _input_files(inputs, folder_files):
+        folder, source = source if isinstance(source, tuple) else (None, source)
+        for what, path in given:
+            why = _names_input(path, source, label, folder)
+            if why:
+                raise BadInputError(f"{what} {path}: {why}; writing it would overwrite that input; "
+                                    "give another file name")
+
+
+def _input_files(inputs: Mapping[str, InputPaths], folder_files: str) -> Iterator[tuple[str, object]]:
+    """(label, path) per input file; a folder's files as (label, (folder, file))."""
+    for label, value in inputs.items():
+        if value is None:
+            continue
+        for item in [value] if isinstance(value, (str, os.PathLike)) else value:
+            if item is None:
+                continue
+            path = Path(item)
+            if path.is_dir():
+                for file in sorted(path.rglob(folder_files)):
+                    if file.is_file():
+                        yield label, (path, file)
+            else:
+                yield label, path
+
+
+def _names_input(output: Path, source: Path, label: str, folder: Path | None) -> str | None:
+    """Why writing ``output`` would overwrite the input ``source``, or None when it would not."""
+    same = os.path.realpath(output) == os.path.realpath(source)
+    if not same and _exists(output) and _exists(source):
+        same = os.path.samefile(output, source)
+        if same:
+            return f"it is a hard link to the {label} {source}"
+    if same:
+        if folder is not None:
+            return f"it is the {label} file {source}, read from the folder {folder}"
+        return f"it is the {label}" + ("" if str(output) == str(source) else f" {source}")
+    side = _side_file_of(output, source)
+    if side:
+        return f"it is SQLite's {side} file of the {label} {source} (part of that store)"
+    side = _side_file_of(source, output)
+    if side:
+        return f"the {label} {source} is SQLite's {side} file of it (part of that store)"
+    return None
+
+
+def sqlite_side_files(path: str | Path) -> list[Path]:
+    """The side files SQLite may keep beside the database ``path`` (present or not)."""
+    path = Path(path)
+    return [path.with_name(path.name + suffix) for suffix in SQLITE_SIDE_SUFFIXES]
+
+
+def _side_file_of(path: Path, store: Path) -> str | None:
+    """The suffix ("-wal", ...) when ``path`` is one of SQLite's side files of ``store`` and
+    ``store`` is (or is named as) an SQLite file; else None."""
+    if not _sqlite_like(store):
+        return None
+    real = os.path.realpath(path)
+    for suffix, side in zip(SQLITE_SIDE_SUFFIXES, sqlite_side_files(os.path.realpath(store))):
+        if real == str(side) or (_exists(path) and _exists(side) and os.path.samefile(path, side)):
+            return suffix
+    return None
+
+
+def _sqlite_like(path: Path) -> bool:
+    if path.suffix.lower() in _SQLITE_SUFFIXES:
+        return True
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def _exists(path: str | Path) -> bool:
+    try:
+        os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def check_output_dir(path: str | Path, what: str = "output folder") -> Path:
+    """``path`` as a Path if files can be written in that folder, or it can be created (with
+    its missing parents); else BadInputError. Creates nothing that is left behind."""
+    path = _through_links(Path(path))
+    if path.exists():
+        if not path.is_dir():
+            raise BadInputError(f"{what}: {path} is not a directory")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise BadInputError(f"{what}: directory {path} is not writable")
+        _probe(path, "visprof", what)
+        return path
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise BadInputError(f"{what}: cannot create {path}: {ancestor} is not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise BadInputError(f"{what}: cannot create {path}: directory {ancestor} is not writable")
+    probe = _sibling_name(ancestor, "visprof", ".probe")
+    try:
+        os.mkdir(probe)
+    except OSError as exc:
+        reason = "it takes no new folders" if exc.errno == errno.ENOENT else describe_os_error(exc)
+        raise BadInputError(f"{what}: cannot create {path} in directory {ancestor}: {reason}") from None
+    with contextlib.suppress(OSError):
+        os.rmdir(probe)
+    return path
+
+
+def _creation_mode() -> int:
+    """The mode a plain open() would give a new file (0666 less the umask): _create_new makes 0600."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | Path, mode: str = "w", *, compress: bool | None = None,
+                  encoding: str = "utf-8") -> Iterator[IO]:
+    """Opens a temporary file beside ``path`` for writing; renames it to ``path`` when the
+    block ends normally, deletes it when the block raises (KeyboardInterrupt included).
+
+    ``mode`` is "w" (text) or "wb". ``compress`` gzips the data (default: when the name ends
+    in .gz). A failure of the file system (full disk, permissions changed meanwhile) becomes
+    ``OutputWriteError`` naming the file and the reason."""
+    if mode not in ("w", "wb"):
+        raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
+    path = _through_links(Path(path))
+    compress = path.suffix == ".gz" if compress is None else compress
+    tmp_name = None
+    try:
+        while True:
+            tmp_name = _sibling_name(path.parent, path.name, ".partial")
+            try:
+                fd = _create_new(tmp_name)
+                break
+            except FileExistsError:  # that random name is taken (not ours): draw another
+                tmp_name = None
+        with os.fdopen(fd, "wb") as raw:
+            # GzipFile given a fileobj does not close it; the text wrapper is detached, not
+            # closed, for the same reason: `raw` must stay open to be flushed and synced.
+            zipped = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if compress else None  # mtime 0: same bytes for same data
+            binary = zipped or raw
+            text = io.TextIOWrapper(binary, encoding=encoding, newline="") if mode == "w" else None
+            yield text or binary
+            if text is not None:
+                text.flush()
+                text.detach()
+            if zipped is not None:
+                zipped.close()
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.chmod(tmp_name, _creation_mode())
+        os.replace(tmp_name, path)
+        tmp_name = None
+    except OSError as exc:
+        raise OutputWriteError(path, describe_os_error(exc), previous_kept=os.path.exists(path)) from exc
+    finally:
+        if tmp_name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+
+
+def atomic_write_text(path: str | Path, text: str, *, compress: bool | None = None) -> None:
+    """Writes ``text`` (UTF-8) to ``path`` atomically; see ``atomic_output``."""
+    with atomic_output(path, "w", compress=compress) as fh:
+        fh.write(text)

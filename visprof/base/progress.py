@@ -1,0 +1,128 @@
+"""Progress on stderr for work that takes a while (passes, iterations, sweeps).
+
+On a terminal with tqdm installed it draws bars. Elsewhere (CI logs, pipes, no tqdm) it
+prints one plain line per step, ``[visprof] pass 2/3: attributed``, because a redrawn bar
+turns a log file into noise. ``enabled=False`` (the CLI's ``--quiet``) silences it.
+Progress never goes to stdout: stdout carries the report, which users pipe.
+
+    with Progress(3, "pass", enabled=not quiet) as progress:
+        progress.step("timing")
+        for _ in progress.iter(range(iterations), "iterations"):
+            ...
+        progress.step("attributed")
+
+A long step says how far it got with ``update(text)`` (a pass calls it as often as it likes,
+e.g. ``progress.update("12 iterations, 9 s")``): on a terminal the bar's step line shows the
+text, redrawn at most once a second; in a log a line ``[visprof]   attributed: 12 iterations,
+9 s`` at most every ``LOG_UPDATE_S`` seconds, none in a step's first seconds, so steps that
+end quickly (a GPU's timing pass) add no lines.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Callable, Iterable, Iterator, TextIO, TypeVar
+
+T = TypeVar("T")
+PREFIX = "[visprof]"
+BAR_UPDATE_S = 1.0  # the shortest time between two redraws of a step's line on a terminal
+LOG_UPDATE_S = 5.0  # the shortest time between two update lines in a log
+
+
+def load_tqdm():
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm
+
+
+class Progress:
+    def __init__(self, total_steps: int, desc: str, enabled: bool = True, stream: TextIO | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.total_steps = total_steps
+        self.desc = desc
+        self.enabled = enabled
+        self._stream = stream  # None: sys.stderr at the time of writing (so tests can capture it)
+        self._clock = clock
+        self._done = 0  # steps finished
+        self._current: str | None = None  # label of the step in progress
+        self._shown_at = 0.0  # when the step began, or when update() last showed something
+        self._bar = None
+        self._tqdm = None
+
+    @property
+    def stream(self) -> TextIO:
+        return self._stream if self._stream is not None else sys.stderr
+
+    def _use_bars(self) -> bool:
+        isatty = getattr(self.stream, "isatty", None)
+        return bool(isatty and isatty()) and self._tqdm is not None
+
+    def __enter__(self) -> "Progress":
+        if self.enabled:
+            self._tqdm = load_tqdm()
+            if self._use_bars():
+                self._bar = self._tqdm(
+                    total=self.total_steps,
+                    desc=self.desc,
+                    file=self.stream,
+                    leave=False,  # gone once done: the report printed next is what stays
+                    bar_format="{desc} |{bar}| {elapsed}",  # steps/s means nothing for passes
+                )
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self._bar is not None:
+            if exc_type is None:
+                self._bar.update(self.total_steps - self._bar.n)
+            self._bar.close()
+            self._bar = None
+
+    def step(self, label: str) -> None:
+        """Start the next step; the one before it counts as finished."""
+        if self._current is not None:
+            self._done += 1
+        self._current = label
+        if not self.enabled:
+            return
+        self._shown_at = self._clock()
+        text = self._step_text()
+        if self._bar is not None:
+            self._bar.update(self._done - self._bar.n)
+            self._bar.set_description_str(text)
+        else:
+            self._print(text)
+
+    def _step_text(self) -> str:
+        return f"{self.desc} {self._done + 1}/{self.total_steps}: {self._current}"
+
+    def update(self, text: str) -> None:
+        """How far the step in progress got (``"12 iterations, 9 s"``). Cheap to call often:
+        shown at most once a second on a terminal, every LOG_UPDATE_S seconds in a log, and
+        never in the first of those seconds of a step."""
+        if not self.enabled or self._current is None:
+            return
+        now = self._clock()
+        if now - self._shown_at < (BAR_UPDATE_S if self._bar is not None else LOG_UPDATE_S):
+            return
+        self._shown_at = now
+        if self._bar is not None:
+            self._bar.set_description_str(f"{self._step_text()} · {text}")
+        else:
+            self._print(f"  {self._current}: {text}")
+
+    def iter(self, iterable: Iterable[T], desc: str) -> Iterator[T]:
+        """``iterable``, with an inner bar on a terminal or one line in a log."""
+        if not self.enabled:
+            yield from iterable
+            return
+        if self._bar is not None:
+            yield from self._tqdm(iterable, desc=f"  {desc}", file=self.stream, leave=False)
+            return
+        total = len(iterable) if hasattr(iterable, "__len__") else None
+        self._print(f"  {desc}" + (f" ({total})" if total is not None else ""))
+        yield from iterable
+
+    def _print(self, text: str) -> None:
+        print(f"{PREFIX} {text}", file=self.stream, flush=True)

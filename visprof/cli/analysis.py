@@ -1,0 +1,230 @@
+"""The ``import-timm``, ``compare``, ``predict`` and ``report`` commands.
+
+``add_analysis_commands(commands)`` is called from ``visprof.cli.app.build_parser``. Nothing heavy
+is imported until a command runs; every user mistake is a ``VisprofError`` (one line).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from visprof.cli.arguments import positive_int
+
+__all__ = ["add_analysis_commands", "cmd_compare", "cmd_import_timm", "cmd_predict", "cmd_report"]
+
+
+def _sources_help(what: str) -> str:
+    return (f"{what}: ProfileResult JSON files or folders of them, results stores (SQLite), timm benchmark "
+            "CSVs (GPU from the file name, or FILE@GPU)")
+
+
+def _add_files(parser, what: str) -> None:
+    parser.add_argument("--json", type=Path, metavar="FILE", help=f"write {what} as JSON")
+    parser.add_argument("--csv", type=Path, metavar="FILE", help="write one row per model as CSV")
+    parser.add_argument("--gpus", type=Path, metavar="FILE", help="extra GPU spec rows")
+
+
+def add_analysis_commands(commands) -> None:
+    imp = commands.add_parser(
+        "import-timm", help="add timm benchmark CSV rows to a store's reference table",
+        description="Read timm benchmark.py inference CSVs (e.g. benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv) "
+                    "and add their rows to the store's reference measurements. Rows already there are kept.")
+    imp.add_argument("files", nargs="+", type=Path, metavar="FILE", help="timm inference benchmark CSV(s)")
+    imp.add_argument("--gpu", metavar="NAME", help="the GPU they were measured on (default: from the file name, e.g. rtx4090)")
+    imp.add_argument("--store", type=Path, required=True, metavar="STORE", help="results store (created if new)")
+    imp.add_argument("--precision", metavar="P", help="amp-fp16, amp-bf16, fp32 ... (default: from the file name)")
+    imp.add_argument("--gpus", type=Path, metavar="FILE", help="extra GPU spec rows (TOML, the shape of visprof/data/gpus.toml)")
+    imp.set_defaults(handler=cmd_import_timm)
+
+    cmp_ = commands.add_parser(
+        "compare", help="speed-up of each model between two GPUs, and why",
+        description="Join measurements of the same models on two GPUs: speed-up, sensitivity (against the median "
+                    "speed-up), aggregates by family, dominant category and bound, and an explanation per profiled model.")
+    cmp_.add_argument("sources", nargs="+", metavar="SOURCE", help=_sources_help("inputs"))
+    cmp_.add_argument("--base", metavar="GPU", help="the GPU to compare from (default: the first of two)")
+    cmp_.add_argument("--target", metavar="GPU", help="the GPU to compare to (default: the other)")
+    cmp_.add_argument("--top", type=positive_int, default=15, metavar="N", help="show the N most and N least sensitive (default 15)")
+    cmp_.add_argument("--all", action="store_true", help="show every model")
+    _add_files(cmp_, "the whole comparison")
+    cmp_.set_defaults(handler=cmd_compare)
+
+    pred = commands.add_parser(
+        "predict", help="predict latency and throughput on a GPU you do not have",
+        description="Scale each profile's op groups from its GPU's spec row to the target's (roofline scaling per "
+                    "group; see docs/hardware-sensitivity.md).")
+    pred.add_argument("--from", dest="sources", nargs="+", required=True, metavar="SOURCE",
+                      help=_sources_help("profiles to predict from"))
+    pred.add_argument("--to", dest="target", required=True, metavar="GPU", help="target GPU (a gpus.toml id, alias or name)")
+    pred.add_argument("--batch-size", "-b", type=positive_int, metavar="N", help="predict at this batch (default: each profile's)")
+    pred.add_argument("--precision", choices=("fp16", "bf16"), help="switch 16-bit precision (same bytes per value)")
+    pred.add_argument("--model", metavar="PATTERN", help="only models matching this shell pattern")
+    pred.add_argument("--every-profile", action="store_true",
+                      help="predict from every profile (default: per model, GPU and precision, the one whose batch is "
+                           "nearest --batch-size, the newest among equals)")
+    pred.add_argument("--excess", choices=("clock", "bound", "compute", "none"), default="clock",  # predict.EXCESS_MODES
+                      help="how time above a group's roofline scales: clock (default): the measured time is a rate "
+                           "limit that scales with the boost clock (SMs x clock between GPUs of one compute capability), "
+                           "the group takes the longer of it and its roof, and the range column shows the other "
+                           "scalings; bound: "
+                           "efficiency kept (Habitat); compute: the time above the roof scales with SMs x clock; none: "
+                           "every group at its roof (docs/hardware-sensitivity.md, section 6)")
+    _add_files(pred, "the predictions, with their groups,")
+    pred.set_defaults(handler=cmd_predict)
+
+    rep = commands.add_parser(
+        "report", help="a self-contained HTML report (and PNGs) of profiles and comparisons",
+        description="Stacked category bars, throughput/memory/accuracy Pareto fronts, a roofline with each category, "
+                    "and (given measurements on two GPUs) the speed-up scatter, in one HTML file with the images inside.")
+    rep.add_argument("sources", nargs="+", metavar="SOURCE", help=_sources_help("inputs"))
+    rep.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="the HTML file to write")
+    rep.add_argument("--png-dir", type=Path, metavar="DIR", help="also write each figure as a PNG into DIR")
+    rep.add_argument("--base", metavar="GPU", help="speed-up scatter: from this GPU")
+    rep.add_argument("--target", metavar="GPU", help="speed-up scatter: to this GPU")
+    rep.add_argument("--title", default="visprof report", help="the report's title")
+    rep.add_argument("--gpus", type=Path, metavar="FILE", help="extra GPU spec rows")
+    rep.set_defaults(handler=cmd_report)
+
+
+def _table(args):
+    from visprof.analysis.gpus import gpu_table
+
+    return gpu_table(args.gpus)
+
+
+def _say(text: str) -> None:
+    print(f"[visprof] {text}", file=sys.stderr, flush=True)
+
+
+def cmd_import_timm(args: argparse.Namespace) -> int:
+    from visprof.analysis.sources import csv_gpu
+    from visprof.analysis.store_adapter import open_store
+    from visprof.analysis.timm_csv import read_benchmark_csv
+    from visprof.base.outputs import check_not_an_input
+    from visprof.store.result_store import ResultStore
+
+    check_not_an_input({"--store": args.store}, {"CSV": args.files, "--gpus file": args.gpus})
+    ResultStore.check_path(args.store, write=True)  # a damaged or foreign store: refused before reading the CSVs
+    table = _table(args)
+    parsed = []
+    for path in args.files:  # every file is read and checked before the store changes
+        gpu_name = csv_gpu(path, args.gpu, table, how="give --gpu NAME")
+        parsed.append((path, gpu_name, read_benchmark_csv(path, gpu_name, args.precision)))
+    with open_store(args.store, write=True) as store:
+        for path, gpu_name, result in parsed:
+            added = store.add_references(result.rows)
+            dropped = f"; dropped {result.test_rows_dropped} test_* rows" if result.test_rows_dropped else ""
+            print(f"{path.name}: {len(result.rows)} rows on {gpu_name} ({result.rows[0]['precision']}), "
+                  f"{added} new, {len(result.rows) - added} already in {args.store}{dropped}")
+            for warning in result.warnings[:5]:
+                print(f"  warning: {warning}", file=sys.stderr)
+            if len(result.warnings) > 5:
+                print(f"  ... and {len(result.warnings) - 5} more warnings", file=sys.stderr)
+    return 0
+
+
+def _check_outputs(args: argparse.Namespace, **paths) -> None:
+    """The output paths: writable, distinct, and none of them one of the command's inputs
+    (a source, a file in a source folder, a store's side file, the --gpus file)."""
+    from visprof.analysis.sources import input_paths
+    from visprof.base.outputs import check_output_paths
+
+    inputs = {"input": input_paths(args.sources), "--gpus file": args.gpus}
+    check_output_paths({f"--{k.replace('_', '-')}": v for k, v in paths.items()}, inputs=inputs,
+                       folder_files="*.json")  # what sources.load reads from a folder
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from visprof.analysis import sources
+    from visprof.analysis.compare import compare
+    from visprof.base.outputs import atomic_write_text
+    from visprof.report.compare_text import format_comparison, rows_to_csv
+
+    _check_outputs(args, json=args.json, csv=args.csv)
+    table = _table(args)
+    loaded = sources.load(args.sources, table)
+    _say(f"{len(loaded.measurements)} measurements; joining models (timm's registry gives their families)")
+    comparison = compare(loaded.measurements, args.base, args.target, table)
+    print(format_comparison(comparison, top=None if args.all else args.top), end="")
+    if args.json is not None:
+        atomic_write_text(args.json, json.dumps(comparison.to_dict(), indent=2, allow_nan=False) + "\n")
+    if args.csv is not None:
+        atomic_write_text(args.csv, rows_to_csv([m.row() for m in comparison.models]))
+    return 0
+
+
+def prediction_row(p) -> dict:
+    row = p.to_dict()
+    row.pop("bound_ms")
+    shares = row.pop("shares")
+    row.update({f"share_{b}": v for b, v in shares.items()})
+    row["notes"] = "; ".join(row["notes"])
+    span = row.pop("latency_range_ms")
+    row.pop("latency_by_scaling")
+    row["latency_low_ms"], row["latency_high_ms"] = span if span else (None, None)
+    return row
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    import fnmatch
+
+    from visprof.analysis import sources
+    from visprof.analysis.predict import choose_profiles, predict_many
+    from visprof.base.errors import BadInputError
+    from visprof.base.outputs import atomic_write_text
+    from visprof.report.compare_text import format_predictions, rows_to_csv
+
+    _check_outputs(args, json=args.json, csv=args.csv)
+    table = _table(args)
+    target = table.get(args.target)
+    loaded = sources.load(args.sources, table)
+    results = [m.result for m in loaded.profiles if args.model is None or fnmatch.fnmatchcase(m.model, args.model)]
+    if not results:
+        raise BadInputError("no profile results in the inputs" + (f" match {args.model!r}" if args.model else "")
+                            + " (predict reads visprof profiles: JSON files, folders or stores)")
+    left_out = 0
+    if not args.every_profile:
+        results, left_out = choose_profiles(results, args.batch_size)
+    predictions, skipped = predict_many(results, target, batch_size=args.batch_size, precision=args.precision, table=table,
+                                        excess=args.excess)
+    if not predictions:
+        more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+        raise BadInputError(f"nothing could be predicted: {skipped[0]}{more}")
+    print(format_predictions(predictions, target.name, skipped), end="")
+    if left_out:
+        print(f"({left_out} more profile(s) of the same models not used: per model the one nearest the batch, the "
+              f"newest among equals; --every-profile predicts them all)")
+    if args.json is not None:
+        doc = {"target": target.as_dict(), "predictions": [p.to_dict(groups=True) for p in predictions], "skipped": skipped}
+        atomic_write_text(args.json, json.dumps(doc, indent=2, default=_json_default) + "\n")
+    if args.csv is not None:
+        atomic_write_text(args.csv, rows_to_csv([prediction_row(p) for p in predictions]))
+    return 0
+
+
+def _json_default(value):
+    if hasattr(value, "__dataclass_fields__"):
+        import dataclasses
+
+        return dataclasses.asdict(value)
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from visprof.analysis import sources
+    from visprof.base.outputs import check_output_dir
+    from visprof.report.figures import require_matplotlib
+    from visprof.report.html import build_report
+
+    _check_outputs(args, output=args.output)
+    if args.png_dir is not None:
+        check_output_dir(args.png_dir, "--png-dir")  # before any work: the HTML is not written without it
+    require_matplotlib()  # before minutes of loading, not after
+    table = _table(args)
+    loaded = sources.load(args.sources, table)
+    _say(f"{len(loaded.measurements)} measurements ({len(loaded.profiles)} profiles); drawing")
+    written = build_report(loaded, args.output, png_dir=args.png_dir, base=args.base, target=args.target,
+                           title=args.title, table=table)
+    print(f"wrote {args.output}" + (f" and {len(written)} PNGs in {args.png_dir}" if args.png_dir else ""))
+    return 0

@@ -1,0 +1,53 @@
+"""The argument types every ``visprof`` command shares: one definition, one error wording."""
+from __future__ import annotations
+
+import argparse
+
+from visprof.base.options import PASSES
+
+__all__ = ["positive_int", "non_negative_int", "int_at_least", "img_size", "pass_list"]
+
+
+def positive_int(text: str) -> int:
+    return int_at_least(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    return int_at_least(text, 0)
+
+
+def int_at_least(text: str, minimum: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+    return value
+
+
+def img_size(text: str) -> int | tuple[int, int] | str:
+    """``224``, ``HxW`` (``384x256``), ``test`` or ``train``; the range is checked by the profiler."""
+    if text.strip().lower() in ("test", "train"):
+        return text.strip().lower()
+    parts = text.lower().replace(",", "x").split("x")
+    try:
+        sides = [int(p) for p in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N, HxW, test or train, got {text!r}") from None
+    if len(sides) == 1:
+        return sides[0]
+    if len(sides) == 2:
+        return sides[0], sides[1]
+    raise argparse.ArgumentTypeError(f"expected N, HxW, test or train, got {text!r}")
+
+
+def pass_list(text: str) -> tuple[str, ...]:
+    """``timing,attributed`` -> ("timing", "attributed"), in the order given, no repeats."""
+    names = [name.strip().lower() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in PASSES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"passes must be a comma-separated subset of {','.join(PASSES)}, got {text!r}"
+        )
+    return tuple(dict.fromkeys(names))

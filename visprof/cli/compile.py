@@ -1,0 +1,57 @@
+"""``visprof compare-compile MODEL``: profile a model eager and torch.compile'd, side by side."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from visprof.base.options import PRECISIONS
+
+
+def add_compare_compile_parser(commands) -> None:
+    """Registers the command on the CLI's sub-parsers (called from visprof.cli.app.build_parser)."""
+    from visprof.cli.arguments import img_size, non_negative_int, positive_int
+
+    cmd = commands.add_parser(
+        "compare-compile",
+        help="profile a model eager and torch.compile'd, per category side by side",
+        description="Profile one model twice, eager and torch.compile'd (timing and attributed passes), and show "
+                    "per category what compile changed, with the work Inductor fused into each category's kernels.",
+    )
+    cmd.add_argument("model", help="timm model name")
+    cmd.add_argument("--batch-size", "-b", type=positive_int, metavar="N")
+    cmd.add_argument("--img-size", type=img_size, metavar="N|HxW|test|train")
+    cmd.add_argument("--precision", choices=PRECISIONS)
+    cmd.add_argument("--channels-last", action="store_true")
+    cmd.add_argument("--device", metavar="DEV")
+    cmd.add_argument("--warmup", type=non_negative_int, metavar="N")
+    cmd.add_argument("--iterations", type=positive_int, metavar="N")
+    cmd.add_argument("--json", type=Path, metavar="FILE", help="write both results and the comparison as JSON")
+    cmd.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    cmd.set_defaults(handler=cmd_compare_compile)
+
+
+def cmd_compare_compile(args: argparse.Namespace) -> int:
+    from visprof.base.outputs import atomic_write_text, check_output_paths
+
+    check_output_paths({"--json": args.json})
+    options = {"batch_size": args.batch_size, "img_size": args.img_size, "precision": args.precision,
+               "device": args.device, "warmup": args.warmup, "iterations": args.iterations}
+    kwargs: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
+    kwargs.update(channels_last=args.channels_last, progress=not args.quiet, passes="timing,attributed")
+    profile = importlib.import_module("visprof.profiler").profile
+    eager = profile(args.model, compile=False, **kwargs)
+    compiled = profile(args.model, compile=True, **kwargs)
+    from visprof.report.compile_compare import compare_compile, comparison_rows_as_dicts, render_compile_comparison
+
+    print(render_compile_comparison(eager, compiled))
+    if args.json is not None:
+        rows = comparison_rows_as_dicts(compare_compile(eager, compiled))
+        atomic_write_text(args.json, json.dumps({"eager": eager.to_dict(), "compiled": compiled.to_dict(),
+                                                 "comparison": rows}, indent=1) + "\n")
+        if not args.quiet:
+            print(f"[visprof] wrote {args.json}", file=sys.stderr)
+    return 0

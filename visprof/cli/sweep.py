@@ -1,0 +1,230 @@
+"""The ``sweep`` and ``export`` commands (registered by ``visprof.cli.app.build_parser``).
+
+Kept torch-free at import, like the rest of the CLI: ``visprof sweep --help`` answers at once.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+
+from visprof.cli.arguments import non_negative_int, positive_int
+from visprof.base.errors import BadInputError
+from visprof.base.options import PASSES, PRECISIONS
+
+__all__ = ["add_sweep_commands", "cmd_sweep", "cmd_export"]
+
+_FORMATS = ("csv", "parquet", "json", "timm")
+
+
+def _list(convert, what: str):
+    def parse(text: str) -> list:
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {what}, got {text!r}")
+        try:
+            return [convert(item) for item in items]
+        except (ValueError, BadInputError) as exc:
+            raise argparse.ArgumentTypeError(f"{what}: {exc}") from None
+    return parse
+
+
+def _batch(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(f"must be >= 1, got {value}")
+    return value
+
+
+def _precision(text: str) -> str:
+    if text not in PRECISIONS:
+        raise ValueError(f"unknown precision {text!r}; choose from {', '.join(PRECISIONS)}")
+    return text
+
+
+def _memory_format(text: str) -> bool:
+    text = text.lower().replace("-", "_")
+    if text in ("nchw", "contiguous"):
+        return False
+    if text in ("nhwc", "channels_last"):
+        return True
+    raise ValueError(f"unknown memory format {text!r}; choose nchw or channels_last")
+
+
+def _pass(text: str) -> str:
+    if text not in PASSES:
+        raise ValueError(f"unknown pass {text!r}; choose from {', '.join(PASSES)}")
+    return text
+
+
+def _img(text: str) -> str:
+    from visprof.sweep.plan import parse_img_size  # checks N or HxW, >= 8 a side
+
+    parse_img_size(text)
+    return text
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _profile_option(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = value  # a bare string, e.g. grad_mode=inference_mode
+    return key.strip().replace("-", "_"), parsed
+
+
+def add_sweep_commands(commands: argparse._SubParsersAction) -> None:
+    sweep = commands.add_parser(
+        "sweep",
+        help="profile many models x configurations x GPUs into a resumable results store",
+        description="Profile many models, each configuration, on every GPU of this machine (or a Ray cluster), "
+                    "into one SQLite results store. The same command again resumes: finished cells are skipped.",
+    )
+    sweep.add_argument("models", nargs="*", metavar="MODEL",
+                       help="timm names or patterns ('vit_*', '*convnext*'), space- or comma-separated "
+                            "(none: a starter list of 8 models, one of each kind)")
+    sweep.add_argument("--store", type=Path, required=True, metavar="FILE", help="the results store (SQLite; created if new)")
+    pick = sweep.add_argument_group("models")
+    pick.add_argument("--model-list", type=Path, metavar="FILE", help="one model name or pattern a line (as timm's benchmark.py)")
+    pick.add_argument("--all", action="store_true", dest="all_models", help="every model timm has")
+    pick.add_argument("--exclude", action="append", default=[], metavar="PATTERNS", help="leave out names matching these patterns")
+    pick.add_argument("--limit", type=positive_int, metavar="N", help="the first N selected models only")
+    pick.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                      help="import this module (name or .py path) in the driver and every worker first, "
+                           "e.g. one that registers your models with timm's register_model")
+    config = sweep.add_argument_group("configurations (comma-separated lists are crossed)")
+    config.add_argument("--batch-size", "-b", type=_list(_batch, "batch sizes"), metavar="LIST",
+                        help="default: 64 on a GPU, 2 on the CPU; on out of memory a batch decays as in timm's benchmark.py "
+                             "(on the CPU, a batch the host-memory estimate says cannot fit fails at once, as an "
+                             "oom naming the batch that fits)")
+    config.add_argument("--img-size", type=_list(_img, "image sizes"), metavar="LIST", help="N, HxW, test or train each (default: test, the pretrained config's test size as timm's benchmark.py)")
+    config.add_argument("--precision", type=_list(_precision, "precisions"), metavar="LIST",
+                        help=f"of {','.join(PRECISIONS)} (default: bf16 on a GPU, fp32 on the CPU)")
+    config.add_argument("--channels-last", action="store_true", help="NHWC only (same as --memory-format channels_last)")
+    config.add_argument("--memory-format", type=_list(_memory_format, "memory formats"), metavar="LIST",
+                        help="nchw, channels_last or both (nchw,channels_last)")
+    config.add_argument("--passes", type=_list(_pass, "passes"), metavar="LIST", help=f"of {','.join(PASSES)} (default: all)")
+    config.add_argument("--warmup", type=non_negative_int, metavar="N", help="warm-up iterations per pass")
+    config.add_argument("--iterations", type=positive_int, metavar="N", help="timed iterations (default: until the median is stable)")
+    config.add_argument("--compile", action="store_true", help="torch.compile each model first")
+    config.add_argument("--profile-option", "-O", type=_profile_option, action="append", default=[], metavar="KEY=VALUE",
+                        help="any other keyword of visprof.profile (VALUE as JSON, else a string)")
+    where = sweep.add_argument_group("where")
+    where.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
+                       help="auto: the GPUs of --gpus, else the CPU (default)")
+    where.add_argument("--gpus", default="all", metavar="all|0,1", help="GPUs to use, a worker on each (default: all)")
+    where.add_argument("--workers", type=positive_int, metavar="N", help="CPU sweeps: worker processes (default 1)")
+    where.add_argument("--ray", metavar="auto|local|ADDRESS",
+                       help="run each cell as a Ray task: auto (a running cluster), local (start one), or an address")
+    run = sweep.add_argument_group("running")
+    run.add_argument("--timeout", type=_positive_float, default=None, metavar="S",
+                     help="seconds a cell may take before its worker is killed (default: 300 on GPUs, 1800 on the CPU)")
+    run.add_argument("--retries", type=non_negative_int, default=1, metavar="N",
+                     help="tries again after a worker crash or a timeout (default 1); model errors are not retried")
+    run.add_argument("--retry-failed", action="store_true", help="also rerun cells that failed in earlier runs")
+    run.add_argument("--fresh-process", action="store_true", help="a new worker process for every cell (as timm's bulk_runner)")
+    run.add_argument("--time-budget", type=_positive_float, metavar="S",
+                     help="stop starting cells in time to end within S seconds (exit 0; run again to resume)")
+    run.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    run.add_argument("--verbose", "-v", action="store_true", help="show the workers' own output on stderr")
+    run.add_argument("--json", type=Path, metavar="FILE", help="also write the summary as JSON")
+    sweep.set_defaults(handler=cmd_sweep)
+
+    export = commands.add_parser(
+        "export",
+        help="write a results store's rows as csv, parquet, json or timm's benchmark CSV",
+        description="Write a results store's rows to a file (or stdout) as csv, parquet, json, or timm "
+                    "(the columns of timm's benchmark.py CSVs, to join timm's published results).",
+    )
+    export.add_argument("store", type=Path, help="a results store written by visprof sweep")
+    export.add_argument("--format", "-f", choices=_FORMATS, default="csv", help="default: csv")
+    export.add_argument("--output", "-o", type=Path, metavar="FILE", help="default: stdout (parquet needs a file)")
+    export.add_argument("--model", metavar="PATTERN", help="only models matching this pattern")
+    export.add_argument("--gpu", metavar="PATTERN", help="only rows of GPUs whose name matches ('*H200*')")
+    export.add_argument("--failures", action="store_true", help="export the failures instead (csv or json)")
+    export.set_defaults(handler=cmd_export)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from visprof.sweep.run import run_sweep
+
+    if not args.models and args.model_list is None and not args.all_models:
+        from visprof.sweep.selection import STARTER_MODELS
+
+        args.models = list(STARTER_MODELS)
+        print(f"[visprof] no models named: the starter list ({', '.join(STARTER_MODELS)}); name models or "
+              f"patterns ('resnet50,vit_*'), or use --model-list FILE or --all for others", file=sys.stderr)
+    from visprof.base.outputs import check_output_paths
+
+    # The store, the summary and the files the sweep reads: none may be another (or its -wal).
+    scripts = [name for name in args.imports if name.endswith(".py")]
+    check_output_paths({"--store": args.store, "--json": args.json},
+                       inputs={"--model-list file": args.model_list, "--import file": scripts})
+    memory_formats = list(args.memory_format or [])
+    if args.channels_last:
+        memory_formats.append(True)
+    options = dict(args.profile_option)
+    for key in ("warmup", "iterations"):
+        if getattr(args, key) is not None:
+            options[key] = getattr(args, key)
+    if args.compile:
+        options["compile"] = True
+    summary = run_sweep(
+        args.models,
+        store=args.store,
+        model_list=args.model_list,
+        all_models=args.all_models,
+        exclude=args.exclude,
+        limit=args.limit,
+        batch_sizes=args.batch_size or (),
+        img_sizes=args.img_size or (),
+        precisions=args.precision or (),
+        channels_last=memory_formats,
+        passes=args.passes or PASSES,
+        profile_options=options,
+        device=args.device,
+        gpus=args.gpus,
+        workers=args.workers,
+        ray=args.ray,
+        imports=args.imports,
+        timeout_s=args.timeout,
+        retries=args.retries,
+        retry_failed=args.retry_failed,
+        fresh_process=args.fresh_process,
+        time_budget_s=args.time_budget,
+        progress=not args.quiet,
+        echo_worker_output=args.verbose,
+        argv="visprof " + " ".join(sys.argv[1:]),
+    )
+    print(summary.render())
+    if args.json is not None:
+        from visprof.base.outputs import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps(summary.to_dict(), indent=2) + "\n")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    if args.output is not None:
+        from visprof.base.outputs import check_output_paths
+
+        check_output_paths({"--output": args.output}, inputs={"store": args.store})
+    export_store = importlib.import_module("visprof.store.export").export_store
+    count = export_store(args.store, args.output, args.format, model=args.model, gpu=args.gpu, failures=args.failures)
+    if args.output is not None:
+        print(f"[visprof] wrote {count} rows to {args.output}", file=sys.stderr)
+    return 0

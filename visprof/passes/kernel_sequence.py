@@ -1,0 +1,93 @@
+"""The kernels one forward launches, in order, and how two passes' sequences compare.
+
+The attributed pass must run what the clean passes run. Two things about kernel *durations*
+differ between passes without the work differing (measured on the H200,
+bench/results/h200-checks-2026-12-01):
+
+* launch pattern: launched back to back, a kernel can start before the one ahead of it ends
+  (Hopper's programmatic dependent launch in cuBLAS/cuDNN kernels, kernels on side streams):
+  its duration then includes the wait. PiT-S's tracer-only pass sums 5.74 ms of kernel time
+  in 4.81 ms of busy GPU time; the attributed pass, whose op capture spaces launches, 5.17 ms.
+* clock drift: a large model's first passes run while the SM clock still settles under the
+  power limit (ViT-L/16 SigLIP: 1710 MHz in the tracer-only pass, 1890 in the attributed one,
+  kernel time -5.9%; the same passes again, both at 1890 MHz: -0.2%).
+
+So the self-checks compare what ran (every kernel name, count per iteration) exactly, and
+the durations of kernels that overlapped nothing in either pass, with the tracer-only
+iterations split before and after the attributed pass so that drift cancels.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from visprof.native.records import KIND_KERNEL
+
+__all__ = ["KernelSequence", "sequence_of", "launch_difference", "isolated_time_ms"]
+
+
+@dataclass
+class KernelSequence:
+    """One pass's kernels per iteration, in launch order: names, mean durations, and whether
+    the kernel overlapped a neighbour in any iteration."""
+
+    names: list[str] = field(default_factory=list)
+    duration_ns: list[float] = field(default_factory=list)
+    overlapped: list[bool] = field(default_factory=list)
+    iterations: int = 0
+    # iterations whose sequence differed from the first (data-dependent code): not averaged
+    differing: int = 0
+
+
+def sequence_of(per_iteration: list[np.ndarray], kernel_names: list[str]) -> KernelSequence:
+    """The sequence from kernel rows split by iteration (``rows_by_iteration``)."""
+    seq = KernelSequence()
+    for rows in per_iteration:
+        rows = rows[rows["kind"] == KIND_KERNEL]
+        rows = rows[np.argsort(rows["start_ns"], kind="stable")]
+        names = [kernel_names[int(i)] if 0 <= int(i) < len(kernel_names) else "?" for i in rows["name_id"]]
+        start, end = rows["start_ns"].astype(np.int64), rows["end_ns"].astype(np.int64)
+        ends_before = np.maximum.accumulate(end)  # the latest end of any earlier kernel
+        overlap = np.zeros(len(rows), dtype=bool)
+        if len(rows) > 1:
+            overlap[1:] = start[1:] < ends_before[:-1]
+            overlap[:-1] |= overlap[1:]  # both kernels of an overlapping pair
+        if seq.iterations == 0:
+            seq.names, seq.duration_ns, seq.overlapped = names, [0.0] * len(names), [False] * len(names)
+        elif names != seq.names:
+            seq.differing += 1
+            continue
+        durations = (end - start).astype(np.float64)
+        seq.duration_ns = [a + b for a, b in zip(seq.duration_ns, durations)]
+        seq.overlapped = [a or bool(b) for a, b in zip(seq.overlapped, overlap)]
+        seq.iterations += 1
+    if seq.iterations:
+        seq.duration_ns = [d / seq.iterations for d in seq.duration_ns]
+    return seq
+
+
+def merged(a: KernelSequence, b: KernelSequence) -> KernelSequence:
+    """Two runs of the same pass (before and after another) as one: durations averaged."""
+    if not a.iterations or a.names != b.names:
+        return a if a.iterations else b
+    n = a.iterations + b.iterations
+    return KernelSequence(a.names, [(x * a.iterations + y * b.iterations) / n for x, y in zip(a.duration_ns, b.duration_ns)],
+                          [x or y for x, y in zip(a.overlapped, b.overlapped)], n, a.differing + b.differing)
+
+
+def launch_difference(attributed: KernelSequence, reference: KernelSequence) -> int:
+    """Kernel launches per iteration that one pass made and the other did not (by name)."""
+    a, b = Counter(attributed.names), Counter(reference.names)
+    return sum(((a - b) + (b - a)).values())
+
+
+def isolated_time_ms(attributed: KernelSequence, reference: KernelSequence) -> tuple[float, float, int, int]:
+    """(attributed ms, reference ms, kernels compared, kernels in all) over the launches that ran
+    the same kernel at the same position and overlapped nothing in either pass."""
+    if attributed.names != reference.names:
+        return 0.0, 0.0, 0, len(reference.names)
+    keep = [i for i in range(len(reference.names)) if not attributed.overlapped[i] and not reference.overlapped[i]]
+    return (sum(attributed.duration_ns[i] for i in keep) / 1e6, sum(reference.duration_ns[i] for i in keep) / 1e6,
+            len(keep), len(reference.names))

@@ -1,0 +1,347 @@
+"""Model and input construction: a timm name or an ``nn.Module`` becomes a ``ModelSpec``.
+
+The spec fixes everything the passes must agree on (the module in eval mode, the input
+size, a seeded input). timm models are built with a seeded init, so two builds of one name
+compute the same thing. timm is imported lazily: its import costs about a second.
+"""
+from __future__ import annotations
+
+import difflib
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import torch
+from torch import nn
+
+from visprof.base.errors import BadInputError, ModelForwardError, UnknownModelError
+
+DEFAULT_INPUT_SIZE = (3, 224, 224)
+MIN_IMG_SIZE = 8
+# Same seed for every pass, so the timing, attributed and memory passes see identical data
+# (data-dependent kernels, e.g. sorting or nonzero, would otherwise differ between passes).
+INPUT_SEED = 0
+# Names users copy from the Hugging Face hub page of a timm model; visprof never downloads,
+# so these are read as the timm architecture (and pretrained tag) they name.
+_TIMM_HUB_PREFIXES = ("hf-hub:timm/", "hf_hub:timm/", "timm/")
+_MAX_SUGGESTIONS = 5
+
+
+# --- validation of user input ------------------------------------------------------------
+
+def validate_batch_size(batch_size: Any) -> int:
+    """``batch_size`` as an int >= 1, else ``BadInputError``."""
+    value = _as_int(batch_size)
+    if value is None or value < 1:
+        raise BadInputError(f"batch size must be an integer >= 1, got {batch_size!r}")
+    return value
+
+
+# The named sizes of a pretrained config: the test size (the default, as timm's benchmark.py
+# resolves it with use_test_size=True) or the training input_size.
+NAMED_SIZES = ("test", "train")
+
+
+def normalize_img_size(img_size: Any) -> tuple[int, int] | str | None:
+    """``None``, "test", "train", an int N, or an (H, W) pair -> ``None``, the name, or ``(H, W)``, each side >= 8."""
+    if img_size is None:
+        return None
+    if isinstance(img_size, str) and img_size.strip().lower() in NAMED_SIZES:
+        return img_size.strip().lower()
+    sides = _as_two_ints(img_size)
+    if sides is None:
+        raise BadInputError(f"image size must be an integer, an (H, W) pair, test or train, got {img_size!r}")
+    if min(sides) < MIN_IMG_SIZE:
+        raise BadInputError(f"image size must be at least {MIN_IMG_SIZE} pixels a side, got {img_size!r}")
+    return sides
+
+
+def _as_int(value: Any) -> int | None:
+    """Ints and numpy ints; not floats, strings or bools (True as a size is a mistake)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def _as_two_ints(value: Any) -> tuple[int, int] | None:
+    side = _as_int(value)
+    if side is not None:
+        return side, side
+    if isinstance(value, (str, bytes)):
+        return None
+    try:
+        items = list(value)
+    except TypeError:
+        return None
+    if len(items) != 2:
+        return None
+    height, width = _as_int(items[0]), _as_int(items[1])
+    return (height, width) if height is not None and width is not None else None
+
+
+# --- the spec ----------------------------------------------------------------------------
+
+@dataclass
+class ModelSpec:
+    name: str  # timm name as created ("resnet50", "vit_base_patch16_224.augreg_in21k") or class name
+    source: str  # "timm" | "module"
+    module: nn.Module  # in eval mode
+    input_size: tuple[int, int, int]  # (C, H, W) of the inputs the passes feed
+    param_count: int
+    default_input_size: tuple[int, int, int] = DEFAULT_INPUT_SIZE  # what the model was built for
+    notes: list[str] = field(default_factory=list)  # facts worth showing in a report
+    # How resolve_model was called (a sweep records it with the result).
+    resolve_kwargs: dict[str, Any] = field(default_factory=dict)
+    # Said when the forward pass fails: the likely reason (e.g. a size the model can't take).
+    forward_hint: str = ""
+    # Where the input size came from: "test" (the pretrained config's test size, as timm's
+    # benchmark.py uses), "train" (its training input_size), "requested" or "assumed".
+    img_size_origin: str = "requested"
+
+    def input_shape(self, batch_size: int) -> tuple[int, int, int, int]:
+        return (validate_batch_size(batch_size), *self.input_size)
+
+    def make_input(
+        self,
+        batch_size: int,
+        device: str | torch.device,
+        dtype: torch.dtype = torch.float32,
+        channels_last: bool = False,
+    ) -> torch.Tensor:
+        """Random normal input of ``input_shape(batch_size)``, identical on every call."""
+        if not dtype.is_floating_point:
+            raise BadInputError(f"input dtype must be a floating-point type, got {dtype}")
+        device = torch.device(device)
+        generator = torch.Generator(device=device).manual_seed(INPUT_SEED)
+        # Drawn in fp32, then cast, so every precision sees the same values (rounded).
+        x = torch.randn(self.input_shape(batch_size), generator=generator, device=device)
+        x = x.to(dtype)
+        if channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        return x
+
+    def forward_error(self, batch_size: int, cause: BaseException) -> ModelForwardError:
+        """The error to raise (``raise spec.forward_error(n, e) from e``) when forward fails."""
+        return ModelForwardError(self.name, (batch_size, *self.input_size), cause, self.forward_hint)
+
+
+# --- resolution --------------------------------------------------------------------------
+
+def resolve_model(model_or_name: str | nn.Module, *, img_size: Any = None, pretrained: bool = False,
+                  device: str | torch.device | None = None) -> ModelSpec:
+    """A ``ModelSpec`` for a timm model name or an ``nn.Module``.
+
+    ``img_size`` (int or (H, W)) overrides the model's default input size. timm models
+    that take ``img_size`` (ViTs, Swin, ...) are built for it; others are built as usual
+    and fed inputs of that size. ``device``: a timm model to be run on a GPU is built there
+    (see ``_create_timm_model``).
+    """
+    size = normalize_img_size(img_size)
+    if isinstance(model_or_name, nn.Module):
+        return _spec_for_module(model_or_name, size)
+    if isinstance(model_or_name, str):
+        return _spec_for_timm(model_or_name, size, pretrained, device)
+    raise BadInputError(
+        f"model must be a timm model name or a torch.nn.Module, got {type(model_or_name).__name__}"
+    )
+
+
+def _spec_for_timm(requested: str, size: tuple[int, int] | str | None, pretrained: bool, device=None) -> ModelSpec:
+    name = timm_name(requested)
+    named = size if isinstance(size, str) else None
+    explicit = None if named or size is None else size
+    module, took_img_size = _create_timm_model(name, explicit, pretrained, device)
+    default = _cfg_input_size(module, "train") or DEFAULT_INPUT_SIZE
+    notes, hint = [], ""
+    if explicit is not None and not took_img_size and explicit != default[1:]:
+        notes.append(f"{name} does not take img_size: built for {_fmt(default[1:])}, fed {_fmt(explicit)} inputs")
+        hint = f"{name} was built for {_fmt(default[1:])} inputs and does not take img_size"
+    if explicit is not None:
+        input_size, origin = (default[0], *explicit), "requested"
+    else:
+        origin = named or "test"
+        input_size = _cfg_input_size(module, origin) or default
+        if _cfg_input_size(module, "train") is None:
+            origin = "assumed"
+        elif input_size != default:
+            hint = f"{name} was built for {_fmt(default[1:])} inputs and is fed its test size {_fmt(input_size[1:])}"
+    return ModelSpec(
+        name=name,
+        source="timm",
+        module=module.eval(),
+        input_size=input_size,
+        param_count=count_parameters(module),
+        default_input_size=default,
+        notes=notes,
+        resolve_kwargs={"img_size": size, "pretrained": pretrained},
+        forward_hint=hint,
+        img_size_origin=origin,
+    )
+
+
+def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> ModelSpec:
+    name = type(module).__name__
+    named = size if isinstance(size, str) else None
+    size = None if named else size
+    cfg_size = _cfg_input_size(module, named or "test")
+    notes, hint = [], ""
+    if cfg_size is not None:
+        default = cfg_size
+    else:
+        default = (_first_conv_in_channels(module) or DEFAULT_INPUT_SIZE[0], *DEFAULT_INPUT_SIZE[1:])
+        if size is None:
+            notes.append(
+                f"{name} has no default_cfg; assuming {default[0]}x{_fmt(default[1:])} inputs "
+                "(pass img_size to change)"
+            )
+            hint = f"visprof assumed {default[0]}x{_fmt(default[1:])} inputs; pass img_size"
+    if size is not None and cfg_size is not None and size != cfg_size[1:]:
+        hint = f"{name} was built for {_fmt(cfg_size[1:])} inputs"
+    input_size = (default[0], *size) if size is not None else default
+    origin = "requested" if size is not None else (named or "test") if cfg_size is not None else "assumed"
+    return ModelSpec(
+        name=name,
+        source="module",
+        module=module.eval(),
+        input_size=input_size,
+        param_count=count_parameters(module),
+        default_input_size=default,
+        notes=notes,
+        # The resolved size, so a rebuilt spec feeds the same input even without a cfg.
+        resolve_kwargs={"img_size": input_size[1:]},
+        forward_hint=hint,
+        img_size_origin=origin,
+    )
+
+
+def timm_name(requested: str) -> str:
+    """The name to give ``timm.create_model`` for ``requested``, else ``UnknownModelError``.
+
+    Accepts hub-style prefixes (``timm/``, ``hf-hub:timm/``) and pretrained tags
+    (``arch.tag``). A known tag is kept, since it selects the pretrained config, which
+    sets the default input size (``convnext_tiny.fb_in22k_ft_in1k_384`` is 384x384).
+    """
+    import timm
+
+    text = requested.strip()
+    for prefix in _TIMM_HUB_PREFIXES:
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+            break
+    else:
+        if ":" in text or "/" in text:
+            raise UnknownModelError(
+                requested, detail="visprof builds models from timm's registry by name and does not download from hubs"
+            )
+    arch, _, tag = text.partition(".")
+    if not timm.is_model(arch) and timm.is_model(arch.lower()):
+        arch = arch.lower()
+    if not timm.is_model(arch):
+        raise UnknownModelError(requested, close_matches(arch.lower(), timm.list_models()))
+    if not tag:
+        return arch
+    tagged = timm.list_pretrained(f"{arch}.*")
+    if f"{arch}.{tag}" in tagged:
+        return f"{arch}.{tag}"
+    raise UnknownModelError(
+        requested, close_matches(f"{arch}.{tag}", tagged), detail=f"{arch} has no pretrained tag {tag!r}"
+    )
+
+
+def close_matches(word: str, candidates: Sequence[str]) -> list[str]:
+    return difflib.get_close_matches(word, candidates, n=_MAX_SUGGESTIONS, cutoff=0.6)
+
+
+def _create_timm_model(name: str, size: tuple[int, int] | None, pretrained: bool,
+                       device: str | torch.device | None = None) -> tuple[nn.Module, bool]:
+    """Build ``name``; returns (module, whether it was built for ``size``).
+
+    The random init is seeded (without disturbing the caller's RNG), so two builds on one
+    device compute the same thing. For a CUDA ``device`` (without pretrained weights) the
+    model is built there, under ``with torch.device(...)``: its weights are initialised by
+    GPU kernels instead of the CPU. On the 2-GPU H200 machine CPU initialisation took a median
+    0.5 s of each profile, and 1.3 s once two sweep workers shared the host's cores
+    (bench/results/h200x2-sweep-1). A model whose construction cannot run there (host-only
+    code in an ``__init__``) is built on the CPU, as before.
+
+    A model built on the GPU then goes to the host and back, as ``timm.create_model(name).cuda()``
+    leaves it: its initialisation's temporaries interleave with the weights, and where the
+    weights lie in the caching allocator's segments decides how much a forward reserves. The
+    round trip lays them out as a plain script's ``.cuda()`` does (their reserved peaks then
+    match: bench/results/h200-s17-memory), for the cost of copying the weights twice.
+    """
+    target = torch.device(device) if device is not None else None
+    if target is not None and target.type == "cuda" and not pretrained:
+        try:
+            with torch.random.fork_rng(devices=[target.index or 0], device_type="cuda"), target:
+                torch.manual_seed(INPUT_SEED)
+                module, took_size = _create_timm_model_unseeded(name, size, pretrained)
+            return _laid_out_as_copied(module, target), took_size
+        except BadInputError:
+            raise  # the size, not the device: the CPU would refuse it too
+        except Exception:  # noqa: BLE001 - construction that needs the host: build there
+            pass
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(INPUT_SEED)
+        return _create_timm_model_unseeded(name, size, pretrained)
+
+
+def _laid_out_as_copied(module: nn.Module, device: torch.device) -> nn.Module:
+    """``module``'s tensors reallocated on ``device`` in the order ``.to(device)`` of a host
+    model allocates them, in segments of their own (see ``_create_timm_model``)."""
+    module.cpu()
+    torch.cuda.empty_cache()  # the segments the build used go back: the copies start afresh
+    return module.to(device)
+
+
+def _create_timm_model_unseeded(name: str, size: tuple[int, int] | None, pretrained: bool) -> tuple[nn.Module, bool]:
+    import timm
+
+    if size is None:
+        return timm.create_model(name, pretrained=pretrained), False
+    img_size = size[0] if size[0] == size[1] else size
+    try:
+        return timm.create_model(name, pretrained=pretrained, img_size=img_size), True
+    except TypeError as exc:
+        # CNNs (ResNet, EfficientNet, ...) reject the keyword before building anything;
+        # they are fed the requested size as is.
+        if "img_size" not in str(exc):
+            raise _build_error(name, size, exc) from exc
+    except Exception as exc:  # e.g. a size not divisible by the patch or window size
+        raise _build_error(name, size, exc) from exc
+    return timm.create_model(name, pretrained=pretrained), False
+
+
+def _build_error(name: str, size: tuple[int, int], exc: BaseException) -> BadInputError:
+    return BadInputError(f"timm could not build {name} for {_fmt(size)} inputs: {type(exc).__name__}: {exc}")
+
+
+def _cfg_input_size(module: nn.Module, which: str = "test") -> tuple[int, int, int] | None:
+    """(C, H, W) from a timm-made module's pretrained_cfg/default_cfg, if it has one: its
+    ``test_input_size`` where it has one and ``which`` is "test" (what timm's benchmark.py feeds:
+    ``resolve_data_config(..., use_test_size=True)``), else its training ``input_size``."""
+    for attr in ("pretrained_cfg", "default_cfg"):
+        cfg = getattr(module, attr, None)
+        if isinstance(cfg, dict) and cfg.get("input_size"):
+            c, h, w = cfg.get("test_input_size") if which == "test" and cfg.get("test_input_size") else cfg["input_size"]
+            return int(c), int(h), int(w)
+    return None
+
+
+def _first_conv_in_channels(module: nn.Module) -> int | None:
+    for sub in module.modules():
+        if isinstance(sub, nn.Conv2d):
+            return sub.in_channels
+    return None
+
+
+def count_parameters(module: nn.Module) -> int:
+    # Lazy modules have no shape until their first forward; they count as 0 until then.
+    return sum(p.numel() for p in module.parameters() if not nn.parameter.is_lazy(p))
+
+
+def _fmt(hw: Sequence[int]) -> str:
+    return f"{hw[0]}x{hw[1]}"

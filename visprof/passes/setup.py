@@ -1,0 +1,194 @@
+"""The run set-up every entry point shares: ``profile()``, ``--nvtx-only``, ``ncu`` and the sweep.
+
+One place resolves the defaults (device, precision, grad mode, autocast, batch), checks the
+options, loads the category table and builds a ``ModelRunner`` that has run one forward, so
+a default changed here changes it for every command.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from visprof.attribution.categories import CategoryTable, default_table
+from visprof.base import hardware
+from visprof.base.errors import BadInputError, OutOfMemoryError, VisprofError
+from visprof.base.options import (AUTOCAST_MODES, DEFAULT_AUTOCAST, DEFAULT_BATCH, DEFAULT_GRAD_MODE,
+                                  DEFAULT_PRECISION, GRAD_MODES, PRECISIONS)
+from visprof.passes.batch_search import is_out_of_memory, largest_fitting_batch, release_cached_memory
+from visprof.passes.host_memory import check_host_memory, host_oom_error, is_host_out_of_memory
+from visprof.passes.models import ModelSpec, resolve_model, validate_batch_size
+from visprof.passes.runner import ModelRunner, RunConfig
+
+__all__ = ["RunSetup", "resolve_run", "choice", "check_count", "load_table", "make_runner", "raised_in_a_forward",
+           "is_oom"]
+
+
+@dataclass
+class RunSetup:
+    """What an entry point runs: the model, the configuration, the category table."""
+
+    spec: ModelSpec
+    config: RunConfig
+    table: CategoryTable
+    kind: str  # "cuda" or "cpu"
+    notes: list[str]
+
+
+def choice(name: str, value: str, allowed: Sequence[str]) -> str:
+    if value not in allowed:
+        raise BadInputError(f"unknown {name} {value!r}; choose one of {', '.join(allowed)}")
+    return value
+
+
+def check_count(name: str, value: Any, minimum: int) -> None:
+    """A whole number >= minimum (None means the entry point's default)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
+        raise BadInputError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+
+
+def load_table(table: CategoryTable | None, category_file: str | Path | None) -> CategoryTable:
+    table = table or default_table()
+    if category_file is not None:
+        table.extend_from_file(category_file)
+    return table
+
+
+def resolve_run(model: Any, *, batch_size: int | None = None, img_size: Any = None, precision: str | None = None,
+                channels_last: bool = False, compile: bool = False, device: str | None = None,
+                grad_mode: str | None = None, autocast: str | None = None, table: CategoryTable | None = None,
+                category_file: str | Path | None = None) -> RunSetup:
+    """Defaults filled in and every option checked, before any model is built on the device."""
+    device = hardware.resolve_device(device)
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    precision = choice("precision", precision or DEFAULT_PRECISION[kind], PRECISIONS)
+    grad_mode = choice("grad_mode", grad_mode or DEFAULT_GRAD_MODE, GRAD_MODES)
+    autocast = choice("autocast", autocast or DEFAULT_AUTOCAST, AUTOCAST_MODES)
+    batch_size = validate_batch_size(batch_size if batch_size is not None else DEFAULT_BATCH[kind])
+    table = load_table(table, category_file)
+    spec = resolve_model(model, img_size=img_size, device=device)
+    config = RunConfig(batch_size=batch_size, precision=precision, channels_last=channels_last,
+                       compile=compile, device=device, grad_mode=grad_mode, autocast=autocast)
+    notes = list(spec.notes) + _device_notes(kind, precision)
+    if autocast != DEFAULT_AUTOCAST and config.autocast != autocast:
+        notes.append(f"autocast={autocast} does nothing at {precision}: the model runs in {precision} without autocast")
+    return RunSetup(spec, config, table, kind, notes)
+
+
+# The CPU instructions that give fp16 and bf16 convolutions and matmuls fast kernels, as
+# /proc/cpuinfo names them: x86 (AVX-512 FP16, AMX) and ARM (ARMv8.2 half precision, ARMv8.6 BF16).
+# Without them torch's CPU kernels fall back to slow paths. Measured on this project's 2-core
+# Xeon (avx512_fp16, amx_bf16; torch 2.14, batch 2, timing pass): fp16 took 1.1-1.4x the time of
+# fp32 on resnet18, mobilenetv3_small_050, vit_tiny_patch16_224 and convnext_atto, bf16 0.6-1.2x.
+# With oneDNN held below those instructions (ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16, as on a CPU
+# without AVX-512 FP16) fp16 took 4-39x fp32; at AVX2, fp16 1.5-54x and bf16 1.8-28x; a user
+# measured 280x. Too machine-dependent for a factor in the note: "often far slower" it says.
+REDUCED_PRECISION_FLAGS = {"fp16": ("avx512_fp16", "amx_fp16", "asimdhp"),
+                           "bf16": ("avx512_bf16", "amx_bf16", "bf16")}
+
+
+def cpu_flags(cpuinfo: str | None = None) -> frozenset[str] | None:
+    """The CPU's feature flags as /proc/cpuinfo lists them ("flags" on x86, "Features" on
+    ARM), read from ``cpuinfo`` if given; None where unknown (no /proc, another format)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
+        except OSError:
+            return None
+    for line in cpuinfo.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip().lower() in ("flags", "features"):
+            return frozenset(value.split())
+    return None
+
+
+def _device_notes(kind: str, precision: str, flags: frozenset[str] | None = None) -> list[str]:
+    """Options that change nothing on this device, or cost far more there, said once in the
+    result. ``flags``: the CPU's (cpu_flags() when None)."""
+    if kind != "cpu":
+        return []
+    if precision == "tf32":
+        return ["precision tf32 on the CPU: TF32 is an NVIDIA GPU math mode, so the CPU ran plain fp32"]
+    if precision not in REDUCED_PRECISION_FLAGS:
+        return []
+    flags = cpu_flags() if flags is None else flags
+    found = {p: [f for f in names if f in flags] if flags is not None else None
+             for p, names in REDUCED_PRECISION_FLAGS.items()}
+    slow = "convolutions and matmuls run slow fallback kernels, slower than fp32 and often far slower"
+    if precision == "bf16":
+        if found["bf16"] is None or found["bf16"]:
+            return []  # fast here, or nothing known against it
+        return [f"precision bf16 on the CPU: this CPU has no bf16 arithmetic (avx512_bf16, amx_bf16), so bf16 {slow}; "
+                "use fp32"]
+    if found["fp16"] is None:
+        return ["precision fp16 on the CPU: fp16 convolutions and matmuls have fast kernels only on CPUs with fp16 "
+                "arithmetic (avx512_fp16, amx_fp16); without it they run slow fallback kernels, often far slower "
+                "than fp32 or bf16; use bf16 or fp32"]
+    if found["fp16"]:
+        return [f"precision fp16 on the CPU: this CPU has fp16 arithmetic ({', '.join(found['fp16'])}), yet fp16 ran "
+                "no faster than fp32 for the timm models measured on a Xeon that has it (and often far slower on a "
+                "CPU without it); use " + ("bf16 or fp32" if found["bf16"] else "fp32")]
+    instead = (f"fp32, or bf16 (this CPU has {', '.join(found['bf16'])})" if found["bf16"]
+               else "fp32 (without avx512_bf16 or amx_bf16, bf16 is slow here too)")
+    return [f"precision fp16 on the CPU: this CPU has no fp16 arithmetic (avx512_fp16, amx_fp16), so fp16 {slow}; "
+            f"use {instead}"]
+
+
+def is_oom(exc: BaseException, cuda: bool) -> bool:
+    return is_out_of_memory(exc) if cuda else is_host_out_of_memory(exc)
+
+
+def raised_in_a_forward(exc: BaseException) -> bool:
+    """Whether `exc` propagated out of a forward (ModelRunner.__call__). Only then can the
+    model be blamed; an error anywhere else in the passes is visprof's."""
+    frame = exc.__traceback__
+    while frame is not None:
+        if frame.tb_frame.f_code is ModelRunner.__call__.__code__:
+            return True
+        frame = frame.tb_next
+    return False
+
+
+def make_runner(spec: ModelSpec, config: RunConfig, search_batch: bool = True) -> ModelRunner:
+    """Builds the runner and proves one forward works; an OOM becomes a clear message with
+    the largest batch that fits."""
+    if not config.is_cuda:
+        check_host_memory(spec, config, suggest=search_batch)  # before a run that could swap or be killed
+    runner = None
+    try:
+        runner = ModelRunner(spec, config)
+        with runner.session():
+            runner()
+            runner.sync()
+        return runner
+    except Exception as exc:
+        if runner is not None:
+            runner.close()  # restores the TF32 switches it changed
+            runner = None  # and frees its input before a batch search
+        if not is_oom(exc, config.is_cuda):
+            if isinstance(exc, VisprofError):
+                raise
+            raise spec.forward_error(config.batch_size, exc) from exc
+    # Out of memory, handled after the except block: inside it, the exception's traceback keeps
+    # the failed forward's frames, and so its input and activations, alive through the search.
+    if not search_batch:
+        raise OutOfMemoryError(config.batch_size, None, config.device)
+    raise _oom_with_search(spec, config) if config.is_cuda else host_oom_error(spec, config)
+
+
+def _oom_with_search(spec: ModelSpec, config: RunConfig) -> OutOfMemoryError:
+    release_cached_memory()
+
+    def try_batch(batch: int) -> None:
+        probe = ModelRunner(spec, RunConfig(**{**config.__dict__, "batch_size": batch}))
+        try:
+            with probe.session():
+                probe()
+                probe.sync()
+        finally:
+            probe.close()
+            del probe
+            release_cached_memory()
+
+    best = largest_fitting_batch(try_batch, max(config.batch_size - 1, 1)) if config.batch_size > 1 else None
+    return OutOfMemoryError(config.batch_size, best, config.device, searched=True)

@@ -1,0 +1,131 @@
+"""``visprof export STORE --format csv|parquet|json|timm``: a store's rows as a file.
+
+    csv      one row per result: every flattened column, then one column per category and
+             figure (time_ms.attention, share.attention, ...); with ``failures``, the failures
+    parquet  the same table (needs pandas and pyarrow: pip install "visprof[pandas]")
+    json     every result whole (``ProfileResult.to_dict()``) with its store row, the failures
+             and the references: nothing the store holds is left out
+    timm     the columns of timm's benchmark.py CSVs, to join timm's published results
+
+Files are written whole or not at all (``visprof.base.outputs``); without a path, text formats
+go to stdout.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import IO, Any
+
+from visprof.base.errors import BadInputError
+from visprof.store.result_store import ResultStore, open_store
+from visprof.store.timm_format import TIMM_COLUMNS, to_timm_row
+
+__all__ = ["export_store", "FORMATS", "EXPORT_SCHEMA"]
+
+FORMATS = ("csv", "parquet", "json", "timm")
+EXPORT_SCHEMA = "visprof.store-export/1"
+
+
+def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt: str = "csv", *,
+                 model: str | None = None, gpu: str | None = None, failures: bool = False,
+                 stdout: IO[str] | None = None) -> int:
+    """Writes the store's rows to ``output`` (None: ``stdout``) in ``fmt``; returns the
+    number of rows written. ``model`` and ``gpu`` filter with shell patterns."""
+    from visprof.base.outputs import atomic_output, check_output_path
+
+    if fmt not in FORMATS:
+        raise BadInputError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
+    if output is None and fmt == "parquet":
+        raise BadInputError("--format parquet writes a binary file: give one with -o FILE")
+    if failures and fmt not in ("csv", "json"):
+        raise BadInputError("--failures exports as csv or json")
+    if output is not None:
+        check_output_path(output, "--output")
+    owned = not isinstance(store, ResultStore)
+    reader = open_store(store) if owned else store
+    try:
+        if fmt == "parquet":
+            frame = _parquet_frame(reader, model, gpu)
+            with atomic_output(output, "wb") as fh:
+                frame.to_parquet(fh, index=False)
+            return len(frame)
+        buffer = io.StringIO()
+        count = _write_text(reader, fmt, buffer, model, gpu, failures)
+    finally:
+        if owned:
+            reader.close()
+    if output is None:
+        (stdout or sys.stdout).write(buffer.getvalue())
+    else:
+        with atomic_output(output) as fh:
+            fh.write(buffer.getvalue())
+    return count
+
+
+def _write_text(store: ResultStore, fmt: str, out: IO[str], model, gpu, failures: bool) -> int:
+    if fmt == "json":
+        return _write_json(store, out, model, gpu, failures)
+    if failures:
+        rows = [r for r in store.failures() if _matches(r, model, gpu)]
+        columns = list(rows[0]) if rows else _failure_columns(store)
+        return _write_csv(out, columns, rows)
+    if fmt == "timm":
+        rows = store.rows(model, gpu)
+        gpus = sorted({str(r["gpu_name"] or "cpu") for r in rows})
+        if len(gpus) > 1:
+            raise BadInputError(f"--format timm writes one device's results and the store holds several "
+                                f"({', '.join(gpus)}); choose one with --gpu")
+        return _write_csv(out, list(TIMM_COLUMNS), [to_timm_row(r) for r in rows])
+    columns, rows = store.table_rows(model, gpu)
+    return _write_csv(out, columns, rows)
+
+
+def _write_csv(out: IO[str], columns: list[str], rows: list[dict[str, Any]]) -> int:
+    writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    return len(rows)
+
+
+def _write_json(store: ResultStore, out: IO[str], model, gpu, failures_only: bool) -> int:
+    failures = [r for r in store.failures() if _matches(r, model, gpu)]
+    if failures_only:
+        json.dump({"schema": EXPORT_SCHEMA, "failures": failures}, out, indent=1)
+        return len(failures)
+    rows = store.rows(model, gpu)
+    docs = list(store.result_documents(model, gpu))
+    document = {
+        "schema": EXPORT_SCHEMA,
+        "store": {"path": str(store.path), **store.meta()},
+        "results": [{"row": row, "result": doc} for row, doc in zip(rows, docs)],
+        "failures": failures,
+        "references": [asdict(r) for r in store.references(model=model, gpu_name=gpu)],
+    }
+    json.dump(document, out, indent=1)
+    out.write("\n")
+    return len(rows)
+
+
+def _parquet_frame(store: ResultStore, model, gpu):
+    try:
+        import pandas  # noqa: F401
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise BadInputError('--format parquet needs pandas and pyarrow: pip install "visprof[pandas]"') from None
+    return store.dataframe(model, gpu)
+
+
+def _matches(row: dict[str, Any], model: str | None, gpu: str | None) -> bool:
+    import fnmatch
+
+    return ((model is None or fnmatch.fnmatchcase(str(row.get("model")), model))
+            and (gpu is None or fnmatch.fnmatchcase(str(row.get("gpu_name")), gpu)))
+
+
+def _failure_columns(store: ResultStore) -> list[str]:
+    return store.columns("failures")

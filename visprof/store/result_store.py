@@ -1,0 +1,676 @@
+"""The results store: one SQLite file (WAL), written by one process, read by any.
+
+    from visprof.sweep import open_store
+    with open_store("results.db") as store:
+        for result in store.results(model="vit_*"):   # ProfileResult objects
+            ...
+        frame = store.dataframe()                      # flattened rows, one per result (pandas)
+
+Every result goes in with its category and memory rows in one transaction, so a killed
+writer leaves whole rows or none. A store is written by one sweep at a time (an exclusive
+``flock`` on the file, released by the kernel when the writer dies, however it dies).
+The schema is in ``visprof.store.schema`` and docs/sweep.md.
+
+A file that is not a whole visprof store (truncated, overwritten, empty, another program's
+SQLite file) is one ``BadInputError`` naming the file and what is wrong with it, whether SQLite
+notices at opening or at a later query (``DamagedStoreError``); the file is left as it is.
+"""
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import json
+import os
+import socket
+import sqlite3
+import zlib
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+
+from visprof.base.errors import BadInputError, OutputWriteError
+from visprof.store.flatten import (category_rows, compact_json, flatten_result, kernel_family_rows, memory_rows,
+                                   normalize_gpu_uuid, op_type_rows)
+from visprof.store.cell import Cell, img_size_text
+from visprof.store.schema import DDL, IDENTITY, SCHEMA_VERSION
+from visprof.store.versions import SoftwareVersions
+
+if TYPE_CHECKING:
+    from visprof.result import ProfileResult
+
+__all__ = ["ResultStore", "open_store", "Reference", "CellState", "StoreBusyError", "DamagedStoreError"]
+
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first bytes of every SQLite file
+_FAILURE_KINDS = ("error", "oom", "timeout", "crash")
+# SQLite's words for a store that cannot take a write (not a bug in the SQL).
+_STORAGE_ERRORS = ("disk is full", "readonly", "disk I/O error", "unable to open", "database is locked")
+
+
+class StoreBusyError(BadInputError):
+    """Another sweep is writing to this store."""
+
+
+class DamagedStoreError(BadInputError):
+    """SQLite finds the store's file damaged (truncated, overwritten): at opening or at any query."""
+
+    def __init__(self, path: str | Path, reason: str):
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"{path} is a damaged results store ({reason}); visprof left it as it is: restore a copy, "
+                         f"or salvage what is readable with `sqlite3 {path} .recover | sqlite3 recovered.db`")
+
+
+class _NoTables(BadInputError):
+    """An SQLite file without tables, opened for reading (for writing it becomes a new store)."""
+
+
+# SQLite's result codes for a file that is not a whole database: SQLITE_CORRUPT, SQLITE_NOTADB.
+_DAMAGE_CODES = (11, 26)
+# The tables every store has had since schema version 1 (later ones are created when missing).
+_REQUIRED_TABLES = ("meta", "runs", "results", "result_categories", "result_memory", "failures", "references")
+
+
+def _raise_if_damaged(conn: sqlite3.Connection, exc: sqlite3.DatabaseError) -> None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    damaged = (code & 0xFF) in _DAMAGE_CODES if code is not None else type(exc) is sqlite3.DatabaseError
+    if damaged:
+        raise DamagedStoreError(getattr(conn, "store_path", "the results store"), str(exc)) from exc
+
+
+class _StoreCursor(sqlite3.Cursor):
+    """A cursor whose damaged-file errors, wherever SQLite meets them (a query, a row fetched
+    later), are DamagedStoreError; every other error is left as it is."""
+
+    def execute(self, sql, parameters=()):
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.DatabaseError as exc:
+            _raise_if_damaged(self.connection, exc)
+            raise
+
+    def executemany(self, sql, parameters):
+        try:
+            return super().executemany(sql, parameters)
+        except sqlite3.DatabaseError as exc:
+            _raise_if_damaged(self.connection, exc)
+            raise
+
+    def fetchone(self):
+        try:
+            return super().fetchone()
+        except sqlite3.DatabaseError as exc:
+            _raise_if_damaged(self.connection, exc)
+            raise
+
+    def fetchmany(self, size=None):
+        try:
+            return super().fetchmany(self.arraysize if size is None else size)
+        except sqlite3.DatabaseError as exc:
+            _raise_if_damaged(self.connection, exc)
+            raise
+
+    def fetchall(self):
+        try:
+            return super().fetchall()
+        except sqlite3.DatabaseError as exc:
+            _raise_if_damaged(self.connection, exc)
+            raise
+
+    def __next__(self):
+        try:
+            return super().__next__()
+        except sqlite3.DatabaseError as exc:
+            _raise_if_damaged(self.connection, exc)
+            raise
+
+
+class _StoreConnection(sqlite3.Connection):
+    """The store's connection: every cursor is a _StoreCursor (``execute`` included)."""
+
+    store_path = "the results store"
+
+    def cursor(self, factory=None):
+        return super().cursor(factory or _StoreCursor)
+
+    def execute(self, sql, parameters=()):
+        return self.cursor().execute(sql, parameters)
+
+    def executemany(self, sql, parameters):
+        return self.cursor().executemany(sql, parameters)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def open_store(path: str | Path, *, write: bool = False) -> "ResultStore":
+    """Opens a results store: for reading (it must exist), or for writing (created if new)."""
+    return ResultStore(path, write=write)
+
+
+@dataclass(frozen=True)
+class CellState:
+    """What a store knows of a cell under given versions: "ok", or "failed" with its attempts."""
+
+    status: str  # "ok" | "failed"
+    attempts: int = 0
+    final: bool = True
+    kind: str | None = None  # failures: "error" | "oom" | "timeout" | "crash"
+
+
+@dataclass
+class Reference:
+    """A throughput measured elsewhere, e.g. one row of a timm benchmark CSV.
+
+    Units follow timm's CSVs: ``step_time_ms`` per batch, ``param_count_m`` in millions,
+    ``gmacs`` per sample, ``macts_m`` (activations) in millions."""
+
+    source: str  # where it came from: a file name, a URL, a paper
+    gpu_name: str  # e.g. "NVIDIA GeForce RTX 4090"
+    model: str
+    img_size: int
+    batch_size: int
+    precision: str  # e.g. "amp-fp16", "bf16", "fp32"
+    samples_per_s: float | None = None
+    step_time_ms: float | None = None
+    param_count_m: float | None = None
+    gmacs: float | None = None
+    macts_m: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # any other columns of the source
+
+    _COLUMNS = ("source", "gpu_name", "model", "img_size", "batch_size", "precision", "samples_per_s",
+                "step_time_ms", "param_count_m", "gmacs", "macts_m")
+
+
+class ResultStore:
+    def __init__(self, path: str | Path, *, write: bool = False):
+        self.path = Path(path)
+        self.write = write
+        self._lock_fd: int | None = None
+        self.conn: sqlite3.Connection | None = None
+        self._check_path()
+        try:
+            if write:
+                self._lock_fd = _lock_for_writing(self.path)
+            self.conn = sqlite3.connect(str(self.path), timeout=60, isolation_level=None, factory=_StoreConnection)
+            self.conn.store_path = str(self.path)
+            self.conn.row_factory = sqlite3.Row
+            self._prepare()
+        except BaseException:
+            self.close()
+            raise
+
+    # --- opening ---------------------------------------------------------------------
+    def _check_path(self) -> None:
+        self.check_path(self.path, self.write)
+
+    @staticmethod
+    def check_path(path: str | Path, write: bool) -> None:
+        """BadInputError unless ``path`` can hold a store (for writing: a new file can be
+        made there, an empty file is there, or a whole visprof store that it reads first);
+        writes nothing."""
+        from visprof.base.outputs import check_output_path
+
+        path = Path(path)
+        if write:
+            check_output_path(path, "--store")
+        elif not path.exists():
+            raise BadInputError(f"no such store: {path}")
+        elif path.is_dir():
+            raise BadInputError(f"{path} is a directory, not a results store")
+        if path.is_file() and path.stat().st_size > 0:
+            try:
+                with open(path, "rb") as fh:
+                    header = fh.read(len(SQLITE_HEADER))
+            except OSError as exc:
+                raise BadInputError(f"cannot read the store {path}: {exc.strerror}") from None
+            if header != SQLITE_HEADER:
+                raise BadInputError(f"{path} is not a visprof results store (not an SQLite file: damaged, or a file "
+                                    "of another kind)")
+            if write:  # a damaged or foreign file is refused now, before the sweep's minutes of work
+                try:
+                    ResultStore(path).close()
+                except _NoTables:
+                    pass  # an SQLite file with no tables yet: it becomes the store
+
+    def _prepare(self) -> None:
+        conn = self.conn
+        conn.execute("PRAGMA foreign_keys = ON")
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables and "meta" not in tables:
+            raise BadInputError(f"{self.path} is an SQLite file but not a visprof results store (no meta table)")
+        if not tables:
+            if not self.write:
+                empty = self.path.stat().st_size == 0
+                raise _NoTables(f"{self.path} is {'empty (0 bytes)' if empty else 'an SQLite file with no tables'}, "
+                                "not a visprof results store")
+            conn.execute("PRAGMA journal_mode = WAL")
+            with self.transaction():
+                for statement in _statements(DDL):
+                    conn.execute(statement)
+                conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", [
+                    ("schema_version", str(SCHEMA_VERSION)),
+                    ("created_at", _now()),
+                    ("created_by", f"visprof {SoftwareVersions.current().visprof}"),
+                ])
+        version = self.schema_version
+        if version > SCHEMA_VERSION:
+            raise BadInputError(f"{self.path} has store schema version {version}; this visprof reads "
+                                f"version {SCHEMA_VERSION} (upgrade visprof)")
+        missing = [t for t in _REQUIRED_TABLES if t not in tables]
+        if tables and missing and not self.write:
+            raise BadInputError(f"{self.path} is not a visprof results store (it has a meta table but no "
+                                f"{', '.join(missing)} table{'s' if len(missing) > 1 else ''})")
+        if self.write:
+            conn.execute("PRAGMA journal_mode = WAL")
+            with self.transaction():  # tables added within the schema version (all IF NOT EXISTS)
+                for statement in _statements(DDL):
+                    conn.execute(statement)
+            # FULL: a commit is on disk before the next cell is recorded; at seconds per cell
+            # the fsync costs nothing, and a power cut loses no committed row.
+            conn.execute("PRAGMA synchronous = FULL")
+
+    @property
+    def schema_version(self) -> int:
+        try:
+            row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except sqlite3.OperationalError as exc:  # e.g. "no such column: value": another program's meta table
+            raise BadInputError(f"{self.path} is an SQLite file but not a visprof results store (its meta table "
+                                f"is not visprof's: {exc})") from None
+        if row is None:
+            raise BadInputError(f"{self.path} is not a visprof results store (no schema version)")
+        try:
+            return int(row[0])
+        except (TypeError, ValueError):
+            raise BadInputError(f"{self.path} is not a visprof results store (schema version {row[0]!r} is not "
+                                "a number)") from None
+
+    def meta(self) -> dict[str, str]:
+        return {row[0]: row[1] for row in self.conn.execute("SELECT key, value FROM meta")}
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+        # After the connection: closing any descriptor of the file drops SQLite's POSIX locks.
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> "ResultStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT; ROLLBACK on any exception, Ctrl-C included. A full
+        disk or a store made read-only meanwhile becomes OutputWriteError (one line)."""
+        self._require_write()
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            if any(text in str(exc) for text in _STORAGE_ERRORS):
+                raise OutputWriteError(self.path, str(exc)) from exc
+            raise
+
+    def _require_write(self) -> None:
+        if not self.write:
+            raise RuntimeError("this store was opened for reading; open_store(path, write=True) to write")
+
+    # --- runs ------------------------------------------------------------------------
+    def start_run(self, argv: str, executor: str, planned: int, skipped: int) -> int:
+        with self.transaction() as conn:
+            cursor = conn.execute(
+                "INSERT INTO runs (started_at, status, argv, host, executor, cells_planned, cells_skipped,"
+                " cells_done, cells_failed) VALUES (?, 'running', ?, ?, ?, ?, ?, 0, 0)",
+                (_now(), argv, socket.gethostname(), executor, planned, skipped))
+            return int(cursor.lastrowid)
+
+    def end_run(self, run_id: int, status: str, done: int, failed: int, elapsed_s: float,
+                startup_s: float | None = None) -> None:
+        """``startup_s``: from the run's start until its first worker was ready."""
+        with self.transaction() as conn:
+            conn.execute("UPDATE runs SET ended_at = ?, status = ?, cells_done = ?, cells_failed = ?, elapsed_s = ?,"
+                         " startup_s = ? WHERE id = ?", (_now(), status, done, failed, elapsed_s, startup_s, run_id))
+
+    def runs(self) -> list[dict[str, Any]]:
+        return [dict(row) for row in self.conn.execute("SELECT * FROM runs ORDER BY id")]
+
+    # --- writing results and failures ------------------------------------------------
+    def add_result(self, cell: Cell, doc: Mapping[str, Any], *, run_id: int | None = None,
+                   batch_sizes_tried: Iterable[int] = (), wall_s: float | None = None, attempts: int = 1,
+                   host: str | None = None) -> int | None:
+        """Records one result (a ``ProfileResult.to_dict()``) of ``cell``, with its category and
+        memory rows, in one transaction; clears the cell's failure on the same device.
+
+        Returns the new row id, or None when the store already holds this (cell, GPU,
+        versions): rows are never overwritten."""
+        identity = _identity(cell, doc)
+        row = {
+            **_cell_columns(cell),
+            **identity,
+            "device_kind": "gpu" if doc.get("gpu") is not None else "cpu",
+            "gpu_name": (doc.get("gpu") or {}).get("name"),
+            "host": host,
+            **flatten_result(doc),
+            "batch_sizes_tried": compact_json(list(batch_sizes_tried)),
+            "wall_s": wall_s,
+            "attempts": attempts,
+            "run_id": run_id,
+            "result_json": zlib.compress(compact_json(doc).encode(), 6),
+        }
+        with self.transaction() as conn:
+            names = list(row)
+            cursor = conn.execute(
+                f"INSERT OR IGNORE INTO results ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                [row[n] for n in names])
+            if cursor.rowcount == 0:
+                return None
+            result_id = int(cursor.lastrowid)
+            _insert_many(conn, "result_categories", [{"result_id": result_id, **r} for r in category_rows(doc)])
+            _insert_many(conn, "result_memory", [{"result_id": result_id, **r} for r in memory_rows(doc)])
+            _insert_many(conn, "result_op_types", [{"result_id": result_id, **r} for r in op_type_rows(doc)])
+            _insert_many(conn, "result_kernel_families",
+                         [{"result_id": result_id, **r} for r in kernel_family_rows(doc)])
+            conn.execute(f"DELETE FROM failures WHERE {' AND '.join(f'{c} = ?' for c in IDENTITY)}",
+                         [identity[c] for c in IDENTITY])
+        return result_id
+
+    def add_failure(self, cell: Cell, *, versions: SoftwareVersions, gpu: Mapping[str, Any] | None, kind: str,
+                    error_class: str, message: str, detail: str = "", batch_sizes_tried: Iterable[int] = (),
+                    attempts: int = 1, final: bool = True, run_id: int | None = None,
+                    host: str | None = None) -> None:
+        """Records a failed attempt (or ``attempts`` of them) at ``cell``; attempts add up
+        across runs. ``gpu`` is the device's identity (None: the CPU); ``final`` says that
+        the cell is not to be tried again."""
+        if kind not in _FAILURE_KINDS:
+            raise ValueError(f"failure kind must be one of {_FAILURE_KINDS}, got {kind!r}")
+        now = _now()
+        row = {
+            **_cell_columns(cell),
+            "cell_key": cell.key,
+            "gpu_uuid": normalize_gpu_uuid(gpu),
+            **versions.columns(),
+            "device_kind": "gpu" if gpu is not None else "cpu",
+            "gpu_name": (gpu or {}).get("name"),
+            "host": host,
+            "kind": kind,
+            "error_class": error_class,
+            "message": message,
+            "detail": detail or None,
+            "batch_sizes_tried": compact_json(list(batch_sizes_tried)),
+            "attempts": attempts,
+            "final": int(final),
+            "first_at": now,
+            "last_at": now,
+            "run_id": run_id,
+        }
+        names = list(row)
+        updated = [n for n in names if n not in IDENTITY and n not in ("first_at", "attempts")]
+        with self.transaction() as conn:
+            conn.execute(
+                f"INSERT INTO failures ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+                f" ON CONFLICT ({', '.join(IDENTITY)}) DO UPDATE SET attempts = attempts + excluded.attempts, "
+                + ", ".join(f"{n} = excluded.{n}" for n in updated),
+                [row[n] for n in names])
+
+    # --- what is done ----------------------------------------------------------------
+    def cell_states(self, versions: SoftwareVersions, devices: Iterable[str] | None = None,
+                    gpu_names: Iterable[str] = ()) -> dict[str, CellState]:
+        """{cell key: state} of the cells measured (or failed) under ``versions`` on one of
+        ``devices`` (normalized GPU uuids or "cpu"; None: on any device) or on a GPU named as
+        one of ``gpu_names`` (another card of the same model: the store resumed on another
+        machine). A result wins over a failure of the same cell on another device."""
+        states: dict[str, CellState] = {}
+        where, params = _version_filter(versions, devices, gpu_names)
+        for row in self.conn.execute(
+                f"SELECT cell_key, attempts, final, kind FROM failures WHERE {where} ORDER BY last_at", params):
+            states[row["cell_key"]] = CellState("failed", int(row["attempts"]), bool(row["final"]), row["kind"])
+        for row in self.conn.execute(f"SELECT cell_key, attempts FROM results WHERE {where}", params):
+            states[row["cell_key"]] = CellState("ok", int(row["attempts"] or 1), True, None)
+        return states
+
+    # --- reading ---------------------------------------------------------------------
+    def rows(self, model: str | None = None, gpu: str | None = None) -> list[dict[str, Any]]:
+        """The flattened result rows (every column but the compressed result), oldest first.
+        ``model`` and ``gpu`` (the GPU's name) filter with shell patterns such as ``vit_*``."""
+        columns = [c for c in self.columns("results") if c != "result_json"]
+        where, params = _pattern_filter(model, gpu)
+        query = f"SELECT {', '.join(columns)} FROM results WHERE {where} ORDER BY id"
+        return [dict(row) for row in self.conn.execute(query, params)]
+
+    def results(self, model: str | None = None, gpu: str | None = None) -> Iterator["ProfileResult"]:
+        """The stored results as ``ProfileResult`` objects, oldest first (filters as ``rows``)."""
+        from visprof.result import ProfileResult
+
+        for doc in self.result_documents(model, gpu):
+            yield ProfileResult.from_dict(doc)
+
+    def result_documents(self, model: str | None = None, gpu: str | None = None) -> Iterator[dict[str, Any]]:
+        """The stored results as the dicts ``ProfileResult.to_dict()`` made (filters as ``rows``)."""
+        where, params = _pattern_filter(model, gpu)
+        for row in self.conn.execute(f"SELECT id, result_json FROM results WHERE {where} ORDER BY id", params):
+            try:
+                doc = json.loads(zlib.decompress(row[1]))
+            except (zlib.error, TypeError, ValueError) as exc:  # ValueError: JSON or UTF-8
+                raise DamagedStoreError(self.path, f"result {row[0]} cannot be read: {exc}") from None
+            yield doc
+
+    def category_rows(self) -> list[dict[str, Any]]:
+        """result_categories joined with each result's identity columns (long form)."""
+        query = ("SELECT r.id AS result_id, r.model, r.gpu_name, r.gpu_uuid, r.cell_key, c.category, c.subcategory,"
+                 " c.time_ms, c.share, c.kernel_count, c.flops, c.tflops, c.live_bytes_at_peak,"
+                 " c.transient_peak_bytes FROM result_categories c JOIN results r ON r.id = c.result_id"
+                 " ORDER BY r.id, c.rowid")
+        return [dict(row) for row in self.conn.execute(query)]
+
+    def op_type_rows(self) -> list[dict[str, Any]]:
+        """result_op_types joined with each result's identity columns (long form)."""
+        return self._long_rows("result_op_types", "t.op_type, t.category, t.subcategory, t.calls, t.kernels, t.time_ms,"
+                                                  " t.share, t.gflop, t.mb")
+
+    def kernel_family_rows(self) -> list[dict[str, Any]]:
+        """result_kernel_families joined with each result's identity columns (long form)."""
+        return self._long_rows("result_kernel_families", "t.family, t.category, t.subcategory, t.calls, t.time_ms, t.share")
+
+    def _long_rows(self, table: str, columns: str) -> list[dict[str, Any]]:
+        exists = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+        if exists is None:  # a store written before the table was added, opened read-only
+            return []
+        query = (f"SELECT r.id AS result_id, r.model, r.gpu_name, r.gpu_uuid, r.cell_key, {columns}"
+                 f" FROM {table} t JOIN results r ON r.id = t.result_id ORDER BY r.id, t.rowid")
+        return [dict(row) for row in self.conn.execute(query)]
+
+    def failures(self) -> list[dict[str, Any]]:
+        return [dict(row) for row in self.conn.execute("SELECT * FROM failures ORDER BY id")]
+
+    def count(self, table: str = "results") -> int:
+        if table not in ("results", "failures", "runs", "references"):
+            raise ValueError(f"unknown table {table!r}")
+        return int(self.conn.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0])
+
+    def table_rows(self, model: str | None = None, gpu: str | None = None,
+                   categories: bool = True) -> tuple[list[str], list[dict[str, Any]]]:
+        """(columns, rows): the flattened rows and, with ``categories``, one column per
+        category and figure (``time_ms.attention``, ``share.attention``, ``flops.attention``,
+        ``live_bytes.attention``, ``reserved_bytes.attention``; sub-categories summed)."""
+        columns = [c for c in self.columns("results") if c != "result_json"]
+        rows = self.rows(model, gpu)
+        if not categories or not rows:
+            return columns, rows
+        wide = self._category_wide({row["id"] for row in rows})
+        extra: dict[str, None] = {}
+        for row in rows:
+            figures = wide.get(row["id"], {})
+            extra.update(dict.fromkeys(figures))
+            row.update(figures)
+        order = ("time_ms", "share", "flops", "live_bytes", "reserved_bytes")
+        extra_columns = sorted(extra, key=lambda c: (order.index(c.split(".", 1)[0]), list(extra).index(c)))
+        for row in rows:
+            for column in extra_columns:
+                row.setdefault(column, None)
+        return columns + extra_columns, rows
+
+    def dataframe(self, model: str | None = None, gpu: str | None = None, categories: bool = True):
+        """A pandas DataFrame of ``table_rows``: one row per result."""
+        import pandas as pd
+
+        columns, rows = self.table_rows(model, gpu, categories)
+        return pd.DataFrame(rows, columns=columns)
+
+    def _category_wide(self, ids: set[int]) -> dict[int, dict[str, Any]]:
+        wide: dict[int, dict[str, Any]] = {}
+        for row in self.conn.execute("SELECT result_id, category, time_ms, share, flops FROM result_categories"
+                                     " ORDER BY result_id, rowid"):
+            if row["result_id"] not in ids:
+                continue
+            out = wide.setdefault(row["result_id"], {})
+            for figure in ("time_ms", "share", "flops"):
+                if row[figure] is not None:
+                    key = f"{figure}.{row['category']}"
+                    out[key] = out.get(key, 0.0) + row[figure]
+        exact: set[tuple[int, str]] = set()
+        for row in self.conn.execute("SELECT result_id, key, allocated_at_peak, reserved_at_peak FROM result_memory"
+                                     " ORDER BY result_id, rowid"):
+            if row["result_id"] not in ids:
+                continue
+            out = wide.setdefault(row["result_id"], {})
+            category, _, sub = row["key"].partition("/")
+            for figure, column in (("live_bytes", "allocated_at_peak"), ("reserved_bytes", "reserved_at_peak")):
+                if row[column] is None:
+                    continue
+                key = f"{figure}.{category}"
+                # A category-level figure is the category's own; sub-keys add up only without one.
+                if not sub:
+                    out[key] = row[column]
+                    exact.add((row["result_id"], key))
+                elif (row["result_id"], key) not in exact:
+                    out[key] = out.get(key, 0) + row[column]
+        return wide
+
+    def columns(self, table: str) -> list[str]:
+        """The column names of a table of the store."""
+        return [row[1] for row in self.conn.execute(f'PRAGMA table_info("{table}")')]
+
+    # --- references ------------------------------------------------------------------
+    def add_references(self, references: Iterable[Reference | Mapping[str, Any]]) -> int:
+        """Adds measurements made elsewhere, in one transaction; returns how many were new
+        (a row with the same source, GPU, model, size, batch and precision is kept as it was)."""
+        rows = []
+        for ref in references:
+            ref = ref if isinstance(ref, Reference) else Reference(**ref)
+            if not ref.model or not ref.gpu_name or not ref.source:
+                raise BadInputError(f"a reference needs a source, a GPU name and a model: {ref}")
+            values = asdict(ref)
+            values["extra"] = compact_json(values.pop("extra") or {})
+            values["imported_at"] = _now()
+            rows.append(values)
+        if not rows:
+            return 0
+        names = list(rows[0])
+        with self.transaction() as conn:
+            before = conn.total_changes
+            conn.executemany(f'INSERT OR IGNORE INTO "references" ({", ".join(names)}) '
+                             f'VALUES ({", ".join("?" * len(names))})', [[r[n] for n in names] for r in rows])
+            return conn.total_changes - before
+
+    def references(self, gpu_name: str | None = None, model: str | None = None,
+                   source: str | None = None) -> list[Reference]:
+        """Stored references; each filter is a shell pattern (``*4090*``, ``vit_*``)."""
+        out = []
+        for row in self.conn.execute('SELECT * FROM "references" ORDER BY id'):
+            if any(pattern is not None and not fnmatch.fnmatchcase(str(row[column]), pattern)
+                   for column, pattern in (("gpu_name", gpu_name), ("model", model), ("source", source))):
+                continue
+            values = {name: row[name] for name in Reference._COLUMNS}
+            out.append(Reference(**values, extra=json.loads(row["extra"] or "{}")))
+        return out
+
+    def references_dataframe(self, **filters):
+        import pandas as pd
+
+        refs = self.references(**filters)
+        return pd.DataFrame([{k: getattr(r, k) for k in Reference._COLUMNS} for r in refs],
+                            columns=list(Reference._COLUMNS))
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+def _lock_for_writing(path: Path) -> int:
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as exc:
+        raise BadInputError(f"--store: cannot open {path}: {exc.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise StoreBusyError(f"another sweep is writing to {path}; wait for it to finish, or give another --store") from None
+    return fd
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def _insert_many(conn: sqlite3.Connection, table: str, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    names = list(rows[0])
+    conn.executemany(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                     [[row[n] for n in names] for row in rows])
+
+
+def _cell_columns(cell: Cell) -> dict[str, Any]:
+    return {
+        "cell_key": cell.key,
+        "model": cell.model,
+        "batch_size_requested": cell.batch_size,
+        "img_size_requested": img_size_text(cell.img_size),
+        "precision": cell.precision,
+        "channels_last": int(cell.channels_last),
+        "passes": ",".join(cell.passes),
+        "options": compact_json(dict(cell.options)),
+    }
+
+
+def _identity(cell: Cell, doc: Mapping[str, Any]) -> dict[str, str]:
+    return {"cell_key": cell.key, "gpu_uuid": normalize_gpu_uuid(doc.get("gpu")),
+            **SoftwareVersions.of_result(doc).columns()}
+
+
+def _version_filter(versions: SoftwareVersions, devices: Iterable[str] | None,
+                    gpu_names: Iterable[str] = ()) -> tuple[str, list[Any]]:
+    columns = versions.columns()
+    clauses = [f"{name} = ?" for name in columns]
+    params: list[Any] = list(columns.values())
+    if devices is not None:
+        devices, gpu_names = list(devices), [name for name in gpu_names if name]
+        on_device = f"gpu_uuid IN ({', '.join('?' * len(devices))})" if devices else "0"
+        of_model = f"gpu_name IN ({', '.join('?' * len(gpu_names))})" if gpu_names else "0"
+        clauses.append(f"({on_device} OR {of_model})")
+        params += devices + gpu_names
+    return " AND ".join(clauses), params
+
+
+def _pattern_filter(model: str | None, gpu: str | None) -> tuple[str, list[Any]]:
+    clauses, params = ["1"], []
+    if model is not None:
+        clauses.append("model GLOB ?")
+        params.append(model)
+    if gpu is not None:
+        clauses.append("gpu_name GLOB ?")
+        params.append(gpu)
+    return " AND ".join(clauses), params
