@@ -3,6 +3,8 @@ under each instrumentation layer alone and combined (H200 diagnosis for the
 attributed-pass/torch.profiler wall-time target).
 
     python bench/overhead_breakdown.py --models resnet50,swin_tiny_patch4_window7_224
+
+Record: bench/results/overhead-breakdown-h200.json.
 """
 from __future__ import annotations
 

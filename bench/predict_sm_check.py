@@ -12,6 +12,8 @@ count asked for, that count rounded up to the driver's granularity (8 SMs on com
 capability 9.0), and the count a compute-bound GEMM's slow-down implies.
 
     python bench/predict_sm_check.py FOLDER [--json out.json]
+
+Record: bench/results/h200-s22-sm/ (predict-sm-check.txt, predict-sm96-check.txt).
 """
 from __future__ import annotations
 

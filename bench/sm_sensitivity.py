@@ -13,6 +13,8 @@ too small to fill the GPU, a dependent chain. The predictor cannot read that fro
 Writes, per model, MODEL.all.json and MODEL.smN.json (ProfileResults of the attributed pass,
 batch --batch-size, bf16 autocast, NCHW) and a summary line per model; a model that fails is
 listed and the rest go on; models already in --out are skipped (a later call resumes).
+
+Record: bench/results/h200-s22-sm/; its profiles: bench/results/h200-profiles/sm-partitions.tar.xz.
 """
 from __future__ import annotations
 

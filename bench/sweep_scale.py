@@ -24,6 +24,8 @@ model's resolved input size, ``torch.no_grad()``, autocast per step, 10 warm-up 
 steps with a ``torch.cuda.synchronize()`` after each, the batch decaying with
 ``decay_batch_step`` on out of memory. Its per-model time runs from model creation to the last
 step (benchmark.py's optional FLOP count through fvcore/deepspeed is not included).
+
+Records: bench/results/h200-uniform300-2026-12-01/ (the latest sweep), bench/results/sweep-h200x2-s17/.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ``import-timm``, ``compare``, ``predict`` and ``report`` commands.
+"""The ``import-timm``, ``compare``, ``predict``, ``calibrate`` and ``report`` commands.
 
 ``add_analysis_commands(commands)`` is called from ``visprof.cli.app.build_parser``. Nothing heavy
 is imported until a command runs; every user mistake is a ``VisprofError`` (one line).
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from visprof.cli.arguments import positive_int
 
-__all__ = ["add_analysis_commands", "cmd_compare", "cmd_import_timm", "cmd_predict", "cmd_report"]
+__all__ = ["add_analysis_commands", "cmd_calibrate", "cmd_compare", "cmd_import_timm", "cmd_predict", "cmd_report"]
 
 
 def _sources_help(what: str) -> str:
@@ -72,6 +72,23 @@ def add_analysis_commands(commands) -> None:
                            "every group at its roof (docs/hardware-sensitivity.md, section 6)")
     _add_files(pred, "the predictions, with their groups,")
     pred.set_defaults(handler=cmd_predict)
+
+    cal = commands.add_parser(
+        "calibrate", help="fit a GPU pair's per-bucket corrections to the spec ratios from published numbers",
+        description="From published throughputs on two GPUs (timm CSVs imported into a store, or a user's table) and "
+                    "visprof profiles of some of those models: fit how much faster or slower each category, "
+                    "sub-category, kernel family and the idle time run on the target than the spec ratios say "
+                    "(ridge toward the spec model), and test it on held-out timm families (visprof.analysis.calibrate).")
+    cal.add_argument("sources", nargs="+", metavar="SOURCE", help=_sources_help("published numbers and profiles"))
+    cal.add_argument("--base", metavar="GPU", help="the GPU the speed-up is from (default: the first of two)")
+    cal.add_argument("--target", metavar="GPU", help="the GPU it is to (default: the other)")
+    cal.add_argument("--folds", type=positive_int, default=5, metavar="K", help="family folds of the held-out test (default 5)")
+    cal.add_argument("--lambda", dest="lam", type=float, metavar="L",
+                     help="ridge strength (default: chosen by family-held-out CV inside each training set)")
+    cal.add_argument("--top", type=positive_int, default=20, metavar="N", help="buckets shown in the ratio table (default 20)")
+    cal.add_argument("--json", type=Path, metavar="FILE", help="write the fit, the ratio table and the held-out figures as JSON")
+    cal.add_argument("--gpus", type=Path, metavar="FILE", help="extra GPU spec rows")
+    cal.set_defaults(handler=cmd_calibrate)
 
     rep = commands.add_parser(
         "report", help="a self-contained HTML report (and PNGs) of profiles and comparisons",
@@ -151,6 +168,54 @@ def cmd_compare(args: argparse.Namespace) -> int:
         atomic_write_text(args.json, json.dumps(comparison.to_dict(), indent=2, allow_nan=False) + "\n")
     if args.csv is not None:
         atomic_write_text(args.csv, rows_to_csv([m.row() for m in comparison.models]))
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    import math
+
+    import numpy as np
+
+    from visprof.analysis import sources
+    from visprof.analysis.calibrate import (family_held_out, fit_calibration, fleet_from_comparison, format_ratio_table,
+                                            ratio_table, unpublished_predictions)
+    from visprof.analysis.compare import compare
+    from visprof.base.errors import BadInputError
+    from visprof.base.outputs import atomic_write_text
+
+    if args.lam is not None and not (math.isfinite(args.lam) and args.lam > 0):
+        raise BadInputError(f"--lambda must be a positive number, not {args.lam}")
+    if args.folds < 2:
+        raise BadInputError(f"--folds must be at least 2, not {args.folds}")
+    _check_outputs(args, json=args.json)
+    table = _table(args)
+    loaded = sources.load(args.sources, table)
+    if not loaded.profiles:
+        raise BadInputError("no profile results in the inputs (calibrate needs visprof profiles of some of the models)")
+    _say(f"{len(loaded.measurements)} measurements ({len(loaded.profiles)} profiles); joining and predicting")
+    comparison = compare(loaded.measurements, args.base, args.target, table)
+    fleet, missing = fleet_from_comparison(comparison, loaded.profiles, table)
+    published = int(np.isfinite(fleet.log_obs).sum())
+    _say(f"{published} models with a profile and both published numbers ({missing} joined models without a usable "
+         f"profile); fitting")
+    fit = fit_calibration(fleet, lam=args.lam)
+    rows = ratio_table(fit, fleet)
+    held = family_held_out(fleet, folds=args.folds, lam=args.lam)
+    unpublished = unpublished_predictions(fit, fleet)
+    print(f"{comparison.base} -> {comparison.target}: {published} models with published numbers, "
+          f"{len(fleet.features)} buckets and covariates")
+    print(format_ratio_table(rows, fit, top=args.top), end="")
+    print(held.lines(), end="")
+    if unpublished:
+        print(f"{len(unpublished)} profiled model(s) without both published numbers predicted (in --json): "
+              + ", ".join(f"{p['model']} x{p['calibrated']:.2f} ({p['low']:.2f}-{p['high']:.2f})" for p in unpublished[:3])
+              + (" ..." if len(unpublished) > 3 else ""))
+    if args.json is not None:
+        doc = {"base": comparison.base, "target": comparison.target, "models": published, "missing": missing,
+               "unpublished": unpublished,
+               "lambda": fit.lam, "offset": math.exp(fit.intercept), "band_quantiles": [fit.q_low, fit.q_high],
+               "ratios": [b.row() for b in rows], "held_out": held.to_dict()}
+        atomic_write_text(args.json, json.dumps(doc, indent=1, allow_nan=False) + "\n")
     return 0
 
 

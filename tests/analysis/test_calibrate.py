@@ -1,0 +1,119 @@
+"""visprof.analysis.calibrate on synthetic fleets with known per-bucket ratios and known noise."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from visprof.analysis.calibrate import (family_folds, family_held_out, fit_calibration, make_fleet, ratio_table)
+from visprof.base.errors import BadInputError
+
+BUCKETS = ["cat:convolution", "sub:convolution/depthwise", "cat:linear", "cat:normalization",
+           "sub:normalization/group", "cat:elementwise", "idle"]
+# The truth: log corrections to the spec prediction, per bucket (0: the spec model is right).
+TRUE = {"cat:convolution": 0.0, "sub:convolution/depthwise": 0.3, "cat:linear": 0.1, "cat:normalization": 0.0,
+        "sub:normalization/group": -0.8, "cat:elementwise": -0.2, "idle": -0.5}
+OFFSET = -0.05
+
+
+def synthetic(n_families=40, per_family=12, noise=0.03, family_noise=0.0, seed=1):
+    rng = np.random.default_rng(seed)
+    models, fams, rows, spec, obs = [], [], [], [], []
+    for f in range(n_families):
+        base = rng.dirichlet(np.ones(5) * 0.7)  # a family's typical split over the five categories
+        fam_shift = rng.normal(0, family_noise)
+        for m in range(per_family):
+            cats = rng.dirichlet(base * 30 + 0.05)
+            row = {"cat:convolution": cats[0], "cat:linear": cats[1], "cat:normalization": cats[2],
+                   "cat:elementwise": cats[3], "idle": cats[4]}
+            row["sub:convolution/depthwise"] = cats[0] * rng.uniform(0, 1) if f % 3 == 0 else 0.0
+            row["sub:normalization/group"] = cats[2] * (1.0 if f % 4 == 0 else 0.0)
+            s = math.exp(rng.normal(0.4, 0.15))
+            true = OFFSET + sum(TRUE[k] * v for k, v in row.items())
+            models.append(f"m{f}_{m}")
+            fams.append(f"family{f}")
+            rows.append(row)
+            spec.append(s)
+            obs.append(s * math.exp(true + fam_shift + rng.normal(0, noise)))
+    return make_fleet(models, fams, rows, spec, obs, features=BUCKETS)
+
+
+def test_known_ratios_are_recovered():
+    fleet = synthetic(noise=0.01)
+    fit = fit_calibration(fleet, lam=0.01)
+    got = dict(zip(fit.features, fit.delta))
+    # the category and idle shares sum to 1, so the offset and their corrections are identified
+    # together: offset + d(category) per category; a sub-category's own d on top of its category's
+    for k, v in TRUE.items():
+        if k.startswith("sub:"):
+            assert got[k] == pytest.approx(v, abs=0.06), k
+        else:
+            assert fit.intercept + got[k] == pytest.approx(OFFSET + v, abs=0.06), k
+    table = {b.feature: b for b in ratio_table(fit, fleet)}
+    # group norm: its own factor, its category's and the pair's offset
+    assert table["sub:normalization/group"].ratio == pytest.approx(math.exp(OFFSET + TRUE["sub:normalization/group"]), rel=0.08)
+    assert table["sub:normalization/group"].ratio < 0.5 < table["sub:convolution/depthwise"].ratio
+
+
+def test_prior_keeps_an_unseen_bucket_at_the_spec_model():
+    fleet = synthetic()
+    fleet.X[:, fleet.features.index("sub:convolution/depthwise")] = 0.0  # no model spends time there
+    fit = fit_calibration(fleet, lam=1.0)
+    assert fit.delta[fleet.features.index("sub:convolution/depthwise")] == 0.0
+    x = np.zeros((2, len(fleet.features)))
+    x[1, fleet.features.index("sub:convolution/depthwise")] = 0.9  # a model all in the unseen bucket
+    _, lo, hi = fit.predict(x, np.zeros(2))
+    assert hi[1] / lo[1] > hi[0] / lo[0]  # its band is wider
+
+
+def test_families_never_straddle_the_split():
+    fams = [f"f{i % 13}" for i in range(200)] + ["big"] * 60
+    folds = family_folds(fams, 5)
+    where: dict[str, set] = {}
+    for f, k in zip(fams, folds):
+        where.setdefault(f, set()).add(k)
+    assert all(len(v) == 1 for v in where.values())
+    assert len(set(folds)) == 5
+    held = family_held_out(synthetic(), folds=5)
+    by_family: dict[str, set] = {}
+    for p in held.predictions:
+        by_family.setdefault(p["family"], set()).add(p["fold"])
+    assert all(len(v) == 1 for v in by_family.values())
+    assert held.models == 480 and held.families == 40
+
+
+def test_held_out_beats_the_baselines_and_band_covers_nominally():
+    held = family_held_out(synthetic(noise=0.04, family_noise=0.02, n_families=60), folds=5)
+    assert held.calibrated.median_abs_error < held.spec_only.median_abs_error
+    assert held.calibrated.median_abs_error < held.fleet_median.median_abs_error
+    assert held.calibrated.spearman > held.spec_only.spearman
+    assert 0.72 <= held.coverage <= 0.88, held.coverage
+    assert all(p["low"] <= p["calibrated"] <= p["high"] for p in held.predictions)
+
+
+def test_band_width_follows_the_noise():
+    narrow = family_held_out(synthetic(noise=0.01), folds=4)
+    wide = family_held_out(synthetic(noise=0.08), folds=4)
+    width = lambda h: np.median([p["high"] / p["low"] for p in h.predictions])  # noqa: E731
+    assert width(wide) > 2 * width(narrow) - 1
+
+
+def test_too_few_models_or_families_is_a_one_line_error():
+    fleet = synthetic(n_families=1, per_family=30)
+    with pytest.raises(BadInputError, match="at least 2 families") as e:
+        fit_calibration(fleet)
+    assert "\n" not in str(e.value)
+    small = synthetic(n_families=3, per_family=3)
+    with pytest.raises(BadInputError, match="at least 20 models"):
+        family_held_out(small)
+    with pytest.raises(BadInputError, match="positive spec-predicted"):
+        make_fleet(["a"], ["f"], [{"idle": 1.0}], [0.0], [1.0], features=["idle"])
+
+
+def test_cli_bad_lambda_is_a_one_line_error(tmp_path, capsys):
+    from visprof.cli.app import main
+
+    code = main(["calibrate", str(tmp_path / "refs.db"), str(tmp_path / "profiles.db"), "--lambda", "-1"])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and "--lambda must be a positive number" in err and "\n" not in err

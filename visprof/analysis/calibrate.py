@@ -1,0 +1,506 @@
+"""Calibrating the spec-ratio prediction of a GPU pair from published end-to-end numbers (issue 25).
+
+``visprof compare`` predicts each model's speed-up from base to target GPU from its profile and
+the two spec rows. Given published throughputs on both GPUs for some profiled models, this module
+fits how much faster or slower each of the profile's time buckets runs on the target than those
+spec ratios say, and predicts models that are not in the table:
+
+    log(speed-up) = log(spec-predicted speed-up) + d0 + sum_f share_f * d_f + sum_c z_c * g_c
+
+* ``share_f``: the bucket's share of the model's profiled time per iteration (kernel time of the
+  category rows plus the host/launch-bound idle time). The buckets are hierarchical: a category
+  (``cat:normalization``), its sub-categories (``sub:normalization/group``), the idle time
+  (``idle``) and, in profiles that record them, kernel families (``kf:...``). A model's
+  correction for group norm is then ``d(cat:normalization) + d(sub:normalization/group)`` (+ its
+  kernel families'), each fitted toward 0.
+* three covariates, ``cov:`` columns, fitted toward 0 like the buckets: the log spec prediction
+  itself (its slope 1 + its coefficient: where the spec ratios over- or under-state the spread),
+  the log time per sample on the profile's GPU and the log FLOPs per byte of the profile (small,
+  low-intensity models gaining less or more than their buckets say). Each is standardized over
+  the fleet (no published number used) and scaled to COVARIATE_SCALE.
+* ``d0``: one unpenalized offset (the pair's bias against its spec ratios, e.g. a newer driver).
+* every ``d_f`` has a ridge prior at 0, i.e. at the spec model: a bucket few models spend time in
+  stays at its roofline prediction. Weighted least squares, each model weighted
+  1/sqrt(models of its family) (normalised to mean 1), so that one large family does not decide
+  the fit. The ridge strength lambda is chosen by family-held-out cross-validation inside the
+  training set only, from ``LAMBDAS``.
+* the band: the 10th and 90th percentiles of the inner cross-validation's out-of-fold log
+  residuals, each divided by sqrt(1 + h) first (h = x' A^-1 x, A = X'WX + lambda P: the
+  predictive-variance factor of the ridge, large for a model whose time lies in buckets with
+  little training weight), and multiplied back by sqrt(1 + h(x)) of the model predicted.
+
+``family_held_out`` evaluates it: timm families are split into folds (a family is never in the fit
+and the test at once), and every model is predicted by the fit on the other folds. Baselines,
+on the same folds: the training folds' median speed-up, the best single profile feature (chosen
+and fitted on the training folds), and the spec-only prediction.
+
+Pure NumPy; nothing is read from disk here (``fleet_from_comparison`` takes what
+``visprof.analysis.compare`` and ``visprof.analysis.sources`` give).
+"""
+from __future__ import annotations
+
+import math
+import zlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from visprof.analysis.metrics import spearman
+from visprof.base.errors import BadInputError
+
+LAMBDAS = (0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
+COVERAGE = 0.80  # the band's nominal coverage: 10th to 90th percentile
+MIN_MODELS = 20  # fewer published-and-profiled models than this: nothing to fit
+# A bucket is a feature when at least this many models spend at least MIN_SHARE of their time in it
+# (label-free: it uses only the profiles, never the published numbers).
+MIN_SHARE = 0.01
+MIN_MODELS_PER_FEATURE = 5
+# Covariates (``cov:`` columns) are standardized over the fleet and scaled to this spread, about a
+# bucket share's, so that one ridge strength suits both (fixed a priori, not fitted).
+COVARIATE_SCALE = 0.25
+
+
+@dataclass
+class Fleet:
+    """The models a calibration sees: their profile buckets, spec prediction and published speed-up."""
+
+    models: list[str]
+    families: list[str]
+    features: list[str]
+    X: np.ndarray  # models x features: shares of profiled time
+    log_spec: np.ndarray  # log spec-predicted speed-up
+    log_obs: np.ndarray  # log published speed-up (nan: not published)
+    baseline_features: dict[str, np.ndarray] = field(default_factory=dict)  # candidates for the single-feature baseline
+
+    def __post_init__(self):
+        n = len(self.models)
+        if self.X.shape != (n, len(self.features)) or len(self.families) != n or self.log_spec.shape != (n,) \
+                or self.log_obs.shape != (n,):
+            raise BadInputError("calibration fleet: models, families, shares and speed-ups differ in length")
+
+    def weights(self, idx: np.ndarray) -> np.ndarray:
+        counts: dict[str, int] = defaultdict(int)
+        for i in idx:
+            counts[self.families[i]] += 1
+        w = np.array([1.0 / math.sqrt(counts[self.families[i]]) for i in idx])
+        return w / w.mean()
+
+
+def buckets_of(result) -> dict[str, float]:
+    """A profile's time buckets as shares of its profiled time (kernel rows plus idle time)."""
+    rows = [r for r in result.categories if r.time_ms and r.time_ms > 0]
+    idle = result.timing.idle_ms if result.timing and result.timing.idle_ms and result.timing.idle_ms > 0 else 0.0
+    total = sum(r.time_ms for r in rows) + idle
+    if total <= 0:
+        return {}
+    out: dict[str, float] = defaultdict(float)
+    for r in rows:
+        out[f"cat:{r.category}"] += r.time_ms / total
+        if r.subcategory:
+            out[f"sub:{r.category}/{r.subcategory}"] += r.time_ms / total
+    if idle:
+        out["idle"] = idle / total
+    for k in result.kernel_families or []:
+        if k.time_ms and k.time_ms > 0:
+            out[f"kf:{k.category}/{k.subcategory or '-'}/{k.family}"] += k.time_ms / total
+    return dict(out)
+
+
+def select_features(rows: Sequence[dict[str, float]]) -> list[str]:
+    """Buckets at least MIN_MODELS_PER_FEATURE models spend MIN_SHARE of their time in (sorted)."""
+    counts: dict[str, int] = defaultdict(int)
+    for row in rows:
+        for k, v in row.items():
+            if v >= MIN_SHARE:
+                counts[k] += 1
+    return sorted(k for k, c in counts.items() if c >= MIN_MODELS_PER_FEATURE)
+
+
+def make_fleet(models: Sequence[str], families: Sequence[str], buckets: Sequence[dict[str, float]],
+               spec_speedups: Sequence[float], speedups: Sequence[float],
+               baseline_features: dict[str, Sequence[float]] | None = None,
+               features: Sequence[str] | None = None, covariates: dict[str, Sequence[float]] | None = None) -> Fleet:
+    """``covariates``: per model, values whose log-speed-up slope is fitted toward 0 too (e.g. the
+    log spec prediction itself, whose slope is then 1 + its coefficient): standardized over the
+    fleet and scaled to COVARIATE_SCALE."""
+    features = list(features) if features is not None else select_features(buckets)
+    col = {f: j for j, f in enumerate(features)}
+    X = np.zeros((len(models), len(features)))
+    for i, row in enumerate(buckets):
+        for k, v in row.items():
+            if k in col:
+                X[i, col[k]] = v
+    for name, values in (covariates or {}).items():
+        c = np.asarray(values, dtype=float)
+        if c.shape != (len(models),) or not np.all(np.isfinite(c)):
+            raise BadInputError(f"calibration covariate {name!r}: one finite value per model is needed")
+        sd = c.std()
+        X = np.hstack([X, ((c - c.mean()) / (sd if sd > 0 else 1.0) * COVARIATE_SCALE)[:, None]])
+        features.append(f"cov:{name}")
+    spec = np.asarray(spec_speedups, dtype=float)
+    obs = np.asarray(speedups, dtype=float)
+    if np.any(~np.isfinite(spec)) or np.any(spec <= 0):
+        raise BadInputError("calibration: every model needs a positive spec-predicted speed-up")
+    base = {k: np.asarray(v, dtype=float) for k, v in (baseline_features or {}).items()}
+    for f in features:
+        if not f.startswith(("kf:", "cov:")):  # kernel families exist in some profiles only: not a fleet-wide feature
+            base.setdefault(f, X[:, col[f]])
+    return Fleet(list(models), list(families), features, X, np.log(spec), np.log(np.where(obs > 0, obs, np.nan)), base)
+
+
+# --- the fit ---------------------------------------------------------------------------------
+
+@dataclass
+class Fit:
+    features: list[str]
+    lam: float
+    intercept: float
+    delta: np.ndarray
+    A_inv: np.ndarray  # (1 + features) square: for the predictive-variance factor
+    q_low: float = 0.0  # standardized log-residual quantiles (10th, 90th percentiles)
+    q_high: float = 0.0
+    weight: np.ndarray | None = None  # training weight per feature: sum of w * share
+
+    def design(self, X: np.ndarray) -> np.ndarray:
+        return np.hstack([np.ones((X.shape[0], 1)), X])
+
+    def correction(self, X: np.ndarray) -> np.ndarray:
+        return self.intercept + X @ self.delta
+
+    def leverage(self, X: np.ndarray) -> np.ndarray:
+        Z = self.design(X)
+        return np.einsum("ij,jk,ik->i", Z, self.A_inv, Z)
+
+    def predict(self, X: np.ndarray, log_spec: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Speed-ups and their band (low, high)."""
+        mid = log_spec + self.correction(X)
+        scale = np.sqrt(1.0 + self.leverage(X))
+        return np.exp(mid), np.exp(mid + self.q_low * scale), np.exp(mid + self.q_high * scale)
+
+
+def fit_ridge(X: np.ndarray, y: np.ndarray, w: np.ndarray, lam: float, features: list[str]) -> Fit:
+    """Weighted ridge of y (log residual of the spec model) on X with an unpenalized intercept."""
+    Z = np.hstack([np.ones((X.shape[0], 1)), X])
+    P = np.eye(Z.shape[1]) * lam
+    P[0, 0] = 1e-9
+    A = Z.T @ (Z * w[:, None]) + P
+    A_inv = np.linalg.inv(A)
+    beta = A_inv @ (Z.T @ (w * y))
+    return Fit(features, lam, float(beta[0]), beta[1:], A_inv, weight=(X * w[:, None]).sum(axis=0))
+
+
+def family_folds(families: Sequence[str], k: int, salt: str = "") -> list[int]:
+    """A fold per model, by family: families sorted by a stable hash and dealt round-robin by size,
+    so that folds are about equal in models and a family is in one fold only."""
+    groups: dict[str, int] = defaultdict(int)
+    for f in families:
+        groups[f] += 1
+    order = sorted(groups, key=lambda f: (-groups[f], zlib.crc32((salt + f).encode())))
+    sizes = [0] * k
+    fold_of = {}
+    for f in order:
+        j = min(range(k), key=lambda i: (sizes[i], i))
+        fold_of[f] = j
+        sizes[j] += groups[f]
+    return [fold_of[f] for f in families]
+
+
+def _cv_residuals(fleet: Fleet, idx: np.ndarray, lam: float, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Out-of-fold log residuals over ``idx`` (family folds) and their sqrt(1 + h) factors."""
+    folds = np.array(family_folds([fleet.families[i] for i in idx], k, salt="inner"))
+    res = np.full(len(idx), np.nan)
+    scale = np.ones(len(idx))
+    y = fleet.log_obs - fleet.log_spec
+    for j in range(k):
+        tr, te = idx[folds != j], idx[folds == j]
+        if len(te) == 0 or len(tr) < 2:
+            continue
+        f = fit_ridge(fleet.X[tr], y[tr], fleet.weights(tr), lam, fleet.features)
+        res[folds == j] = y[te] - f.correction(fleet.X[te])
+        scale[folds == j] = np.sqrt(1.0 + f.leverage(fleet.X[te]))
+    return res, scale
+
+
+def fit_calibration(fleet: Fleet, idx: np.ndarray | None = None, lam: float | None = None, inner_folds: int = 5) -> Fit:
+    """The fit on the models ``idx`` (default: all with a published speed-up): lambda by inner
+    family-held-out CV (mean |log residual|, family-weighted) unless given; band quantiles from
+    the inner CV's standardized residuals."""
+    if idx is None:
+        idx = np.flatnonzero(np.isfinite(fleet.log_obs))
+    idx = np.asarray(idx)
+    if len(idx) < MIN_MODELS:
+        raise BadInputError(f"calibration needs at least {MIN_MODELS} models with a profile and both published "
+                            f"numbers; there are {len(idx)}")
+    families = {fleet.families[i] for i in idx}
+    k = min(inner_folds, len(families))
+    if k < 2:
+        raise BadInputError(f"calibration needs models of at least 2 families to hold one out; there is {len(families)}")
+    w = fleet.weights(idx)
+    best = None
+    for candidate in ([lam] if lam is not None else LAMBDAS):
+        res, scale = _cv_residuals(fleet, idx, candidate, k)
+        ok = np.isfinite(res)
+        loss = float(np.sum(w[ok] * np.abs(res[ok])) / np.sum(w[ok]))
+        if best is None or loss < best[0]:
+            best = (loss, candidate, res, scale)
+    _, lam, res, scale = best
+    y = fleet.log_obs - fleet.log_spec
+    fit = fit_ridge(fleet.X[idx], y[idx], w, lam, fleet.features)
+    z = (res / scale)[np.isfinite(res)]
+    lo_q, hi_q = (1 - COVERAGE) / 2, 1 - (1 - COVERAGE) / 2
+    fit.q_low, fit.q_high = float(np.quantile(z, lo_q)), float(np.quantile(z, hi_q))
+    return fit
+
+
+# --- the explanation -------------------------------------------------------------------------
+
+@dataclass
+class BucketRatio:
+    feature: str
+    ratio: float  # x of what the spec ratios say, this bucket alone (with the pair's offset)
+    own: float  # exp(delta_f): this level's own factor, over its parent's
+    weight: float  # training weight: sum over models of w * share
+    models: int  # models spending >= MIN_SHARE of their time in it
+
+    def row(self) -> dict:
+        return {"feature": self.feature, "ratio": self.ratio, "own": self.own, "weight": self.weight, "models": self.models}
+
+
+def _parents(feature: str) -> list[str]:
+    if feature.startswith("sub:"):
+        return [f"cat:{feature[4:].split('/')[0]}"]
+    if feature.startswith("kf:"):
+        cat, sub, _ = feature[3:].split("/", 2)
+        return [f"cat:{cat}"] + ([f"sub:{cat}/{sub}"] if sub != "-" else [])
+    return []
+
+
+def ratio_table(fit: Fit, fleet: Fleet) -> list[BucketRatio]:
+    """Per bucket: how many times what the spec ratios say it runs at on the target (its own factor
+    times its parents' and the pair's offset), sorted by how far it is from the offset."""
+    d = dict(zip(fit.features, fit.delta))
+    counts = (fleet.X >= MIN_SHARE).sum(axis=0)
+    out = []
+    for j, f in enumerate(fit.features):
+        if f.startswith("cov:"):
+            continue
+        total = fit.intercept + d[f] + sum(d.get(p, 0.0) for p in _parents(f))
+        out.append(BucketRatio(f, math.exp(total), math.exp(d[f]), float(fit.weight[j]), int(counts[j])))
+    out.sort(key=lambda b: -abs(math.log(b.ratio) - fit.intercept))
+    return out
+
+
+def format_ratio_table(rows: list[BucketRatio], fit: Fit, top: int = 20) -> str:
+    lines = [f"pair offset x{math.exp(fit.intercept):.3f} of the spec-ratio prediction (lambda {fit.lam:g}); "
+             f"per bucket (x of what the spec ratios say, offset and parent buckets included):",
+             f"  {'bucket':<58} {'ratio':>7} {'own':>7} {'weight':>7} {'models':>6}"]
+    for b in rows[:top]:
+        lines.append(f"  {b.feature[:58]:<58} x{b.ratio:>6.3f} x{b.own:>6.3f} {b.weight:>7.1f} {b.models:>6}")
+    if len(rows) > top:
+        lines.append(f"  ... {len(rows) - top} more buckets, closer to the offset")
+    covs = [(f, d) for f, d in zip(fit.features, fit.delta) if f.startswith("cov:")]
+    if covs:
+        lines.append("  covariates (x per standard deviation over the fleet): "
+                     + ", ".join(f"{f[4:]} x{math.exp(d * COVARIATE_SCALE):.3f}" for f, d in covs))
+    return "\n".join(lines) + "\n"
+
+
+# --- the held-out evaluation -----------------------------------------------------------------
+
+@dataclass
+class MethodFigures:
+    spearman: float | None  # None: the method ranks no models (a constant within each fold)
+    median_abs_error: float
+
+    @classmethod
+    def of(cls, predicted: np.ndarray, observed: np.ndarray, ranks: bool = True) -> "MethodFigures":
+        rho = float(spearman(list(predicted), list(observed))) if ranks else None
+        return cls(None if rho is None or math.isnan(rho) else rho, float(np.median(np.abs(predicted / observed - 1))))
+
+
+@dataclass
+class HeldOut:
+    models: int
+    families: int
+    folds: int
+    calibrated: MethodFigures
+    fleet_median: MethodFigures
+    best_feature: MethodFigures
+    spec_only: MethodFigures
+    coverage: float  # published speed-up inside the band, held-out families
+    below: float  # published under the band
+    above: float
+    lambdas: list[float]
+    best_features: list[str]  # the single feature each fold chose
+    predictions: list[dict] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+    def lines(self) -> str:
+        rows = [("calibrated", self.calibrated), ("fleet median", self.fleet_median),
+                ("best single feature", self.best_feature), ("spec only", self.spec_only)]
+        out = [f"family-held-out ({self.folds} folds, {self.families} families, {self.models} models; a family is never "
+               f"in the fit and the test at once):",
+               f"  {'method':<22} {'Spearman':>9} {'median |err|':>13}"]
+        out += [f"  {name:<22} {'-' if m.spearman is None else format(m.spearman, '.3f'):>9} {m.median_abs_error:>12.1%}"
+                for name, m in rows]
+        out.append(f"  {COVERAGE:.0%} band: {self.coverage:.1%} of held-out published speed-ups inside "
+                   f"({self.below:.1%} below, {self.above:.1%} above); lambda per fold {self.lambdas}; "
+                   f"single feature per fold: {', '.join(sorted(set(self.best_features)))}")
+        return "\n".join(out) + "\n"
+
+
+def _best_single(fleet: Fleet, tr: np.ndarray, te: np.ndarray) -> tuple[str, np.ndarray]:
+    """The profile feature with the largest |Spearman| with the speed-up on ``tr``, fitted
+    linearly (log speed-up on it) on ``tr``, predicting ``te``."""
+    y = fleet.log_obs[tr]
+    best = None
+    for name, values in sorted(fleet.baseline_features.items()):
+        x = values[tr]
+        if np.ptp(x) == 0:
+            continue
+        rho = spearman(list(x), list(y))
+        if not math.isnan(rho) and (best is None or abs(rho) > best[0]):
+            best = (abs(rho), name)
+    if best is None:
+        return "-", np.full(len(te), math.exp(float(np.median(y))))
+    x = fleet.baseline_features[best[1]]
+    b, a = np.polyfit(x[tr], y, 1)
+    return best[1], np.exp(a + b * x[te])
+
+
+def family_held_out(fleet: Fleet, folds: int = 5, lam: float | None = None, inner_folds: int = 5) -> HeldOut:
+    idx = np.flatnonzero(np.isfinite(fleet.log_obs))
+    if len(idx) < MIN_MODELS:
+        raise BadInputError(f"calibration needs at least {MIN_MODELS} models with a profile and both published "
+                            f"numbers; there are {len(idx)}")
+    fams = [fleet.families[i] for i in idx]
+    k = min(folds, len(set(fams)))
+    if k < 2:
+        raise BadInputError("the family-held-out test needs models of at least 2 families")
+    fold = np.array(family_folds(fams, k))
+    n = len(idx)
+    cal, low, high, med, single = (np.zeros(n) for _ in range(5))
+    lambdas, chosen = [], []
+    for j in range(k):
+        tr, te = idx[fold != j], idx[fold == j]
+        fit = fit_calibration(fleet, tr, lam=lam, inner_folds=inner_folds)
+        p, lo, hi = fit.predict(fleet.X[te], fleet.log_spec[te])
+        cal[fold == j], low[fold == j], high[fold == j] = p, lo, hi
+        med[fold == j] = math.exp(float(np.median(fleet.log_obs[tr])))
+        name, s = _best_single(fleet, tr, te)
+        single[fold == j] = s
+        lambdas.append(fit.lam)
+        chosen.append(name)
+    obs = np.exp(fleet.log_obs[idx])
+    spec = np.exp(fleet.log_spec[idx])
+    preds = [{"model": fleet.models[i], "family": fleet.families[i], "fold": int(fold[m]), "speedup": float(obs[m]),
+              "spec_speedup": float(spec[m]), "calibrated": float(cal[m]), "low": float(low[m]), "high": float(high[m]),
+              "fleet_median": float(med[m]), "best_feature": float(single[m])} for m, i in enumerate(idx)]
+    return HeldOut(n, len(set(fams)), k, MethodFigures.of(cal, obs), MethodFigures.of(med, obs, ranks=False),
+                   MethodFigures.of(single, obs), MethodFigures.of(spec, obs),
+                   float(np.mean((obs >= low) & (obs <= high))), float(np.mean(obs < low)), float(np.mean(obs > high)),
+                   lambdas, chosen, preds)
+
+
+# --- from a comparison -----------------------------------------------------------------------
+
+def fleet_from_comparison(comparison, profiles, table=None) -> tuple[Fleet, int]:
+    """The fleet of ``comparison``'s models (``visprof.analysis.compare``) that have a spec
+    prediction and a profile among ``profiles`` (measurements with a result; per (architecture,
+    image size) the one compare uses: on the base GPU, else on a GPU with a spec row, the last).
+    Given the GPU ``table``, profiled models without both published numbers join it too, with
+    no speed-up (NaN): the fit predicts them; their spec prediction is made at the profile's own
+    batch and the published base rows' most common precision. Returns it and how many joined
+    models had no usable profile."""
+    by_key: dict[tuple, list] = defaultdict(list)
+    for m in profiles:
+        if m.result is not None:
+            by_key[(m.arch, m.img_size)].append(m)
+    names, fams, buckets, spec, obs, bounds, time, intensity = [], [], [], [], [], [], [], []
+
+    def add(name, fam, chosen, predicted, speedup, shares) -> bool:
+        row = buckets_of(chosen.result) if chosen is not None else {}
+        covs = profile_covariates(chosen.result) if row else None
+        if not predicted or not row or covs is None:
+            return False
+        names.append(name)
+        fams.append(fam)
+        buckets.append(row)
+        spec.append(predicted)
+        obs.append(speedup)
+        bounds.append(shares)
+        time.append(covs[0])
+        intensity.append(covs[1])
+        return True
+
+    missing = 0
+    joined = set()
+    for mc in comparison.models:
+        key = (mc.base.arch, mc.img_size)
+        joined.add(key)
+        cands = by_key.get(key, [])
+        on_base = [m for m in cands if m.gpu == comparison.base]
+        with_spec = [m for m in cands if m.gpu_id]
+        chosen = (on_base or with_spec or cands or [None])[-1]
+        if not add(mc.model, mc.family, chosen, mc.predicted_speedup, mc.speedup, mc.shares):
+            missing += 1
+    published = len(obs)
+    if published < MIN_MODELS:
+        raise BadInputError(f"{published} model(s) have a profile, a spec prediction and both published numbers "
+                            f"for {comparison.base} -> {comparison.target}; calibration needs at least {MIN_MODELS}")
+    if table is not None and comparison.base_spec is not None and comparison.target_spec is not None:
+        import dataclasses
+        from collections import Counter
+
+        from visprof.analysis.compare import on_base_and_target
+        from visprof.analysis.families import family
+
+        precision = Counter(mc.base.precision for mc in comparison.models).most_common(1)[0][0]
+        for key, cands in sorted(by_key.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
+            if key in joined:
+                continue
+            with_spec = [m for m in cands if m.gpu_id]
+            if not with_spec:
+                continue
+            chosen = with_spec[-1]
+            base = dataclasses.replace(chosen, gpu_name=comparison.base, gpu_id=comparison.base_spec.id, result=None,
+                                       precision=precision, kind="reference", samples_per_s=None)
+            shares, _, predicted, _ = on_base_and_target(chosen, base, comparison.base_spec, comparison.target_spec, table)
+            add(chosen.model, family(chosen.model), chosen, predicted, float("nan"), shares)
+    bound_keys = sorted({b for s in bounds for b in s})
+    extra = {f"bound:{b}": [s.get(b, 0.0) for s in bounds] for b in bound_keys}
+    extra.update({"h200_time_per_sample": time, "flops_per_byte": intensity})
+    covariates = {"spec": np.log(spec), "profile_time_per_sample": time, "profile_flops_per_byte": intensity}
+    return make_fleet(names, fams, buckets, spec, obs, baseline_features=extra, covariates=covariates), missing
+
+
+def unpublished_predictions(fit: Fit, fleet: Fleet) -> list[dict]:
+    """The fit's speed-up and band for the fleet's models without a published speed-up."""
+    idx = np.flatnonzero(~np.isfinite(fleet.log_obs))
+    if not len(idx):
+        return []
+    p, lo, hi = fit.predict(fleet.X[idx], fleet.log_spec[idx])
+    return [{"model": fleet.models[i], "family": fleet.families[i], "spec_speedup": float(math.exp(fleet.log_spec[i])),
+             "calibrated": float(a), "low": float(b), "high": float(c)} for i, a, b, c in zip(idx, p, lo, hi)]
+
+
+def profile_covariates(result) -> tuple[float, float] | None:
+    """log time per sample on the profile's GPU, log FLOPs per byte over its category rows; None
+    where the profile lacks either."""
+    rate = result.timing.samples_per_s if result.timing else None
+    flops = sum(r.flops or 0.0 for r in result.categories)
+    moved = sum(r.bytes or 0.0 for r in result.categories)
+    if not rate or rate <= 0 or flops <= 0 or moved <= 0:
+        return None
+    return math.log(1.0 / rate), math.log(flops / moved)
+
+
+__all__ = ["BucketRatio", "COVARIATE_SCALE", "COVERAGE", "Fit", "Fleet", "HeldOut", "LAMBDAS", "MethodFigures", "buckets_of",
+           "family_folds", "family_held_out", "profile_covariates", "fit_calibration", "unpublished_predictions", "fit_ridge", "fleet_from_comparison",
+           "format_ratio_table", "make_fleet", "ratio_table", "select_features"]
