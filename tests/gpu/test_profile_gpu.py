@@ -16,7 +16,7 @@ def test_profile_resnet50_passes_its_self_checks():
     assert result.gpu["name"].startswith("NVIDIA")
     assert not result.failed_checks, result.failed_checks
     names = {c.name for c in result.checks}
-    assert {"unattributed time", "kernel sum: attributed vs tracer-only",
+    assert {"unattributed time", "kernels launched: attributed vs tracer-only", "kernel time: attributed vs tracer-only",
             "peak held by tensors: tracker vs torch.cuda.max_memory_allocated", "peak requested: tracker vs torch",
             "peak reserved: tracker vs torch.cuda.max_memory_reserved", "peak allocated: memory pass vs timing pass",
             "kernel span vs CUDA-event span"} <= names
@@ -177,3 +177,21 @@ def test_the_aten_observer_links_every_kernel_to_the_same_op_as_the_dispatch_mod
     assert 0 not in replayed["ids"] and 0 not in python["ids"]
     assert replayed["names"] == python["names"]
     assert replayed["ids"] == python["ids"]
+
+
+def test_op_types_and_kernel_families_account_for_the_attributed_kernels():
+    result = visprof.profile("resnet50", batch_size=32, passes="timing,attributed", progress=False)
+    kernel_ms = sum(r.time_ms for r in result.categories)
+    for rows in (result.op_types, result.kernel_families):
+        assert rows and sum(r.time_ms for r in rows) == pytest.approx(kernel_ms, rel=1e-6)
+    ops = {r.op_type: r for r in result.op_types}
+    # ResNet-50: 53 convolutions a forward, 36 of them 1x1; 53 batch norms
+    convs = {k: r.calls for k, r in ops.items() if "[dense]" in k or "[pointwise]" in k}
+    assert sum(convs.values()) == 53 and sum(v for k, v in convs.items() if "[pointwise]" in k) == 36
+    assert sum(r.calls for k, r in ops.items() if "batch_norm" in k) == 53
+    families = [r.family for r in result.kernel_families]
+    assert not any(f.startswith("_Z") or "<" in f for f in families), families  # demangled, templates stripped
+    assert any(r.category == "normalization" and r.subcategory == "batch" for r in result.kernel_families)
+    launched = next(c for c in result.checks if c.name == "kernels launched: attributed vs tracer-only")
+    assert launched.passed and launched.value == 0
+
