@@ -27,8 +27,7 @@ def kernel_table(records, bounds_count: int) -> dict[str, float]:
     rows = records.kernels
     out: dict[str, float] = collections.defaultdict(float)
     for row in rows[rows["kind"] == KIND_KERNEL]:
-        out[records.kernel_names[row["name_id"]] if "name_id" in rows.dtype.names else "?"] += \
-            (int(row["end_ns"]) - int(row["start_ns"])) / 1e6 / bounds_count
+        out[records.kernel_names[row["name_id"]]] += (int(row["end_ns"]) - int(row["start_ns"])) / 1e6 / bounds_count
     return out
 
 

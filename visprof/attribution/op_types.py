@@ -17,7 +17,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import re
-from collections import defaultdict
 from functools import lru_cache
 
 import numpy as np
@@ -86,9 +85,14 @@ def demangle(name: str) -> str:
 
 
 def _libc_free(ptr: int) -> None:
+    _libc().free(ptr)
+
+
+@lru_cache(maxsize=None)
+def _libc():
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
     libc.free.argtypes = [ctypes.c_void_p]
-    libc.free(ptr)
+    return libc
 
 
 def kernel_family(name: str) -> str:
@@ -132,77 +136,69 @@ def _strip_templates(text: str) -> tuple[str, str]:
 def op_type_rows(attr: Attribution) -> list[OpTypeRow]:
     """One row per op type that launched kernels or counted FLOPs, costliest first, per iteration."""
     trace, iterations = attr.trace, max(attr.trace.iterations, 1)
-    dur = durations_ns(trace)
-    rows: dict[str, dict] = defaultdict(lambda: {"calls": 0, "kernels": 0, "ns": 0.0, "flops": 0.0, "bytes": 0.0,
-                                                 "category": None})
-    types = [op_type(op.name, op.attrs, op.flops, op.bytes) for op in trace.ops]
-    for i, op in enumerate(trace.ops):
-        row = rows[types[i]]
-        row["calls"] += 1
-        row["flops"] += op.flops
-        row["bytes"] += op.bytes
-        row.setdefault("classes", defaultdict(float))
-    kinds = trace.kernels["kind"]
-    for r in np.flatnonzero(attr.op_index >= 0):
-        key = types[int(attr.op_index[r])]
-        rows[key]["kernels"] += 1
-        rows[key]["ns"] += float(dur[r])
-        rows[key].setdefault("classes", defaultdict(float))[int(attr.kernel_class[r])] += float(dur[r])
-    for r in np.flatnonzero(attr.op_index < 0):  # rows no op launched: by kernel family
-        name = _TRANSFER_NAMES.get(int(kinds[r])) or "[kernel] " + kernel_family(_name(trace, r))
-        rows[name]["kernels"] += 1
-        rows[name]["ns"] += float(dur[r])
-        rows[name].setdefault("classes", defaultdict(float))[int(attr.kernel_class[r])] += float(dur[r])
-    for i, op in enumerate(trace.ops):  # ops without kernels keep the class they were given
-        rows[types[i]].setdefault("classes", defaultdict(float))[int(attr.op_class[i])] += 0.0
-    total = float(dur.sum()) or 1.0
+    op_types = [op_type(op.name, op.attrs, op.flops, op.bytes) for op in trace.ops]
+    # Rows an op launched take its type; the others (kernels without an op, copies) their family.
+    labels = np.asarray(op_types + [""], dtype=object)[attr.op_index]
+    unowned = attr.op_index < 0
+    labels[unowned] = ["[kernel] " + f if f[0] != "[" else f for f in _row_families(trace)[unowned]]
+    keys, groups = _grouped(attr, labels, extra_keys=op_types)
+    calls = np.zeros(len(keys)); flops = np.zeros(len(keys)); nbytes = np.zeros(len(keys))
+    index = {key: i for i, key in enumerate(keys)}
+    for op, key in zip(trace.ops, op_types):
+        i = index[key]
+        calls[i] += 1
+        flops[i] += op.flops
+        nbytes[i] += op.bytes
+    # An op type that launched nothing keeps the class its ops were given.
+    fallback = {key: int(attr.op_class[i]) for i, key in enumerate(op_types)}
     out = []
-    for key, row in rows.items():
-        if not row["ns"] and not row["flops"]:
+    for i, (key, (kernels, ns, share, cls)) in enumerate(zip(keys, groups)):
+        if not ns and not flops[i]:
             continue  # views and other ops that run nothing
-        cls = attr.classes[max(row["classes"], key=lambda c: (row["classes"][c], -c))] if row["classes"] else None
-        out.append(OpTypeRow(
-            op_type=key, category=cls.category if cls else "other", subcategory=cls.subcategory if cls else None,
-            calls=row["calls"] / iterations, kernels=row["kernels"] / iterations,
-            time_ms=row["ns"] / iterations / 1e6, share=row["ns"] / total,
-            gflop=row["flops"] / iterations / 1e9, mb=row["bytes"] / iterations / 1e6))
+        c = attr.classes[cls if cls is not None else fallback[key]]
+        out.append(OpTypeRow(op_type=key, category=c.category, subcategory=c.subcategory,
+                             calls=calls[i] / iterations, kernels=kernels / iterations,
+                             time_ms=ns / iterations / 1e6, share=share,
+                             gflop=flops[i] / iterations / 1e9, mb=nbytes[i] / iterations / 1e6))
     out.sort(key=lambda r: (-r.time_ms, r.op_type))
     return out
 
 
 def kernel_family_rows(attr: Attribution) -> list[KernelFamilyRow]:
     """One row per kernel family (memcpy and memset as their own rows), costliest first, per iteration."""
-    trace, iterations = attr.trace, max(attr.trace.iterations, 1)
-    dur = durations_ns(trace)
-    kinds = trace.kernels["kind"]
-    calls: dict[str, int] = defaultdict(int)
-    ns: dict[str, float] = defaultdict(float)
-    by_class: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
-    family_of_name: dict[int, str] = {}
-    for r in range(len(trace.kernels)):
-        kind = int(kinds[r])
-        if kind in _TRANSFER_NAMES:
-            family = _TRANSFER_NAMES[kind]
-        else:
-            name_id = int(trace.kernels["name_id"][r])
-            family = family_of_name.get(name_id)
-            if family is None:
-                family = family_of_name[name_id] = kernel_family(_name(trace, r))
-        calls[family] += 1
-        ns[family] += float(dur[r])
-        by_class[family][int(attr.kernel_class[r])] += float(dur[r])
-    total = float(dur.sum()) or 1.0
-    out = []
-    for family in ns:
-        classes = by_class[family]
-        cls = attr.classes[max(classes, key=lambda c: (classes[c], -c))]
-        out.append(KernelFamilyRow(family=family, category=cls.category, subcategory=cls.subcategory,
-                                   calls=calls[family] / iterations, time_ms=ns[family] / iterations / 1e6,
-                                   share=ns[family] / total))
+    iterations = max(attr.trace.iterations, 1)
+    keys, groups = _grouped(attr, _row_families(attr.trace))
+    out = [KernelFamilyRow(family=key, category=attr.classes[cls].category, subcategory=attr.classes[cls].subcategory,
+                           calls=kernels / iterations, time_ms=ns / iterations / 1e6, share=share)
+           for key, (kernels, ns, share, cls) in zip(keys, groups)]
     out.sort(key=lambda r: (-r.time_ms, r.family))
     return out
 
 
-def _name(trace, row: int) -> str:
-    name_id = int(trace.kernels["name_id"][row])
-    return trace.kernel_names[name_id] if 0 <= name_id < len(trace.kernel_names) else "?"
+def _row_families(trace) -> np.ndarray:
+    """The family of every row (object array): demangled and stripped once per distinct name."""
+    kinds, name_ids = trace.kernels["kind"], trace.kernels["name_id"].astype(np.int64)
+    families = np.empty(len(kinds), dtype=object)
+    for name_id in np.unique(name_ids):
+        name = trace.kernel_names[name_id] if 0 <= name_id < len(trace.kernel_names) else "?"
+        families[name_ids == name_id] = kernel_family(name)
+    for kind, label in _TRANSFER_NAMES.items():
+        families[kinds == kind] = label
+    return families
+
+
+def _grouped(attr: Attribution, labels: np.ndarray, extra_keys=()):
+    """Rows grouped by label: the keys (first seen first, then ``extra_keys`` not seen), and per key
+    (rows, ns, share of all rows' time, the class that took most of its time or None without rows)."""
+    dur = durations_ns(attr.trace).astype(np.float64)
+    index = {key: i for i, key in enumerate(dict.fromkeys([*labels.tolist(), *extra_keys]))}
+    keys = list(index)
+    ids = np.fromiter((index[k] for k in labels), dtype=np.int64, count=len(labels))
+    counts = np.bincount(ids, minlength=len(keys))
+    ns = np.bincount(ids, weights=dur, minlength=len(keys))
+    by_class = np.zeros((len(keys), len(attr.classes)))
+    np.add.at(by_class, (ids, attr.kernel_class), dur)
+    total = float(dur.sum()) or 1.0
+    # ties go to the lower class index, the table's order
+    return keys, [(int(counts[i]), float(ns[i]), float(ns[i]) / total, int(by_class[i].argmax()) if counts[i] else None)
+                  for i in range(len(keys))]

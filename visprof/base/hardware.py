@@ -14,6 +14,7 @@ import re
 import statistics
 import threading
 import time
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from visprof.base.errors import BadInputError, DeviceNotFoundError, NoGPUError
@@ -417,3 +418,18 @@ def energy_joules(start_mj: int | None, end_mj: int | None) -> float | None:
     if start_mj is None or end_mj is None or end_mj < start_mj:
         return None
     return (end_mj - start_mj) / 1000.0
+
+
+def cpu_flags(cpuinfo: str | None = None) -> frozenset[str] | None:
+    """The CPU's feature flags as /proc/cpuinfo lists them ("flags" on x86, "Features" on
+    ARM), read from ``cpuinfo`` if given; None where unknown (no /proc, another format)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
+        except OSError:
+            return None
+    for line in cpuinfo.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip().lower() in ("flags", "features"):
+            return frozenset(value.split())
+    return None

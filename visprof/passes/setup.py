@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 from visprof.attribution.categories import CategoryTable, default_table
 from visprof.base import hardware
+from visprof.base.hardware import cpu_flags
 from visprof.base.errors import BadInputError, OutOfMemoryError, VisprofError
 from visprof.base.options import (AUTOCAST_MODES, DEFAULT_AUTOCAST, DEFAULT_BATCH, DEFAULT_GRAD_MODE,
                                   DEFAULT_PRECISION, GRAD_MODES, PRECISIONS)
@@ -85,21 +86,6 @@ def resolve_run(model: Any, *, batch_size: int | None = None, img_size: Any = No
 # measured 280x. Too machine-dependent for a factor in the note: "often far slower" it says.
 REDUCED_PRECISION_FLAGS = {"fp16": ("avx512_fp16", "amx_fp16", "asimdhp"),
                            "bf16": ("avx512_bf16", "amx_bf16", "bf16")}
-
-
-def cpu_flags(cpuinfo: str | None = None) -> frozenset[str] | None:
-    """The CPU's feature flags as /proc/cpuinfo lists them ("flags" on x86, "Features" on
-    ARM), read from ``cpuinfo`` if given; None where unknown (no /proc, another format)."""
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
-        except OSError:
-            return None
-    for line in cpuinfo.splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.strip().lower() in ("flags", "features"):
-            return frozenset(value.split())
-    return None
 
 
 def _device_notes(kind: str, precision: str, flags: frozenset[str] | None = None) -> list[str]:
