@@ -13,7 +13,6 @@ lambda grid, folds, feature threshold and band level are the module's constants.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import math
 import sys
@@ -25,6 +24,7 @@ from visprof.analysis.calibrate import (LAMBDAS, MIN_MODELS_PER_FEATURE, MIN_SHA
                                         unpublished_predictions)
 from visprof.analysis.compare import compare
 from visprof.analysis.gpus import gpu_table
+from visprof.base.outputs import atomic_write_text
 
 
 def run_pair(refs: Path, base: str, target: str, store: Path, folds: int) -> tuple[dict, str]:
@@ -55,7 +55,7 @@ def write_predictions(path: Path, rows: list[dict]) -> None:
     keys = list(rows[0])
     lines = [",".join(keys)] + [",".join(f"{r[k]:.4g}" if isinstance(r[k], float) else str(r[k]) for k in keys)
                                 for r in rows]
-    path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0))
+    atomic_write_text(path, "\n".join(lines) + "\n")  # gzipped: the name ends in .gz
 
 
 def main(argv=None) -> int:
@@ -75,8 +75,8 @@ def main(argv=None) -> int:
         texts.append(text)
     settings = {"lambdas": list(LAMBDAS), "folds": args.folds, "min_share": MIN_SHARE,
                 "min_models_per_feature": MIN_MODELS_PER_FEATURE}
-    (args.out / "calibrate.json").write_text(json.dumps({"settings": settings, "pairs": docs}, indent=1) + "\n")
-    (args.out / "calibrate.txt").write_text("\n".join(texts))
+    atomic_write_text(args.out / "calibrate.json", json.dumps({"settings": settings, "pairs": docs}, indent=1) + "\n")
+    atomic_write_text(args.out / "calibrate.txt", "\n".join(texts))
     return 0
 
 

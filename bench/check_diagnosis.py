@@ -158,8 +158,10 @@ def main(argv=None) -> int:
         results[-1]["wall_s"] = round(time.perf_counter() - started, 1)
         print(json.dumps(results[-1]), flush=True)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "results": results}, f, indent=1)
+        from visprof.base.outputs import atomic_write_text
+
+        doc = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "results": results}
+        atomic_write_text(args.json, json.dumps(doc, indent=1) + "\n")
     return 0
 
 

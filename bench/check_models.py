@@ -36,7 +36,9 @@ def main(argv=None) -> int:
         for c in checks:
             print(f"    {'PASS' if c['passed'] else 'FAIL'}  {c['name']}: {c['value']:.6g} vs {c['reference']:.6g}  [{c['detail']}]")
     if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+        from visprof.base.outputs import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps(out, indent=1) + "\n")
     return 0
 
 

@@ -93,7 +93,9 @@ def main(argv=None) -> int:
         if f["group_norm_op_share_spearman"] is not None:
             print(f"   group-norm op-type share (profiles with op types): Spearman {f['group_norm_op_share_spearman']:+.2f}")
     if args.json:
-        args.json.write_text(json.dumps(out, indent=1) + "\n")
+        from visprof.base.outputs import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps(out, indent=1) + "\n")
     return 0
 
 
