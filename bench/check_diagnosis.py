@@ -58,6 +58,11 @@ def sm_clock(index: int) -> float | None:
         return None
 
 
+def mean_clock(sampler) -> float | None:
+    clocks = [x["sm_clock_mhz"] for x in sampler.samples if x.get("sm_clock_mhz")]
+    return round(sum(clocks) / len(clocks), 1) if clocks else None
+
+
 def peak_of_forward(runner, before=None, capture=None) -> int:
     import contextlib
 
@@ -96,6 +101,8 @@ def diagnose(model, rounds: int, iterations: int) -> dict:
     from visprof.passes.setup import make_runner, resolve_run
     from visprof.passes.timing import run_timing_pass
     from visprof.passes.trace_only import run_trace_only_pass
+    from visprof.passes.kernel_sequence import isolated_time_ms
+    from visprof.base.hardware import ClockSampler
 
     setup = resolve_run(model)
     runner = make_runner(setup.spec, setup.config)
@@ -106,14 +113,23 @@ def diagnose(model, rounds: int, iterations: int) -> dict:
         out["latency_ms"] = timing.latency_ms.median
         for r in range(rounds):
             t0 = sm_clock(0)
-            tro = run_trace_only_pass(runner)
+            with ClockSampler(0, interval_s=0.01) as tro_clock:
+                tro = run_trace_only_pass(runner)
             t1 = sm_clock(0)
-            att = run_attributed_pass(runner, setup.table, 5)
+            with ClockSampler(0, interval_s=0.01) as att_clock:
+                att = run_attributed_pass(runner, setup.table, 5)
             t2 = sm_clock(0)
-            out["rounds"].append({"trace_only_ms": tro.kernel_ns / 1e6, "attributed_ms": att.kernel_ns / 1e6,
-                                  "kernels_trace_only": tro.kernels_per_iteration,
-                                  "kernels_attributed": len(att.trace.kernels) / max(att.trace.iterations, 1),
-                                  "sm_mhz": [t0, t1, t2]})
+            row = {"trace_only_ms": tro.kernel_ns / 1e6, "attributed_ms": att.kernel_ns / 1e6,
+                   "kernels_trace_only": tro.kernels_per_iteration,
+                   "kernels_attributed": len(att.trace.kernels) / max(att.trace.iterations, 1),
+                   "sm_mhz": [t0, t1, t2], "sm_mhz_sampled": [mean_clock(tro_clock), mean_clock(att_clock)]}
+            if tro.sequence is not None and att.sequence is not None:
+                a, b = collections.Counter(att.sequence.names), collections.Counter(tro.sequence.names)
+                row["launches_only_attributed"] = {k[:160]: v for k, v in (a - b).items()}
+                row["launches_only_trace_only"] = {k[:160]: v for k, v in (b - a).items()}
+                row["differing_iterations"] = [att.sequence.differing, tro.sequence.differing]
+                row["isolated_ms"] = isolated_time_ms(att.sequence, tro.sequence)
+            out["rounds"].append(row)
         plain = traced(runner, iterations)
         tracker = ModuleTracker(setup.spec.module)
         template = OpCapture(tracker, setup.table, nvtx=False)
