@@ -19,6 +19,7 @@ import sys
 import time
 
 import torch
+import torch.utils._python_dispatch
 
 
 def kernel_table(records, bounds_count: int) -> dict[str, float]:
@@ -56,6 +57,24 @@ def sm_clock(index: int) -> float | None:
         return float(pynvml.nvmlDeviceGetClockInfo(pynvml.nvmlDeviceGetHandleByIndex(index), pynvml.NVML_CLOCK_SM))
     except Exception:  # noqa: BLE001 - a diagnostic: no clock is not an error
         return None
+
+
+class BareDispatchMode(torch.utils._python_dispatch.TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def kernels_by_op(trace, needles) -> list[dict]:
+    """Iteration 0's kernels whose names hold one of `needles`, with the op and module that launched them."""
+    ops = {op.external_id: op for op in trace.ops}
+    rows = []
+    for k in trace.kernels:
+        name = trace.kernel_names[int(k["name_id"])]
+        op = ops.get(int(k["external_id"]))
+        if any(n in name for n in needles) and op is not None and op.iteration == 0:
+            module = trace.modules[op.module].path if 0 <= op.module < len(trace.modules) else "?"
+            rows.append({"kernel": name[:110], "op": op.name, "module": module})
+    return rows[:60]
 
 
 def mean_clock(sampler) -> float | None:
@@ -131,6 +150,15 @@ def diagnose(model, rounds: int, iterations: int) -> dict:
                 row["isolated_ms"] = isolated_time_ms(att.sequence, tro.sequence)
             out["rounds"].append(row)
         plain = traced(runner, iterations)
+        out["op_capture"] = att.trace.meta.get("op_capture")
+        out["kernels_of_interest"] = kernels_by_op(att.trace, ("pow", "UpSample", "clamp"))
+        # Any Python dispatch mode makes torch treat tensors as subclasses (isTensorSubclassLike),
+        # and some composite ops branch on that: a mode that does nothing but call the op shows it.
+        bare = traced(runner, iterations, capture=BareDispatchMode)
+        a, b = kernel_table(plain, iterations), kernel_table(bare, iterations)
+        out["bare_dispatch_mode_diff"] = [{"name": k[:160], "plain_ms": round(a.get(k, 0), 4),
+                                           "bare_mode_ms": round(b.get(k, 0), 4)}
+                                          for k in sorted(set(a) ^ set(b))[:12]]
         tracker = ModuleTracker(setup.spec.module)
         template = OpCapture(tracker, setup.table, nvtx=False)
         with tracker, template:

@@ -28,14 +28,14 @@ from visprof.base.progress import Progress
 from visprof.native import native_info
 from visprof.passes.attributed import AttributedResult, run_attributed_pass
 from visprof.passes.memory import MemoryResult, run_memory_pass
-from visprof.passes.kernel_sequence import isolated_time_ms, launch_difference
+from visprof.passes.kernel_sequence import KERNEL_TIME_TOLERANCE, isolated_time_ms, kernel_time_check, launch_difference
 from visprof.passes.setup import check_count, is_oom, make_runner, raised_in_a_forward, resolve_run
 from visprof.passes.timing import TimingResult, run_timing_pass
 from visprof.passes.torch_noise import quiet_torch_noise
 from visprof.passes.trace_only import TraceOnlyResult, run_trace_only_pass
 
 # Self-check tolerances (docs/measuring.md, the self-checks).
-KERNEL_SUM_TOLERANCE = 0.02
+KERNEL_SUM_TOLERANCE = KERNEL_TIME_TOLERANCE  # the kernel-sum fallback (no sequences) uses the same
 TRACE_ONLY_ITERATIONS = 10
 PEAK_TOLERANCE = 0.02
 SPAN_TOLERANCE = 0.05
@@ -143,6 +143,9 @@ class _NoSampler:
     def summary(self):
         return None
 
+    def mean_sm_clock(self, windows):
+        return None
+
 
 def _parse_passes(passes: Sequence[str] | str | None, kind: str) -> tuple[str, ...]:
     if passes is None:  # all that can run here: host memory is not measured (reported as such)
@@ -186,6 +189,7 @@ def _run_passes(runner, passes, table, warmup, iterations, attributed_iterations
     Only the timing pass warms up: the passes after it find the GPU warm."""
     out: dict[str, Any] = {}
     cuda = runner.config.is_cuda
+    windows: dict[str, list[tuple[float, float]]] = {"trace_only": [], "attributed": []}
     with sampler:
         if "timing" in passes:
             bar.step("timing pass (clean)")
@@ -193,17 +197,25 @@ def _run_passes(runner, passes, table, warmup, iterations, attributed_iterations
                                             clocks_ramped=getattr(sampler, "clocks_ramped", None))
             if cuda:
                 bar.step("tracer-only pass")
+                window_start = time.perf_counter()
                 # Half before the attributed pass and half after it: the checks compare the two
                 # at the same clock, however the clock drifts (visprof/passes/kernel_sequence.py).
                 halves = 2 if "attributed" in passes else 1
                 out["trace_only"] = _or_warn(lambda: run_trace_only_pass(runner, TRACE_ONLY_ITERATIONS // halves),
                                              notes)
+                windows["trace_only"].append((window_start, time.perf_counter()))
         if "attributed" in passes:
             bar.step("attributed pass")
+            window_start = time.perf_counter()
             out["attributed"] = _or_warn(lambda: run_attributed_pass(runner, table, attributed_iterations), notes)
+            windows["attributed"].append((window_start, time.perf_counter()))
             if out.get("trace_only") is not None and out["attributed"] is not None:
+                window_start = time.perf_counter()
                 later = _or_warn(lambda: run_trace_only_pass(runner, TRACE_ONLY_ITERATIONS // 2), notes)
+                windows["trace_only"].append((window_start, time.perf_counter()))
                 out["trace_only"] = out["trace_only"].then(later) if later is not None else out["trace_only"]
+        # The SM clock of the two passes the kernel-time check compares (visprof/passes/kernel_sequence.py).
+        out["sm_clock_mhz"] = {name: sampler.mean_sm_clock(spans) for name, spans in windows.items()}
         if "memory" in passes:
             bar.step("memory pass")
             attributed = out.get("attributed")
@@ -299,7 +311,7 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
             attributed.trace.save(recording_path)
     if memory:  # after the attributed pass's entry: passes are listed in the order they ran
         result.passes["memory"] = R.PassInfo(memory.wall_s, 1)
-    result.checks = _self_checks(result, trace_only, attributed, timing, memory)
+    result.checks = _self_checks(result, trace_only, attributed, timing, memory, outcome.get("sm_clock_mhz") or {})
     return result
 
 
@@ -333,7 +345,7 @@ def _weight_cast_note(result: R.ProfileResult) -> list[str]:
             "(--autocast model-cast)."]
 
 
-def _self_checks(result, trace_only, attributed, timing, memory) -> list[R.Check]:
+def _self_checks(result, trace_only, attributed, timing, memory, sm_clock_mhz: dict) -> list[R.Check]:
     checks: list[R.Check] = []
     if attributed is not None and result.attribution is not None:
         unattributed = 1.0 - result.attribution.coverage
@@ -353,19 +365,21 @@ def _self_checks(result, trace_only, attributed, timing, memory) -> list[R.Check
                                          span.event_span_ns / 1e6, SPAN_TOLERANCE, unit="ms",
                                          detail="tracer timestamps are nanoseconds on visprof's clock"))
         if trace_only is not None:
-            checks += _same_work_checks(attributed, trace_only)
+            checks += _same_work_checks(attributed, trace_only, sm_clock_mhz.get("attributed"),
+                                        sm_clock_mhz.get("trace_only"))
     if memory is not None:
         checks += _memory_checks(memory, timing)
     return checks
 
 
-def _same_work_checks(attributed: AttributedResult, trace_only: TraceOnlyResult) -> list[R.Check]:
+def _same_work_checks(attributed: AttributedResult, trace_only: TraceOnlyResult, attributed_mhz: float | None = None,
+                      reference_mhz: float | None = None) -> list[R.Check]:
     """Op capture must not change what the GPU runs: the same kernels, the same durations.
 
     Durations are compared for the kernels that overlapped no other kernel in either pass (a
     kernel launched back to back can start before its predecessor ends and then counts the
-    wait), against tracer-only iterations run before and after the attributed pass (clock
-    drift cancels); see visprof/passes/kernel_sequence.py."""
+    wait), against tracer-only iterations run before and after the attributed pass (slow
+    drift cancels), at the SM clock each pass ran at; see visprof/passes/kernel_sequence.py."""
     mine, reference = attributed.sequence, trace_only.sequence
     if mine is None or reference is None or not mine.iterations or not reference.iterations:
         return [R.Check.within("kernel sum: attributed vs tracer-only", attributed.kernel_ns / 1e6,
@@ -379,10 +393,9 @@ def _same_work_checks(attributed: AttributedResult, trace_only: TraceOnlyResult)
     if differing == 0:
         ms, reference_ms, compared, total = isolated_time_ms(mine, reference)
         if compared:
-            checks.append(R.Check.within(
-                "kernel time: attributed vs tracer-only", ms, reference_ms, KERNEL_SUM_TOLERANCE, unit="ms",
-                detail=f"the {compared} of {total} kernels that overlapped no other kernel in either pass; "
-                       "tracer-only iterations before and after the attributed pass"))
+            checks.append(kernel_time_check(ms, reference_ms, attributed_mhz, reference_mhz,
+                                            f"the {compared} of {total} kernels that overlapped no other kernel in "
+                                            "either pass; tracer-only iterations before and after the attributed pass"))
     return checks
 
 

@@ -101,6 +101,9 @@ struct ReplayStep {
   // nested calls: a leaf op has nothing to skip, and the switch (torch rebuilds its thread's
   // callback lists, copying the global ones under a lock) is not free.
   bool switch_off = false;
+  // Allocation tag the op scope pushes around the op (the memory pass's category), or -1:
+  // the memory pass replays too, since a Python dispatch mode changes what some models run.
+  int32_t tag = -1;
 };
 
 // Per open call of a replayed iteration (open_slots): its (iteration, op) slot, whether it
@@ -174,7 +177,7 @@ void enter_structure(Observer& o, size_t op) {
 int enter_op(Observer& o, const ReplayStep& step, int64_t slot) {
   const uint64_t id = o.first_id + static_cast<uint64_t>(slot);
   if (o.link_ids) {
-    o.api.enter(id, step.has_range ? static_cast<int64_t>(step.nvtx_handle) : -1, step.color, -1);
+    o.api.enter(id, step.has_range ? static_cast<int64_t>(step.nvtx_handle) : -1, step.color, step.tag);
     return 0;
   }
   return step.has_range ? o.nvtx.push_unstacked(step.nvtx_handle, step.color, static_cast<int64_t>(id)) : 0;
@@ -292,7 +295,7 @@ std::vector<int32_t> subtree_ends(const std::vector<int32_t>& depths) {
 // the calls nested inside each ranged op that switches the callback off.
 std::vector<ReplayStep> replay_steps(const Observer& o, const std::vector<int32_t>& plan,
                                      const std::vector<int64_t>& nvtx_handles, const std::vector<uint32_t>& colors,
-                                     int32_t nested_limit) {
+                                     const std::vector<int32_t>& tags, int32_t nested_limit) {
   const std::vector<int32_t> subtree_end = subtree_ends(o.depths);
   std::vector<ReplayStep> steps;
   for (int32_t k = 0; k < static_cast<int32_t>(plan.size());) {
@@ -305,6 +308,7 @@ std::vector<ReplayStep> replay_steps(const Observer& o, const std::vector<int32_
       step.has_range = nvtx_handles[step.op] >= 0;
       step.nvtx_handle = step.has_range ? static_cast<uint32_t>(nvtx_handles[step.op]) : 0;
       step.color = colors[step.op];
+      step.tag = tags.empty() ? -1 : tags[step.op];
       step.switch_off = subtree_end[k] - k - 1 > nested_limit;
     }
     steps.push_back(step);
@@ -362,11 +366,12 @@ void replay_start(py::capsule op_scope, std::vector<int32_t> plan, std::vector<i
                   std::vector<int32_t> module_pops, std::vector<int32_t> module_push_begin,
                   std::vector<int64_t> module_handles, std::vector<uint32_t> module_colors,
                   std::vector<int64_t> module_payloads, int32_t nested_limit, bool timestamps,
-                  py::object nvtx_direct) {
+                  py::object nvtx_direct, std::vector<int32_t> tags) {
   Observer& o = *the_observer;
   if (std::strcmp(op_scope.name(), kOpScopeCapsuleName) != 0) throw std::invalid_argument("not visprof._C's op scope capsule");
   if (plan.size() != o.names.size()) throw std::invalid_argument("the plan must have one entry per recorded call");
   if (nvtx_handles.size() != colors.size()) throw std::invalid_argument("one NVTX handle and colour per op");
+  if (!tags.empty() && tags.size() != colors.size()) throw std::invalid_argument("one allocation tag per op, or none");
   for (int32_t op : plan) {
     if (op >= static_cast<int32_t>(nvtx_handles.size())) throw std::invalid_argument("plan names an op out of range");
   }
@@ -381,7 +386,7 @@ void replay_start(py::capsule op_scope, std::vector<int32_t> plan, std::vector<i
   o.api = *static_cast<const OpScopeApi*>(op_scope.get_pointer());
   o.link_ids = nvtx_direct.is_none();
   o.last_op = plan.empty() ? -1 : *std::max_element(plan.begin(), plan.end());
-  o.replay_steps = replay_steps(o, plan, nvtx_handles, colors, nested_limit);
+  o.replay_steps = replay_steps(o, plan, nvtx_handles, colors, tags, nested_limit);
   o.steps = o.replay_steps.data();
   o.n_steps = o.replay_steps.size();
   o.timestamps = timestamps;
@@ -437,7 +442,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("module_pops") = std::vector<int32_t>(), py::arg("module_push_begin") = std::vector<int32_t>(),
         py::arg("module_handles") = std::vector<int64_t>(), py::arg("module_colors") = std::vector<uint32_t>(),
         py::arg("module_payloads") = std::vector<int64_t>(), py::arg("nested_limit") = 0,
-        py::arg("timestamps") = true, py::arg("nvtx_direct") = py::none(),
+        py::arg("timestamps") = true, py::arg("nvtx_direct") = py::none(), py::arg("tags") = std::vector<int32_t>(),
         "Replays the recording on this thread: plan[k] is the template op of recorded call k, or -1. "
         "With nvtx_api (visprof._C.nvtx._capsule()), also pushes module ranges: before template op j, "
         "pops module_pops[j] and pushes entries module_push_begin[j]..module_push_begin[j+1]. "
@@ -445,7 +450,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "(-1: every op; a large value sees every call, slower; for comparison); "
         "timestamps=False leaves the host times of the ops 0; "
         "nvtx_direct (visprof._C.nvtx._capsule()) pushes the op ranges directly instead of through the "
-        "op scope, which links op ids to CUPTI records (--nvtx-only runs without CUPTI).");
+        "op scope, which links op ids to CUPTI records (--nvtx-only runs without CUPTI); "
+        "tags: per template op, the allocation tag the op scope pushes around it (-1: none; empty: none at all).");
   m.def("checks_by_schema", [] {
     const Observer& o = *the_observer;
     return o.schemas_trusted &&

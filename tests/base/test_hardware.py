@@ -239,6 +239,18 @@ def test_clock_sampler_summarizes_what_it_saw(monkeypatch):
     assert summary["duration_s"] >= 0
 
 
+def test_mean_sm_clock_reads_only_the_samples_inside_the_windows(monkeypatch):
+    fake = FakeNVML(sm_clocks=(1000, 1980), throttle=(0x4, 0x4), energy_mj=(1000, 3500))
+    monkeypatch.setattr(hardware, "nvml", lambda: fake)
+    monkeypatch.setattr(hardware, "_torch_cuda", lambda: FakeCuda())
+    with hardware.ClockSampler(0, interval_s=60) as sampler:
+        pass
+    first, last = (s["t"] for s in sampler.samples)
+    assert sampler.mean_sm_clock([(first, first)]) == 1000
+    assert sampler.mean_sm_clock([(first, first), (last, last)]) == 1490
+    assert sampler.mean_sm_clock([(first - 2, first - 1)]) is None  # no sample there: unknown, not 0
+
+
 def test_clock_sampler_polls_while_open(fake_gpus):
     with hardware.ClockSampler(1, interval_s=0.005) as sampler:
         time.sleep(0.2)

@@ -42,6 +42,19 @@ def test_the_tracker_books_allocations_and_frees_without_memory_history():
     del y
 
 
+def test_the_memory_pass_runs_the_forward_the_timing_pass_ran():
+    # Under a Python dispatch mode hrnet_w48_ssld upsamples in bf16 instead of fp32 and its
+    # peak fell 9% (bench/results/h200-checks-2026-12-03); the pass replays from C++ instead.
+    result = visprof.profile("hrnet_w48_ssld", passes="timing,attributed,memory", progress=False)
+    mem = result.memory
+    print({"memory pass": mem.torch_peaks["max_memory_allocated"], "books": mem.peak_bytes,
+           "timing pass": result.timing.max_memory_allocated_bytes, "note": result.warnings})
+    assert not result.failed_checks, result.failed_checks
+    assert mem.torch_peaks["max_memory_allocated"] == pytest.approx(result.timing.max_memory_allocated_bytes, rel=0.02)
+    assert not any("dispatch mode" in w for w in result.warnings), result.warnings  # it replayed
+    assert mem.by_category_at_peak.get("outside ops", 0) < 0.01 * mem.peak_bytes  # the replay tagged the ops
+
+
 @pytest.mark.parametrize("name", ["resnet50", "vit_base_patch16_224"])
 def test_memory_pass_agrees_with_torchs_counters_and_splits_by_category(name):
     result = visprof.profile(name, batch_size=32, passes="timing,memory", progress=False)

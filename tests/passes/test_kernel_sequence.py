@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from visprof.native.records import KERNEL_DTYPE, KIND_KERNEL, KIND_MEMSET
-from visprof.passes.kernel_sequence import isolated_time_ms, launch_difference, merged, sequence_of
+from visprof.passes.kernel_sequence import isolated_time_ms, kernel_time_check, launch_difference, merged, sequence_of
 
 NAMES = ["gemm", "softmax", "add", "memset"]
 
@@ -46,3 +46,22 @@ def test_iterations_average_and_a_differing_iteration_is_set_aside():
     later = sequence_of([rows((0, 0, 500), (1, 600, 700))], NAMES)
     both = merged(seq, later)  # before and after the attributed pass: clock drift averages out
     assert both.iterations == 3 and both.duration_ns == [pytest.approx(300.0), pytest.approx(100.0)]
+
+
+def test_kernel_time_at_equal_or_unknown_clocks_is_the_plain_tolerance():
+    assert kernel_time_check(33.0, 33.5, None, None, "d").passed  # -1.5%
+    assert not kernel_time_check(33.0, 34.2, None, None, "d").passed  # -3.5%
+    assert not kernel_time_check(33.0, 34.2, 1950.0, 1950.0, "d").passed  # same clock: no range to allow
+
+
+def test_kernel_time_at_another_clock_may_move_by_the_clock_ratio_and_no_more():
+    # ViT-L/16 SigLIP on the H200 (2026-12-03): 1947 MHz attributed, 1832 MHz tracer-only, -3.5%
+    check = kernel_time_check(32.99, 34.19, 1947.0, 1832.0, "d")
+    assert check.passed and "1947 vs 1832 MHz" in check.detail
+    # faster than even SM-bound kernels would run at that clock: the work differs
+    assert not kernel_time_check(31.0, 34.19, 1947.0, 1832.0, "d").passed
+    # slower at a higher clock: the range is [x0.941, x1], so +3% is outside it
+    assert not kernel_time_check(35.2, 34.19, 1947.0, 1832.0, "d").passed
+    # the attributed pass at the lower clock may be slower by up to the ratio
+    assert kernel_time_check(36.0, 34.19, 1832.0, 1947.0, "d").passed
+    assert not kernel_time_check(34.19 * 1947 / 1832 * 1.03, 34.19, 1832.0, 1947.0, "d").passed

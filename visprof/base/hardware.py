@@ -390,6 +390,7 @@ class ClockSampler:
         power_mw = _call(lib.nvmlDeviceGetPowerUsage, handle)
         self.samples.append(
             {
+                "t": time.perf_counter(),
                 "sm_clock_mhz": _call(lib.nvmlDeviceGetClockInfo, handle, lib.NVML_CLOCK_SM),
                 "mem_clock_mhz": _call(lib.nvmlDeviceGetClockInfo, handle, lib.NVML_CLOCK_MEM),
                 "power_w": power_mw / 1000.0 if power_mw is not None else None,
@@ -397,6 +398,13 @@ class ClockSampler:
                 "throttle_mask": _call(self._throttle_fn, handle),
             }
         )
+
+    def mean_sm_clock(self, windows: Sequence[tuple[float, float]]) -> float | None:
+        """Mean SM clock (MHz) of the samples taken inside the ``time.perf_counter()`` windows;
+        None when no sample fell inside one."""
+        clocks = [s["sm_clock_mhz"] for s in self.samples if s["sm_clock_mhz"]
+                  and any(begin <= s["t"] <= end for begin, end in windows)]
+        return sum(clocks) / len(clocks) if clocks else None
 
     def summary(self) -> dict | None:
         if not self.samples:

@@ -226,6 +226,7 @@ class ReplayCapture:
         decisions = self._planned.template_decisions()
         handles = [handle for handle, _, _ in decisions]
         colors = [color for _, color, _ in decisions]
+        tags = [tag for _, _, tag in decisions]  # -1 each, unless the planned capture tags (memory pass)
         module_plan = self._planned.nvtx_module_plan(skip=self.folded_ops)
         c = native()
         modules = module_plan.observer_kwargs(c.nvtx._capsule()) if module_plan is not None else {}
@@ -235,7 +236,7 @@ class ReplayCapture:
         self._observer.replay_start(c._op_scope_capsule(), self._plan, handles, colors,
                                     first_id=FIRST_ID, iterations=self._iterations,
                                     nested_limit=self._nested_limit, timestamps=self._timestamps,
-                                    nvtx_direct=direct, **modules)
+                                    nvtx_direct=direct, tags=tags, **modules)
         return self
 
     def start_iteration(self, iteration: int) -> None:

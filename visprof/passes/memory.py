@@ -34,8 +34,10 @@ from dataclasses import dataclass, field
 import torch
 
 from visprof.capture.op_capture import ModuleTracker, OpCapture
+from visprof.capture.replay import ReplayCapture
 from visprof.attribution.categories import CategoryTable
 from visprof.native import alloc, alloc_tracker
+from visprof.native.aten_observer import load_observer
 from visprof.passes.runner import ModelRunner
 
 PREALLOCATED = "parameters & inputs"
@@ -74,16 +76,18 @@ def run_memory_pass(runner: ModelRunner, table: CategoryTable, template: OpCaptu
     start = time.perf_counter()
     device = runner.device.index or 0
     attached, why_not = alloc_tracker.attach_tracker()
+    tagging = _Tagging(runner, table, template) if attached else None  # its recording forward is not booked
     empty_cache(runner)
     torch.cuda.reset_peak_memory_stats(runner.device)
     if attached:
         with alloc_tracker.booking(device):
             baseline = alloc.stats(device).live
-            names = _forward_with_tags(runner, table, template)
-        result = _from_books(device, names, baseline)
+            tagging.forwards(runner)
+        result = _from_books(device, tagging.names, baseline)
         counts = alloc_tracker.block_counts(device)
         result.block_fallbacks = counts["fallbacks"]
-        result.note = block_size_note(counts, alloc_tracker.unmodeled_allocator_settings())
+        result.note = "; ".join(filter(None, [block_size_note(counts, alloc_tracker.unmodeled_allocator_settings()),
+                                              tagging.note()]))
     else:
         for _ in range(FORWARDS):  # the same forwards as booked: the peaks mean the same
             runner()
@@ -110,25 +114,67 @@ def empty_cache(runner: ModelRunner) -> None:
     torch.cuda.empty_cache()
 
 
-def _forward_with_tags(runner: ModelRunner, table: CategoryTable, template: OpCapture | None) -> dict[int, str]:
-    """``FORWARDS`` forwards with each op's category as allocation tag; returns tag -> name."""
-    tracker = ModuleTracker(runner.spec.module)
-    capture = OpCapture(tracker, table, nvtx=False, tags=True, template=template)
-    names = {0: PREALLOCATED, **capture.tag_names()}
-    outside = max(names) + 1
-    names[outside] = COMPILED_GRAPH if runner.config.compile else OUTSIDE_OPS
-    for iteration in range(FORWARDS):
-        capture.start_iteration(iteration)
-        with alloc.tagged(outside), contextlib.ExitStack() as capturing:
-            # A compiled model runs its graph without op capture: a dispatch mode would make
-            # torch.compile fall back to eager, and the memory measured would be the eager model's.
-            if not runner.config.compile:
-                if template is None:
-                    capturing.enter_context(tracker)  # module hooks: the template knows modules by position
-                capturing.enter_context(capture)
+class _Tagging:
+    """Runs the booked forwards with each op's category as allocation tag.
+
+    Where the ATen observer's recording of one forward aligns with the template (as in the
+    attributed pass), the forwards replay it from C++: the model runs exactly as it does
+    without visprof. A Python dispatch mode does not always: torch then treats every tensor
+    as a subclass (at::isTensorSubclassLike) and some composite ops take another branch.
+    On the H200, hrnet_w48_ssld's upsampling ran in bf16 instead of fp32 under the dispatch
+    mode, and its peak fell from 1060 to 962 MB (bench/results/h200-checks-2026-12-03). The
+    dispatch mode remains the fallback (no observer, no template, data-dependent forwards)."""
+
+    def __init__(self, runner: ModelRunner, table: CategoryTable, template: OpCapture | None):
+        self.tracker = ModuleTracker(runner.spec.module)
+        self.capture = OpCapture(self.tracker, table, nvtx=False, tags=True, template=template)
+        self.names = {0: PREALLOCATED, **self.capture.tag_names()}
+        self.outside = max(self.names) + 1
+        self.names[self.outside] = COMPILED_GRAPH if runner.config.compile else OUTSIDE_OPS
+        self.has_template = template is not None
+        self.replay, self.why_not = None, ""
+        if template is not None and not runner.config.compile:
+            self.replay, self.why_not = self._prepare_replay(runner)
+
+    def _prepare_replay(self, runner: ModelRunner) -> tuple[ReplayCapture | None, str]:
+        observer, why_not = load_observer()
+        if observer is None:
+            return None, f"ATen observer unavailable: {why_not}"
+
+        def forward() -> None:
             runner()
-    runner.sync()
-    return names
+            runner.sync()
+
+        return ReplayCapture.prepare(observer, self.capture, forward, FORWARDS)
+
+    def forwards(self, runner: ModelRunner) -> None:
+        """``FORWARDS`` forwards, tagged."""
+        if self.replay is not None:
+            with alloc.tagged(self.outside), self.replay:
+                for iteration in range(FORWARDS):
+                    self.replay.start_iteration(iteration)
+                    runner()
+        else:
+            for iteration in range(FORWARDS):
+                self.capture.start_iteration(iteration)
+                with alloc.tagged(self.outside), contextlib.ExitStack() as capturing:
+                    # A compiled model runs its graph without op capture: a dispatch mode would make
+                    # torch.compile fall back to eager, and the memory measured would be the eager model's.
+                    if not runner.config.compile:
+                        if not self.has_template:
+                            capturing.enter_context(self.tracker)  # module hooks: the template knows modules by position
+                        capturing.enter_context(self.capture)
+                    runner()
+        runner.sync()
+
+    def note(self) -> str:
+        """What the books' categories rest on, where it is not the replay."""
+        if self.replay is not None and self.replay.diverged_iterations:
+            return (f"forward(s) {', '.join(map(str, self.replay.diverged_iterations))} departed from the recorded one "
+                    "(data-dependent code): the allocations after the departure are booked as outside ops")
+        if self.replay is None and self.why_not:
+            return f"allocations tagged under a Python dispatch mode ({self.why_not})"
+        return ""
 
 
 def _from_books(device: int, names: dict[int, str], baseline: int) -> MemoryResult:
