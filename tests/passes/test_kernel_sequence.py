@@ -65,3 +65,11 @@ def test_kernel_time_at_another_clock_may_move_by_the_clock_ratio_and_no_more():
     # the attributed pass at the lower clock may be slower by up to the ratio
     assert kernel_time_check(36.0, 34.19, 1832.0, 1947.0, "d").passed
     assert not kernel_time_check(34.19 * 1947 / 1832 * 1.03, 34.19, 1832.0, 1947.0, "d").passed
+
+
+def test_kernel_time_check_is_plain_json():
+    import json
+
+    check = kernel_time_check(np.float64(32.99), np.float64(34.19), 1947.0, 1832.0, "d")
+    assert type(check.passed) is bool
+    json.dumps(check.__dict__)

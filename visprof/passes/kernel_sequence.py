@@ -116,7 +116,7 @@ def kernel_time_check(ms: float, reference_ms: float, mhz: float | None, referen
     scale = reference_mhz / mhz
     low, high = min(1.0, scale), max(1.0, scale)
     ratio = ms / reference_ms
-    passed = low * (1 - tolerance) <= ratio <= high * (1 + tolerance)
+    passed = bool(low * (1 - tolerance) <= ratio <= high * (1 + tolerance))  # a NumPy bool is no JSON
     clock = (f"SM clock {mhz:.0f} vs {reference_mhz:.0f} MHz (NVML): the same kernels take x{low:.3f} to "
              f"x{high:.3f} of the reference's time, the tolerance applies around that; took x{ratio:.3f}")
     return Check(name, ms, reference_ms, tolerance, passed, unit="ms", detail=f"{detail}; {clock}")
