@@ -1,14 +1,18 @@
-"""`visprof calibrate`'s method on both published GPU pairs, same method and hyper-parameters (issue 25).
+"""`visprof calibrate`'s method and the spec-only models on both published GPU pairs, same constants (issue 25).
 
     python bench/calibrate_check.py --pair PAIR1.db rtx3090 rtx4090 --pair PAIR2.db rtx4090 rtx5090 \\
-        --store profiles.db --out bench/results/calibrate-2026-12-01
+        --store profiles.db --out bench/results/calibrate-2026-12-03
 
-Each PAIR.db is ``visprof import-timm BASE.csv TARGET.csv --store PAIR.db``; ``profiles.db`` the
-consolidated H200 store. Per pair: the family-held-out figures of the calibrated prediction and of
-the three baselines (training folds' median, best single profile feature, spec only), the 80%
-band's coverage on held-out families, and the ratio table fitted on all models. Writes
-``calibrate.json`` and ``calibrate.txt`` into --out. Nothing here is chosen per pair: the
-lambda grid, folds, feature threshold and band level are the module's constants.
+Each PAIR.db is ``visprof import-timm BASE.csv TARGET.csv --store PAIR.db``; ``profiles.db`` a
+visprof results store of profiles (any number of models; none is hard-coded). Per pair, family
+held out: the calibrated prediction (Spearman, median |error|, its ratio to the fleet median's,
+the 80% band's coverage with the share below and above), the fleet median, the best single
+profile feature, the spec-only models (visprof's default ``clock`` and every ``--spec-excess``
+mode, nothing of the target used), the within-family ceiling; then the per-op-type ratio table
+fitted on all models, and the group-norm models with what their profile says is the cause.
+Writes ``calibrate.json``, ``calibrate.txt`` and ``held-out-BASE-TARGET.csv.gz`` into --out,
+atomically. Nothing is chosen per pair: the lambda grid, folds, feature threshold, band level and
+spec models are the modules' constants.
 """
 from __future__ import annotations
 
@@ -19,34 +23,87 @@ import sys
 from pathlib import Path
 
 from visprof.analysis import sources
-from visprof.analysis.calibrate import (LAMBDAS, MIN_MODELS_PER_FEATURE, MIN_SHARE, family_held_out, fit_calibration,
-                                        fleet_from_comparison, format_ratio_table, ratio_table,
-                                        unpublished_predictions)
+from visprof.analysis.calibrate import (LAMBDAS, MIN_MODELS_PER_FEATURE, MIN_SHARE, BucketRatio, Fit, buckets_of,
+                                        family_held_out, fit_calibration, fleet_from_comparison, format_ratio_table,
+                                        ratio_table, unpublished_predictions)
 from visprof.analysis.compare import compare
 from visprof.analysis.gpus import gpu_table
 from visprof.base.outputs import atomic_write_text
 
+GROUP_NORM_SHARE = 0.02  # a "group-norm model" spends at least this share of its profiled time in group norm
+# The kernels that tell group norms apart (bench/results/two-pairs-2026-12-01/group-norm-kernels.txt):
+# the generic apply step of a multi-group norm, and the one-group (row-wise) statistics kernel.
+GENERIC_APPLY = "at::native::elementwise_kernel"
+ONE_GROUP = "RowwiseMoments"
 
-def run_pair(refs: Path, base: str, target: str, store: Path, folds: int) -> tuple[dict, str]:
+
+def op_type_table(rows: list[BucketRatio], fit: Fit, top: int = 30) -> str:
+    """The fitted ratio of every op-type bucket (``op:``), heaviest training weight first."""
+    ops = sorted((b for b in rows if b.feature.startswith("op:")), key=lambda b: -b.weight)
+    lines = [f"per op type (x of what the spec ratios say; offset x{math.exp(fit.intercept):.3f} and category / "
+             f"sub-category included), by training weight:",
+             f"  {'op type':<62} {'ratio':>7} {'own':>7} {'weight':>7} {'models':>6}"]
+    lines += [f"  {b.feature[3:][:62]:<62} x{b.ratio:>6.3f} x{b.own:>6.3f} {b.weight:>7.1f} {b.models:>6}" for b in ops[:top]]
+    if len(ops) > top:
+        lines.append(f"  ... {len(ops) - top} more op types")
+    return "\n".join(lines) + "\n"
+
+
+def group_norm_cause(result) -> dict | None:
+    """A profile's group-norm share and, where its kernel families are recorded, which group-norm
+    kernels run; None for a model with less than GROUP_NORM_SHARE of its time in group norm."""
+    buckets = buckets_of(result)
+    share = sum(v for k, v in buckets.items() if k.startswith("op:") and k.endswith("/group_norm"))
+    if share < GROUP_NORM_SHARE:
+        return None
+    casts = buckets.get("sub:memory/cast", 0.0)
+    families = [k for k in result.kernel_families or [] if k.subcategory == "group"]
+    total = sum(k.time_ms for k in result.categories if k.time_ms) + max(result.timing.idle_ms or 0.0, 0.0)
+    generic = sum(k.time_ms for k in families if k.family == GENERIC_APPLY) / total if families else None
+    one_group = any(ONE_GROUP in k.family for k in families)
+    if not families:
+        cause = "kernel families not recorded in this profile"
+    elif generic and generic >= GROUP_NORM_SHARE:
+        cause = f"apply step in PyTorch's generic {GENERIC_APPLY} ({generic:.1%} of time)"
+    elif one_group:
+        cause = "one-group norm (RowwiseMomentsCUDAKernel), no generic apply kernel"
+    else:
+        cause = "group-norm kernels: " + ", ".join(sorted({k.family for k in families}))
+    return {"group_norm_share": share, "cast_share": casts, "generic_apply_share": generic, "cause": cause}
+
+
+def group_norm_lines(models: list[dict]) -> str:
+    lines = [f"group-norm models (>= {GROUP_NORM_SHARE:.0%} of profiled time in group norm), held out:",
+             f"  {'model':<34} {'published':>9} {'spec':>6} {'calib.':>6} {'GN':>6} {'casts':>6}  cause"]
+    lines += [f"  {m['model'][:34]:<34} x{m['speedup']:>8.2f} x{m['spec_speedup']:>5.2f} x{m['calibrated']:>5.2f} "
+              f"{m['group_norm_share']:>6.1%} {m['cast_share']:>6.1%}  {m['cause']}" for m in models]
+    return "\n".join(lines) + "\n"
+
+
+def run_pair(refs: Path, base: str, target: str, store: Path, folds: int, spec_excess: list[str]) -> tuple[dict, str, list]:
     table = gpu_table()
     loaded = sources.load([refs, store], table)
     comparison = compare(loaded.measurements, base, target, table)
-    fleet, missing = fleet_from_comparison(comparison, loaded.profiles, table)
+    fleet, missing = fleet_from_comparison(comparison, loaded.profiles, table, spec_excess=spec_excess)
     fit = fit_calibration(fleet)
     rows = ratio_table(fit, fleet)
     held = family_held_out(fleet, folds=folds)
     unpublished = unpublished_predictions(fit, fleet)
+    held_doc = held.to_dict()
+    predictions = held_doc.pop("predictions")
+    results = {m.model: m.result for m in loaded.profiles if m.result is not None}  # the last profile per model
+    gn = [{**p, **cause} for p in predictions if p["model"] in results
+          for cause in [group_norm_cause(results[p["model"]])] if cause]
+    gn.sort(key=lambda m: m["speedup"])
     text = (f"== {comparison.base} -> {comparison.target}: {held.models} models with a profile and both published "
             f"numbers, {len(fleet.features)} buckets and covariates; {len(unpublished)} "
             f"profiled models without them predicted ==\n" + held.lines() + "fit on all models: "
-            + format_ratio_table(rows, fit, top=25))
-    held_doc = held.to_dict()
-    predictions = held_doc.pop("predictions")
+            + format_ratio_table(rows, fit, top=25) + op_type_table(rows, fit) + group_norm_lines(gn))
     doc = {"base": comparison.base, "target": comparison.target, "refs": refs.name, "models": held.models,
            "unpublished_predictions": unpublished,
            "joined_without_profile": missing, "features": fleet.features, "lambda_all": fit.lam,
            "offset_all": math.exp(fit.intercept), "band_quantiles_all": [fit.q_low, fit.q_high],
-           "ratios_all": [b.row() for b in rows], "held_out": held_doc}
+           "ratios_all": [b.row() for b in rows], "group_norm_models": gn, "held_out": held_doc}
     return doc, text, predictions
 
 
@@ -63,18 +120,21 @@ def main(argv=None) -> int:
     parser.add_argument("--pair", nargs=3, action="append", required=True, metavar=("REFS_DB", "BASE", "TARGET"))
     parser.add_argument("--store", type=Path, required=True)
     parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--spec-excess", nargs="*", default=["fraction"], metavar="MODE",
+                        help="other spec-only models to judge beside the default (predict.EXCESS_MODES; default: fraction)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     docs, texts = [], []
     for refs, base, target in args.pair:
-        doc, text, predictions = run_pair(Path(refs), base, target, args.store, args.folds)
+        doc, text, predictions = run_pair(Path(refs), base, target, args.store, args.folds, args.spec_excess)
         print(text, flush=True)
         write_predictions(args.out / f"held-out-{base}-{target}.csv.gz", predictions)
         docs.append(doc)
         texts.append(text)
     settings = {"lambdas": list(LAMBDAS), "folds": args.folds, "min_share": MIN_SHARE,
-                "min_models_per_feature": MIN_MODELS_PER_FEATURE}
+                "min_models_per_feature": MIN_MODELS_PER_FEATURE, "spec_excess": args.spec_excess,
+                "group_norm_share": GROUP_NORM_SHARE}
     atomic_write_text(args.out / "calibrate.json", json.dumps({"settings": settings, "pairs": docs}, indent=1) + "\n")
     atomic_write_text(args.out / "calibrate.txt", "\n".join(texts))
     return 0

@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from visprof.analysis.calibrate import (family_folds, family_held_out, fit_calibration, make_fleet, ratio_table)
+from visprof.analysis.calibrate import (family_folds, family_held_out, fit_calibration, group_op_type, make_fleet,
+                                        ratio_table, within_family)
 from visprof.base.errors import BadInputError
 
 BUCKETS = ["cat:convolution", "sub:convolution/depthwise", "cat:linear", "cat:normalization",
@@ -117,3 +118,57 @@ def test_cli_bad_lambda_is_a_one_line_error(tmp_path, capsys):
     code = main(["calibrate", str(tmp_path / "refs.db"), str(tmp_path / "profiles.db"), "--lambda", "-1"])
     err = capsys.readouterr().err.strip()
     assert code != 0 and "--lambda must be a positive number" in err and "\n" not in err
+
+
+def test_op_type_spellings_of_two_capture_levels_are_one_type():
+    assert group_op_type("aten.native_group_norm.default", 0, 1) == group_op_type("aten.group_norm.default", 0, 1) == "group_norm"
+    assert group_op_type("aten.conv2d.default", 1e9, 1e6) == group_op_type("aten.convolution.default", 1e9, 1e6) == "convolution"
+    assert group_op_type("aten.relu_.default", 0, 1) == "relu"
+    assert group_op_type("aten.addmm.default", 1e9, 1e6) == "gemm [high intensity]"
+    assert group_op_type("aten.bmm.default", 1e6, 1e6) == "gemm [low intensity]"
+    assert group_op_type("[memcpy]", 0, 1) == "[memcpy]"
+
+
+def test_known_op_type_ratios_are_recovered_under_their_category():
+    """Op types nest under their category: two kinds of normalization, one of which (group norm,
+    in a quarter of the families) runs at x0.45 of the spec model, the other at it."""
+    rng = np.random.default_rng(3)
+    truth = {"op:normalization/-/group_norm": -0.8, "op:normalization/-/batch_norm": 0.0, "cat:convolution": 0.1}
+    models, fams, rows, spec, obs = [], [], [], [], []
+    for f in range(40):
+        for m in range(10):
+            norm, conv = rng.uniform(0.1, 0.5), rng.uniform(0.2, 0.6)
+            kind = "group_norm" if f % 4 == 0 else "batch_norm"
+            row = {"cat:normalization": norm, f"op:normalization/-/{kind}": norm, "cat:convolution": conv,
+                   "op:convolution/dense/convolution": conv, "idle": 1 - norm - conv}
+            s = math.exp(rng.normal(0.3, 0.1))
+            models.append(f"m{f}_{m}")
+            fams.append(f"family{f}")
+            rows.append(row)
+            spec.append(s)
+            obs.append(s * math.exp(sum(truth.get(k, 0.0) * v for k, v in row.items()) + rng.normal(0, 0.01)))
+    fleet = make_fleet(models, fams, rows, spec, obs)
+    fit = fit_calibration(fleet, lam=0.01)
+    table = {b.feature: b for b in ratio_table(fit, fleet)}
+    # an op type's ratio: its own factor, its category's and the offset
+    assert table["op:normalization/-/group_norm"].ratio == pytest.approx(math.exp(-0.8), rel=0.08)
+    assert table["op:normalization/-/batch_norm"].ratio == pytest.approx(1.0, rel=0.05)
+
+
+def test_within_family_ceiling_leaves_the_model_out():
+    fleet = make_fleet(["a", "b", "c", "d"], ["f", "f", "f", "g"], [{"idle": 1.0}] * 4, [1.0] * 4, [1.0, 2.0, 4.0, 3.0],
+                       features=["idle"])
+    got = within_family(fleet, np.arange(4))
+    assert got[:3] == pytest.approx([math.sqrt(8), 2.0, math.sqrt(2)])
+    assert math.isnan(got[3])  # a family of one has no rest
+
+
+def test_spec_variants_are_judged_beside_the_default():
+    fleet = synthetic()
+    variant = np.exp(fleet.log_obs) * 1.01  # a spec model right to 1%
+    fleet = make_fleet(fleet.models, fleet.families, [dict(zip(fleet.features, x)) for x in fleet.X], np.exp(fleet.log_spec),
+                       np.exp(fleet.log_obs), features=fleet.features, spec_variants={"oracle": list(variant)})
+    held = family_held_out(fleet)
+    assert held.spec_variants["oracle"].median_abs_error == pytest.approx(0.01, abs=1e-6)
+    assert held.spec_variants["oracle"].spearman == pytest.approx(1.0)
+    assert "spec only (oracle)" in held.lines()

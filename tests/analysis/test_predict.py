@@ -314,3 +314,17 @@ def test_predict_cli_modes_are_the_predictors():
     parser = build_parser()
     predict = next(a for a in parser._subparsers._group_actions[0].choices["predict"]._actions if a.dest == "excess")
     assert tuple(predict.choices) == EXCESS_MODES
+
+
+def test_fraction_scales_the_roof_share_with_its_resource_and_the_rest_with_the_clock():
+    add = gemm(op="aten.add.Tensor", count=1, kernel_count=1, time_ms=8 * US, flops=0.0, bytes=4e6, param_bytes=0.0,
+               tensor_core=None)
+    no_l2 = dataclasses.replace(SPEC, l2_mb=0)
+    double = dataclasses.replace(no_l2, id="double", memory_bandwidth_gbs=2000)
+    # roof 4 us of the 7 us above the floor: 1 + 4 / 2 + 3 = 6 us on twice the bandwidth
+    assert predict_group(add, no_l2, double, excess="fraction").time_ms == pytest.approx(6 * US)
+    # the off-roof 3 us follow the clock: twice the clock, 1 + 4 + 1.5
+    fast_clock = dataclasses.replace(no_l2, id="clock2", boost_clock_mhz=2 * no_l2.boost_clock_mhz)
+    assert predict_group(add, no_l2, fast_clock, excess="fraction").time_ms == pytest.approx(6.5 * US)
+    # on the profiled GPU (L2 hits on both sides) the measured time comes back
+    assert predict_group(add, SPEC, SPEC, excess="fraction").time_ms == pytest.approx(8 * US)

@@ -9,10 +9,12 @@ spec ratios say, and predicts models that are not in the table:
 
 * ``share_f``: the bucket's share of the model's profiled time per iteration (kernel time of the
   category rows plus the host/launch-bound idle time). The buckets are hierarchical: a category
-  (``cat:normalization``), its sub-categories (``sub:normalization/group``), the idle time
-  (``idle``) and, in profiles that record them, kernel families (``kf:...``). A model's
-  correction for group norm is then ``d(cat:normalization) + d(sub:normalization/group)`` (+ its
-  kernel families'), each fitted toward 0.
+  (``cat:normalization``), its sub-categories (``sub:normalization/group``), its op types
+  (``op:normalization/-/group_norm``, from the roofline groups every profile keeps, so profiles
+  made before the op-type tables have them too: ``group_op_type``), the idle time (``idle``)
+  and, in profiles that record them, kernel families (``kf:...``). A model's correction for
+  group norm is then ``d(cat:normalization) + d(op:normalization/-/group_norm)`` (+ its
+  sub-category's and kernel families' where recorded), each fitted toward 0.
 * three covariates, ``cov:`` columns, fitted toward 0 like the buckets: the log spec prediction
   itself (its slope 1 + its coefficient: where the spec ratios over- or under-state the spread),
   the log time per sample on the profile's GPU and the log FLOPs per byte of the profile (small,
@@ -32,7 +34,10 @@ spec ratios say, and predicts models that are not in the table:
 ``family_held_out`` evaluates it: timm families are split into folds (a family is never in the fit
 and the test at once), and every model is predicted by the fit on the other folds. Baselines,
 on the same folds: the training folds' median speed-up, the best single profile feature (chosen
-and fitted on the training folds), and the spec-only prediction.
+and fitted on the training folds), and the spec-only predictions: visprof's default spec model
+and any other the fleet carries (``spec_variants``, e.g. ``excess="fraction"``), nothing fitted.
+A ceiling to read them against: ``within_family``, each model predicted by the mean log
+speed-up of the rest of its own family (which a family-held-out fit never sees).
 
 Pure NumPy; nothing is read from disk here (``fleet_from_comparison`` takes what
 ``visprof.analysis.compare`` and ``visprof.analysis.sources`` give).
@@ -45,9 +50,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Sequence
 
+import re
+
 import numpy as np
 
 from visprof.analysis.metrics import spearman
+from visprof.attribution.op_types import GEMM_OPS, INTENSITY_CLASSES
 from visprof.base.errors import BadInputError
 
 LAMBDAS = (0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
@@ -73,6 +81,9 @@ class Fleet:
     log_spec: np.ndarray  # log spec-predicted speed-up
     log_obs: np.ndarray  # log published speed-up (nan: not published)
     baseline_features: dict[str, np.ndarray] = field(default_factory=dict)  # candidates for the single-feature baseline
+    # Other spec-only models' log speed-ups (name -> one per model; NaN where one cannot predict):
+    # judged beside log_spec, never fitted.
+    spec_variants: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self):
         n = len(self.models)
@@ -86,6 +97,29 @@ class Fleet:
             counts[self.families[i]] += 1
         w = np.array([1.0 / math.sqrt(counts[self.families[i]]) for i in idx])
         return w / w.mean()
+
+
+# Spellings of one op type across capture levels and versions: a profile of 2026-11 records
+# ``aten.native_group_norm.default`` and ``aten.convolution.default`` where a newer one records
+# ``aten.group_norm.default`` and ``aten.conv2d.default``; in-place and out-of-place ops run the
+# same kernels. The convolution's kind is its sub-category, so the name drops it.
+_CONVOLUTIONS = {"conv1d", "conv2d", "conv3d", "convolution", "cudnn_convolution"}
+
+
+def group_op_type(op: str | None, flops: float, nbytes: float) -> str:
+    """A roofline group's op as a stable type: ``aten.native_group_norm.default`` -> ``group_norm``,
+    ``aten.relu_.default`` -> ``relu``, any convolution -> ``convolution``, a GEMM -> ``gemm [high
+    intensity]`` (``visprof.attribution.op_types``' classes), a row without an op as it is."""
+    if not op or not op.startswith("aten."):
+        return op or "?"
+    if GEMM_OPS.search(op):
+        if not flops or not nbytes:
+            return "gemm [intensity unknown]"
+        label = next((cls for bound, cls in INTENSITY_CLASSES if flops / nbytes < bound), "high")
+        return f"gemm [{label} intensity]"
+    name = op[len("aten."):].split(".", 1)[0].strip("_")
+    name = re.sub(r"^native_", "", name)
+    return "convolution" if name in _CONVOLUTIONS else name
 
 
 def buckets_of(result) -> dict[str, float]:
@@ -102,6 +136,9 @@ def buckets_of(result) -> dict[str, float]:
             out[f"sub:{r.category}/{r.subcategory}"] += r.time_ms / total
     if idle:
         out["idle"] = idle / total
+    for g in (result.roofline.groups if result.roofline else []):
+        if g.time_ms and g.time_ms > 0:
+            out[f"op:{g.category}/{g.subcategory or '-'}/{group_op_type(g.op, g.flops, g.bytes)}"] += g.time_ms / total
     for k in result.kernel_families or []:
         if k.time_ms and k.time_ms > 0:
             out[f"kf:{k.category}/{k.subcategory or '-'}/{k.family}"] += k.time_ms / total
@@ -121,10 +158,12 @@ def select_features(rows: Sequence[dict[str, float]]) -> list[str]:
 def make_fleet(models: Sequence[str], families: Sequence[str], buckets: Sequence[dict[str, float]],
                spec_speedups: Sequence[float], speedups: Sequence[float],
                baseline_features: dict[str, Sequence[float]] | None = None,
-               features: Sequence[str] | None = None, covariates: dict[str, Sequence[float]] | None = None) -> Fleet:
+               features: Sequence[str] | None = None, covariates: dict[str, Sequence[float]] | None = None,
+               spec_variants: dict[str, Sequence[float]] | None = None) -> Fleet:
     """``covariates``: per model, values whose log-speed-up slope is fitted toward 0 too (e.g. the
     log spec prediction itself, whose slope is then 1 + its coefficient): standardized over the
-    fleet and scaled to COVARIATE_SCALE."""
+    fleet and scaled to COVARIATE_SCALE. ``spec_variants``: other spec models' speed-ups per model
+    (None or NaN where one has none), judged beside the default, not fitted."""
     features = list(features) if features is not None else select_features(buckets)
     col = {f: j for j, f in enumerate(features)}
     X = np.zeros((len(models), len(features)))
@@ -145,9 +184,16 @@ def make_fleet(models: Sequence[str], families: Sequence[str], buckets: Sequence
         raise BadInputError("calibration: every model needs a positive spec-predicted speed-up")
     base = {k: np.asarray(v, dtype=float) for k, v in (baseline_features or {}).items()}
     for f in features:
-        if not f.startswith(("kf:", "cov:")):  # kernel families exist in some profiles only: not a fleet-wide feature
+        if not f.startswith(("kf:", "cov:", "op:")):  # kernel families exist in some profiles only; op types are many
             base.setdefault(f, X[:, col[f]])
-    return Fleet(list(models), list(families), features, X, np.log(spec), np.log(np.where(obs > 0, obs, np.nan)), base)
+    variants = {}
+    for name, values in (spec_variants or {}).items():
+        v = np.array([np.nan if x is None else x for x in values], dtype=float)
+        if v.shape != spec.shape:
+            raise BadInputError(f"spec model {name!r}: one speed-up per model is needed")
+        variants[name] = np.log(np.where(v > 0, v, np.nan))
+    return Fleet(list(models), list(families), features, X, np.log(spec), np.log(np.where(obs > 0, obs, np.nan)), base,
+                 variants)
 
 
 # --- the fit ---------------------------------------------------------------------------------
@@ -269,9 +315,11 @@ class BucketRatio:
 
 
 def _parents(feature: str) -> list[str]:
+    """The coarser buckets a bucket's time also counts in: op types and kernel families sit under
+    their category and sub-category."""
     if feature.startswith("sub:"):
         return [f"cat:{feature[4:].split('/')[0]}"]
-    if feature.startswith("kf:"):
+    if feature.startswith(("kf:", "op:")):
         cat, sub, _ = feature[3:].split("/", 2)
         return [f"cat:{cat}"] + ([f"sub:{cat}/{sub}"] if sub != "-" else [])
     return []
@@ -313,11 +361,15 @@ def format_ratio_table(rows: list[BucketRatio], fit: Fit, top: int = 20) -> str:
 class MethodFigures:
     spearman: float | None  # None: the method ranks no models (a constant within each fold)
     median_abs_error: float
+    models: int | None = None  # set where the method predicts fewer models than the fleet has
 
     @classmethod
     def of(cls, predicted: np.ndarray, observed: np.ndarray, ranks: bool = True) -> "MethodFigures":
-        rho = float(spearman(list(predicted), list(observed))) if ranks else None
-        return cls(None if rho is None or math.isnan(rho) else rho, float(np.median(np.abs(predicted / observed - 1))))
+        ok = np.isfinite(predicted)
+        predicted, observed_ok = predicted[ok], observed[ok]
+        rho = float(spearman(list(predicted), list(observed_ok))) if ranks else None
+        return cls(None if rho is None or math.isnan(rho) else rho, float(np.median(np.abs(predicted / observed_ok - 1))),
+                   None if ok.all() else int(ok.sum()))
 
 
 @dataclass
@@ -334,6 +386,8 @@ class HeldOut:
     above: float
     lambdas: list[float]
     best_features: list[str]  # the single feature each fold chose
+    spec_variants: dict[str, MethodFigures] = field(default_factory=dict)  # other spec-only models
+    within_family: MethodFigures | None = None  # the ceiling: the rest of the model's own family
     predictions: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -344,10 +398,15 @@ class HeldOut:
     def lines(self) -> str:
         rows = [("calibrated", self.calibrated), ("fleet median", self.fleet_median),
                 ("best single feature", self.best_feature), ("spec only", self.spec_only)]
+        rows += [(f"spec only ({name})", m) for name, m in self.spec_variants.items()]
+        if self.within_family is not None:
+            rows.append(("own family (ceiling)", self.within_family))
         out = [f"family-held-out ({self.folds} folds, {self.families} families, {self.models} models; a family is never "
                f"in the fit and the test at once):",
-               f"  {'method':<22} {'Spearman':>9} {'median |err|':>13}"]
-        out += [f"  {name:<22} {'-' if m.spearman is None else format(m.spearman, '.3f'):>9} {m.median_abs_error:>12.1%}"
+               f"  {'method':<26} {'Spearman':>9} {'median |err|':>13} {'x fleet median':>15}"]
+        base = self.fleet_median.median_abs_error
+        out += [f"  {name:<26} {'-' if m.spearman is None else format(m.spearman, '.3f'):>9} {m.median_abs_error:>12.1%}"
+                f" {m.median_abs_error / base if base > 0 else float('nan'):>15.2f}" + (f"  ({m.models} models)" if m.models else "")
                 for name, m in rows]
         out.append(f"  {COVERAGE:.0%} band: {self.coverage:.1%} of held-out published speed-ups inside "
                    f"({self.below:.1%} below, {self.above:.1%} above); lambda per fold {self.lambdas}; "
@@ -372,6 +431,22 @@ def _best_single(fleet: Fleet, tr: np.ndarray, te: np.ndarray) -> tuple[str, np.
     x = fleet.baseline_features[best[1]]
     b, a = np.polyfit(x[tr], y, 1)
     return best[1], np.exp(a + b * x[te])
+
+
+def within_family(fleet: Fleet, idx: np.ndarray) -> np.ndarray:
+    """Each model's speed-up predicted by the geometric mean of the other models of its family
+    among ``idx`` (NaN for a family of one): how consistent the published speed-up is within a
+    family, a ceiling of what a per-architecture profile could explain."""
+    members: dict[str, list[int]] = defaultdict(list)
+    for m, i in enumerate(idx):
+        members[fleet.families[i]].append(m)
+    y = fleet.log_obs[idx]
+    out = np.full(len(idx), np.nan)
+    for ms in members.values():
+        if len(ms) > 1:
+            total = y[ms].sum()
+            out[ms] = np.exp((total - y[ms]) / (len(ms) - 1))
+    return out
 
 
 def family_held_out(fleet: Fleet, folds: int = 5, lam: float | None = None, inner_folds: int = 5) -> HeldOut:
@@ -402,33 +477,48 @@ def family_held_out(fleet: Fleet, folds: int = 5, lam: float | None = None, inne
     preds = [{"model": fleet.models[i], "family": fleet.families[i], "fold": int(fold[m]), "speedup": float(obs[m]),
               "spec_speedup": float(spec[m]), "calibrated": float(cal[m]), "low": float(low[m]), "high": float(high[m]),
               "fleet_median": float(med[m]), "best_feature": float(single[m])} for m, i in enumerate(idx)]
+    variants = {name: np.exp(v[idx]) for name, v in fleet.spec_variants.items()}
+    for name, v in variants.items():
+        for m, row in enumerate(preds):
+            row[f"spec_{name}"] = float(v[m])
     return HeldOut(n, len(set(fams)), k, MethodFigures.of(cal, obs), MethodFigures.of(med, obs, ranks=False),
                    MethodFigures.of(single, obs), MethodFigures.of(spec, obs),
                    float(np.mean((obs >= low) & (obs <= high))), float(np.mean(obs < low)), float(np.mean(obs > high)),
-                   lambdas, chosen, preds)
+                   lambdas, chosen, {name: MethodFigures.of(v, obs) for name, v in variants.items()},
+                   MethodFigures.of(within_family(fleet, idx), obs), preds)
 
 
 # --- from a comparison -----------------------------------------------------------------------
 
-def fleet_from_comparison(comparison, profiles, table=None) -> tuple[Fleet, int]:
+def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequence[str] = ()) -> tuple[Fleet, int]:
     """The fleet of ``comparison``'s models (``visprof.analysis.compare``) that have a spec
     prediction and a profile among ``profiles`` (measurements with a result; per (architecture,
     image size) the one compare uses: on the base GPU, else on a GPU with a spec row, the last).
     Given the GPU ``table``, profiled models without both published numbers join it too, with
     no speed-up (NaN): the fit predicts them; their spec prediction is made at the profile's own
-    batch and the published base rows' most common precision. Returns it and how many joined
-    models had no usable profile."""
+    batch and the published base rows' most common precision. ``spec_excess``: other ways to
+    scale time off the roof (``predict.EXCESS_MODES``) whose spec-only speed-ups the fleet carries
+    as ``spec_variants`` (needs ``table``). Returns it and how many joined models had no usable
+    profile."""
+    from visprof.analysis.compare import on_base_and_target
+
+    if spec_excess and table is None:
+        raise BadInputError("spec-model variants need the GPU table")
     by_key: dict[tuple, list] = defaultdict(list)
     for m in profiles:
         if m.result is not None:
             by_key[(m.arch, m.img_size)].append(m)
     names, fams, buckets, spec, obs, bounds, time, intensity = [], [], [], [], [], [], [], []
+    variants: dict[str, list] = {mode: [] for mode in spec_excess}
 
-    def add(name, fam, chosen, predicted, speedup, shares) -> bool:
+    def add(name, fam, chosen, base, predicted, speedup, shares) -> bool:
         row = buckets_of(chosen.result) if chosen is not None else {}
         covs = profile_covariates(chosen.result) if row else None
         if not predicted or not row or covs is None:
             return False
+        for mode, values in variants.items():
+            values.append(on_base_and_target(chosen, base, comparison.base_spec, comparison.target_spec, table,
+                                             excess=mode)[2])
         names.append(name)
         fams.append(fam)
         buckets.append(row)
@@ -448,7 +538,7 @@ def fleet_from_comparison(comparison, profiles, table=None) -> tuple[Fleet, int]
         on_base = [m for m in cands if m.gpu == comparison.base]
         with_spec = [m for m in cands if m.gpu_id]
         chosen = (on_base or with_spec or cands or [None])[-1]
-        if not add(mc.model, mc.family, chosen, mc.predicted_speedup, mc.speedup, mc.shares):
+        if not add(mc.model, mc.family, chosen, mc.base, mc.predicted_speedup, mc.speedup, mc.shares):
             missing += 1
     published = len(obs)
     if published < MIN_MODELS:
@@ -458,7 +548,6 @@ def fleet_from_comparison(comparison, profiles, table=None) -> tuple[Fleet, int]
         import dataclasses
         from collections import Counter
 
-        from visprof.analysis.compare import on_base_and_target
         from visprof.analysis.families import family
 
         precision = Counter(mc.base.precision for mc in comparison.models).most_common(1)[0][0]
@@ -472,12 +561,13 @@ def fleet_from_comparison(comparison, profiles, table=None) -> tuple[Fleet, int]
             base = dataclasses.replace(chosen, gpu_name=comparison.base, gpu_id=comparison.base_spec.id, result=None,
                                        precision=precision, kind="reference", samples_per_s=None)
             shares, _, predicted, _ = on_base_and_target(chosen, base, comparison.base_spec, comparison.target_spec, table)
-            add(chosen.model, family(chosen.model), chosen, predicted, float("nan"), shares)
+            add(chosen.model, family(chosen.model), chosen, base, predicted, float("nan"), shares)
     bound_keys = sorted({b for s in bounds for b in s})
     extra = {f"bound:{b}": [s.get(b, 0.0) for s in bounds] for b in bound_keys}
     extra.update({"h200_time_per_sample": time, "flops_per_byte": intensity})
     covariates = {"spec": np.log(spec), "profile_time_per_sample": time, "profile_flops_per_byte": intensity}
-    return make_fleet(names, fams, buckets, spec, obs, baseline_features=extra, covariates=covariates), missing
+    return make_fleet(names, fams, buckets, spec, obs, baseline_features=extra, covariates=covariates,
+                      spec_variants=variants), missing
 
 
 def unpublished_predictions(fit: Fit, fleet: Fleet) -> list[dict]:
@@ -502,5 +592,5 @@ def profile_covariates(result) -> tuple[float, float] | None:
 
 
 __all__ = ["BucketRatio", "COVARIATE_SCALE", "COVERAGE", "Fit", "Fleet", "HeldOut", "LAMBDAS", "MethodFigures", "buckets_of",
-           "family_folds", "family_held_out", "profile_covariates", "fit_calibration", "unpublished_predictions", "fit_ridge", "fleet_from_comparison",
+           "family_folds", "family_held_out", "group_op_type", "within_family", "profile_covariates", "fit_calibration", "unpublished_predictions", "fit_ridge", "fleet_from_comparison",
            "format_ratio_table", "make_fleet", "ratio_table", "select_features"]

@@ -223,11 +223,12 @@ def _profile_for(arch_img: tuple[str, int | None], profiles: dict, base_key: str
 
 
 def on_base_and_target(profile: Measurement, base: Measurement, base_spec: GpuSpec | None, target_spec: GpuSpec | None,
-                       table: GpuTable) -> tuple[dict[str, float], str, float | None, tuple[float, float] | None]:
+                       table: GpuTable, excess: str = "clock") -> tuple[dict[str, float], str, float | None,
+                                                                    tuple[float, float] | None]:
     """From ``profile``: its model's time by bound on the base GPU (measured there, else
     predicted), where that split comes from, and the speed-up its roofline groups predict
     from base to target, at the base measurement's batch, with its band (``speedup_band``).
-    One prediction per GPU serves both."""
+    One prediction per GPU serves both. ``excess``: ``predict.predict_group``'s."""
     result = profile.result
     roof = result.roofline if result else None
     if roof is None or not roof.groups:
@@ -237,7 +238,7 @@ def on_base_and_target(profile: Measurement, base: Measurement, base_spec: GpuSp
         return (*measured, None, None)
     from visprof.analysis.predict import predict_result, speedup_band
 
-    options = {"batch_size": base.batch_size, "table": table,
+    options = {"batch_size": base.batch_size, "table": table, "excess": excess,
                "precision": base.precision if base.precision in ("fp16", "bf16") else None}
     try:
         on_base = predict_result(result, base_spec, **options)

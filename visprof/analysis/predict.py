@@ -119,7 +119,7 @@ def _target_precision(tensor_core: str | None, precision: str | None) -> str | N
     return tensor_core
 
 
-EXCESS_MODES = ("clock", "bound", "compute", "none")
+EXCESS_MODES = ("clock", "bound", "compute", "none", "fraction")
 # How time above the roof (a rate-limited group) scales between GPUs with ``excess="clock"``:
 # "clock" by the boost clocks (the default: pipelines and dependent loads run at the clock),
 # "latency" not at all (a kernel waiting on DRAM latency, about the same in ns on every
@@ -181,7 +181,9 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
     clock), for time lost to issue, latency and poor parallelism rather than to the roof;
     "none" drops it: on the target every group runs at its roof (plus the per-kernel floor),
     which suits a target whose peaks the kernels reach and not the profiled GPU itself (on
-    the H200 at another batch it is 55% too fast). ``rate_scaling`` (``RATE_SCALINGS``) says
+    the H200 at another batch it is 55% too fast); "fraction" splits the measured time into
+    its roofline share (e), which scales with the roof's resource, and the rest (1 - e),
+    which scales by ``rate_scaling`` (bench/results/calibrate-2026-12-03/). ``rate_scaling`` (``RATE_SCALINGS``) says
     which ratio of the two GPUs the "clock" mode's measured rate scales by; None takes
     ``default_rate_scaling``."""
     if excess not in EXCESS_MODES:
@@ -213,7 +215,7 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
     flops_b = g.flops * scale
     bytes_b = activations * scale + g.param_bytes
     # DRAM traffic on B (clock): the share of the activations B's L2 holds does not go to DRAM.
-    in_l2 = activations * scale * l2_hit_share(activations * scale, target) if excess == "clock" else 0.0
+    in_l2 = activations * scale * l2_hit_share(activations * scale, target) if excess in ("clock", "fraction") else 0.0
     dram_b = bytes_b - in_l2
     compute_b, memory_b, kind = roofline_ms(target, flops_b, dram_b, _target_precision(g.tensor_core, precision))
     if excess == "clock":
@@ -221,7 +223,7 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
         if kind == "tensor":
             compute_b /= max(ACHIEVABLE["tensor"], min(efficiency or 0.0, 1.0))
     roof_b = g.count * max(compute_b, memory_b)
-    if excess in ("clock", "compute") and measured:
+    if excess in ("clock", "compute", "fraction") and measured:
         # Time off the roof grows with the group's work at the new batch (on A's roofline:
         # x scale for FLOPs and activations, x1 for a weight-only cast).
         growth = g.count * max(*roofline_ms(source, flops_b, bytes_b, g.tensor_core)[:2]) / roof_a if roof_a > 0 else scale
@@ -237,6 +239,20 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
             helper_roof = (g.count * HELPER_TRAFFIC * activations * scale
                            / (target.memory_bandwidth_gbs * 1e6 * ACHIEVABLE["memory"]))
             helper = max(helper_roof, helper_a * scale * time_ratio)
+    elif excess == "fraction" and measured:
+        # The share of the group's time that is its roofline time (its efficiency e on A) moves
+        # with the roof's resource (roof_b); the rest, time off every roof, with the rate
+        # scaling. Nsight Compute reads the H200's "memory-bound" kernels at 10-50% of its
+        # bandwidth (issue 25): for them most of the time is off the roof and should not gain
+        # the full bandwidth ratio, as it does under "clock" wherever the target's roof is met.
+        # Both roofs count the activations each GPU's L2 holds as hits, so that on the profiled
+        # GPU itself the prediction is the measured time.
+        time_ratio = rate_ratio(source, target, rate_scaling or default_rate_scaling(source, target))
+        grown = max(main_a - floor, 0.0) * growth
+        hits_a = activations * scale * l2_hit_share(activations * scale, source)
+        roof_a_b = g.count * max(*roofline_ms(source, flops_b, bytes_b - hits_a, g.tensor_core)[:2])
+        on_roof = min(roof_a_b, grown)
+        main_b = floor + (on_roof * roof_b / roof_a_b if roof_a_b > 0 else 0.0) + (grown - on_roof) * time_ratio
     elif excess == "compute" and measured:
         above = max(main_a - floor - roof_a, 0.0)
         main_b = floor + roof_b + above * growth * source.fp32_tflops / target.fp32_tflops

@@ -26,7 +26,7 @@ from visprof.attribution.categories import conv_kind
 from visprof.native.records import KIND_MEMCPY, KIND_MEMSET
 from visprof.result import KernelFamilyRow, OpTypeRow
 
-__all__ = ["op_type_rows", "kernel_family_rows", "kernel_family", "op_type", "GEMM_OPS"]
+__all__ = ["op_type_rows", "kernel_family_rows", "kernel_family", "op_type", "GEMM_OPS", "INTENSITY_CLASSES"]
 
 GEMM_OPS = re.compile(r"^aten\.(mm|addmm|bmm|baddbmm|matmul|linear|_addmm_activation|addbmm|_scaled_mm)\.")
 CONV_OPS = re.compile(r"^aten\.(convolution|_convolution|conv[123]d|cudnn_convolution\w*|mkldnn_convolution)\.")

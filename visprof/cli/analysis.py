@@ -63,13 +63,14 @@ def add_analysis_commands(commands) -> None:
     pred.add_argument("--every-profile", action="store_true",
                       help="predict from every profile (default: per model, GPU and precision, the one whose batch is "
                            "nearest --batch-size, the newest among equals)")
-    pred.add_argument("--excess", choices=("clock", "bound", "compute", "none"), default="clock",  # predict.EXCESS_MODES
+    pred.add_argument("--excess", choices=("clock", "bound", "compute", "none", "fraction"), default="clock",  # predict.EXCESS_MODES
                       help="how time above a group's roofline scales: clock (default): the measured time is a rate "
                            "limit that scales with the boost clock (SMs x clock between GPUs of one compute capability), "
                            "the group takes the longer of it and its roof, and the range column shows the other "
                            "scalings; bound: "
                            "efficiency kept (Habitat); compute: the time above the roof scales with SMs x clock; none: "
-                           "every group at its roof (docs/hardware-sensitivity.md, section 6)")
+                           "every group at its roof; fraction: the roofline share of each group's time scales with its roof's "
+                           "resource, the rest with the clock (docs/hardware-sensitivity.md, section 6)")
     _add_files(pred, "the predictions, with their groups,")
     pred.set_defaults(handler=cmd_predict)
 
@@ -77,7 +78,7 @@ def add_analysis_commands(commands) -> None:
         "calibrate", help="fit a GPU pair's per-bucket corrections to the spec ratios from published numbers",
         description="From published throughputs on two GPUs (timm CSVs imported into a store, or a user's table) and "
                     "visprof profiles of some of those models: fit how much faster or slower each category, "
-                    "sub-category, kernel family and the idle time run on the target than the spec ratios say "
+                    "sub-category, op type, kernel family and the idle time run on the target than the spec ratios say "
                     "(ridge toward the spec model), and test it on held-out timm families (visprof.analysis.calibrate).")
     cal.add_argument("sources", nargs="+", metavar="SOURCE", help=_sources_help("published numbers and profiles"))
     cal.add_argument("--base", metavar="GPU", help="the GPU the speed-up is from (default: the first of two)")
