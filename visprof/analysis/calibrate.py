@@ -45,12 +45,11 @@ Pure NumPy; nothing is read from disk here (``fleet_from_comparison`` takes what
 from __future__ import annotations
 
 import math
+import re
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Sequence
-
-import re
 
 import numpy as np
 
