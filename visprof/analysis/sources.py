@@ -60,10 +60,16 @@ class Measurement:
         return None
 
 
+# The files ``load`` reads from a folder given as an input (a glob, searched recursively).
+FOLDER_FILES = "*.json"
+
+
 @dataclass
 class Loaded:
     measurements: list[Measurement] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # files passed over, with why
+    # The files and folders read (``FILE@GPU`` as FILE): what a report made of them must not overwrite.
+    inputs: list[Path] = field(default_factory=list)
 
     @property
     def profiles(self) -> list[Measurement]:
@@ -81,7 +87,7 @@ class Loaded:
                 latest[key] = m
         kept = {id(m) for m in latest.values()}
         measurements = [m for m in self.measurements if m.result is None or id(m) in kept]
-        return Loaded(measurements, list(self.skipped)), len(self.measurements) - len(measurements)
+        return Loaded(measurements, list(self.skipped), list(self.inputs)), len(self.measurements) - len(measurements)
 
 
 def from_result(result: ProfileResult, source: str, table: GpuTable) -> Measurement:
@@ -174,8 +180,9 @@ def load(paths: Iterable[str | Path], table: GpuTable | None = None) -> Loaded:
         path, gpu = _split_gpu(item)
         if not path.exists():
             raise BadInputError(f"no such file or folder: {path}")
+        loaded.inputs.append(path)
         if path.is_dir():
-            files = sorted(p for p in path.rglob("*.json") if p.is_file())
+            files = sorted(p for p in path.rglob(FOLDER_FILES) if p.is_file())
             before = len(loaded.measurements)
             for file in files:
                 _load_json(file, table, loaded, explicit=False)
@@ -193,4 +200,4 @@ def load(paths: Iterable[str | Path], table: GpuTable | None = None) -> Loaded:
     return loaded
 
 
-__all__ = ["Loaded", "Measurement", "csv_gpu", "from_reference", "from_result", "input_paths", "load"]
+__all__ = ["FOLDER_FILES", "Loaded", "Measurement", "csv_gpu", "from_reference", "from_result", "input_paths", "load"]

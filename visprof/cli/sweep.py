@@ -219,10 +219,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    if args.output is not None:
-        from visprof.base.outputs import check_output_paths
-
-        check_output_paths({"--output": args.output}, inputs={"store": args.store})
+    # export_store checks the output (writable, not the store) before it reads anything.
     export_store = importlib.import_module("visprof.store.export").export_store
     count = export_store(args.store, args.output, args.format, model=args.model, gpu=args.gpu, failures=args.failures)
     if args.output is not None:
