@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -71,8 +72,8 @@ def _positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    if not math.isfinite(value) or value <= 0:  # "nan <= 0" is false: checked apart
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds, got {text}")
     return value
 
 
