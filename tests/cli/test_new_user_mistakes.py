@@ -88,3 +88,27 @@ def test_the_sweep_api_refuses_a_time_that_is_not_finite(tmp_path, keyword):
             run_sweep(["mobilenetv3_small_050"], store=tmp_path / "s.db", device="cpu", progress=False,
                       **{keyword: value})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_gzipped_result_visprof_wrote_is_read_by_the_analysis_commands(work):
+    # `visprof profile --json r.json.gz` (and ProfileResult.to_json) gzip by the name; predict, compare and
+    # report read it as text and said "not a visprof profile result (UnicodeDecodeError ...)".
+    from recorded_results import recorded_result
+
+    recorded_result("deit_small_patch16_224").to_json(work / "g.json.gz")
+    assert (work / "g.json.gz").read_bytes()[:2] == b"\x1f\x8b"
+    before = snapshot(work)
+    proc = visprof(work, "predict", "--from", "g.json.gz", "--to", "rtx4090", "--json", "p.json")
+    assert proc.returncode == 0, proc.stderr
+    assert "deit_small_patch16_224" in proc.stdout and (work / "p.json").is_file()
+    proc = visprof(work, "report", "g.json.gz", CSV_4090.name, "-o", "r.html")
+    assert proc.returncode == 0, proc.stderr
+    assert "deit_small_patch16_224" in (work / "r.html").read_text()
+    assert {k: v for k, v in snapshot(work).items() if k in before} == before
+
+
+def test_a_result_file_of_random_bytes_is_named_as_such(work):
+    (work / "r.json").write_bytes(bytes(range(256)) * 4)
+    line = one_line(visprof(work, "compare", "r.json", CSV_4090.name), "r.json", "not a visprof profile result",
+                    "binary file")
+    assert "UnicodeDecodeError" not in line

@@ -12,7 +12,6 @@ Accepted inputs (any mix, any number):
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -114,11 +113,14 @@ def from_reference(ref: Any, table: GpuTable) -> Measurement:
 
 def _load_json(path: Path, table: GpuTable, loaded: Loaded, explicit: bool) -> None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        result = ProfileResult.from_dict(data)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError, TypeError, KeyError) as exc:
+        # ProfileResult.load reads what to_json writes, gzipped too (a name ending in .gz).
+        result = ProfileResult.load(path)
+    except (ValueError, TypeError, KeyError) as exc:  # BadInputError is a ValueError
         if explicit:
-            raise BadInputError(f"{path}: not a visprof profile result ({type(exc).__name__}: {exc})") from None
+            why = str(exc) if isinstance(exc, BadInputError) else f"{type(exc).__name__}: {exc}"
+            if "not a visprof profile result" in why:  # it says so itself, naming the file
+                raise BadInputError(why) from None
+            raise BadInputError(f"{path}: not a visprof profile result ({why})") from None
         loaded.skipped.append(f"{path} (not a profile result)")
         return
     loaded.measurements.append(from_result(result, str(path), table))
