@@ -83,7 +83,8 @@ def profile(
     runs all that the device can (on the CPU: not the memory pass, which needs a GPU; asking
     for it there is a BadInputError). `trace_path` writes the attributed pass as a
     Chrome/Perfetto trace; `recording_path` saves it as a CapturedTrace (.json.gz) that
-    visprof.attribution.attribute replays. Both paths are checked before the run and written atomically.
+    visprof.attribution.attribute replays. Both paths are checked before the run (neither may be
+    `category_file`) and written atomically.
     `on_trace(trace, attribution)` receives the attributed pass's recording and attribution,
     for callers that write the trace later (the CLI prints the report first).
     On out of memory, `search_batch` looks for the largest batch that fits (on the CPU:
@@ -95,7 +96,7 @@ def profile(
     check_count("iterations", iterations, 1)
     device = hardware.resolve_device(device)
     passes = _parse_passes(passes, "cuda" if device.startswith("cuda") else "cpu")
-    trace_sink = _trace_sink(trace_path, recording_path, on_trace)
+    trace_sink = _trace_sink(trace_path, recording_path, on_trace, category_file)
 
     build_start = time.perf_counter()  # building the model counts: in a sweep it is part of every cell
     setup = resolve_run(model, batch_size=batch_size, img_size=img_size, precision=precision,
@@ -162,12 +163,14 @@ def _parse_passes(passes: Sequence[str] | str | None, kind: str) -> tuple[str, .
     return tuple(p for p in PASSES if p in passes)
 
 
-def _trace_sink(trace_path, recording_path, on_trace) -> Callable[[Any, Any], None] | None:
-    """Checks the output paths before the run; returns what _build_result calls with the
-    attributed pass's trace and attribution (None when nobody wants them)."""
+def _trace_sink(trace_path, recording_path, on_trace, category_file) -> Callable[[Any, Any], None] | None:
+    """Checks the output paths before the run (writable, distinct, not the rules file they
+    would overwrite); returns what _build_result calls with the attributed pass's trace and
+    attribution (None when nobody wants them)."""
     from visprof.base.outputs import check_output_paths
 
-    check_output_paths({"trace_path": trace_path, "recording_path": recording_path})
+    check_output_paths({"trace_path": trace_path, "recording_path": recording_path},
+                       inputs={"category_file": category_file})
     if trace_path is None and on_trace is None:
         return None
 

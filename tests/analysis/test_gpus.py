@@ -126,6 +126,19 @@ def test_bad_user_files_fail_with_one_line_naming_the_problem(tmp_path, edit, me
     assert table.specs == before  # unchanged
 
 
+@pytest.mark.parametrize("content, message", [
+    (bytes(range(256)) * 4, r"is a binary file, not text"),
+    (b"\x8f\x9a gpus = 1", r"is not UTF-8 text"),
+    (None, r"is a directory, not a file"),
+])
+def test_a_user_file_of_random_bytes_or_a_folder_is_one_line(tmp_path, content, message):
+    path = tmp_path / "gpus.toml"
+    path.mkdir() if content is None else path.write_bytes(content)
+    with pytest.raises(BadInputError, match=message) as info:
+        gpu_table(path)
+    assert str(info.value).startswith(f"GPU spec file {path}") and "\n" not in str(info.value)
+
+
 def test_missing_user_file():
     with pytest.raises(BadInputError, match="no such file"):
         gpu_table("/nonexistent/gpus.toml")

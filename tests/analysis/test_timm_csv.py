@@ -67,6 +67,9 @@ def test_precision_must_be_known():
         parse("m,224,1,1,1,1,1,1\n", name="mybench-rtx4090.csv")
     parsed = parse_benchmark_csv(HEADER + "m,224,1,1000,1,1,1,1\n", source="mybench.csv", gpu_name="X", precision="amp")
     assert parsed.rows[0]["precision"] == "amp-fp16"
+    for typo in ("bogus", "fp-16", "int8"):  # was stored as given, with every row
+        with pytest.raises(BadInputError, match=rf"^mybench\.csv: unknown precision '{typo}'; choose from amp, "):
+            parse_benchmark_csv(HEADER + "m,224,1,1000,1,1,1,1\n", source="mybench.csv", gpu_name="X", precision=typo)
 
 
 def test_step_time_that_disagrees_with_throughput_is_a_warning():

@@ -260,6 +260,19 @@ def test_the_command_refuses_without_a_gpu_or_with_an_unknown_category(capsys):
     assert "unknown category atention; choose from attention," in capsys.readouterr().err
 
 
+def test_the_raw_csv_over_the_rules_file_is_refused_before_any_work(tmp_path):
+    from visprof.nsight.ncu_run import profile_with_ncu
+
+    rules = tmp_path / "rules.toml"
+    rules.write_text("")
+    for name in ("rules.toml", "hard.toml"):
+        if name == "hard.toml":
+            (tmp_path / name).hardlink_to(rules)
+        with pytest.raises(BadInputError, match=r"^csv_path .*category_file.*overwrite that input"):
+            profile_with_ncu("resnet18", "attention", category_file=str(rules), csv_path=tmp_path / name)
+    assert rules.read_text() == "" and sorted(p.name for p in tmp_path.iterdir()) == ["hard.toml", "rules.toml"]
+
+
 def test_the_child_runs_the_sampled_ops_and_refuses_a_different_op_sequence(tmp_path, resnet18_ops):
     """The process ncu profiles, run directly (on the CPU)."""
     names = resnet18_ops

@@ -162,6 +162,16 @@ def test_trace_and_recording_paths_are_checked_before_the_run_and_written_whole(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rec.json.gz", "t.json"]
 
 
+def test_a_trace_over_the_rules_file_is_refused_before_the_run(tmp_path):
+    rules = tmp_path / "rules.toml"
+    rules.write_text("")  # no extra rules
+    model = CountsCalls()
+    for output in ("trace_path", "recording_path"):
+        with pytest.raises(BadInputError, match=rf"^{output} .*it is the category_file.*overwrite that input"):
+            visprof.profile(model, batch_size=1, img_size=8, progress=False, category_file=rules, **{output: rules})
+    assert model.calls == 0 and rules.read_text() == ""
+
+
 def test_bad_input_is_reported_not_raised_as_a_traceback():
     with pytest.raises(UnknownModelError) as info:
         visprof.profile("resnet5O", progress=False)

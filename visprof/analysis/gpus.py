@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from visprof.base.errors import BadInputError
+from visprof.base.inputs import load_toml_file
 
 DEFAULT_GPUS_PATH = Path(__file__).resolve().parent.parent / "data" / "gpus.toml"
 ENV_FILE = "VISPROF_GPUS"  # a user file added to the built-in table by gpu_table()
@@ -222,15 +222,8 @@ class GpuTable:
 
 def read_specs(path: str | Path, require_sources: bool = False) -> list[GpuSpec]:
     path = Path(path)
-    try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise BadInputError(f"GPU spec file {path}: no such file") from None
-    except OSError as exc:
-        raise BadInputError(f"GPU spec file {path}: cannot read it: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInputError(f"GPU spec file {path}: not valid TOML: {exc}") from None
+    # The shared reader: a folder, random bytes or a binary file are one line, as any input file.
+    data = load_toml_file(path, "GPU spec file", hint="the shape of visprof/data/gpus.toml")
     rows = data.get("gpus")
     if not isinstance(rows, list) or not rows:
         raise BadInputError(f"GPU spec file {path}: no [[gpus]] rows")

@@ -12,7 +12,6 @@ Accepted inputs (any mix, any number):
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -60,10 +59,16 @@ class Measurement:
         return None
 
 
+# The files ``load`` reads from a folder given as an input (a glob, searched recursively).
+FOLDER_FILES = "*.json"
+
+
 @dataclass
 class Loaded:
     measurements: list[Measurement] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # files passed over, with why
+    # The files and folders read (``FILE@GPU`` as FILE): what a report made of them must not overwrite.
+    inputs: list[Path] = field(default_factory=list)
 
     @property
     def profiles(self) -> list[Measurement]:
@@ -81,7 +86,7 @@ class Loaded:
                 latest[key] = m
         kept = {id(m) for m in latest.values()}
         measurements = [m for m in self.measurements if m.result is None or id(m) in kept]
-        return Loaded(measurements, list(self.skipped)), len(self.measurements) - len(measurements)
+        return Loaded(measurements, list(self.skipped), list(self.inputs)), len(self.measurements) - len(measurements)
 
 
 def from_result(result: ProfileResult, source: str, table: GpuTable) -> Measurement:
@@ -108,11 +113,14 @@ def from_reference(ref: Any, table: GpuTable) -> Measurement:
 
 def _load_json(path: Path, table: GpuTable, loaded: Loaded, explicit: bool) -> None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        result = ProfileResult.from_dict(data)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError, TypeError, KeyError) as exc:
+        # ProfileResult.load reads what to_json writes, gzipped too (a name ending in .gz).
+        result = ProfileResult.load(path)
+    except (ValueError, TypeError, KeyError) as exc:  # BadInputError is a ValueError
         if explicit:
-            raise BadInputError(f"{path}: not a visprof profile result ({type(exc).__name__}: {exc})") from None
+            why = str(exc) if isinstance(exc, BadInputError) else f"{type(exc).__name__}: {exc}"
+            if "not a visprof profile result" in why:  # it says so itself, naming the file
+                raise BadInputError(why) from None
+            raise BadInputError(f"{path}: not a visprof profile result ({why})") from None
         loaded.skipped.append(f"{path} (not a profile result)")
         return
     loaded.measurements.append(from_result(result, str(path), table))
@@ -174,8 +182,9 @@ def load(paths: Iterable[str | Path], table: GpuTable | None = None) -> Loaded:
         path, gpu = _split_gpu(item)
         if not path.exists():
             raise BadInputError(f"no such file or folder: {path}")
+        loaded.inputs.append(path)
         if path.is_dir():
-            files = sorted(p for p in path.rglob("*.json") if p.is_file())
+            files = sorted(p for p in path.rglob(FOLDER_FILES) if p.is_file())
             before = len(loaded.measurements)
             for file in files:
                 _load_json(file, table, loaded, explicit=False)
@@ -193,4 +202,4 @@ def load(paths: Iterable[str | Path], table: GpuTable | None = None) -> Loaded:
     return loaded
 
 
-__all__ = ["Loaded", "Measurement", "csv_gpu", "from_reference", "from_result", "input_paths", "load"]
+__all__ = ["FOLDER_FILES", "Loaded", "Measurement", "csv_gpu", "from_reference", "from_result", "input_paths", "load"]

@@ -106,7 +106,9 @@ def parse_benchmark_csv(text: str, *, source: str, gpu_name: str, precision: str
     precision = precision or meta["precision"]
     if precision is None:
         raise BadInputError(f"{source}: the file name does not say the precision (amp, fp32, ...); give --precision")
-    precision = PRECISION_WORDS.get(precision.lower(), precision.lower())
+    if precision.lower() not in PRECISION_WORDS:  # it is stored with every row: a typo would stay there
+        raise BadInputError(f"{source}: unknown precision {precision!r}; choose from {', '.join(PRECISION_WORDS)}")
+    precision = PRECISION_WORDS[precision.lower()]
     reader = csv.DictReader(io.StringIO(text))
     header = reader.fieldnames or []
     if not header:

@@ -221,7 +221,7 @@ def _read_mapping(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if path.suffix == ".json":
         return load_json_file(path, "category rules file")
-    return load_toml_file(path, "category rules file")
+    return load_toml_file(path, "category rules file", hint="rules files are TOML, or JSON named *.json")
 
 
 # --- the shape of a table mapping (the default file, a user's rules file) -------------------

@@ -80,8 +80,9 @@ def load_json_file(path: str | Path, what: str) -> Any:
         raise BadInputError(f"{what} {path} nests its JSON too deeply to be read") from None
 
 
-def load_toml_file(path: str | Path, what: str) -> dict[str, Any]:
-    """The parsed TOML of ``path`` (an empty file is an empty table, as TOML says)."""
+def load_toml_file(path: str | Path, what: str, hint: str = "") -> dict[str, Any]:
+    """The parsed TOML of ``path`` (an empty file is an empty table, as TOML says); ``hint``
+    is added to the message when it is not TOML (what the file should be)."""
     import tomllib
 
     path = Path(path)
@@ -89,8 +90,7 @@ def load_toml_file(path: str | Path, what: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise BadInputError(f"{what} {path} is not valid TOML: {exc} (rules files are TOML, or JSON "
-                            "named *.json)") from None
+        raise BadInputError(f"{what} {path} is not valid TOML: {exc}" + (f" ({hint})" if hint else "")) from None
 
 
 def describe_value(value: Any) -> str:

@@ -9,7 +9,9 @@ Every file visprof writes (results, traces, exports, reports) goes through here,
   input holds, or a results store's SQLite side file (``s.db-wal``, ``-shm``, ``-journal``);
 * an interrupted or failed write (Ctrl-C, a full disk, a crash) leaves the previous file, or
   none, never a truncated one: the data goes to a temporary file in the same folder, which
-  is renamed over the target only once it is complete and flushed to disk.
+  is renamed over the target only once it is complete and flushed to disk;
+* files that belong together (a report and its figures) are written all or none
+  (``atomic_write_all``).
 
     check_output_paths({"--json": args.json, "--trace": args.trace}, inputs={"--categories file": args.categories})
     with atomic_output(path) as fh:       # text; atomic_output(path, "wb") for bytes
@@ -29,7 +31,7 @@ from typing import IO, Iterable, Iterator, Mapping, Union
 
 from visprof.base.errors import BadInputError, OutputWriteError
 
-__all__ = ["atomic_output", "atomic_write_text", "check_output_path", "check_output_paths", "describe_os_error",
+__all__ = ["atomic_output", "atomic_write_all", "atomic_write_text", "check_output_path", "check_output_paths", "describe_os_error",
            "check_not_an_input", "check_output_dir", "sqlite_side_files"]
 
 # SQLite keeps part of a database beside it, in files named after it: a results store is
@@ -289,6 +291,68 @@ def atomic_output(path: str | Path, mode: str = "w", *, compress: bool | None = 
     ``mode`` is "w" (text) or "wb". ``compress`` gzips the data (default: when the name ends
     in .gz). A failure of the file system (full disk, permissions changed meanwhile) becomes
     ``OutputWriteError`` naming the file and the reason."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        with _staged_output(path, mode, compress, encoding, staged) as fh:
+            yield fh
+        _commit(staged)
+    finally:
+        _discard(staged)
+
+
+def atomic_write_all(files: Mapping[str | Path, Union[str, bytes]], *, make_folders: bool = False) -> None:
+    """Writes every file of ``files`` (path -> text or bytes) or none of them: a set of files
+    that belong together (a report and its figures) is never left half-written.
+
+    Each file is written whole to a temporary file beside it first; only when all of them are
+    complete and flushed are they renamed over their targets. If a rename still fails, the
+    files already renamed are put back as they were (the previous file, or none).
+    ``make_folders`` creates missing folders first, and removes them again on failure."""
+    staged: list[tuple[Path, Path]] = []
+    created: list[Path] = []
+    try:
+        if make_folders:
+            for path in files:
+                created += _make_folders(_through_links(Path(path)).parent)
+        for path, data in files.items():
+            with _staged_output(path, "wb" if isinstance(data, bytes) else "w", None, "utf-8", staged) as fh:
+                fh.write(data)
+        _commit(staged)
+        created = []
+    except OSError as exc:  # a folder that could not be made
+        raise OutputWriteError(exc.filename or "", describe_os_error(exc)) from exc
+    finally:
+        _discard(staged)
+        for folder in reversed(created):
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+
+
+def _make_folders(folder: Path) -> list[Path]:
+    """Creates ``folder`` and its missing parents; returns those created, outermost first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    made = []
+    try:
+        for path in reversed(missing):
+            os.mkdir(path)
+            made.append(path)
+    except OSError:
+        for path in reversed(made):
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+        raise
+    return made
+
+
+@contextlib.contextmanager
+def _staged_output(path: str | Path, mode: str, compress: bool | None, encoding: str,
+                   staged: list[tuple[Path, Path]]) -> Iterator[IO]:
+    """Yields a temporary file beside ``path``; when the block ends normally it is complete
+    and on disk, and (temporary, target) is appended to ``staged`` for ``_commit``. When the
+    block raises, the temporary file is removed."""
     if mode not in ("w", "wb"):
         raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
     path = _through_links(Path(path))
@@ -317,7 +381,7 @@ def atomic_output(path: str | Path, mode: str = "w", *, compress: bool | None = 
             raw.flush()
             os.fsync(raw.fileno())
         os.chmod(tmp_name, _creation_mode())
-        os.replace(tmp_name, path)
+        staged.append((tmp_name, path))
         tmp_name = None
     except OSError as exc:
         raise OutputWriteError(path, describe_os_error(exc), previous_kept=os.path.exists(path)) from exc
@@ -325,6 +389,68 @@ def atomic_output(path: str | Path, mode: str = "w", *, compress: bool | None = 
         if tmp_name is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp_name)
+
+
+def _commit(staged: list[tuple[Path, Path]]) -> None:
+    """Renames each staged temporary file over its target, emptying ``staged``. With several,
+    each previous file is kept under a hard link until all are renamed, so that a failed
+    rename can put back those already replaced."""
+    several = len(staged) > 1
+    done: list[tuple[Path, Path | None]] = []  # (target, its previous file kept aside, or None: there was none)
+    try:
+        while staged:
+            tmp_name, path = staged[0]
+            kept = _keep_aside(path) if several else None
+            try:
+                os.replace(tmp_name, path)
+            except OSError as exc:
+                _discard_kept(kept)
+                _put_back(done)
+                done.clear()
+                rest = "; the files written with it were put back as they were" if several else ""
+                raise OutputWriteError(path, describe_os_error(exc) + rest,
+                                       previous_kept=os.path.exists(path)) from exc
+            staged.pop(0)
+            done.append((path, kept))
+    finally:
+        for _, kept in done:
+            _discard_kept(kept)
+
+
+def _keep_aside(path: Path) -> Path | None:
+    """A hard link to the file now at ``path`` (None when there is none, or the file system
+    has no hard links: that one file then cannot be put back)."""
+    if not os.path.isfile(path):
+        return None
+    kept = _sibling_name(path.parent, path.name, ".previous")
+    try:
+        os.link(path, kept)
+    except OSError:
+        return None
+    return kept
+
+
+def _put_back(done: list[tuple[Path, Path | None]]) -> None:
+    for path, kept in reversed(done):
+        with contextlib.suppress(OSError):
+            if kept is not None:
+                os.replace(kept, path)
+            else:
+                os.unlink(path)
+
+
+def _discard_kept(kept: Path | None) -> None:
+    if kept is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(kept)
+
+
+def _discard(staged: list[tuple[Path, Path]]) -> None:
+    """Removes the temporary files that were never renamed (a later file failed, Ctrl-C)."""
+    for tmp_name, _ in staged:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+    staged.clear()
 
 
 def atomic_write_text(path: str | Path, text: str, *, compress: bool | None = None) -> None:

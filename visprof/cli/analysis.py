@@ -142,15 +142,22 @@ def cmd_import_timm(args: argparse.Namespace) -> int:
     return 0
 
 
+def _inputs(args: argparse.Namespace) -> dict:
+    """What the command reads, for the output checks: the sources (a folder as the files
+    ``sources.load`` reads from it) and the --gpus file."""
+    from visprof.analysis.sources import input_paths
+
+    return {"input": input_paths(args.sources), "--gpus file": args.gpus}
+
+
 def _check_outputs(args: argparse.Namespace, **paths) -> None:
     """The output paths: writable, distinct, and none of them one of the command's inputs
     (a source, a file in a source folder, a store's side file, the --gpus file)."""
-    from visprof.analysis.sources import input_paths
+    from visprof.analysis.sources import FOLDER_FILES
     from visprof.base.outputs import check_output_paths
 
-    inputs = {"input": input_paths(args.sources), "--gpus file": args.gpus}
-    check_output_paths({f"--{k.replace('_', '-')}": v for k, v in paths.items()}, inputs=inputs,
-                       folder_files="*.json")  # what sources.load reads from a folder
+    check_output_paths({f"--{k.replace('_', '-')}": v for k, v in paths.items()}, inputs=_inputs(args),
+                       folder_files=FOLDER_FILES)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -279,14 +286,11 @@ def _json_default(value):
 
 def cmd_report(args: argparse.Namespace) -> int:
     from visprof.analysis import sources
-    from visprof.base.outputs import check_output_dir
     from visprof.report.figures import require_matplotlib
-    from visprof.report.html import build_report
+    from visprof.report.html import build_report, check_report_outputs
 
-    _check_outputs(args, output=args.output)
-    if args.png_dir is not None:
-        check_output_dir(args.png_dir, "--png-dir")  # before any work: the HTML is not written without it
-    require_matplotlib()  # before minutes of loading, not after
+    check_report_outputs(args.output, args.png_dir, _inputs(args))  # before minutes of loading, as:
+    require_matplotlib()
     table = _table(args)
     loaded = sources.load(args.sources, table)
     _say(f"{len(loaded.measurements)} measurements ({len(loaded.profiles)} profiles); drawing")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -71,8 +72,8 @@ def _positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    if not math.isfinite(value) or value <= 0:  # "nan <= 0" is false: checked apart
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds, got {text}")
     return value
 
 
@@ -219,10 +220,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    if args.output is not None:
-        from visprof.base.outputs import check_output_paths
-
-        check_output_paths({"--output": args.output}, inputs={"store": args.store})
+    # export_store checks the output (writable, not the store) before it reads anything.
     export_store = importlib.import_module("visprof.store.export").export_store
     count = export_store(args.store, args.output, args.format, model=args.model, gpu=args.gpu, failures=args.failures)
     if args.output is not None:

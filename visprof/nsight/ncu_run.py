@@ -35,6 +35,7 @@ from typing import Any, Sequence
 
 from visprof import result as R
 from visprof.base.errors import BadInputError, ExternalToolError
+from visprof.base.outputs import atomic_write_text, check_output_paths
 from visprof.nsight import ncu_metrics as M
 from visprof.nsight.ncu_csv import NcuKernel, parse_ncu_csv
 from visprof.capture.nvtx_scheme import DOMAIN, ncu_filter
@@ -324,6 +325,7 @@ def profile_with_ncu(model: str, categories: Sequence[str] | str = ("attention",
         raise BadInputError(f"samples must be a whole number >= 1, got {samples!r}")
     if not isinstance(model, str):
         raise BadInputError("visprof ncu runs the model in a child process under Nsight Compute: give a timm name")
+    check_output_paths({"csv_path": csv_path}, inputs={"category_file": category_file})  # before minutes of work
     table = default_table()
     if category_file is not None:
         table.extend_from_file(category_file)
@@ -395,8 +397,6 @@ def profile_with_ncu(model: str, categories: Sequence[str] | str = ("attention",
             warnings.append(f"{renamed} kernels ncu measured are not the ones their op launched in the attributed "
                             "pass (the libraries chose other kernels in ncu's process); they count for their op")
         if csv_path is not None:
-            from visprof.base.outputs import atomic_write_text
-
             atomic_write_text(csv_path, "\n".join(r.csv for r in runs))
     categories_rows, kernel_rows = fold(result, ops, sample, measured, chosen, present)
     result.counters = R.CounterSummary(

@@ -142,6 +142,10 @@ def _comparison(loaded, base, target, table, notes):
         return None
 
 
+# The figures a report may draw, by name; with ``png_dir`` each is written as NAME.png there.
+FIGURES = ("categories", "roofline", "pareto", "speedup", "families")
+
+
 def render_figures(loaded, comparison, table) -> dict[str, bytes]:
     """name -> PNG bytes of every figure the inputs allow."""
     from visprof.report import figures as F
@@ -156,16 +160,35 @@ def render_figures(loaded, comparison, table) -> dict[str, bytes]:
     return {name: F.png_bytes(fig) for name, fig in drawn.items() if fig is not None}
 
 
+def check_report_outputs(output: str | Path, png_dir: str | Path | None = None, inputs=None) -> None:
+    """BadInputError unless the HTML file and every PNG the report may write into ``png_dir``
+    can be written, are distinct files, and none of them is one of ``inputs`` (label -> a
+    path or paths, as ``check_output_paths`` takes them; a folder holds the files ``load``
+    reads from it). Cheap: ``visprof report`` calls it before loading, ``build_report`` again."""
+    from visprof.analysis.sources import FOLDER_FILES
+    from visprof.base.outputs import check_output_dir, check_output_paths
+
+    pngs = {}
+    if png_dir is not None:
+        png_dir = check_output_dir(png_dir, "--png-dir")
+        if png_dir.is_dir():  # else it is to be made: nothing is in it yet, so no input either
+            pngs = {f"--png-dir {name}": png_dir / f"{name}.png" for name in FIGURES}
+    check_output_paths({"--output": output, **pngs}, inputs=inputs, folder_files=FOLDER_FILES)
+
+
 def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = None, base: str | None = None,
                  target: str | None = None, title: str = "visprof report", table=None) -> list[Path]:
-    """Writes the HTML report (atomically); returns the PNGs written to ``png_dir``."""
+    """Writes the HTML report and, given ``png_dir``, each figure as a PNG there; returns the
+    PNGs written. Every target is checked before any work (none may be one of the files
+    ``loaded`` was read from), and the files are written all together or not at all."""
     from visprof.analysis.gpus import gpu_table
-    from visprof.base.outputs import atomic_output, atomic_write_text
+    from visprof.base.outputs import atomic_write_all
     from visprof.result import visprof_version
 
-    table = table or gpu_table()
     if not loaded.measurements:
         raise BadInputError("nothing to report: the inputs hold no measurements")
+    check_report_outputs(output, png_dir, {"input": loaded.inputs})
+    table = table or gpu_table()
     notes: list[str] = []
     loaded, repeats = loaded.latest_profiles_only()
     if repeats:
@@ -202,17 +225,9 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
     if comparison is not None:
         parts += _comparison_section(comparison, figures)
     parts.append("</main></body></html>")
-    atomic_write_text(output, "\n".join(parts) + "\n")
-    written = []
-    if png_dir is not None:
-        png_dir = Path(png_dir)
-        png_dir.mkdir(parents=True, exist_ok=True)
-        for name, png in figures.items():
-            path = png_dir / f"{name}.png"
-            with atomic_output(path, "wb") as fh:
-                fh.write(png)
-            written.append(path)
-    return written
+    pngs = {Path(png_dir) / f"{name}.png": png for name, png in figures.items()} if png_dir is not None else {}
+    atomic_write_all({Path(output): "\n".join(parts) + "\n", **pngs}, make_folders=True)
+    return list(pngs)
 
 
-__all__ = ["build_report", "render_figures"]
+__all__ = ["FIGURES", "build_report", "check_report_outputs", "render_figures"]

@@ -34,8 +34,11 @@ def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt
                  model: str | None = None, gpu: str | None = None, failures: bool = False,
                  stdout: IO[str] | None = None) -> int:
     """Writes the store's rows to ``output`` (None: ``stdout``) in ``fmt``; returns the
-    number of rows written. ``model`` and ``gpu`` filter with shell patterns."""
-    from visprof.base.outputs import atomic_output, check_output_path
+    number of rows written. ``model`` and ``gpu`` filter with shell patterns.
+
+    An ``output`` that is the store itself, by any name (a link, a hard link) or one of its
+    SQLite side files (``-wal``, ``-shm``, ``-journal``), is refused before anything is read."""
+    from visprof.base.outputs import atomic_output, check_output_paths
 
     if fmt not in FORMATS:
         raise BadInputError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
@@ -44,7 +47,8 @@ def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt
     if failures and fmt not in ("csv", "json"):
         raise BadInputError("--failures exports as csv or json")
     if output is not None:
-        check_output_path(output, "--output")
+        source = store.path if isinstance(store, ResultStore) else store
+        check_output_paths({"--output": output}, inputs={"store": source})
     owned = not isinstance(store, ResultStore)
     reader = open_store(store) if owned else store
     try:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -123,16 +124,18 @@ def run_sweep(
 
 
 def _check_numbers(timeout_s, retries, time_budget_s, workers) -> None:
-    if timeout_s is not None and (not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool)
-                                  or timeout_s <= 0):
-        raise BadInputError(f"--timeout must be a positive number of seconds, got {timeout_s!r}")
+    for option, seconds in (("--timeout", timeout_s), ("--time-budget", time_budget_s)):
+        if seconds is not None and not _positive_seconds(seconds):
+            raise BadInputError(f"{option} must be a positive, finite number of seconds, got {seconds!r}")
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise BadInputError(f"--retries must be an integer >= 0, got {retries!r}")
-    if time_budget_s is not None and (isinstance(time_budget_s, bool) or not isinstance(time_budget_s, (int, float))
-                                      or time_budget_s <= 0):
-        raise BadInputError(f"--time-budget must be a positive number of seconds, got {time_budget_s!r}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise BadInputError(f"--workers must be an integer >= 1, got {workers!r}")
+
+
+def _positive_seconds(value) -> bool:
+    # NaN compares false with everything: "nan <= 0" let it through, and the wait loop then failed on it.
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
 def _check_profile_options(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,114 @@
+"""Mistakes a new user made on the CPU that ended in a traceback, or were taken without a word
+and written into a store. Real files, real ``python -m visprof`` processes: each asserts the
+exit code, the one error line, and what is on disk afterwards."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from visprof.base.child_env import child_env
+from visprof.base.errors import BadInputError
+from visprof.sweep.run import run_sweep
+
+CSV_4090 = Path(__file__).resolve().parents[1] / "data" / "timm" / "benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv"
+CSV_3090 = CSV_4090.with_name(CSV_4090.name.replace("rtx4090", "rtx3090"))
+
+
+def visprof(cwd: Path, *argv) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "visprof", *map(str, argv)], cwd=cwd, capture_output=True,
+                          text=True, env=child_env(VISPROF_DEBUG=""), timeout=300)
+
+
+def one_line(proc: subprocess.CompletedProcess, *words: str) -> str:
+    """The single ``visprof: error:`` line of a refused command (exit 2), no traceback."""
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("visprof: error: "), proc.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+@pytest.fixture
+def work(tmp_path):
+    for csv in (CSV_3090, CSV_4090):
+        shutil.copy(csv, tmp_path / csv.name)
+    return tmp_path
+
+
+@pytest.mark.parametrize("content, words", [
+    (bytes(range(256)) * 8, ("GPU spec file", "gpus.toml", "binary file")),  # was: UnicodeDecodeError traceback
+    (b"\x8f\x9a[[gpus]]\n", ("GPU spec file", "not UTF-8 text")),
+])
+def test_a_gpu_spec_file_of_random_bytes_is_one_line(work, content, words):
+    (work / "gpus.toml").write_bytes(content)
+    before = snapshot(work)
+    proc = visprof(work, "compare", CSV_3090.name, CSV_4090.name, "--gpus", "gpus.toml", "--json", "out.json")
+    one_line(proc, *words)
+    assert snapshot(work) == before  # no out.json
+
+
+def test_an_unknown_precision_is_refused_before_the_store_is_made_or_changed(work):
+    # Was: exit 0, and 60 reference rows stored with precision "bogus".
+    one_line(visprof(work, "import-timm", CSV_4090.name, "--store", "new.db", "--precision", "bogus"),
+             "unknown precision 'bogus'", "choose from")
+    assert not (work / "new.db").exists()
+    assert visprof(work, "import-timm", CSV_3090.name, "--store", "s.db").returncode == 0
+    before = snapshot(work)
+    one_line(visprof(work, "import-timm", CSV_4090.name, "--store", "s.db", "--precision", "fp-16"),
+             "unknown precision 'fp-16'")
+    assert snapshot(work) == before
+
+
+@pytest.mark.parametrize("option", ["--timeout", "--time-budget"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_a_sweep_time_that_is_not_a_finite_number_is_refused(work, option, value):
+    # Was, for --timeout nan: a store made, a worker started, then "ValueError: cannot convert float NaN to
+    # integer" from the wait loop; --time-budget nan ran with no budget at all.
+    proc = visprof(work, "sweep", "mobilenetv3_small_050", "--device", "cpu", "--store", "s.db", f"{option}={value}")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"argument {option}: must be a positive, finite number of seconds, got {value}" in proc.stderr
+    assert not (work / "s.db").exists()
+
+
+@pytest.mark.parametrize("keyword", ["timeout_s", "time_budget_s"])
+def test_the_sweep_api_refuses_a_time_that_is_not_finite(tmp_path, keyword):
+    for value in (float("nan"), float("inf")):
+        with pytest.raises(BadInputError, match="must be a positive, finite number of seconds"):
+            run_sweep(["mobilenetv3_small_050"], store=tmp_path / "s.db", device="cpu", progress=False,
+                      **{keyword: value})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_gzipped_result_visprof_wrote_is_read_by_the_analysis_commands(work):
+    # `visprof profile --json r.json.gz` (and ProfileResult.to_json) gzip by the name; predict, compare and
+    # report read it as text and said "not a visprof profile result (UnicodeDecodeError ...)".
+    from recorded_results import recorded_result
+
+    recorded_result("deit_small_patch16_224").to_json(work / "g.json.gz")
+    assert (work / "g.json.gz").read_bytes()[:2] == b"\x1f\x8b"
+    before = snapshot(work)
+    proc = visprof(work, "predict", "--from", "g.json.gz", "--to", "rtx4090", "--json", "p.json")
+    assert proc.returncode == 0, proc.stderr
+    assert "deit_small_patch16_224" in proc.stdout and (work / "p.json").is_file()
+    proc = visprof(work, "report", "g.json.gz", CSV_4090.name, "-o", "r.html")
+    assert proc.returncode == 0, proc.stderr
+    assert "deit_small_patch16_224" in (work / "r.html").read_text()
+    assert {k: v for k, v in snapshot(work).items() if k in before} == before
+
+
+def test_a_result_file_of_random_bytes_is_named_as_such(work):
+    (work / "r.json").write_bytes(bytes(range(256)) * 4)
+    line = one_line(visprof(work, "compare", "r.json", CSV_4090.name), "r.json", "not a visprof profile result",
+                    "binary file")
+    assert "UnicodeDecodeError" not in line
