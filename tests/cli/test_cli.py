@@ -107,7 +107,9 @@ def test_square_img_size_is_an_int():
 )
 def test_usage_errors_exit_2_with_the_reason(argv, complaint, capsys):
     assert cli.main(argv) == 2
-    assert complaint in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert complaint in err
+    assert err.count("\n") == 1 and "--help)" in err  # one line, naming where the usage is, not the usage block
 
 
 def test_help_exits_0(capsys):

@@ -26,8 +26,16 @@ EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT (128 + 2)
 
 # --- parser --------------------------------------------------------------------------------
 
+class OneLineErrors(argparse.ArgumentParser):
+    """argparse prints the whole usage block before an argument error; a user mistake gets one
+    line here, naming where the usage is. Sub-commands' parsers are of this class too."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (usage: {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrors(
         prog="visprof",
         description="Profile PyTorch vision models: latency, peak memory and where they go, by operator category.",
     )
