@@ -11,7 +11,9 @@
 #   sweep-scale  one budgeted call of bench/sweep_scale.py; the store lives in .sweep/ (carry it
 #                back in: `mkdir -p .sweep && cp <files>/sweep-* .sweep/`, carry: [".sweep"]).
 #                SWEEP_NAME (sweep-h200), GPUS (all), BUDGET (420 s), LIMIT (all 300 models), BATCH (64),
-#                TIMM_SAMPLE (all), TIMM_GPUS (1; all: one timm-style process per GPU), TIMM=0 (no timm-style loop) set it up
+#                TIMM_SAMPLE (all), TIMM_GPUS (1; all: one timm-style process per GPU), TIMM=0 (no timm-style loop),
+#                MODELS_FILE (a model list instead of the script's default), SKIP (leave out the list's first N:
+#                the ones an earlier machine measured, since a new machine's GPU uuid makes the store measure them again) set it up
 #   sweep-ray    20 models of the list on a local Ray cluster of this machine's GPUs (needs the
 #                Ray wheels in .whl/: ray is 76 MiB, bench/slim_wheel.py makes it 44)
 #   nsight-tests  GPU tests of the Nsight integration (ncu's NVTX filter against visprof's attention)
@@ -62,8 +64,13 @@ for step in "${steps[@]}"; do
       name=${SWEEP_NAME:-sweep-h200}; mkdir -p .sweep
       timm_args="--timm-loop --timm-state .sweep/$name-timm.json ${TIMM_SAMPLE:+--timm-sample $TIMM_SAMPLE} ${TIMM_GPUS:+--timm-gpus $TIMM_GPUS}"
       [ "${TIMM:-1}" = 0 ] && timm_args=""
+      models_args=""
+      if [ -n "${MODELS_FILE:-}" ]; then
+        grep -v '^#' "$MODELS_FILE" | tail -n +$(( ${SKIP:-0} + 1 )) > ".sweep/$name-models.txt"
+        models_args="--models .sweep/$name-models.txt"
+      fi
       python3 bench/sweep_scale.py --store ".sweep/$name.db" --gpus "${GPUS:-all}" --time-budget "${BUDGET:-420}" --batch-size "${BATCH:-64}" \
-        $timm_args ${LIMIT:+--limit $LIMIT} --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.txt" | tail -30
+        $timm_args $models_args ${LIMIT:+--limit $LIMIT} --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.txt" | tail -30
       cp .sweep/"$name"* "$OUT/" ;;
     sweep-ray)
       mkdir -p .sweep
