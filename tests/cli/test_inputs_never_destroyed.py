@@ -9,14 +9,12 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from recorded_results import recorded_result
-from visprof.base.child_env import child_env
+from cli_process import refused, visprof
 from visprof.store.result_store import open_store
 from visprof.sweep.plan import SweepPlan
 
@@ -26,24 +24,10 @@ CSV_3090 = DATA / "timm" / "benchmark-infer-amp-nchw-pt240-cu124-rtx3090.csv"
 CSV_4090 = DATA / "timm" / "benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv"
 
 
-def visprof(cwd: Path, *argv) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "visprof", *map(str, argv)], cwd=cwd, capture_output=True,
-                          text=True, env=child_env(VISPROF_DEBUG=""), timeout=120)
-
 
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
-
-def refused(proc: subprocess.CompletedProcess, *words: str) -> str:
-    """The one error line of a command refused as a user mistake (exit 2), no traceback."""
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("visprof: error: "), proc.stderr
-    for word in words:
-        assert word in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

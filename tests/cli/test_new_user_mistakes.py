@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from visprof.base.child_env import child_env
+from cli_process import refused, visprof
 from visprof.base.errors import BadInputError
 from visprof.sweep.run import run_sweep
 
@@ -19,20 +17,6 @@ CSV_4090 = Path(__file__).resolve().parents[1] / "data" / "timm" / "benchmark-in
 CSV_3090 = CSV_4090.with_name(CSV_4090.name.replace("rtx4090", "rtx3090"))
 
 
-def visprof(cwd: Path, *argv) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "visprof", *map(str, argv)], cwd=cwd, capture_output=True,
-                          text=True, env=child_env(VISPROF_DEBUG=""), timeout=300)
-
-
-def one_line(proc: subprocess.CompletedProcess, *words: str) -> str:
-    """The single ``visprof: error:`` line of a refused command (exit 2), no traceback."""
-    assert proc.returncode == 2, (proc.returncode, proc.stderr)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("visprof: error: "), proc.stderr
-    for word in words:
-        assert word in lines[0], lines[0]
-    return lines[0]
 
 
 def snapshot(folder: Path) -> dict[str, str]:
@@ -50,22 +34,22 @@ def work(tmp_path):
     (bytes(range(256)) * 8, ("GPU spec file", "gpus.toml", "binary file")),  # was: UnicodeDecodeError traceback
     (b"\x8f\x9a[[gpus]]\n", ("GPU spec file", "not UTF-8 text")),
 ])
-def test_a_gpu_spec_file_of_random_bytes_is_one_line(work, content, words):
+def test_a_gpu_spec_file_of_random_bytes_is_refused(work, content, words):
     (work / "gpus.toml").write_bytes(content)
     before = snapshot(work)
     proc = visprof(work, "compare", CSV_3090.name, CSV_4090.name, "--gpus", "gpus.toml", "--json", "out.json")
-    one_line(proc, *words)
+    refused(proc, *words)
     assert snapshot(work) == before  # no out.json
 
 
 def test_an_unknown_precision_is_refused_before_the_store_is_made_or_changed(work):
     # Was: exit 0, and 60 reference rows stored with precision "bogus".
-    one_line(visprof(work, "import-timm", CSV_4090.name, "--store", "new.db", "--precision", "bogus"),
+    refused(visprof(work, "import-timm", CSV_4090.name, "--store", "new.db", "--precision", "bogus"),
              "unknown precision 'bogus'", "choose from")
     assert not (work / "new.db").exists()
     assert visprof(work, "import-timm", CSV_3090.name, "--store", "s.db").returncode == 0
     before = snapshot(work)
-    one_line(visprof(work, "import-timm", CSV_4090.name, "--store", "s.db", "--precision", "fp-16"),
+    refused(visprof(work, "import-timm", CSV_4090.name, "--store", "s.db", "--precision", "fp-16"),
              "unknown precision 'fp-16'")
     assert snapshot(work) == before
 
@@ -109,6 +93,6 @@ def test_a_gzipped_result_visprof_wrote_is_read_by_the_analysis_commands(work):
 
 def test_a_result_file_of_random_bytes_is_named_as_such(work):
     (work / "r.json").write_bytes(bytes(range(256)) * 4)
-    line = one_line(visprof(work, "compare", "r.json", CSV_4090.name), "r.json", "not a visprof profile result",
+    line = refused(visprof(work, "compare", "r.json", CSV_4090.name), "r.json", "not a visprof profile result",
                     "binary file")
     assert "UnicodeDecodeError" not in line
