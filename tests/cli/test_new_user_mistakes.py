@@ -74,6 +74,17 @@ def test_the_sweep_api_refuses_a_time_that_is_not_finite(tmp_path, keyword):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_contradicting_places_to_run_are_refused_before_the_store_is_made(work):
+    # Was: `--gpus 0 --device cpu` ran on the CPU without a word.
+    refused(visprof(work, "sweep", "mobilenetv3_small_050", "--device", "cpu", "--gpus", "0", "--store", "s.db"),
+            "--gpus 0", "--device cpu")
+    assert not (work / "s.db").exists()
+    for options, word in ((dict(ray="local", workers=2), "--workers"), (dict(ray="local", gpus="0,1"), "--gpus")):
+        with pytest.raises(BadInputError, match=f"--ray places each cell on the cluster itself: leave out {word}"):
+            run_sweep(["mobilenetv3_small_050"], store=work / "r.db", progress=False, **options)
+    assert not (work / "r.db").exists()
+
+
 def test_a_gzipped_result_visprof_wrote_is_read_by_the_analysis_commands(work):
     # `visprof profile --json r.json.gz` (and ProfileResult.to_json) gzip by the name; predict, compare and
     # report read it as text and said "not a visprof profile result (UnicodeDecodeError ...)".

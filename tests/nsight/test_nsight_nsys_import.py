@@ -289,6 +289,10 @@ def test_files_that_are_not_exports_are_refused_in_one_line(tmp_path):
     sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.commit()
     with pytest.raises(BadInputError, match="not an nsys export"):
         import_nsys(other)
+    empty = tmp_path / "empty.sqlite"
+    empty.write_bytes(b"")
+    with pytest.raises(BadInputError, match="empty.sqlite is empty"):
+        import_nsys(empty)
 
 
 def test_an_export_without_visprof_ranges_or_without_api_calls_says_so(tmp_path):

@@ -96,6 +96,8 @@ def open_export(path: str | Path) -> Export:
         raise BadInputError(f"no such file: {path}")
     if not path.is_file():
         raise BadInputError(f"{path} is not a regular file; give an nsys SQLite export")
+    if path.stat().st_size == 0:  # SQLite reads an empty file as an empty database: say what it is
+        raise BadInputError(f"{path} is empty; give the output of nsys export --type sqlite")
     if path.suffix == ".nsys-rep" or path.suffix == ".qdrep":
         raise BadInputError(f"{path} is an Nsight Systems report; export it first: "
                             f"nsys export --type sqlite --output {path.with_suffix('.sqlite')} {path}")

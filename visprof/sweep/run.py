@@ -174,6 +174,7 @@ def _make_executor(device, gpus, workers, ray, imports, retries, fresh_process, 
     choice = (device or "auto").strip().lower()
     if choice not in ("auto", "cuda", "gpu", "cpu"):
         raise BadInputError(f"--device for a sweep is auto, cuda or cpu (pick GPUs with --gpus), got {device!r}")
+    _check_where(choice, gpus, workers, ray)
     if ray is not None:
         from visprof.sweep.ray_exec import RayExecutor
 
@@ -198,6 +199,15 @@ def _make_executor(device, gpus, workers, ray, imports, retries, fresh_process, 
                 raise BadInputError("--workers is for CPU sweeps; a GPU sweep runs one worker per GPU (choose them with --gpus)")
             slots, kind, devices = gpu_slots(indices), "cuda", _done_on_gpus(indices)
     return LocalExecutor(slots, imports=imports, fresh_process=fresh_process, echo_stderr=echo), kind, devices
+
+
+def _check_where(choice: str, gpus, workers, ray) -> None:
+    """Options that say where to run and contradict each other are refused, not half obeyed."""
+    picked_gpus = gpus is not None and gpus != "all"
+    if choice == "cpu" and picked_gpus:
+        raise BadInputError(f"--gpus {gpus} picks GPUs, and --device cpu runs on the CPU: give one of them")
+    if ray is not None and (picked_gpus or workers is not None):
+        raise BadInputError(f"--ray places each cell on the cluster itself: leave out {'--gpus' if picked_gpus else '--workers'}")
 
 
 def _gpu_indices(gpus: str | list[int], explicit: bool) -> list[int] | None:
