@@ -32,6 +32,7 @@ def merge(target: Path, source: Path) -> tuple[int, int]:
     conn.execute("ATTACH DATABASE ? AS src", (str(source),))
     run_columns = [c for c in columns(conn, "runs") if c != "id"]
     result_columns = [c for c in columns(conn, "results") if c not in ("id", "run_id", "result_json")]
+    child_columns = {table: [c for c in columns(conn, table) if c != "result_id"] for table in CHILD_TABLES}
     runs = results = 0
     with conn:
         measured = conn.execute("SELECT DISTINCT run_id FROM src.results ORDER BY run_id").fetchall()
@@ -48,8 +49,7 @@ def merge(target: Path, source: Path) -> tuple[int, int]:
                     f"INSERT INTO results (run_id, result_json, {', '.join(result_columns)}) VALUES "
                     f"(?, ?, {', '.join('?' * len(result_columns))})", (new_run, stored, *values)).lastrowid
                 results += 1
-                for table in CHILD_TABLES:
-                    child = [c for c in columns(conn, table) if c != "result_id"]
+                for table, child in child_columns.items():
                     conn.execute(f"INSERT INTO {table} (result_id, {', '.join(child)}) "
                                  f"SELECT ?, {', '.join(child)} FROM src.{table} WHERE result_id = ?", (new_id, old_id))
     conn.execute("DETACH DATABASE src")

@@ -289,7 +289,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from visprof.report.figures import require_matplotlib
     from visprof.report.html import build_report, check_report_outputs
 
-    check_report_outputs(args.output, args.png_dir, _inputs(args))  # before minutes of loading, as:
+    # Both before minutes of loading: the outputs (never an input), then the plotting library.
+    check_report_outputs(args.output, args.png_dir, _inputs(args))
     require_matplotlib()
     table = _table(args)
     loaded = sources.load(args.sources, table)

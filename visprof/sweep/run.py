@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass
