@@ -46,6 +46,17 @@ def test_vit_has_attention_and_convolves_only_in_its_patch_embedding(tmp_path):
     assert conv_modules == {"patch_embed.proj"}
 
 
+
+@pytest.mark.parametrize("name", ["convmixer_768_32", "hrnet_w18_small"])
+def test_composite_ops_run_under_the_op_capture_as_in_a_plain_forward(name):
+    """Under inference_mode the op capture receives composite ops (convmixer's padding="same"
+    convolution, hrnet's upsampling); their insides must be autocast as without visprof:
+    convmixer failed on 2026-12-03 with bf16 activations against fp32 weights."""
+    result = visprof.profile(name, batch_size=16, progress=False)
+    assert result.config.grad_mode == "inference_mode" and result.config.precision == "bf16"
+    assert not result.failed_checks, result.failed_checks
+
+
 class Explodes(torch.nn.Module):
     def __init__(self):
         super().__init__()

@@ -22,6 +22,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from visprof.attribution.categories import CategoryTable, default_table
+from visprof.capture.dispatch import call_as_unmoded
 from visprof.native import native
 from visprof.capture.nvtx_scheme import LiveModuleRanges, ModulePlan, ModuleRanges, op_handle, op_range_name
 from visprof.capture.op_costs import NO_COST, OpCostCounter
@@ -328,7 +329,7 @@ class OpCapture(TorchDispatchMode):
         start = time.perf_counter_ns()
         c.op_enter(external_id, handle, color, tag)
         try:
-            out = func(*args, **kwargs)
+            out = call_as_unmoded(func, args, kwargs)
         finally:
             c.op_exit()
         end = time.perf_counter_ns()

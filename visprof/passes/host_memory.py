@@ -132,6 +132,8 @@ def _peak_live_bytes(runner) -> int:
     from torch.utils._pytree import tree_leaves
     from torch.utils.weak import WeakIdKeyDictionary
 
+    from visprof.capture.dispatch import call_as_unmoded
+
     class LiveBytes(TorchDispatchMode):
         def __init__(self, existing):
             super().__init__()
@@ -145,7 +147,7 @@ def _peak_live_bytes(runner) -> int:
             self.live -= nbytes
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
+            out = call_as_unmoded(func, args, kwargs or {})
             for leaf in tree_leaves(out):
                 if isinstance(leaf, torch.Tensor) and leaf.device.type == "cpu":
                     storage = leaf.untyped_storage()

@@ -1,0 +1,58 @@
+"""Running an op from inside a ``TorchDispatchMode`` as torch runs it without the mode.
+
+Under ``torch.inference_mode`` the autograd keys are skipped, so a dispatch mode receives
+composite ops (``CompositeImplicitAutograd``: ``conv2d.padding``, ``einsum``,
+``upsample_nearest2d.vec``, ...) before they decompose. Torch runs the mode's handler with every
+dispatch key above the Python key excluded, autocast's included, so the decomposition then runs
+without autocast: the ops inside it are not cast as they are in a plain forward. On the CPU,
+``einsum`` under bf16 autocast then runs in fp32 (tests/capture/test_dispatch.py). On the H200
+convmixer's ``padding="same"`` depthwise convolution then mixed bf16 activations with fp32
+weights and failed (bench/results/h200-optypes557-2026-12-03); hrnet_w48_ssld's upsampling in
+bf16 instead of fp32 under a mode (bench/results/h200-checks-2026-12-03) fits the same cause:
+``upsample_nearest2d.vec`` is composite and only the op inside it has an autocast kernel.
+
+``call_as_unmoded`` re-enables autocast for such an op where it was on when the op was called
+(torch's snapshot of the caller's dispatch state, taken before the mode ran), so the
+decomposition is cast as in a plain forward. An op with an autocast kernel of its own runs it
+again: it casts what is already cast, which changes nothing. Other ops are called as they are:
+the mode sees them after autocast already did its work.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+_AUTOCAST_KEYS = (("cuda", torch._C.DispatchKey.AutocastCUDA), ("cpu", torch._C.DispatchKey.AutocastCPU))
+_composite: dict[Any, bool] = {}  # op -> has a CompositeImplicitAutograd kernel
+
+
+def _is_composite(func: Any) -> bool:
+    known = _composite.get(func)
+    if known is None:
+        try:
+            known = torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd")
+        except (AttributeError, RuntimeError):  # not an aten-style overload (a higher-order op)
+            known = False
+        _composite[func] = known
+    return known
+
+
+def autocast_keys_at_call() -> list[Any]:
+    """The autocast dispatch keys that were enabled where the op being handled was called."""
+    with torch._C._RestorePythonTLSSnapshot():
+        return [key for device, key in _AUTOCAST_KEYS if torch.is_autocast_enabled(device)]
+
+
+def call_as_unmoded(func: Any, args: tuple, kwargs: dict) -> Any:
+    """``func(*args, **kwargs)`` from a ``__torch_dispatch__``, with autocast as the caller had it."""
+    if not _is_composite(func):
+        return func(*args, **kwargs)
+    keys = autocast_keys_at_call()
+    if not keys:
+        return func(*args, **kwargs)
+    exclude = torch._C._dispatch_tls_local_exclude_set()
+    for key in keys:
+        exclude = exclude.remove(key)
+    with torch._C._ForceDispatchKeyGuard(torch._C._dispatch_tls_local_include_set(), exclude):
+        return func(*args, **kwargs)
