@@ -382,7 +382,8 @@ def _same_work_checks(attributed: AttributedResult, trace_only: TraceOnlyResult,
     Durations are compared for the kernels that overlapped no other kernel in either pass (a
     kernel launched back to back can start before its predecessor ends and then counts the
     wait), against tracer-only iterations run before and after the attributed pass (slow
-    drift cancels), at the SM clock each pass ran at; see visprof/passes/kernel_sequence.py."""
+    drift cancels), each pass's median iteration (a slow one moves neither), at the SM clock
+    each pass ran at; see visprof/passes/kernel_sequence.py."""
     mine, reference = attributed.sequence, trace_only.sequence
     if mine is None or reference is None or not mine.iterations or not reference.iterations:
         return [R.Check.within("kernel sum: attributed vs tracer-only", attributed.kernel_ns / 1e6,
@@ -401,7 +402,7 @@ def _same_work_checks(attributed: AttributedResult, trace_only: TraceOnlyResult,
         if compared:
             checks.append(kernel_time_check(ms, reference_ms, attributed_mhz, reference_mhz,
                                             f"the {compared} of {total} kernels that overlapped no other kernel in "
-                                            "either pass; tracer-only iterations before and after the attributed pass"))
+                                            "either pass, median over iterations; tracer-only iterations before and after the attributed pass"))
     return checks
 
 
