@@ -152,8 +152,9 @@ def diagnose(model, rounds: int, iterations: int) -> dict:
         plain = traced(runner, iterations)
         out["op_capture"] = att.trace.meta.get("op_capture")
         out["kernels_of_interest"] = kernels_by_op(att.trace, ("pow", "UpSample", "clamp"))
-        # Any Python dispatch mode makes torch treat tensors as subclasses (isTensorSubclassLike),
-        # and some composite ops branch on that: a mode that does nothing but call the op shows it.
+        # A Python dispatch mode can change what runs (composite ops branch on isTensorSubclassLike;
+        # under inference_mode composite ops reach the mode and ran without autocast,
+        # visprof/capture/dispatch.py): a mode that does nothing but call the op shows it.
         bare = traced(runner, iterations, capture=BareDispatchMode)
         a, b = kernel_table(plain, iterations), kernel_table(bare, iterations)
         out["bare_dispatch_mode_diff"] = [{"name": k[:160], "plain_ms": round(a.get(k, 0), 4),

@@ -119,11 +119,13 @@ class _Tagging:
 
     Where the ATen observer's recording of one forward aligns with the template (as in the
     attributed pass), the forwards replay it from C++: the model runs exactly as it does
-    without visprof. A Python dispatch mode does not always: torch then treats every tensor
-    as a subclass (at::isTensorSubclassLike) and some composite ops take another branch.
-    On the H200, hrnet_w48_ssld's upsampling ran in bf16 instead of fp32 under the dispatch
-    mode, and its peak fell from 1060 to 962 MB (bench/results/h200-checks-2026-12-03). The
-    dispatch mode remains the fallback (no observer, no template, data-dependent forwards)."""
+    without visprof. A Python dispatch mode does not always: torch treats every tensor as a
+    subclass under it (at::isTensorSubclassLike), and some composite ops take another branch
+    (visprof/capture/replay.py); under inference_mode it received composite ops with autocast
+    off (visprof/capture/dispatch.py, now corrected). On the H200, hrnet_w48_ssld's upsampling
+    ran in bf16 instead of fp32 under the dispatch mode, and its peak fell from 1060 to 962 MB
+    (bench/results/h200-checks-2026-12-03). The dispatch mode remains the fallback (no
+    observer, no template, data-dependent forwards)."""
 
     def __init__(self, runner: ModelRunner, table: CategoryTable, template: OpCapture | None):
         self.tracker = ModuleTracker(runner.spec.module)
