@@ -3,13 +3,17 @@
 Under inference_mode a dispatch mode receives composite ops before they decompose, and torch
 runs its handler with autocast off: without care, the ops inside them are not cast.
 """
+import os
 import subprocess
 import sys
+import tempfile
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
 
+import visprof
 from visprof.attribution.categories import default_table
 from visprof.capture.dispatch import call_as_unmoded
 from visprof.capture.op_capture import ModuleTracker, OpCapture
@@ -120,7 +124,10 @@ print(plain.dtype, captured.dtype, torch.equal(plain, captured))
 def test_a_same_padded_convolution_runs_under_the_capture_with_cudas_autocast_kernels():
     """convmixer failed on the H200 under the capture ("expected scalar type BFloat16 but found
     Float"); CUDA's registrations are installed in a process of its own, on the CPU."""
+    # the visprof this process imported (installed, or a tree built in place), from a neutral directory
+    home = str(Path(visprof.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [home, os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(CUDA_LIKE)], capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, cwd=tempfile.gettempdir(), env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["torch.bfloat16", "torch.bfloat16", "True"]
