@@ -26,6 +26,7 @@ from visprof.analysis import sources
 from visprof.analysis.calibrate import (LAMBDAS, MIN_MODELS_PER_FEATURE, MIN_SHARE, BucketRatio, Fit, buckets_of,
                                         family_held_out, fit_calibration, fleet_from_comparison, format_ratio_table,
                                         ratio_table, unpublished_predictions)
+from visprof.analysis.calibration_sentences import sentences
 from visprof.analysis.compare import compare
 from visprof.analysis.gpus import gpu_table
 from visprof.base.outputs import atomic_write_text
@@ -95,15 +96,19 @@ def run_pair(refs: Path, base: str, target: str, store: Path, folds: int, spec_e
     gn = [{**p, **cause} for p in predictions if p["model"] in results
           for cause in [group_norm_cause(results[p["model"]])] if cause]
     gn.sort(key=lambda m: m["speedup"])
+    told = sentences(fit, fleet, [m["model"] for m in gn])
     text = (f"== {comparison.base} -> {comparison.target}: {held.models} models with a profile and both published "
             f"numbers, {len(fleet.features)} buckets and covariates; {len(unpublished)} "
             f"profiled models without them predicted ==\n" + held.lines() + "fit on all models: "
-            + format_ratio_table(rows, fit, top=25) + op_type_table(rows, fit) + group_norm_lines(gn))
+            + format_ratio_table(rows, fit, top=25) + op_type_table(rows, fit) + group_norm_lines(gn)
+            + "the same models told from the fit on all models (visprof calibrate --explain):\n"
+            + "".join(f"  {s.text()}\n" for s in told))
     doc = {"base": comparison.base, "target": comparison.target, "refs": refs.name, "models": held.models,
            "unpublished_predictions": unpublished,
            "joined_without_profile": missing, "features": fleet.features, "lambda_all": fit.lam,
            "offset_all": math.exp(fit.intercept), "band_quantiles_all": [fit.q_low, fit.q_high],
-           "ratios_all": [b.row() for b in rows], "group_norm_models": gn, "held_out": held_doc}
+           "ratios_all": [b.row() for b in rows], "group_norm_models": gn,
+           "group_norm_sentences": [t.row() for t in told], "held_out": held_doc}
     return doc, text, predictions
 
 

@@ -313,7 +313,7 @@ class BucketRatio:
         return {"feature": self.feature, "ratio": self.ratio, "own": self.own, "weight": self.weight, "models": self.models}
 
 
-def _parents(feature: str) -> list[str]:
+def parent_buckets(feature: str) -> list[str]:
     """The coarser buckets a bucket's time also counts in: op types and kernel families sit under
     their category and sub-category."""
     if feature.startswith("sub:"):
@@ -324,17 +324,21 @@ def _parents(feature: str) -> list[str]:
     return []
 
 
-def ratio_table(fit: Fit, fleet: Fleet) -> list[BucketRatio]:
-    """Per bucket: how many times what the spec ratios say it runs at on the target (its own factor
-    times its parents' and the pair's offset), sorted by how far it is from the offset."""
+def bucket_rates(fit: Fit) -> dict[str, float]:
+    """Per bucket: how many times what the spec ratios say the pair runs it at (its own factor
+    times its parents' and the pair's offset)."""
     d = dict(zip(fit.features, fit.delta))
+    return {f: math.exp(fit.intercept + d[f] + sum(d.get(p, 0.0) for p in parent_buckets(f)))
+            for f in fit.features if not f.startswith("cov:")}
+
+
+def ratio_table(fit: Fit, fleet: Fleet) -> list[BucketRatio]:
+    """Per bucket: its rate (``bucket_rates``), own factor, training weight and models, sorted by
+    how far it is from the offset."""
+    rates = bucket_rates(fit)
     counts = (fleet.X >= MIN_SHARE).sum(axis=0)
-    out = []
-    for j, f in enumerate(fit.features):
-        if f.startswith("cov:"):
-            continue
-        total = fit.intercept + d[f] + sum(d.get(p, 0.0) for p in _parents(f))
-        out.append(BucketRatio(f, math.exp(total), math.exp(d[f]), float(fit.weight[j]), int(counts[j])))
+    out = [BucketRatio(f, rates[f], math.exp(fit.delta[j]), float(fit.weight[j]), int(counts[j]))
+           for j, f in enumerate(fit.features) if f in rates]
     out.sort(key=lambda b: -abs(math.log(b.ratio) - fit.intercept))
     return out
 
@@ -590,6 +594,6 @@ def profile_covariates(result) -> tuple[float, float] | None:
     return math.log(1.0 / rate), math.log(flops / moved)
 
 
-__all__ = ["BucketRatio", "COVARIATE_SCALE", "COVERAGE", "Fit", "Fleet", "HeldOut", "LAMBDAS", "MethodFigures", "buckets_of",
+__all__ = ["BucketRatio", "bucket_rates", "parent_buckets", "COVARIATE_SCALE", "COVERAGE", "Fit", "Fleet", "HeldOut", "LAMBDAS", "MethodFigures", "buckets_of",
            "family_folds", "family_held_out", "group_op_type", "within_family", "profile_covariates", "fit_calibration", "unpublished_predictions", "fit_ridge", "fleet_from_comparison",
            "format_ratio_table", "make_fleet", "ratio_table", "select_features"]

@@ -87,7 +87,11 @@ def add_analysis_commands(commands) -> None:
     cal.add_argument("--lambda", dest="lam", type=float, metavar="L",
                      help="ridge strength (default: chosen by family-held-out CV inside each training set)")
     cal.add_argument("--top", type=positive_int, default=20, metavar="N", help="buckets shown in the ratio table (default 20)")
-    cal.add_argument("--json", type=Path, metavar="FILE", help="write the fit, the ratio table and the held-out figures as JSON")
+    cal.add_argument("--explain", nargs="+", metavar="MODEL",
+                     help="tell these models' calibrated speed-ups from the fitted ratios: which of their work moved "
+                          "them (timm names, with or without the pretrained tag); the JSON has every model's")
+    cal.add_argument("--json", type=Path, metavar="FILE",
+                     help="write the fit, the ratio table, the held-out figures and every model's sentence as JSON")
     cal.add_argument("--gpus", type=Path, metavar="FILE", help="extra GPU spec rows")
     cal.set_defaults(handler=cmd_calibrate)
 
@@ -187,6 +191,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from visprof.analysis import sources
     from visprof.analysis.calibrate import (family_held_out, fit_calibration, fleet_from_comparison, format_ratio_table,
                                             ratio_table, unpublished_predictions)
+    from visprof.analysis.calibration_sentences import sentences
     from visprof.analysis.compare import compare
     from visprof.base.errors import BadInputError
     from visprof.base.outputs import atomic_write_text
@@ -218,13 +223,30 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print(f"{len(unpublished)} profiled model(s) without both published numbers predicted (in --json): "
               + ", ".join(f"{p['model']} x{p['calibrated']:.2f} ({p['low']:.2f}-{p['high']:.2f})" for p in unpublished[:3])
               + (" ..." if len(unpublished) > 3 else ""))
+    if args.explain:
+        print(_explained(fit, fleet, args.explain), end="")
     if args.json is not None:
         doc = {"base": comparison.base, "target": comparison.target, "models": published, "missing": missing,
                "unpublished": unpublished,
                "lambda": fit.lam, "offset": math.exp(fit.intercept), "band_quantiles": [fit.q_low, fit.q_high],
-               "ratios": [b.row() for b in rows], "held_out": held.to_dict()}
+               "ratios": [b.row() for b in rows], "held_out": held.to_dict(),
+               "sentences": [s.row() for s in sentences(fit, fleet)]}
         atomic_write_text(args.json, json.dumps(doc, indent=1, allow_nan=False) + "\n")
     return 0
+
+
+def _explained(fit, fleet, names: list[str]) -> str:
+    """The sentences of the named models (a name matches the model or its pretrained variants), one
+    line each, fitted on the whole pair; a name the calibration does not hold is said so."""
+    from visprof.analysis.calibration_sentences import model_sentence
+
+    lines = ["fitted on every model of the pair (held out, each model's figure is its fold's):"]
+    for name in names:
+        found = [i for i, m in enumerate(fleet.models) if m == name or m.split(".", 1)[0] == name]
+        if not found:
+            lines.append(f"  {name}: not among the calibrated models (no profile at a published image size, no spec prediction or no published row)")
+        lines += [f"  {model_sentence(fit, fleet, i).text()}" for i in found]
+    return "\n".join(lines) + "\n"
 
 
 def prediction_row(p) -> dict:
