@@ -25,6 +25,8 @@ import torch
 
 _AUTOCAST_KEYS = (("cuda", torch._C.DispatchKey.AutocastCUDA), ("cpu", torch._C.DispatchKey.AutocastCPU))
 _composite: dict[Any, bool] = {}  # op -> has a CompositeImplicitAutograd kernel
+# Both guards are in every torch visprof supports (>= 2.4); without them ops run as called.
+_CAN_RESTORE = hasattr(torch._C, "_RestorePythonTLSSnapshot") and hasattr(torch._C, "_ForceDispatchKeyGuard")
 
 
 def _is_composite(func: Any) -> bool:
@@ -46,7 +48,7 @@ def autocast_keys_at_call() -> list[Any]:
 
 def call_as_unmoded(func: Any, args: tuple, kwargs: dict) -> Any:
     """``func(*args, **kwargs)`` from a ``__torch_dispatch__``, with autocast as the caller had it."""
-    if not _is_composite(func):
+    if not _CAN_RESTORE or not _is_composite(func):
         return func(*args, **kwargs)
     keys = autocast_keys_at_call()
     if not keys:
