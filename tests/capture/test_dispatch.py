@@ -121,13 +121,55 @@ print(plain.dtype, captured.dtype, torch.equal(plain, captured))
 """
 
 
-def test_a_same_padded_convolution_runs_under_the_capture_with_cudas_autocast_kernels():
-    """convmixer failed on the H200 under the capture ("expected scalar type BFloat16 but found
-    Float"); CUDA's registrations are installed in a process of its own, on the CPU."""
+SQUARE_LIKE_CUDA = """
+import torch, torch.nn as nn
+from visprof.attribution.categories import default_table
+from visprof.capture.op_capture import ModuleTracker, OpCapture
+
+# CUDA's autocast runs pow in fp32 (the CPU's has no pow kernel); square, composite, has none.
+lib = torch.library.Library("aten", "IMPL")
+excluded = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU)
+
+def pow_fp32(self, exponent):
+    with torch._C._ExcludeDispatchKeyGuard(excluded):
+        return torch.ops.aten.pow.Tensor_Scalar(self.to(torch.float32), exponent)
+
+lib.impl("pow.Tensor_Scalar", pow_fp32, "AutocastCPU")
+
+class SquaredReLU(nn.Module):  # the activation of MetaFormer's head (caformer, convformer)
+    def forward(self, x):
+        return torch.square(torch.relu(x))
+
+model = nn.Sequential(nn.Linear(16, 32), SquaredReLU()).eval()
+x = torch.randn(8, 16)
+with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+    plain = model(x)
+    tracker = ModuleTracker(model)
+    with tracker, OpCapture(tracker, default_table(), nvtx=False):
+        captured = model(x)
+print(plain.dtype, captured.dtype, torch.equal(plain, captured))
+"""
+
+
+def _run_script(script: str) -> subprocess.CompletedProcess:
     # the visprof this process imported (installed, or a tree built in place), from a neutral directory
     home = str(Path(visprof.__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [home, os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(CUDA_LIKE)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
                           timeout=300, cwd=tempfile.gettempdir(), env=env)
+
+
+def test_a_squared_relu_runs_its_pow_as_a_plain_forward_does_under_cudas_autocast_kernels():
+    """caformer/convformer launched one pow in bf16 under the capture where the plain forward runs
+    it in fp32 (bench/results/h200-checks-2026-12-03): torch.square around pow, as on CUDA."""
+    proc = _run_script(SQUARE_LIKE_CUDA)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["torch.float32", "torch.float32", "True"]
+
+
+def test_a_same_padded_convolution_runs_under_the_capture_with_cudas_autocast_kernels():
+    """convmixer failed on the H200 under the capture ("expected scalar type BFloat16 but found
+    Float"); CUDA's registrations are installed in a process of its own, on the CPU."""
+    proc = _run_script(CUDA_LIKE)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["torch.bfloat16", "torch.bfloat16", "True"]
