@@ -136,18 +136,26 @@ def pow_fp32(self, exponent):
 
 lib.impl("pow.Tensor_Scalar", pow_fp32, "AutocastCPU")
 
+def upsample_fp32(self, output_size, scales_h=None, scales_w=None):  # CUDA's policy for upsampling: fp32
+    with torch._C._ExcludeDispatchKeyGuard(excluded):
+        return torch.ops.aten.upsample_nearest2d(self.to(torch.float32), output_size, scales_h, scales_w)
+
+lib.impl("upsample_nearest2d", upsample_fp32, "AutocastCPU")
+
 class SquaredReLU(nn.Module):  # the activation of MetaFormer's head (caformer, convformer)
     def forward(self, x):
         return torch.square(torch.relu(x))
 
-model = nn.Sequential(nn.Linear(16, 32), SquaredReLU()).eval()
-x = torch.randn(8, 16)
-with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
-    plain = model(x)
-    tracker = ModuleTracker(model)
-    with tracker, OpCapture(tracker, default_table(), nvtx=False):
-        captured = model(x)
-print(plain.dtype, captured.dtype, torch.equal(plain, captured))
+# MetaFormer's head; HRNet's fuse layers (a 1x1 convolution, then nearest upsampling)
+for model, x in ((nn.Sequential(nn.Linear(16, 32), SquaredReLU()), torch.randn(8, 16)),
+                 (nn.Sequential(nn.Conv2d(8, 8, 1), nn.Upsample(scale_factor=2)), torch.randn(2, 8, 6, 6))):
+    model.eval()
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+        plain = model(x)
+        tracker = ModuleTracker(model)
+        with tracker, OpCapture(tracker, default_table(), nvtx=False):
+            captured = model(x)
+    print(plain.dtype, captured.dtype, torch.equal(plain, captured))
 """
 
 
@@ -159,12 +167,13 @@ def _run_script(script: str) -> subprocess.CompletedProcess:
                           timeout=300, cwd=tempfile.gettempdir(), env=env)
 
 
-def test_a_squared_relu_runs_its_pow_as_a_plain_forward_does_under_cudas_autocast_kernels():
-    """caformer/convformer launched one pow in bf16 under the capture where the plain forward runs
-    it in fp32 (bench/results/h200-checks-2026-12-03): torch.square around pow, as on CUDA."""
+def test_squares_and_upsampling_run_in_fp32_under_the_capture_with_cudas_autocast_kernels():
+    """caformer/convformer launched one pow in bf16 under the capture, and hrnet_w48_ssld upsampled
+    in bf16, where the plain forward runs both in fp32 (bench/results/h200-checks-2026-12-03):
+    torch.square around pow and upsample_nearest2d.vec around upsample_nearest2d, as on CUDA."""
     proc = _run_script(SQUARE_LIKE_CUDA)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.split() == ["torch.float32", "torch.float32", "True"]
+    assert proc.stdout.split() == ["torch.float32", "torch.float32", "True"] * 2
 
 
 def test_a_same_padded_convolution_runs_under_the_capture_with_cudas_autocast_kernels():

@@ -7,12 +7,12 @@ dispatch key above the Python key excluded, autocast's included, so the decompos
 without autocast: the ops inside it are not cast as they are in a plain forward. On the CPU,
 ``einsum`` under bf16 autocast then runs in fp32 (tests/capture/test_dispatch.py). On the H200
 convmixer's ``padding="same"`` depthwise convolution then mixed bf16 activations with fp32
-weights and failed (bench/results/h200-optypes557-2026-12-03); hrnet_w48_ssld's upsampling in
-bf16 instead of fp32 under a mode (bench/results/h200-checks-2026-12-03) fits the same cause:
-``upsample_nearest2d.vec`` is composite and only the op inside it has an autocast kernel. So
-does the bf16 ``pow`` of caformer and convformer: their head's squared ReLU calls ``torch.square``,
-composite around ``pow``, which CUDA's autocast runs in fp32 (reproduced on the CPU with that
-policy installed, tests/capture/test_dispatch.py).
+weights and failed (bench/results/h200-optypes557-2026-12-03). hrnet_w48_ssld's upsampling in
+bf16 instead of fp32 under a mode (bench/results/h200-checks-2026-12-03) has the same cause
+(``upsample_nearest2d.vec`` is composite; only the op inside it has a CUDA autocast kernel), and
+so has the bf16 ``pow`` of caformer and convformer (their head's squared ReLU calls
+``torch.square``, composite around ``pow``, which CUDA's autocast runs in fp32): all three
+reproduced on the CPU with CUDA's autocast policies installed (tests/capture/test_dispatch.py).
 
 ``call_as_unmoded`` re-enables autocast for such an op where it was on when the op was called
 (torch's snapshot of the caller's dispatch state, taken before the mode ran), so the
