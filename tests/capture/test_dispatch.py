@@ -92,63 +92,17 @@ def test_the_host_memory_count_sees_the_bf16_result():
     assert _peak_live_bytes(Runner()) == 64 * 256 * 3 * 2
 
 
-CUDA_LIKE = """
+# What both scripts share: CUDA's autocast registrations go into ``lib`` (on the CPU, in a process
+# of their own); ``compare`` prints the plain and the captured forward's dtypes and whether they agree.
+CUDA_AUTOCAST_ON_THE_CPU = """
 import torch, torch.nn as nn
 from visprof.attribution.categories import default_table
 from visprof.capture.op_capture import ModuleTracker, OpCapture
 
-# CUDA's autocast registrations, on the CPU: conv2d.padding has no autocast kernel there and
-# convolution has one, so only the decomposition of a padding="same" convolution is cast.
-lib = torch.library.Library("aten", "IMPL")
-lib.impl("conv2d.padding", torch.library.fallthrough_kernel, "AutocastCPU")
-
-def convolution(input, weight, bias, *rest):
-    cast = lambda t: None if t is None else t.to(torch.bfloat16)
-    with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU)):
-        return torch.ops.aten.convolution(cast(input), cast(weight), cast(bias), *rest)
-
-lib.impl("convolution", convolution, "AutocastCPU")
-dim = 16  # convmixer's stem and the depthwise convolution of its blocks
-model = nn.Sequential(nn.Conv2d(3, dim, 7, stride=7), nn.GELU(), nn.BatchNorm2d(dim),
-                      nn.Conv2d(dim, dim, 9, groups=dim, padding="same")).eval()
-x = torch.randn(2, 3, 56, 56)
-with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
-    plain = model(x)
-    tracker = ModuleTracker(model)
-    with tracker, OpCapture(tracker, default_table(), nvtx=False):
-        captured = model(x)
-print(plain.dtype, captured.dtype, torch.equal(plain, captured))
-"""
-
-
-SQUARE_LIKE_CUDA = """
-import torch, torch.nn as nn
-from visprof.attribution.categories import default_table
-from visprof.capture.op_capture import ModuleTracker, OpCapture
-
-# CUDA's autocast runs pow in fp32 (the CPU's has no pow kernel); square, composite, has none.
 lib = torch.library.Library("aten", "IMPL")
 excluded = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU)
 
-def pow_fp32(self, exponent):
-    with torch._C._ExcludeDispatchKeyGuard(excluded):
-        return torch.ops.aten.pow.Tensor_Scalar(self.to(torch.float32), exponent)
-
-lib.impl("pow.Tensor_Scalar", pow_fp32, "AutocastCPU")
-
-def upsample_fp32(self, output_size, scales_h=None, scales_w=None):  # CUDA's policy for upsampling: fp32
-    with torch._C._ExcludeDispatchKeyGuard(excluded):
-        return torch.ops.aten.upsample_nearest2d(self.to(torch.float32), output_size, scales_h, scales_w)
-
-lib.impl("upsample_nearest2d", upsample_fp32, "AutocastCPU")
-
-class SquaredReLU(nn.Module):  # the activation of MetaFormer's head (caformer, convformer)
-    def forward(self, x):
-        return torch.square(torch.relu(x))
-
-# MetaFormer's head; HRNet's fuse layers (a 1x1 convolution, then nearest upsampling)
-for model, x in ((nn.Sequential(nn.Linear(16, 32), SquaredReLU()), torch.randn(8, 16)),
-                 (nn.Sequential(nn.Conv2d(8, 8, 1), nn.Upsample(scale_factor=2)), torch.randn(2, 8, 6, 6))):
+def compare(model, x):
     model.eval()
     with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
         plain = model(x)
@@ -156,6 +110,45 @@ for model, x in ((nn.Sequential(nn.Linear(16, 32), SquaredReLU()), torch.randn(8
         with tracker, OpCapture(tracker, default_table(), nvtx=False):
             captured = model(x)
     print(plain.dtype, captured.dtype, torch.equal(plain, captured))
+"""
+
+CUDA_LIKE = CUDA_AUTOCAST_ON_THE_CPU + """
+# conv2d.padding has no autocast kernel on CUDA and convolution has one, so only the
+# decomposition of a padding="same" convolution is cast.
+lib.impl("conv2d.padding", torch.library.fallthrough_kernel, "AutocastCPU")
+
+def convolution(input, weight, bias, *rest):
+    cast = lambda t: None if t is None else t.to(torch.bfloat16)
+    with torch._C._ExcludeDispatchKeyGuard(excluded):
+        return torch.ops.aten.convolution(cast(input), cast(weight), cast(bias), *rest)
+
+lib.impl("convolution", convolution, "AutocastCPU")
+dim = 16  # convmixer's stem and the depthwise convolution of its blocks
+compare(nn.Sequential(nn.Conv2d(3, dim, 7, stride=7), nn.GELU(), nn.BatchNorm2d(dim),
+                      nn.Conv2d(dim, dim, 9, groups=dim, padding="same")), torch.randn(2, 3, 56, 56))
+"""
+
+SQUARE_LIKE_CUDA = CUDA_AUTOCAST_ON_THE_CPU + """
+# CUDA's autocast runs pow and upsampling in fp32 (the CPU's has no kernel for them); square and
+# upsample_nearest2d.vec, composite around them, have none.
+def pow_fp32(self, exponent):
+    with torch._C._ExcludeDispatchKeyGuard(excluded):
+        return torch.ops.aten.pow.Tensor_Scalar(self.to(torch.float32), exponent)
+
+def upsample_fp32(self, output_size, scales_h=None, scales_w=None):
+    with torch._C._ExcludeDispatchKeyGuard(excluded):
+        return torch.ops.aten.upsample_nearest2d(self.to(torch.float32), output_size, scales_h, scales_w)
+
+lib.impl("pow.Tensor_Scalar", pow_fp32, "AutocastCPU")
+lib.impl("upsample_nearest2d", upsample_fp32, "AutocastCPU")
+
+class SquaredReLU(nn.Module):  # the activation of MetaFormer's head (caformer, convformer)
+    def forward(self, x):
+        return torch.square(torch.relu(x))
+
+compare(nn.Sequential(nn.Linear(16, 32), SquaredReLU()), torch.randn(8, 16))  # MetaFormer's head
+# HRNet's fuse layers: a 1x1 convolution, then nearest upsampling
+compare(nn.Sequential(nn.Conv2d(8, 8, 1), nn.Upsample(scale_factor=2)), torch.randn(2, 8, 6, 6))
 """
 
 
