@@ -16,7 +16,6 @@ bench/results/h200-checks-2026-12-01):
   again on 2026-12-03 one round read 1832 MHz (NVML, sampled every 10 ms) in the tracer-only
   pass against 1947 in the attributed one, kernel time -3.5%; the next round, 1951 vs 1960
   MHz: -0.2% (bench/results/h200-checks-2026-12-03).
-
 * slow iterations: at the power limit a few iterations of a pass can run much slower than the
   rest. vit_base_patch8_224 (2026-12-03, "sw_power_cap", SM clock 1455-1980 MHz over the run):
   the tracer-only iterations' median busy time was 29.89 ms while their mean kernel time was
@@ -50,16 +49,23 @@ KERNEL_TIME_TOLERANCE = 0.02
 
 @dataclass
 class KernelSequence:
-    """One pass's kernels per iteration, in launch order: names, mean durations, and whether
-    the kernel overlapped a neighbour in any iteration."""
+    """One pass's kernels per iteration, in launch order: names, each kept iteration's
+    durations, and whether the kernel overlapped a neighbour in any iteration."""
 
     names: list[str] = field(default_factory=list)
-    duration_ns: list[float] = field(default_factory=list)
     overlapped: list[bool] = field(default_factory=list)
-    iterations: int = 0
-    # iterations whose sequence differed from the first (data-dependent code): not averaged
+    iteration_ns: list[np.ndarray] = field(default_factory=list)  # per kept iteration, a duration per kernel
+    # iterations whose sequence differed from the first (data-dependent code): not kept
     differing: int = 0
-    iteration_ns: list[np.ndarray] = field(default_factory=list)  # each kept iteration's durations
+
+    @property
+    def iterations(self) -> int:
+        return len(self.iteration_ns)
+
+    @property
+    def duration_ns(self) -> list[float]:
+        """Each kernel's mean duration over the kept iterations."""
+        return [float(d) for d in np.mean(self.iteration_ns, axis=0)] if self.iteration_ns else []
 
 
 def sequence_of(per_iteration: list[np.ndarray], kernel_names: list[str]) -> KernelSequence:
@@ -75,29 +81,22 @@ def sequence_of(per_iteration: list[np.ndarray], kernel_names: list[str]) -> Ker
         if len(rows) > 1:
             overlap[1:] = start[1:] < ends_before[:-1]
             overlap[:-1] |= overlap[1:]  # both kernels of an overlapping pair
-        if seq.iterations == 0:
-            seq.names, seq.duration_ns, seq.overlapped = names, [0.0] * len(names), [False] * len(names)
+        if not seq.iterations:
+            seq.names, seq.overlapped = names, [False] * len(names)
         elif names != seq.names:
             seq.differing += 1
             continue
-        durations = (end - start).astype(np.float64)
-        seq.iteration_ns.append(durations)
-        seq.duration_ns = [a + b for a, b in zip(seq.duration_ns, durations)]
+        seq.iteration_ns.append((end - start).astype(np.float64))
         seq.overlapped = [a or bool(b) for a, b in zip(seq.overlapped, overlap)]
-        seq.iterations += 1
-    if seq.iterations:
-        seq.duration_ns = [d / seq.iterations for d in seq.duration_ns]
     return seq
 
 
 def merged(a: KernelSequence, b: KernelSequence) -> KernelSequence:
-    """Two runs of the same pass (before and after another) as one: durations averaged."""
+    """Two runs of the same pass (before and after another) as one: their iterations together."""
     if not a.iterations or a.names != b.names:
         return a if a.iterations else b
-    n = a.iterations + b.iterations
-    return KernelSequence(a.names, [(x * a.iterations + y * b.iterations) / n for x, y in zip(a.duration_ns, b.duration_ns)],
-                          [x or y for x, y in zip(a.overlapped, b.overlapped)], n, a.differing + b.differing,
-                          a.iteration_ns + b.iteration_ns)
+    return KernelSequence(a.names, [x or y for x, y in zip(a.overlapped, b.overlapped)],
+                          a.iteration_ns + b.iteration_ns, a.differing + b.differing)
 
 
 def launch_difference(attributed: KernelSequence, reference: KernelSequence) -> int:
