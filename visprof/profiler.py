@@ -8,6 +8,7 @@ ProfileResult. The result is all a report, a store or a comparison ever reads.
 """
 from __future__ import annotations
 
+import contextlib
 import platform
 import time
 import warnings as warnings_module
@@ -200,22 +201,19 @@ def _run_passes(runner, passes, table, warmup, iterations, attributed_iterations
                                             clocks_ramped=getattr(sampler, "clocks_ramped", None))
             if cuda:
                 bar.step("tracer-only pass")
-                window_start = time.perf_counter()
                 # Half before the attributed pass and half after it: the checks compare the two
                 # at the same clock, however the clock drifts (visprof/passes/kernel_sequence.py).
                 halves = 2 if "attributed" in passes else 1
-                out["trace_only"] = _or_warn(lambda: run_trace_only_pass(runner, TRACE_ONLY_ITERATIONS // halves),
-                                             notes)
-                windows["trace_only"].append((window_start, time.perf_counter()))
+                with _window(windows["trace_only"]):
+                    out["trace_only"] = _or_warn(lambda: run_trace_only_pass(runner, TRACE_ONLY_ITERATIONS // halves),
+                                                 notes)
         if "attributed" in passes:
             bar.step("attributed pass")
-            window_start = time.perf_counter()
-            out["attributed"] = _or_warn(lambda: run_attributed_pass(runner, table, attributed_iterations), notes)
-            windows["attributed"].append((window_start, time.perf_counter()))
+            with _window(windows["attributed"]):
+                out["attributed"] = _or_warn(lambda: run_attributed_pass(runner, table, attributed_iterations), notes)
             if out.get("trace_only") is not None and out["attributed"] is not None:
-                window_start = time.perf_counter()
-                later = _or_warn(lambda: run_trace_only_pass(runner, TRACE_ONLY_ITERATIONS // 2), notes)
-                windows["trace_only"].append((window_start, time.perf_counter()))
+                with _window(windows["trace_only"]):
+                    later = _or_warn(lambda: run_trace_only_pass(runner, TRACE_ONLY_ITERATIONS // 2), notes)
                 out["trace_only"] = out["trace_only"].then(later) if later is not None else out["trace_only"]
         # The SM clock of the two passes the kernel-time check compares (visprof/passes/kernel_sequence.py).
         out["sm_clock_mhz"] = {name: sampler.mean_sm_clock(spans) for name, spans in windows.items()}
@@ -224,6 +222,16 @@ def _run_passes(runner, passes, table, warmup, iterations, attributed_iterations
             attributed = out.get("attributed")
             out["memory"] = _memory_or_warn(runner, table, notes, attributed.template if attributed else None)
     return out
+
+
+@contextlib.contextmanager
+def _window(spans: list[tuple[float, float]]):
+    """Appends the block's (start, end) on time.perf_counter() to ``spans`` (the clock sampler's windows)."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        spans.append((start, time.perf_counter()))
 
 
 def _memory_or_warn(runner, table, notes: list[str], template=None) -> MemoryResult | None:
@@ -402,7 +410,8 @@ def _same_work_checks(attributed: AttributedResult, trace_only: TraceOnlyResult,
         if compared:
             checks.append(kernel_time_check(ms, reference_ms, attributed_mhz, reference_mhz,
                                             f"the {compared} of {total} kernels that overlapped no other kernel in "
-                                            "either pass, median over iterations; tracer-only iterations before and after the attributed pass"))
+                                            "either pass, median over iterations; tracer-only iterations before "
+                                            "and after the attributed pass"))
     return checks
 
 
