@@ -124,11 +124,12 @@ def model_sentence(fit: Fit, fleet: Fleet, index: int, top: int = 3) -> ModelSen
 
 
 def sentences(fit: Fit, fleet: Fleet, models: list[str] | None = None, top: int = 3) -> list[ModelSentence]:
-    """Sentences for ``models`` (all of the fleet when None), in the fleet's order; a name the
-    fleet does not hold is skipped (the caller says so)."""
+    """Sentences for ``models`` (all of the fleet when None), in the fleet's order. A name matches
+    the model or its pretrained variants (``resnet50`` matches ``resnet50.a1_in1k``); a name
+    the fleet does not hold gives nothing (the caller says so)."""
     wanted = None if models is None else set(models)
     return [model_sentence(fit, fleet, i, top) for i, name in enumerate(fleet.models)
-            if wanted is None or name in wanted]
+            if wanted is None or name in wanted or name.split(".", 1)[0] in wanted]
 
 
 __all__ = ["Contribution", "ModelSentence", "bucket_label", "group_of", "model_sentence", "sentences"]

@@ -236,16 +236,16 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _explained(fit, fleet, names: list[str]) -> str:
-    """The sentences of the named models (a name matches the model or its pretrained variants), one
-    line each, fitted on the whole pair; a name the calibration does not hold is said so."""
-    from visprof.analysis.calibration_sentences import model_sentence
+    """The sentences of the named models, one line each, fitted on the whole pair; a name the
+    calibration does not hold is said so."""
+    from visprof.analysis.calibration_sentences import sentences
 
     lines = ["fitted on every model of the pair (held out, each model's figure is its fold's):"]
     for name in names:
-        found = [i for i, m in enumerate(fleet.models) if m == name or m.split(".", 1)[0] == name]
-        if not found:
-            lines.append(f"  {name}: not among the calibrated models (no profile at a published image size, no spec prediction or no published row)")
-        lines += [f"  {model_sentence(fit, fleet, i).text()}" for i in found]
+        told = sentences(fit, fleet, [name])
+        lines += [f"  {s.text()}" for s in told] or [
+            f"  {name}: not among the calibrated models (no profile at a published image size, no spec prediction "
+            "or no published row)"]
     return "\n".join(lines) + "\n"
 
 
