@@ -135,7 +135,11 @@ class _Tagging:
         self.names[self.outside] = COMPILED_GRAPH if runner.config.compile else OUTSIDE_OPS
         self.has_template = template is not None
         self.replay, self.why_not = None, ""
-        if template is not None and not runner.config.compile:
+        if runner.config.compile:
+            pass  # the compiled graph runs without op capture (forwards)
+        elif template is None:
+            self.why_not = "no attributed pass ran, whose template forward the replay follows"
+        else:
             self.replay, self.why_not = self._prepare_replay(runner)
 
     def _prepare_replay(self, runner: ModelRunner) -> tuple[ReplayCapture | None, str]:
