@@ -8,8 +8,10 @@ visprof results store of profiles (any number of models; none is hard-coded). Pe
 held out: the calibrated prediction (Spearman, median |error|, its ratio to the fleet median's,
 the 80% band's coverage with the share below and above), the fleet median, the best single
 profile feature, the spec-only models (visprof's default ``clock`` and every ``--spec-excess``
-mode, nothing of the target used), the within-family ceiling; then the per-op-type ratio table
-fitted on all models, and the group-norm models with what their profile says is the cause.
+mode, nothing of the target used), the within-family ceiling, how much the published speed-up of
+models that run identical work differs (the ceiling that noise leaves any predictor); then the
+per-op-type ratio table fitted on all models, and the group-norm models with what their profile
+says is the cause.
 Writes ``calibrate.json``, ``calibrate.txt`` and ``held-out-BASE-TARGET.csv.gz`` into --out,
 atomically. Nothing is chosen per pair: the lambda grid, folds, feature threshold, band level and
 spec models are the modules' constants.
@@ -29,6 +31,7 @@ from visprof.analysis.calibrate import (LAMBDAS, MIN_MODELS_PER_FEATURE, MIN_SHA
 from visprof.analysis.calibration_sentences import sentences
 from visprof.analysis.compare import compare
 from visprof.analysis.gpus import gpu_table
+from visprof.analysis.repeatability import identical_work_groups, repeatability
 from visprof.base.outputs import atomic_write_text
 
 GROUP_NORM_SHARE = 0.02  # a "group-norm model" spends at least this share of its profiled time in group norm
@@ -96,10 +99,12 @@ def run_pair(refs: Path, base: str, target: str, store: Path, folds: int, spec_e
     gn = [{**p, **cause} for p in predictions if p["model"] in results
           for cause in [group_norm_cause(results[p["model"]])] if cause]
     gn.sort(key=lambda m: m["speedup"])
+    repeat = repeatability(identical_work_groups(results), dict(zip(fleet.models, fleet.log_obs)))
     told = sentences(fit, fleet, [m["model"] for m in gn])
     text = (f"== {comparison.base} -> {comparison.target}: {held.models} models with a profile and both published "
             f"numbers, {len(fleet.features)} buckets and covariates; {len(unpublished)} "
-            f"profiled models without them predicted ==\n" + held.lines() + "fit on all models: "
+            f"profiled models without them predicted ==\n" + held.lines() + (repeat.line() if repeat else "")
+            + "fit on all models: "
             + format_ratio_table(rows, fit, top=25) + op_type_table(rows, fit) + group_norm_lines(gn)
             + "the same models told from the fit on all models (visprof calibrate --explain):\n"
             + "".join(f"  {s.text()}\n" for s in told))
@@ -108,7 +113,8 @@ def run_pair(refs: Path, base: str, target: str, store: Path, folds: int, spec_e
            "joined_without_profile": missing, "features": fleet.features, "lambda_all": fit.lam,
            "offset_all": math.exp(fit.intercept), "band_quantiles_all": [fit.q_low, fit.q_high],
            "ratios_all": [b.row() for b in rows], "group_norm_models": gn,
-           "group_norm_sentences": [t.row() for t in told], "held_out": held_doc}
+           "group_norm_sentences": [t.row() for t in told], "held_out": held_doc,
+           "repeatability": repeat.to_dict() if repeat else None}
     return doc, text, predictions
 
 
