@@ -427,12 +427,13 @@ class ProfileResult:
         """A result from ``to_dict()``'s form. Every field is checked against the schema; a
         document that does not fit raises BadInputError naming the field, e.g.
         ``categories[3].time_ms: expected a number, got a string ('1.5')``."""
-        from visprof.base.errors import BadInputError
+        from visprof.base.errors import BadInputError, NotAResultError
 
         try:
             return _from_document(data)
         except _InvalidResult as exc:
-            raise BadInputError(f"not a valid visprof result: {exc}") from None
+            error = NotAResultError if isinstance(exc, _NotAResult) else BadInputError
+            raise error(f"not a valid visprof result: {exc}") from None
 
     def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
         """The result as JSON text; also written to ``path`` when given, atomically (the
@@ -449,14 +450,15 @@ class ProfileResult:
         """Reads a result written by ``to_json`` (plain or gzipped). A file that is missing,
         empty, truncated, not JSON, or does not fit the schema raises BadInputError naming
         the file and, where it applies, the field."""
-        from visprof.base.errors import BadInputError
+        from visprof.base.errors import BadInputError, NotAResultError
         from visprof.base.inputs import load_json_file
 
         data = load_json_file(path, "result file")
         try:
             return _from_document(data)
         except _InvalidResult as exc:
-            raise BadInputError(f"result file {path}: {exc}") from None
+            error = NotAResultError if isinstance(exc, _NotAResult) else BadInputError
+            raise error(f"result file {path}: {exc}") from None
 
 
 def category_totals(rows: list[CategoryRow], memory: MemorySummary | None = None) -> dict[str, CategoryRow]:
@@ -535,12 +537,16 @@ class _InvalidResult(Exception):
     """A document that does not fit the schema; the message names the field."""
 
 
+class _NotAResult(_InvalidResult):
+    """A document of another kind: no visprof result schema at all."""
+
+
 def _from_document(data: Any) -> "ProfileResult":
     if not isinstance(data, dict):
         raise _InvalidResult(f"expected a JSON object at the top level, got {_describe(data)}")
     schema = data.get("schema")
     if not isinstance(schema, str) or schema.rsplit("/", 1)[0] != SCHEMA.rsplit("/", 1)[0]:
-        raise _InvalidResult(f"not a visprof profile result (schema={schema!r})")
+        raise _NotAResult(f"not a visprof profile result (schema={schema!r})")
     if schema != SCHEMA:
         raise _InvalidResult(f"unsupported result schema {schema!r}; this visprof reads {SCHEMA!r}")
     return _decode(ProfileResult, data, "")

@@ -12,7 +12,7 @@ from visprof.analysis.families import architecture, family
 from visprof.analysis.sources import Measurement
 from visprof.analysis.store_adapter import open_store
 from visprof.analysis.timm_csv import read_benchmark_csv
-from visprof.base.errors import BadInputError
+from visprof.base.errors import BadInputError, NotAResultError
 
 TIMM = Path(__file__).resolve().parents[1] / "data" / "timm"
 CSV_3090 = TIMM / "benchmark-infer-amp-nchw-pt240-cu124-rtx3090.csv"
@@ -157,6 +157,20 @@ def test_load_errors_are_one_line(tmp_path):
     with pytest.raises(BadInputError, match=r"GPU 'mygpu' \(from the file name\) is not in the GPU spec table; name it as FILE@GPU"):
         sources.load([odd])
     assert len(sources.load([f"{odd}@rtx3090"]).measurements) == 60
+
+
+def test_a_document_of_another_kind_is_named_once_as_not_a_result(tmp_path):
+    trace = tmp_path / "trace.json"
+    trace.write_text('{"schema": "visprof.trace/1"}')
+    with pytest.raises(NotAResultError) as caught:
+        sources.load([trace])
+    assert str(caught.value) == f"result file {trace}: not a visprof profile result (schema='visprof.trace/1')"
+    damaged = tmp_path / "damaged.json"  # a result, but a field does not fit: said as such, with the file
+    damaged.write_text('{"schema": "visprof.profile/1", "model": 3}')
+    with pytest.raises(BadInputError) as caught:
+        sources.load([damaged])
+    assert not isinstance(caught.value, NotAResultError)
+    assert str(caught.value).startswith(f"{damaged}: not a visprof profile result (result file {damaged}: ")
 
 
 def test_store_round_trip_of_reference_rows(tmp_path):

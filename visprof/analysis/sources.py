@@ -20,7 +20,7 @@ from visprof.analysis.families import architecture
 from visprof.analysis.gpus import GpuTable, gpu_table
 from visprof.analysis.store_adapter import is_sqlite_file, open_store, reference_dict
 from visprof.analysis.timm_csv import canonical_precision, parse_benchmark_filename, read_benchmark_csv
-from visprof.base.errors import BadInputError
+from visprof.base.errors import BadInputError, NotAResultError
 from visprof.result import ProfileResult
 
 
@@ -117,9 +117,9 @@ def _load_json(path: Path, table: GpuTable, loaded: Loaded, explicit: bool) -> N
         result = ProfileResult.load(path)
     except (ValueError, TypeError, KeyError) as exc:  # BadInputError is a ValueError
         if explicit:
+            if isinstance(exc, NotAResultError):
+                raise  # it says so itself, naming the file
             why = str(exc) if isinstance(exc, BadInputError) else f"{type(exc).__name__}: {exc}"
-            if "not a visprof profile result" in why:  # it says so itself, naming the file
-                raise BadInputError(why) from None
             raise BadInputError(f"{path}: not a visprof profile result ({why})") from None
         loaded.skipped.append(f"{path} (not a profile result)")
         return

@@ -51,6 +51,11 @@ class BadInputError(VisprofError, ValueError):
     exit_code = EXIT_BAD_INPUT
 
 
+class NotAResultError(BadInputError):
+    """A file given as a profile result that is another kind of document (its ``schema`` names
+    something else, or none): as opposed to a result that is damaged or does not fit the schema."""
+
+
 class UnknownModelError(VisprofError, LookupError):
     """A model name that timm does not know; ``suggestions`` holds close matches."""
 
@@ -215,6 +220,7 @@ def exit_code_for(error: BaseException) -> int:
 __all__ = [
     "VisprofError",
     "BadInputError",
+    "NotAResultError",
     "UnknownModelError",
     "NoGPUError",
     "DeviceNotFoundError",
