@@ -89,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     from visprof.cli.analysis import add_analysis_commands  # import-timm, compare, predict, report
 
     add_analysis_commands(commands)
+    from visprof.cli import bounds as bounds_cli  # bounds build/coverage
+
+    bounds_cli.register(commands)
     return parser
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from visprof import result as R
+from visprof.analysis.measured_bounds import counter_bound
 from visprof.base.errors import BadInputError, ExternalToolError
 from visprof.base.outputs import atomic_write_text, check_output_paths
 from visprof.nsight import ncu_metrics as M
@@ -43,7 +44,6 @@ from visprof.base.child_env import child_env as visprof_child_env
 from visprof.nsight.tools import failure, find_tool, run_tool
 
 DEFAULT_SAMPLES = 2
-LATENCY_BOUND_PCT = 40.0  # neither SM nor DRAM past this share of peak: latency/launch bound
 OPTIONAL_FLAGS = ("--print-units", "--print-kernel-base")  # dropped if this ncu does not know them
 
 
@@ -285,7 +285,7 @@ def fold(result: R.ProfileResult, ops: Sequence[TemplateOp], sample: Sample, mea
             # pass's time they read above the DRAM peak (ResNet-50's activations: 9 TB/s on the
             # H200); by ncu's own durations both come from the same runs.
             dram_gbps=bytes_per_iteration / (duration_ms / 1e3) / 1e9 if bytes_per_iteration and duration_ms else None,
-            bound=_bound(sm, dram)))
+            bound=counter_bound(sm, dram)))
     grouped: dict[tuple[str, str], list[tuple[int, NcuKernel]]] = defaultdict(list)
     for position, kernel in measured:
         grouped[(ops[position].category, kernel.name)].append((position, kernel))
@@ -296,14 +296,6 @@ def fold(result: R.ProfileResult, ops: Sequence[TemplateOp], sample: Sample, mea
                                             weight=sum(sample.weight[p] for p, _ in launches), metrics=means))
     kernel_rows.sort(key=lambda k: (k.category, -(k.metrics.get("duration") or 0.0) * k.weight))
     return rows, kernel_rows
-
-
-def _bound(sm: float | None, dram: float | None) -> str | None:
-    if sm is None or dram is None:
-        return None
-    if max(sm, dram) < LATENCY_BOUND_PCT:
-        return "latency"
-    return "compute" if sm >= dram else "memory"
 
 
 # --- the whole command ------------------------------------------------------------------------

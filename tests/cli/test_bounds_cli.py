@@ -1,0 +1,56 @@
+"""`visprof bounds build` and `coverage` as a user runs them: real files, real processes."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cli_process import refused, visprof
+from visprof.result import CounterSummary, KernelCounters, KernelFamilyRow, ProfileResult
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def ncu_result(tmp_path: Path) -> Path:
+    """The recorded H200 ViT-B/16 profile with the counters `visprof ncu` measured on it."""
+    recorded = json.loads((DATA / "ncu" / "h200-vit_base_patch16_224.kernel-counters.json").read_text())
+    result = ProfileResult.load(DATA / "h200-result-vit_base_patch16_224.json")
+    kernels = [KernelCounters(**k) for k in recorded["kernels"]]
+    result.counters = CounterSummary(tool=recorded["tool"], metrics={"duration": "gpu__time_duration.sum"},
+                                     nvtx_filters=[], clock_control="none", samples_per_kind=2,
+                                     kernels_profiled=sum(k.launches for k in kernels), kernels=kernels)
+    result.kernel_families = [KernelFamilyRow("nvjet_sm90_tst", "linear", None, 49.0, 3.0, 0.75),
+                              KernelFamilyRow("conv_depthwise2d_forward_kernel", "convolution", "depthwise", 4.0, 1.0, 0.25)]
+    path = tmp_path / "vit-ncu.json"
+    result.to_json(path)
+    return path
+
+
+def test_a_library_is_built_and_tells_each_profiles_measured_share(tmp_path):
+    result = ncu_result(tmp_path)
+    built = visprof(tmp_path, "bounds", "build", result.name, "-o", "lib.json")
+    assert built.returncode == 0, built.stderr
+    library = json.loads((tmp_path / "lib.json").read_text())
+    assert library["format"] == "visprof.bounds/1" and library["gpu"] == "NVIDIA H200"
+    assert built.stdout.startswith(f"lib.json: {len(library['entries'])} kernel families x categories on NVIDIA H200")
+    told = visprof(tmp_path, "bounds", "coverage", "lib.json", result.name, "--json", "coverage.json")
+    assert told.returncode == 0, told.stderr
+    assert "measured bounds: 75.0% of all kernel time" in told.stdout
+    assert ("vit_base_patch16_224 @224: bounds: 75% of kernel time on bounds measured by Nsight Compute (compute 75%), "
+            "25% estimated from tensor sizes") in told.stdout
+    assert "25.0%  conv_depthwise2d_forward_kernel (convolution)" in told.stdout
+    doc = json.loads((tmp_path / "coverage.json").read_text())
+    assert doc["profiles"][0]["measured_ms"] == 3.0 and doc["profiles"][0]["by_bound_ms"] == {"compute": 3.0}
+
+
+def test_the_library_never_overwrites_what_it_was_given(tmp_path):
+    result = ncu_result(tmp_path)
+    before = result.read_bytes()
+    line = refused(visprof(tmp_path, "bounds", "build", result.name, "-o", result.name), result.name)
+    assert "input" in line and result.read_bytes() == before
+
+
+def test_a_profile_without_counters_is_one_line(tmp_path):
+    plain = tmp_path / "vit.json"
+    plain.write_bytes((DATA / "h200-result-vit_base_patch16_224.json").read_bytes())
+    refused(visprof(tmp_path, "bounds", "build", plain.name, "-o", "lib.json"), "no Nsight Compute counters")
+    assert not (tmp_path / "lib.json").exists()

@@ -1,0 +1,95 @@
+"""The ``bounds`` command: Nsight Compute bounds per kernel family, reused across profiles.
+
+    visprof bounds build NCU_RESULT.json ... -o LIBRARY.json      pool `visprof ncu` results of one GPU
+    visprof bounds coverage LIBRARY.json SOURCE ...                how much of each profile's time rests
+                                                                   on measured bounds, how much on estimates
+
+See ``visprof.analysis.measured_bounds``. Registered by ``visprof.cli.app``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from visprof.cli.arguments import positive_int
+
+
+def register(commands) -> None:
+    bounds = commands.add_parser(
+        "bounds", help="bounds measured by Nsight Compute, per kernel family, for every profile that runs it",
+        description="Pool the per-kernel counters of `visprof ncu` results into a library keyed by kernel family "
+                    "and category, and tell for any profile on the same GPU how much of its kernel time rests on "
+                    "those measured bounds and how much on the roofline's estimate from tensor sizes.")
+    sub = bounds.add_subparsers(dest="bounds_command", metavar="SUBCOMMAND", required=True)
+    build = sub.add_parser("build", help="a bound library from `visprof ncu` results of one GPU")
+    build.add_argument("results", nargs="+", type=Path, metavar="NCU_RESULT", help="ProfileResult JSON written by `visprof ncu --json`")
+    build.add_argument("-o", "--output", type=Path, required=True, metavar="LIBRARY", help="the library (JSON) to write")
+    build.set_defaults(handler=cmd_bounds_build)
+    cov = sub.add_parser("coverage", help="how much of each profile's kernel time the library measured")
+    cov.add_argument("library", type=Path, metavar="LIBRARY")
+    cov.add_argument("sources", nargs="+", metavar="SOURCE",
+                     help="ProfileResult JSON files or folders of them, results stores (SQLite)")
+    cov.add_argument("--top", type=positive_int, default=10, metavar="N",
+                     help="show the N profiles with the least measured time and the N costliest unmeasured families")
+    cov.add_argument("--json", type=Path, metavar="FILE", help="write every profile's coverage as JSON")
+    cov.set_defaults(handler=cmd_bounds_coverage)
+
+
+def cmd_bounds_build(args: argparse.Namespace) -> int:
+    from visprof.analysis.measured_bounds import build_library, counter_set
+    from visprof.base.outputs import check_output_paths
+    from visprof.result import ProfileResult
+
+    check_output_paths({"-o": args.output}, inputs={"NCU_RESULT": args.results})
+    library = build_library(counter_set(ProfileResult.load(path)) for path in args.results)
+    library.save(args.output)
+    kinds = defaultdict(int)
+    for entry in library.entries:
+        kinds[entry.bound or "unknown"] += 1
+    print(f"{args.output}: {len(library.entries)} kernel families x categories on {library.gpu} ({library.tool}), "
+          + ", ".join(f"{n} {bound}-bound" for bound, n in sorted(kinds.items())))
+    return 0
+
+
+def cmd_bounds_coverage(args: argparse.Namespace) -> int:
+    from visprof.analysis import sources
+    from visprof.analysis.measured_bounds import BoundLibrary, coverage, gpu_name
+    from visprof.base.outputs import atomic_write_text, check_output_paths
+
+    check_output_paths({"--json": args.json}, inputs={"LIBRARY": args.library, "input": sources.input_paths(args.sources)},
+                       folder_files=sources.FOLDER_FILES)
+    library = BoundLibrary.load(args.library)
+    loaded, _ = sources.load(args.sources).latest_profiles_only()
+    on_gpu = [m for m in loaded.profiles if gpu_name(m.result) == library.gpu]
+    with_families = [m for m in on_gpu if m.result.kernel_families]
+    other = len(loaded.profiles) - len(on_gpu)
+    print(f"{len(with_families)} profiles on {library.gpu} with kernel families ({other} on other GPUs and "
+          f"{len(on_gpu) - len(with_families)} without kernel families left out); library: {len(library.entries)} entries",
+          file=sys.stderr)
+    rows = [(m, coverage(library, m.result)) for m in with_families]
+    if not rows:
+        print("no profile to tell")
+        return 0
+    kernel_ms = sum(c.kernel_ms for _, c in rows)
+    measured_ms = sum(c.measured_ms for _, c in rows)
+    shares = sorted(c.measured_share for _, c in rows)
+    print(f"measured bounds: {measured_ms / kernel_ms:.1%} of all kernel time; per profile median "
+          f"{shares[len(shares) // 2]:.1%} (lowest {shares[0]:.1%}, highest {shares[-1]:.1%})")
+    print(f"the {min(args.top, len(rows))} profiles with the least measured time:")
+    for m, c in sorted(rows, key=lambda r: r[1].measured_share)[:args.top]:
+        print(f"  {m.model} @{m.img_size}: {c.line()}")
+    unmeasured: dict[tuple[str, str], float] = defaultdict(float)
+    for _, c in rows:
+        for family, category, ms in c.unmeasured:
+            unmeasured[(family, category)] += ms / c.kernel_ms / len(rows)
+    print(f"the {args.top} unmeasured kernel families with the most time (mean share of a profile's kernel time):")
+    for (family, category), share in sorted(unmeasured.items(), key=lambda x: -x[1])[:args.top]:
+        print(f"  {share:6.1%}  {family} ({category})")
+    if args.json is not None:
+        doc = [{"model": m.model, "img_size": m.img_size, "kernel_ms": c.kernel_ms, "measured_ms": c.measured_ms,
+                "by_bound_ms": c.by_bound_ms} for m, c in rows]
+        atomic_write_text(args.json, json.dumps({"gpu": library.gpu, "profiles": doc}, indent=1) + "\n")
+    return 0
