@@ -5,7 +5,10 @@
 
 `bench/ncu_roofline.py` keeps each model's `visprof ncu` counters (``result.counters.kernels``) in
 its rows rather than whole ProfileResults; this turns those rows into the counter sets
-``visprof bounds build`` takes from `visprof ncu --json` results. Record:
+``visprof bounds build`` takes from `visprof ncu --json` results, and pools them with any such
+results given beside them (e.g. the ``ncu-bounds`` step of ``bench/h200_session.sh``):
+
+    python bench/bound_library.py bench/results/h200-s15-ncu/ncu-roofline-h200.json ncu-bounds/ncu-*.json -o lib.json Record:
 bench/results/bounds-2026-12-03/.
 """
 from __future__ import annotations
@@ -15,8 +18,8 @@ import json
 import sys
 from pathlib import Path
 
-from visprof.analysis.measured_bounds import CounterSet, build_library
-from visprof.result import KernelCounters
+from visprof.analysis.measured_bounds import CounterSet, build_library, counter_set
+from visprof.result import KernelCounters, ProfileResult
 
 
 def counter_sets(rows: list[dict]) -> list[CounterSet]:
@@ -24,15 +27,24 @@ def counter_sets(rows: list[dict]) -> list[CounterSet]:
                        kernels=[KernelCounters(**k) for k in row["kernels"]]) for row in rows]
 
 
+def read(path: Path) -> list[CounterSet]:
+    """An ncu_roofline.py recording (its rows), or one `visprof ncu --json` result."""
+    doc = json.loads(path.read_text())
+    if isinstance(doc, dict) and "rows" in doc:
+        return counter_sets(doc["rows"])
+    return [counter_set(ProfileResult.from_dict(doc))]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("recordings", nargs="+", type=Path, help="bench/ncu_roofline.py --json outputs")
+    parser.add_argument("recordings", nargs="+", type=Path,
+                        help="bench/ncu_roofline.py --json outputs and/or `visprof ncu --json` results")
     parser.add_argument("-o", "--output", type=Path, required=True)
     args = parser.parse_args(argv)
-    rows = [row for path in args.recordings for row in json.loads(path.read_text())["rows"]]
-    library = build_library(counter_sets(rows))
+    sets = [one for path in args.recordings for one in read(path)]
+    library = build_library(sets)
     library.save(args.output)
-    print(f"{args.output}: {len(library.entries)} entries from {len(rows)} models on {library.gpu}")
+    print(f"{args.output}: {len(library.entries)} entries from {len(sets)} models on {library.gpu}")
     for e in library.entries:
         span = f"{e.dram_pct_range[0]:.0f}-{e.dram_pct_range[1]:.0f}" if e.dram_pct_range else "-"
         print(f"  {e.family[:60]:<60} {e.category:<13} SM {e.sm_pct:5.1f}%  DRAM {e.dram_pct:5.1f}% ({span})  "

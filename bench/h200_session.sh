@@ -24,6 +24,9 @@
 #   structure GPU tests of structural roles and torch.compile'd models (STRUCTURE_TESTS: which files)
 #             + bench/compile_check.py with each run's kernel recording (compile-recordings.tar.gz)
 #   (nsight-tests takes NSIGHT_K, a pytest -k expression)
+#   ncu-bounds  `visprof ncu --category all --json` of NCU_MODELS (default: five models of the kernel families
+#             bench/results/bounds-2026-12-03 lists as unmeasured; NCU_TIMEOUT s each, default 240), then
+#             `visprof bounds build` of them (h200-bounds-new.json; bench/bound_library.py pools them with the older recording)
 # VISPROF_COMMIT names the commit in the results (the device copy has no .git).
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:${PYTHONPATH:-}
@@ -101,6 +104,15 @@ for step in "${steps[@]}"; do
       tail -5 /tmp/nsys.log | tee "$OUT/nsys2022.txt"
       python3 -m visprof nsys import /tmp/nsys-resnet50.sqlite 2>&1 | tail -3 | tee -a "$OUT/nsys2022.txt"
       gzip -c /tmp/nsys-resnet50.sqlite > "$OUT/nsys2022-h200-resnet50.sqlite.gz" ;;
+    ncu-bounds)
+      mkdir -p /tmp/ncu-bounds
+      for model in ${NCU_MODELS:-mobilenetv3_large_100 efficientnet_b0 swin_tiny_patch4_window7_224 resnetv2_50d_gn convnext_tiny}; do
+        timeout "${NCU_TIMEOUT:-240}" python3 -m visprof ncu "$model" --category all --quiet \
+          --json "/tmp/ncu-bounds/ncu-$model.json" > "/tmp/ncu-bounds/ncu-$model.txt" 2>&1
+        echo "$model: exit $? $(tail -1 /tmp/ncu-bounds/ncu-$model.txt)" | tee -a "$OUT/ncu-bounds.txt"
+      done
+      python3 -m visprof bounds build /tmp/ncu-bounds/ncu-*.json -o "$OUT/h200-bounds-new.json" 2>&1 | tee -a "$OUT/ncu-bounds.txt"
+      tar -czf "$OUT/ncu-bounds.tar.gz" -C /tmp ncu-bounds ;;
     *) python3 -c "$step" ;;
   esac
 done
