@@ -12,20 +12,16 @@ result are counted, not listed. Record: bench/results/h200-optypes557-2026-12-03
 from __future__ import annotations
 
 import argparse
-import json
-import sqlite3
 import sys
-import zlib
 from pathlib import Path
+
+from visprof.store.result_store import open_store
 
 
 def latest_results(store: Path, since: str) -> dict[str, dict]:
-    conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
-    rows = conn.execute("SELECT model, result_json FROM results WHERE created_at >= ? ORDER BY id", (since,))
-    latest = {}
-    for model, blob in rows:
-        latest[model] = json.loads(zlib.decompress(blob) if isinstance(blob, bytes) else blob)
-    return latest
+    """Each model's latest result document made at or after ``since`` (ISO time; "" for all)."""
+    with open_store(store) as results:
+        return {doc["model"]["name"]: doc for doc in results.result_documents() if doc.get("created_at", "") >= since}
 
 
 def line(model: str, result: dict) -> list[str]:

@@ -23,11 +23,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from visprof.analysis.timm_csv import read_benchmark_csv
+
 
 def throughput(path: Path) -> pd.Series:
-    rows = pd.read_csv(path)
-    rows = rows[~rows["model"].str.startswith("test_")]
-    return rows.set_index(["model", "infer_img_size"])["infer_samples_per_sec"]
+    """Samples/s per (model, size), read as `visprof import-timm` reads it (``test_*`` rows dropped)."""
+    rows = read_benchmark_csv(path, gpu_name=label(path)).rows
+    return pd.DataFrame(rows).set_index(["model", "img_size"])["samples_per_s"]
 
 
 def label(path: Path) -> str:

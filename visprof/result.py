@@ -427,13 +427,10 @@ class ProfileResult:
         """A result from ``to_dict()``'s form. Every field is checked against the schema; a
         document that does not fit raises BadInputError naming the field, e.g.
         ``categories[3].time_ms: expected a number, got a string ('1.5')``."""
-        from visprof.base.errors import BadInputError, NotAResultError
-
         try:
             return _from_document(data)
         except _InvalidResult as exc:
-            error = NotAResultError if isinstance(exc, _NotAResult) else BadInputError
-            raise error(f"not a valid visprof result: {exc}") from None
+            raise exc.as_user_error(f"not a valid visprof result: {exc}") from None
 
     def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
         """The result as JSON text; also written to ``path`` when given, atomically (the
@@ -450,15 +447,13 @@ class ProfileResult:
         """Reads a result written by ``to_json`` (plain or gzipped). A file that is missing,
         empty, truncated, not JSON, or does not fit the schema raises BadInputError naming
         the file and, where it applies, the field."""
-        from visprof.base.errors import BadInputError, NotAResultError
         from visprof.base.inputs import load_json_file
 
         data = load_json_file(path, "result file")
         try:
             return _from_document(data)
         except _InvalidResult as exc:
-            error = NotAResultError if isinstance(exc, _NotAResult) else BadInputError
-            raise error(f"result file {path}: {exc}") from None
+            raise exc.as_user_error(f"result file {path}: {exc}") from None
 
 
 def category_totals(rows: list[CategoryRow], memory: MemorySummary | None = None) -> dict[str, CategoryRow]:
@@ -536,9 +531,19 @@ _V1_FIELDS: dict[str, tuple[str, ...]] = {
 class _InvalidResult(Exception):
     """A document that does not fit the schema; the message names the field."""
 
+    def as_user_error(self, message: str) -> Exception:
+        from visprof.base.errors import BadInputError
+
+        return BadInputError(message)
+
 
 class _NotAResult(_InvalidResult):
     """A document of another kind: no visprof result schema at all."""
+
+    def as_user_error(self, message: str) -> Exception:
+        from visprof.base.errors import NotAResultError
+
+        return NotAResultError(message)
 
 
 def _from_document(data: Any) -> "ProfileResult":

@@ -95,7 +95,8 @@ class BoundLibrary:
         return cls.from_dict(load_json_file(path, "bound library"))
 
 
-def _mean(pairs: list[tuple[float, float | None]]) -> float | None:
+def weighted_mean(pairs: list[tuple[float, float | None]]) -> float | None:
+    """Mean of the values weighted by their weights, leaving out missing values and weights <= 0."""
     pairs = [(w, v) for w, v in pairs if v is not None and w > 0]
     total = sum(w for w, _ in pairs)
     return sum(w * v for w, v in pairs) / total if total > 0 else None
@@ -134,12 +135,12 @@ def build_library(sets: Iterable[CounterSet]) -> BoundLibrary:
     for (family, category), kernels in pooled.items():
         # each profiled kernel stands for `weight` launches of its duration per iteration
         weighted = [(k.weight * (k.metrics.get("duration") or 0.0), k.metrics) for _, k in kernels]
-        sm = _mean([(w, m.get("sm")) for w, m in weighted])
-        dram = _mean([(w, m.get("dram")) for w, m in weighted])
+        sm = weighted_mean([(w, m.get("sm")) for w, m in weighted])
+        dram = weighted_mean([(w, m.get("dram")) for w, m in weighted])
         drams = [m["dram"] for _, m in weighted if m.get("dram") is not None]
         entries.append(BoundEntry(family=family, category=category, models=sorted({name for name, _ in kernels}),
                                   launches=sum(k.launches for _, k in kernels), weight_ns=sum(w for w, _ in weighted),
-                                  sm_pct=sm, dram_pct=dram, tensor_pct=_mean([(w, m.get("tensor")) for w, m in weighted]),
+                                  sm_pct=sm, dram_pct=dram, tensor_pct=weighted_mean([(w, m.get("tensor")) for w, m in weighted]),
                                   dram_pct_range=(min(drams), max(drams)) if drams else None,
                                   bound=counter_bound(sm, dram)))
     entries.sort(key=lambda e: (-e.weight_ns, e.family, e.category))

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from visprof import result as R
-from visprof.analysis.measured_bounds import counter_bound
+from visprof.analysis.measured_bounds import counter_bound, weighted_mean
 from visprof.base.errors import BadInputError, ExternalToolError
 from visprof.base.outputs import atomic_write_text, check_output_paths
 from visprof.nsight import ncu_metrics as M
@@ -240,12 +240,6 @@ def _rejects_an_option(output: str) -> bool:
 
 # --- folding the counters into the profile ---------------------------------------------------
 
-def _weighted_mean(pairs: list[tuple[float, float | None]]) -> float | None:
-    pairs = [(w, v) for w, v in pairs if v is not None and w > 0]
-    total = sum(w for w, _ in pairs)
-    return sum(w * v for w, v in pairs) / total if total > 0 else None
-
-
 def fold(result: R.ProfileResult, ops: Sequence[TemplateOp], sample: Sample, measured: list[tuple[int, NcuKernel]],
          chosen: dict, categories: Sequence[str]) -> tuple[list[R.CategoryCounters], list[R.KernelCounters]]:
     totals = result.category_totals()
@@ -267,7 +261,7 @@ def fold(result: R.ProfileResult, ops: Sequence[TemplateOp], sample: Sample, mea
         weight = sample.weight
         duration = sum(weight[p] * (v.get("duration") or 0.0) for p, v in entries)
         dram_bytes = [weight[p] * v["dram_bytes"] for p, v in entries if v.get("dram_bytes") is not None]
-        by_time = lambda role: _weighted_mean([(weight[p] * (v.get("duration") or 0.0), v.get(role))  # noqa: E731
+        by_time = lambda role: weighted_mean([(weight[p] * (v.get("duration") or 0.0), v.get(role))  # noqa: E731
                                                for p, v in entries])
         sm, dram = by_time("sm"), by_time("dram")
         bytes_per_iteration = sum(dram_bytes) * scale if dram_bytes else None
@@ -291,7 +285,7 @@ def fold(result: R.ProfileResult, ops: Sequence[TemplateOp], sample: Sample, mea
         grouped[(ops[position].category, kernel.name)].append((position, kernel))
     for (category, name), launches in grouped.items():
         values = [M.role_values(chosen, kernel.metrics) for _, kernel in launches]
-        means = {role: _weighted_mean([(1.0, v.get(role)) for v in values]) for role in chosen}
+        means = {role: weighted_mean([(1.0, v.get(role)) for v in values]) for role in chosen}
         kernel_rows.append(R.KernelCounters(name=name, category=category, launches=len(launches),
                                             weight=sum(sample.weight[p] for p, _ in launches), metrics=means))
     kernel_rows.sort(key=lambda k: (k.category, -(k.metrics.get("duration") or 0.0) * k.weight))
