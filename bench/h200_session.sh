@@ -12,7 +12,7 @@
 #                back in: `mkdir -p .sweep && cp <files>/sweep-* .sweep/`, carry: [".sweep"]).
 #                SWEEP_NAME (sweep-h200), GPUS (all), BUDGET (420 s), LIMIT (all 300 models), BATCH (64),
 #                TIMM_SAMPLE (all), TIMM_GPUS (1; all: one timm-style process per GPU), TIMM=0 (no timm-style loop),
-#                MODELS_FILE (a model list instead of the script's default), SKIP (leave out the list's first N:
+#                MODELS_FILE (a model list instead of the script's default), PASSES (timing,attributed,memory), SKIP (leave out the list's first N:
 #                the ones an earlier machine measured, since a new machine's GPU uuid makes the store measure them again) set it up
 #   sweep-ray    20 models of the list on a local Ray cluster of this machine's GPUs (needs the
 #                Ray wheels in .whl/: ray is 76 MiB, bench/slim_wheel.py makes it 44)
@@ -73,7 +73,7 @@ for step in "${steps[@]}"; do
         models_args="--models .sweep/$name-models.txt"
       fi
       python3 bench/sweep_scale.py --store ".sweep/$name.db" --gpus "${GPUS:-all}" --time-budget "${BUDGET:-420}" --batch-size "${BATCH:-64}" \
-        $timm_args $models_args ${LIMIT:+--limit $LIMIT} --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.txt" | tail -30
+        ${PASSES:+--passes $PASSES} $timm_args $models_args ${LIMIT:+--limit $LIMIT} --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.txt" | tail -30
       cp .sweep/"$name"* "$OUT/" ;;
     sweep-ray)
       mkdir -p .sweep
