@@ -22,6 +22,7 @@ import argparse
 import json
 import math
 import sys
+from collections import Counter
 from pathlib import Path
 
 from visprof.analysis import sources
@@ -99,7 +100,13 @@ def run_pair(refs: Path, base: str, target: str, store: Path, folds: int, spec_e
     gn = [{**p, **cause} for p in predictions if p["model"] in results
           for cause in [group_norm_cause(results[p["model"]])] if cause]
     gn.sort(key=lambda m: m["speedup"])
-    repeat = repeatability(identical_work_groups(results), dict(zip(fleet.models, fleet.log_obs)))
+    # Identical work is told from op-type tables per iteration, so both members' profiles must be at one
+    # batch: the batch at which the store profiled the most models (every model has a batch-64 profile).
+    batches = Counter(m.result.model.batch_size for m in loaded.profiles if m.result is not None)
+    common_batch = batches.most_common(1)[0][0] if batches else None
+    at_common = {m.model: m.result for m in loaded.profiles
+                 if m.result is not None and m.result.model.batch_size == common_batch}
+    repeat = repeatability(identical_work_groups(at_common), dict(zip(fleet.models, fleet.log_obs)))
     told = sentences(fit, fleet, [m["model"] for m in gn])
     text = (f"== {comparison.base} -> {comparison.target}: {held.models} models with a profile and both published "
             f"numbers, {len(fleet.features)} buckets and covariates; {len(unpublished)} "

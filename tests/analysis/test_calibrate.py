@@ -127,6 +127,13 @@ def test_op_type_spellings_of_two_capture_levels_are_one_type():
     assert group_op_type("aten.addmm.default", 1e9, 1e6) == "gemm [high intensity]"
     assert group_op_type("aten.bmm.default", 1e6, 1e6) == "gemm [low intensity]"
     assert group_op_type("[memcpy]", 0, 1) == "[memcpy]"
+    # attention by sequence length: FLOPs per byte are N / 2 for N tokens (4 N^2 d on 8 N d bytes)
+    def sdpa(tokens, d=64):
+        return group_op_type("aten._scaled_dot_product_efficient_attention.default", 4 * tokens ** 2 * d, 8 * tokens * d)
+    assert sdpa(49) == "scaled_dot_product_efficient_attention [short sequence]"  # a Swin window
+    assert sdpa(128) == "scaled_dot_product_efficient_attention [mid sequence]"
+    assert sdpa(197) == "scaled_dot_product_efficient_attention [long sequence]"  # ViT-B/16 at 224
+    assert group_op_type("aten.scaled_dot_product_attention.default", 0, 0) == "scaled_dot_product_attention"
 
 
 def test_known_op_type_ratios_are_recovered_under_their_category():

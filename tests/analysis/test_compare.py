@@ -7,7 +7,7 @@ import pytest
 
 from recorded_results import recorded_result, write_results
 from visprof.analysis import sources
-from visprof.analysis.compare import compare
+from visprof.analysis.compare import compare, profile_for
 from visprof.analysis.families import architecture, family
 from visprof.analysis.sources import Measurement
 from visprof.analysis.store_adapter import open_store
@@ -60,6 +60,18 @@ def test_best_pair_matches_precision_and_batch():
           m("resnet50", "b", 450, precision="fp16"), m("resnet50", "b", 150, precision="fp32", batch=64)]
     c = compare(ms)
     assert c.models[0].speedup == pytest.approx(1.5)  # fp16 with fp16
+
+
+def test_the_profile_read_is_the_one_at_the_batch_nearest_the_published_one():
+    at64, at256, newer64 = (m("resnet50", "h200", 1, batch=64), m("resnet50", "h200", 2, batch=256),
+                            m("resnet50", "h200", 3, batch=64))
+    # timm published at 1024: the batch-256 profile, though an older batch-64 one follows it
+    assert profile_for([at64, at256, newer64], "rtx3090", 1024) is at256
+    assert profile_for([at64, at256, newer64], "rtx3090", 96) is newer64  # a tie of distance: the newest
+    assert profile_for([at64, at256], "rtx3090", None) is at256  # no batch to match: the newest
+    on_base = m("resnet50", "rtx3090", 4, batch=32)
+    assert profile_for([at256, on_base], "rtx3090", 1024) is on_base  # a profile on the base GPU comes first
+    assert profile_for([], "rtx3090", 1024) is None
 
 
 def test_choosing_gpus_needs_names_when_there_are_more_than_two():

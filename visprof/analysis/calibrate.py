@@ -103,12 +103,19 @@ class Fleet:
 # ``aten.group_norm.default`` and ``aten.conv2d.default``; in-place and out-of-place ops run the
 # same kernels. The convolution's kind is its sub-category, so the name drops it.
 _CONVOLUTIONS = {"conv1d", "conv2d", "conv3d", "convolution", "cudnn_convolution"}
+# An attention op's shape class, from its FLOPs per byte: a fused attention over N tokens of
+# head width d does 4 N^2 d FLOPs per head on 8 N d bytes (q, k, v, out at 16 bits), N / 2
+# FLOPs per byte. So below 32: windows of under 64 tokens (Swin's 49); 32-96: 64-192 tokens;
+# above: global attention over more (ViT-B/16's 197). Bounds from the physics, not a fit; the
+# quartiles over the store's attention groups are 24, 46 and 98 FLOPs per byte.
+ATTENTION_CLASSES = ((32.0, "short"), (96.0, "mid"))
 
 
 def group_op_type(op: str | None, flops: float, nbytes: float) -> str:
     """A roofline group's op as a stable type: ``aten.native_group_norm.default`` -> ``group_norm``,
     ``aten.relu_.default`` -> ``relu``, any convolution -> ``convolution``, a GEMM -> ``gemm [high
-    intensity]`` (``visprof.attribution.op_types``' classes), a row without an op as it is."""
+    intensity]`` (``visprof.attribution.op_types``' classes), an attention op with its sequence class
+    (``ATTENTION_CLASSES``), a row without an op as it is."""
     if not op or not op.startswith("aten."):
         return op or "?"
     if GEMM_OPS.search(op):
@@ -118,6 +125,9 @@ def group_op_type(op: str | None, flops: float, nbytes: float) -> str:
         return f"gemm [{label} intensity]"
     name = op[len("aten."):].split(".", 1)[0].strip("_")
     name = re.sub(r"^native_", "", name)
+    if "attention" in name and flops and nbytes:
+        label = next((cls for bound, cls in ATTENTION_CLASSES if flops / nbytes < bound), "long")
+        return f"{name} [{label} sequence]"
     return "convolution" if name in _CONVOLUTIONS else name
 
 
@@ -496,14 +506,14 @@ def family_held_out(fleet: Fleet, folds: int = 5, lam: float | None = None, inne
 def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequence[str] = ()) -> tuple[Fleet, int]:
     """The fleet of ``comparison``'s models (``visprof.analysis.compare``) that have a spec
     prediction and a profile among ``profiles`` (measurements with a result; per (architecture,
-    image size) the one compare uses: on the base GPU, else on a GPU with a spec row, the last).
+    image size) the one compare uses, ``compare.profile_for``).
     Given the GPU ``table``, profiled models without both published numbers join it too, with
     no speed-up (NaN): the fit predicts them; their spec prediction is made at the profile's own
     batch and the published base rows' most common precision. ``spec_excess``: other ways to
     scale time off the roof (``predict.EXCESS_MODES``) whose spec-only speed-ups the fleet carries
     as ``spec_variants`` (needs ``table``). Returns it and how many joined models had no usable
     profile."""
-    from visprof.analysis.compare import on_base_and_target
+    from visprof.analysis.compare import on_base_and_target, profile_for
 
     if spec_excess and table is None:
         raise BadInputError("spec-model variants need the GPU table")
@@ -537,10 +547,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     for mc in comparison.models:
         key = (mc.base.arch, mc.img_size)
         joined.add(key)
-        cands = by_key.get(key, [])
-        on_base = [m for m in cands if m.gpu == comparison.base]
-        with_spec = [m for m in cands if m.gpu_id]
-        chosen = (on_base or with_spec or cands or [None])[-1]
+        chosen = profile_for(by_key.get(key, []), comparison.base, mc.base.batch_size)
         if not add(mc.model, mc.family, chosen, mc.base, mc.predicted_speedup, mc.speedup, mc.shares):
             missing += 1
     published = len(obs)

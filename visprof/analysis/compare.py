@@ -18,6 +18,7 @@
 """
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -215,11 +216,23 @@ def _aggregate(models: list[ModelComparison], key) -> list[Aggregate]:
     return out
 
 
-def _profile_for(arch_img: tuple[str, int | None], profiles: dict, base_key: str) -> Measurement | None:
-    candidates = profiles.get(arch_img, [])
+def profile_for(candidates: list[Measurement], base_key: str, batch_size: int | None) -> Measurement | None:
+    """The profile a comparison reads for one (architecture, image size): those on the base GPU,
+    else those on a GPU with a spec row, else any; among them the one whose batch is closest (by
+    ratio) to the published base measurement's ``batch_size``, as ``visprof predict`` chooses
+    (``predict.choose_profiles``): the profile least extrapolated. Ties: the last (newest)."""
     on_base = [m for m in candidates if m.gpu == base_key]
     with_spec = [m for m in candidates if m.gpu_id]
-    return (on_base or with_spec or candidates or [None])[-1]
+    pool = on_base or with_spec or candidates
+    if not pool:
+        return None
+
+    def distance(m: Measurement) -> float:
+        if not batch_size or not m.batch_size:
+            return 0.0
+        return abs(math.log(m.batch_size / batch_size))
+    best = min(distance(m) for m in pool)
+    return [m for m in pool if distance(m) == best][-1]
 
 
 def on_base_and_target(profile: Measurement, base: Measurement, base_spec: GpuSpec | None, target_spec: GpuSpec | None,
@@ -343,7 +356,7 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
     target_name = target_spec.name.replace("NVIDIA ", "").replace("GeForce ", "") if target_spec else target_key
     for m in models:
         m.sensitivity = m.speedup / median - 1
-        profile = _profile_for((m.base.arch, m.img_size), profiles, base_key)
+        profile = profile_for(profiles.get((m.base.arch, m.img_size), []), base_key, m.base.batch_size)
         if profile is not None:
             m.dominant_category = dominant_category(profile.result)
             m.shares, m.shares_from, m.predicted_speedup, m.predicted_band = on_base_and_target(
@@ -370,5 +383,5 @@ def _dominant_bound(shares: dict[str, float]) -> str | None:
     return max(kernel, key=kernel.get) if kernel else None
 
 
-__all__ = ["Aggregate", "Comparison", "ModelComparison", "PredictionAgreement", "on_base_and_target", "busiest_pair", "compare", "explain", "gpu_keys",
+__all__ = ["Aggregate", "Comparison", "ModelComparison", "PredictionAgreement", "on_base_and_target", "profile_for", "busiest_pair", "compare", "explain", "gpu_keys",
            "pick_gpus"]
