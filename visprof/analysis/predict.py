@@ -113,7 +113,9 @@ class Prediction:
         return data
 
 
-def _target_precision(tensor_core: str | None, precision: str | None) -> str | None:
+def target_precision(tensor_core: str | None, precision: str | None) -> str | None:
+    """The precision a group's tensor-core work runs at when predicted at ``precision``: fp16 and
+    bf16 switch (same bytes per value); anything else stays as profiled."""
     if tensor_core in SIXTEEN_BIT and precision in SIXTEEN_BIT:
         return precision
     return tensor_core
@@ -217,7 +219,7 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
     # DRAM traffic on B (clock): the share of the activations B's L2 holds does not go to DRAM.
     in_l2 = activations * scale * l2_hit_share(activations * scale, target) if excess in ("clock", "fraction") else 0.0
     dram_b = bytes_b - in_l2
-    compute_b, memory_b, kind = roofline_ms(target, flops_b, dram_b, _target_precision(g.tensor_core, precision))
+    compute_b, memory_b, kind = roofline_ms(target, flops_b, dram_b, target_precision(g.tensor_core, precision))
     if excess == "clock":
         memory_b /= max(ACHIEVABLE["memory"], min(efficiency or 0.0, 1.0))
         if kind == "tensor":
@@ -438,4 +440,4 @@ def predict_many(results: Iterable[ProfileResult], target: GpuSpec | str, **kwar
 
 __all__ = ["ACHIEVABLE", "EXCESS_MODES", "HELPER_TRAFFIC", "KERNEL_FLOOR_MS", "RATE_SCALINGS", "GroupPrediction", "Prediction",
            "choose_profiles", "default_rate_scaling", "l2_hit_share", "predict_group", "predict_many", "predict_result",
-           "rate_ratio", "source_spec", "speedup", "speedup_band"]
+           "rate_ratio", "source_spec", "speedup", "speedup_band", "target_precision"]
