@@ -118,3 +118,22 @@ def test_records_round_trip_costs_and_old_recordings_load_without_them(tmp_path)
     old = {k: v for k, v in dataclasses.asdict(op).items() if k not in ("bytes", "param_bytes", "tensor_core")}
     legacy = OpRecord(**old)
     assert (legacy.bytes, legacy.param_bytes, legacy.tensor_core) == (0, 0, None)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5, 7, 8), (6, 7, 8), (2, 3, 7, 8)])
+def test_attention_flops_for_any_number_of_leading_dims(shape):
+    """NesT and Hiera attend over 5-d tensors, SAM's ViT over 3-d ones; 4-d is torch's own formula."""
+    from torch.utils.flop_counter import flop_registry
+
+    from visprof.capture.op_costs import op_flops
+
+    q, k, v = (torch.randn(shape) for _ in range(3))
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    heads = 1
+    for d in shape[:-2]:
+        heads *= d
+    q4, k4, v4 = (t.reshape(1, heads, *shape[-2:]) for t in (q, k, v))
+    expected = flop_registry[aten._scaled_dot_product_efficient_attention](q4, k4, v4, None, False,
+                                                                             out_val=(out.reshape(q4.shape),))
+    assert expected == 2 * heads * 7 * 7 * 8 * 2  # two GEMMs of 7 x 7 x 8 per slice
+    assert op_flops(aten.scaled_dot_product_attention.default, (q, k, v), {}, out) == expected
