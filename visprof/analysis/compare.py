@@ -18,7 +18,6 @@
 """
 from __future__ import annotations
 
-import math
 import statistics
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -226,13 +225,10 @@ def profile_for(candidates: list[Measurement], base_key: str, batch_size: int | 
     pool = on_base or with_spec or candidates
     if not pool:
         return None
+    from visprof.analysis.predict import batch_distance
 
-    def distance(m: Measurement) -> float:
-        if not batch_size or not m.batch_size:
-            return 0.0
-        return abs(math.log(m.batch_size / batch_size))
-    best = min(distance(m) for m in pool)
-    return [m for m in pool if distance(m) == best][-1]
+    best = min(batch_distance(m.batch_size, batch_size) for m in pool)
+    return [m for m in pool if batch_distance(m.batch_size, batch_size) == best][-1]
 
 
 def on_base_and_target(profile: Measurement, base: Measurement, base_spec: GpuSpec | None, target_spec: GpuSpec | None,

@@ -407,6 +407,14 @@ def speedup_band(on_base: Prediction, on_target: Prediction) -> tuple[float, flo
     return min(ratios), max(ratios)
 
 
+def batch_distance(batch: int | None, wanted: int | None) -> float:
+    """How far a profile at ``batch`` is extrapolated to ``wanted``: |log| of their ratio; 0
+    where either is unknown."""
+    if not batch or not wanted:
+        return 0.0
+    return abs(math.log(batch / wanted))
+
+
 def choose_profiles(results: Iterable[ProfileResult], batch_size: int | None = None) -> tuple[list[ProfileResult], int]:
     """One profile per model (name, image size, GPU, precision): the one whose batch is
     closest (by ratio) to ``batch_size``, or, without one, one per batch as well; the newest
@@ -419,7 +427,7 @@ def choose_profiles(results: Iterable[ProfileResult], batch_size: int | None = N
         batch = r.model.batch_size or 1
         key = (r.model.name, r.model.img_size, (r.gpu or {}).get("name"), r.config.precision,
                None if batch_size else batch)
-        distance = abs(math.log(batch / batch_size)) if batch_size else 0.0
+        distance = batch_distance(batch, batch_size)
         held = best.get(key)
         if held is None or distance < held[0] or (distance == held[0] and (r.created_at or "") >= held[1]):
             best[key] = (distance, r.created_at or "", index)
@@ -439,5 +447,5 @@ def predict_many(results: Iterable[ProfileResult], target: GpuSpec | str, **kwar
 
 
 __all__ = ["ACHIEVABLE", "EXCESS_MODES", "HELPER_TRAFFIC", "KERNEL_FLOOR_MS", "RATE_SCALINGS", "GroupPrediction", "Prediction",
-           "choose_profiles", "default_rate_scaling", "l2_hit_share", "predict_group", "predict_many", "predict_result",
+           "batch_distance", "choose_profiles", "default_rate_scaling", "l2_hit_share", "predict_group", "predict_many", "predict_result",
            "rate_ratio", "source_spec", "speedup", "speedup_band", "target_precision"]
