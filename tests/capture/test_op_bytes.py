@@ -137,3 +137,33 @@ def test_attention_flops_for_any_number_of_leading_dims(shape):
                                                                              out_val=(out.reshape(q4.shape),))
     assert expected == 2 * heads * 7 * 7 * 8 * 2  # two GEMMs of 7 x 7 x 8 per slice
     assert op_flops(aten.scaled_dot_product_attention.default, (q, k, v), {}, out) == expected
+
+
+@pytest.mark.parametrize("equation, shapes, macs", [
+    ("bnd,hkd->bnhk", [(2, 5, 8), (3, 4, 8)], 2 * 5 * 8 * 3 * 4),  # MobileNetV4's query projection
+    ("bnhk,bmk->bnhm", [(2, 5, 3, 4), (2, 6, 4)], 2 * 5 * 3 * 4 * 6),
+    ("...ij,...jk->...ik", [(2, 3, 4, 5), (2, 3, 5, 6)], 2 * 3 * 4 * 5 * 6),
+    ("...ij,...jk->...ik", [(2, 3, 4, 5), (5, 6)], 2 * 3 * 4 * 5 * 6),  # ellipses of two ranks broadcast
+    ("ij->ji", [(4, 5)], 0)])
+def test_einsum_flops_are_its_matrix_products(equation, shapes, macs):
+    from visprof.capture.op_costs import op_flops
+
+    operands = [torch.randn(s) for s in shapes]
+    out = torch.einsum(equation, *operands)
+    assert op_flops(aten.einsum.default, (equation, operands), {}, out) == 2 * macs
+    if len(operands) == 2:  # the same work as a matmul of the same product, which torch counts
+        with torch.utils.flop_counter.FlopCounterMode(display=False) as counter:
+            torch.einsum(equation, *operands)
+        assert counter.get_total_flops() == 2 * macs
+
+
+def test_the_capture_counts_einsum_and_5d_attention_flops():
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            y = torch.einsum("bnd,bmd->bnm", x, x)  # 2 x 4 x 4 x 8 MACs
+            q = x.reshape(2, 1, 1, 4, 8)  # (batch, heads, windows, tokens, dim), as NesT attends
+            return y.sum() + torch.nn.functional.scaled_dot_product_attention(q, q, q).sum()
+
+    ops = {op.name: op for op in capture(Net(), torch.randn(2, 4, 8))}
+    assert ops["aten.einsum.default"].flops == 2 * 2 * 4 * 4 * 8
+    assert ops["aten.scaled_dot_product_attention.default"].flops == 2 * 2 * 4 * 4 * (8 + 8)

@@ -9,6 +9,7 @@ those are mapped onto the same formulas here.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, NamedTuple
 
 import torch
@@ -51,11 +52,35 @@ def _sdpa(args, kwargs, out) -> float:
     return 2.0 * math.prod(batch) * length * keys * (width + value_width)
 
 
+def _einsum(args, kwargs, out) -> float:
+    """A two-operand einsum is one (batched) matrix product: 2 x the product of every index's size
+    (timm's MobileNetV4 multi-query attention, relative position terms). One operand is a
+    permutation or reduction, not matrix work; three or more depend on the order torch contracts
+    them in, which the shapes do not say: 0 for both (and for an equation without "->")."""
+    equation, operands = args[0], args[1]
+    if len(operands) != 2 or "->" not in equation:
+        return 0.0
+    sizes: dict[str, int] = {}
+    for labels, tensor in zip(equation.split("->")[0].split(","), operands):
+        labels = labels.strip()
+        if "..." in labels:  # the dims the letters do not name, numbered from the right as they broadcast
+            head, tail = labels.split("...")
+            unnamed = tensor.dim() - len(head) - len(tail)
+            labels = head + "".join(f"<{i}>" for i in reversed(range(unnamed))) + tail
+            letters = re.findall(r"<\d+>|[A-Za-z]", labels)
+        else:
+            letters = list(labels)
+        for letter, size in zip(letters, _shape(tensor)):
+            sizes[letter] = max(sizes.get(letter, 1), size)
+    return 2.0 * math.prod(sizes.values())
+
+
 _COMPOSITES = {
     **{packet: _conv_nd for packet in _CONV_ND},
     aten.linear: _linear,
     aten.matmul: _matmul,
     aten.scaled_dot_product_attention: _sdpa,
+    aten.einsum: _einsum,
     # The CPU's SDPA backend (what no_grad, unlike inference_mode, dispatches to on the CPU).
     aten._scaled_dot_product_flash_attention_for_cpu: _sdpa,
 }
