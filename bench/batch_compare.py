@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sqlite3
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,12 @@ def main(argv=None) -> int:
     parser.add_argument("--runs-after", type=int, required=True)
     parser.add_argument("--batch", type=int, required=True)
     args = parser.parse_args(argv)
+    needed = [args.store] + [folder / f"held-out-{pair}.csv.gz" for folder in (args.before, args.after) for pair in PAIRS]
+    missing = [str(p) for p in needed if not p.is_file()]
+    if missing:
+        print(f"batch_compare.py: not found: {', '.join(missing)} (a store, and two calibrate_check --out folders)",
+              file=sys.stderr)
+        return 2
     with sqlite3.connect(args.store) as db:
         models = {r[0] for r in db.execute("SELECT DISTINCT model FROM results WHERE run_id > ? AND batch_size_requested = ?",
                                            (args.runs_after, args.batch))}

@@ -8,8 +8,9 @@ its rows rather than whole ProfileResults; this turns those rows into the counte
 ``visprof bounds build`` takes from `visprof ncu --json` results, and pools them with any such
 results given beside them (e.g. the ``ncu-bounds`` step of ``bench/h200_session.sh``):
 
-    python bench/bound_library.py bench/results/h200-s15-ncu/ncu-roofline-h200.json ncu-bounds/ncu-*.json -o lib.json Record:
-bench/results/bounds-2026-12-03/.
+    python bench/bound_library.py bench/results/h200-s15-ncu/ncu-roofline-h200.json ncu-bounds/ncu-*.json -o lib.json
+
+Record: bench/results/bounds-2026-12-03/.
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ import sys
 from pathlib import Path
 
 from visprof.analysis.measured_bounds import CounterSet, build_library, counter_set
+from visprof.base.errors import BadInputError
+from visprof.base.outputs import check_output_paths
 from visprof.result import KernelCounters, ProfileResult
 
 
@@ -41,8 +44,13 @@ def main(argv=None) -> int:
                         help="bench/ncu_roofline.py --json outputs and/or `visprof ncu --json` results")
     parser.add_argument("-o", "--output", type=Path, required=True)
     args = parser.parse_args(argv)
-    sets = [one for path in args.recordings for one in read(path)]
-    library = build_library(sets)
+    try:
+        check_output_paths({"-o": args.output}, inputs={"recordings": args.recordings})  # never write over an input
+        sets = [one for path in args.recordings for one in read(path)]
+        library = build_library(sets)
+    except BadInputError as exc:
+        print(f"bound_library.py: {exc}", file=sys.stderr)
+        return 2
     library.save(args.output)
     print(f"{args.output}: {len(library.entries)} entries from {len(sets)} models on {library.gpu}")
     for e in library.entries:

@@ -29,6 +29,7 @@ from pathlib import Path
 import visprof.analysis.predict as predict
 from visprof.analysis.measured_bounds import BoundLibrary
 from visprof.analysis.roofline import roofline_ms
+from visprof.base.errors import BadInputError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibrate_check  # noqa: E402
@@ -98,7 +99,12 @@ def main(argv=None) -> int:
     if len(argv) < 2:
         print("usage: measured_share_variant.py LIBRARY MIN_COVER CALIBRATE_CHECK_ARGS...", file=sys.stderr)
         return 2
-    install(BoundLibrary.load(argv[0]).lookup(), float(argv[1]), os.environ.get("CAP") == "1")
+    try:
+        library, min_cover = BoundLibrary.load(argv[0]).lookup(), float(argv[1])
+    except (BadInputError, ValueError) as exc:  # BadInputError is a ValueError; so is a bad MIN_COVER
+        print(f"measured_share_variant.py: {exc}", file=sys.stderr)
+        return 2
+    install(library, min_cover, os.environ.get("CAP") == "1")
     return calibrate_check.main(argv[2:])
 
 

@@ -29,3 +29,11 @@ def test_a_recording_and_a_visprof_ncu_result_make_one_library(tmp_path):
     library = BoundLibrary.load(tmp_path / "lib.json")
     assert library.gpu == "NVIDIA H200" and library.entries
     assert all(entry.models == ["deit_base_patch16_224", "vit_base_patch16_224"] for entry in library.entries)
+
+
+def test_an_output_that_is_an_input_is_refused_and_left_as_it_was(tmp_path, capsys):
+    rows = tmp_path / "ncu-roofline.json"
+    rows.write_text('{"rows": []}')
+    assert bound_library.main([str(rows), "-o", str(rows)]) == 2
+    assert rows.read_text() == '{"rows": []}'
+    assert "would overwrite that input" in capsys.readouterr().err

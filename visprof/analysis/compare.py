@@ -227,8 +227,8 @@ def profile_for(candidates: list[Measurement], base_key: str, batch_size: int | 
         return None
     from visprof.analysis.predict import batch_distance
 
-    best = min(batch_distance(m.batch_size, batch_size) for m in pool)
-    return [m for m in pool if batch_distance(m.batch_size, batch_size) == best][-1]
+    # min keeps the first of equals: over the reversed pool, the newest
+    return min(reversed(pool), key=lambda m: batch_distance(m.batch_size, batch_size))
 
 
 def on_base_and_target(profile: Measurement, base: Measurement, base_spec: GpuSpec | None, target_spec: GpuSpec | None,

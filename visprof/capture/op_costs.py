@@ -43,7 +43,8 @@ def _sdpa(args, kwargs, out) -> float:
     """q @ k^T and its softmax @ v: 2 L S E + 2 L S Ev per (batch, head, ...) slice. SDPA takes any
     number of leading dims: NesT and Hiera pass 5-d (batch, heads, windows, tokens, dim) tensors,
     SAM's ViT 3-d (batch x heads, tokens, dim); torch's own formula reads 4-d only, so it counted 0
-    for them (20 architectures of the H200 store, 32% of nest_base_jx's time)."""
+    for them (20 architectures of the H200 store; 63-67% of NesT's op-group time in its latest
+    profiles; bench/results/h200-profiles/README.md)."""
     q, k, v = args[:3]
     if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
         return 0.0
@@ -54,7 +55,7 @@ def _sdpa(args, kwargs, out) -> float:
 
 def _einsum(args, kwargs, out) -> float:
     """A two-operand einsum is one (batched) matrix product: 2 x the product of every index's size
-    (timm's MobileNetV4 multi-query attention, relative position terms). One operand is a
+    (the relative position terms of MaxViT, MViTv2 and SAM's ViT, which counted 0). One operand is a
     permutation or reduction, not matrix work; three or more depend on the order torch contracts
     them in, which the shapes do not say: 0 for both (and for an equation without "->")."""
     equation, operands = args[0], args[1]
