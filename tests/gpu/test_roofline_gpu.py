@@ -71,3 +71,30 @@ def test_prediction_to_a_larger_batch_on_the_same_gpu(profiles, model):
           f"{profiles[model].timing.latency_ms.median:.3f} ms")
     assert same.latency_ms == pytest.approx(profiles[model].timing.latency_ms.median, rel=0.05)
     assert abs(error) < 0.4
+
+
+@pytest.mark.parametrize("model", ["nest_tiny", "maxvit_tiny_tf_224"])
+def test_attention_of_any_rank_and_einsums_carry_the_flops_torch_counts(model):
+    """NesT attends over 5-d tensors and MaxViT adds einsum position terms: both counted 0 FLOPs
+    before f2014fd / 885d339. The profile's FLOPs, summed over its groups, are checked against
+    torch's own FlopCounterMode on the same model and input, which sees the matmuls that the math
+    attention backend and einsum decompose into."""
+    import timm
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    result = visprof.profile(model, batch_size=8, passes="timing,attributed", progress=False)
+    groups = result.roofline.groups
+    ops = {g.op for g in groups}
+    wanted = "aten.scaled_dot_product_attention.default" if model == "nest_tiny" else "aten.einsum.default"
+    assert wanted in ops, sorted(ops)
+    assert all(g.flops > 0 for g in groups if g.op == wanted)
+    ours = sum(g.flops * g.count for g in groups)
+
+    net = timm.create_model(model).cuda().eval()
+    x = torch.randn(*result.model.input_shape, device="cuda")  # the profile's own batch and size
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16), FlopCounterMode(display=False) as counter:
+        net(x)
+    theirs = counter.get_total_flops()
+    print(f"{model}: visprof {ours / 1e9:.2f} GFLOP, FlopCounterMode {theirs / 1e9:.2f} GFLOP")
+    assert ours == pytest.approx(theirs, rel=0.01)
