@@ -1,0 +1,88 @@
+"""Does any share of a profile's time rank with what the predictions miss? Per pair, the Spearman of each
+category / sub-category share of op time (and of a few kernel families) with the published speed-up and with
+the held-out residuals of the calibrated and the spec `fraction` predictions.
+
+    python bench/share_residuals.py /tmp/profiles.db bench/results/calibrate-2026-12-03 --top 14
+
+The shares are of each model's latest profile with an op-type table; the residuals, log(predicted /
+published), from a bench/calibrate_check.py --out folder's held-out CSVs. A share the calibration has not
+used would rank with its residual.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from visprof.analysis import sources
+
+PAIRS = ("rtx3090-rtx4090", "rtx4090-rtx5090")
+KERNEL_KINDS = {  # kernel families worth a column of their own, by a part of the name
+    "K:layer_norm": "layer_norm",
+    "K:elementwise_kernel": "at::native::elementwise_kernel",
+    "K:vectorized_elementwise": "vectorized_elementwise",
+}
+
+
+def shares(store: Path) -> pd.DataFrame:
+    latest = {}
+    for m in sources.load([str(store)]).profiles:
+        if m.result and m.result.op_types:
+            latest[m.model] = m.result
+    return share_table(latest)
+
+
+def share_table(results: dict) -> pd.DataFrame:
+    """One row per model: its share of op time per category/sub-category, of kernel time per KERNEL_KINDS."""
+    rows = []
+    for model, result in results.items():
+        row = {"model": model}
+        op_total = sum(o.time_ms for o in result.op_types) or 1.0
+        for o in result.op_types:
+            key = f"{o.category}/{o.subcategory or '-'}"
+            row[key] = row.get(key, 0.0) + o.time_ms / op_total
+        kernel_total = sum(k.time_ms for k in result.kernel_families) or 1.0
+        for column, part in KERNEL_KINDS.items():
+            row[column] = sum(k.time_ms for k in result.kernel_families if part in k.family) / kernel_total
+        rows.append(row)
+    return pd.DataFrame(rows).fillna(0.0)
+
+
+def rank_corr(x, y) -> float:
+    return float(np.corrcoef(pd.Series(x).rank(), pd.Series(y).rank())[0, 1])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("store", type=Path)
+    parser.add_argument("calibrate_out", type=Path, help="a calibrate_check --out folder")
+    parser.add_argument("--top", type=int, default=14, help="shares per pair, by |Spearman| with the published")
+    args = parser.parse_args(argv)
+    csvs = [args.calibrate_out / f"held-out-{pair}.csv.gz" for pair in PAIRS]
+    missing = [str(p) for p in [args.store, *csvs] if not p.is_file()]
+    if missing:
+        print(f"share_residuals.py: not found: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    table = shares(args.store)
+    for pair, csv in zip(PAIRS, csvs):
+        d = pd.read_csv(csv).merge(table, on="model")
+        calibrated = np.log(d.calibrated / d.speedup)
+        fraction = np.log(d.spec_fraction / d.speedup)
+        found = []
+        for column in table.columns[1:]:
+            if (d[column] > 0).mean() >= 0.1:  # a share most models have 0 of ranks by its ties
+                found.append((column, rank_corr(d[column], d.speedup), rank_corr(d[column], calibrated),
+                              rank_corr(d[column], fraction)))
+        found.sort(key=lambda t: -abs(t[1]))
+        print(f"{pair}: {len(d)} published rows; Spearman of the share with the published speed-up / "
+              "the calibrated residual / the fraction residual")
+        for column, published, cal, frac in found[:args.top]:
+            print(f"  {column:28s} {published:+.3f} / {cal:+.3f} / {frac:+.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,47 @@
+"""bench/share_residuals.py: each profile's shares of time, ranked against what the predictions miss."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))
+import share_residuals  # noqa: E402
+
+
+def op(category, sub, ms):
+    return SimpleNamespace(category=category, subcategory=sub, time_ms=ms)
+
+
+def kernel(family, ms):
+    return SimpleNamespace(family=family, time_ms=ms)
+
+
+def test_shares_are_of_op_time_per_subcategory_and_of_kernel_time_per_kind():
+    results = {
+        "m1": SimpleNamespace(op_types=[op("normalization", "layer", 1.0), op("normalization", "layer", 1.0),
+                                        op("linear", None, 2.0)],
+                              kernel_families=[kernel("vectorized_layer_norm_kernel", 1.0),
+                                               kernel("at::native::elementwise_kernel<128, 4>", 3.0)]),
+        "m2": SimpleNamespace(op_types=[op("linear", None, 1.0)], kernel_families=[]),
+    }
+    table = share_residuals.share_table(results).set_index("model")
+    assert table.loc["m1", "normalization/layer"] == pytest.approx(0.5)  # two op types of one sub-category add up
+    assert table.loc["m1", "linear/-"] == pytest.approx(0.5)
+    assert table.loc["m1", "K:layer_norm"] == pytest.approx(0.25)
+    assert table.loc["m1", "K:elementwise_kernel"] == pytest.approx(0.75)
+    assert table.loc["m2", "normalization/layer"] == 0.0 and table.loc["m2", "linear/-"] == 1.0
+
+
+def test_rank_corr_is_spearman():
+    assert share_residuals.rank_corr([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert share_residuals.rank_corr([1, 2, 3, 4], [9, 1, 0.5, 0.1]) == pytest.approx(-1.0)
+
+
+def test_missing_inputs_are_one_line(tmp_path, capsys):
+    assert share_residuals.main([str(tmp_path / "none.db"), str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("share_residuals.py: not found:") and "none.db" in err[0]
