@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from visprof.analysis.calibrate import (family_folds, family_held_out, fit_calibration, group_op_type, make_fleet,
-                                        ratio_table, within_family)
+from visprof.analysis.calibrate import (family_folds, family_held_out, fit_calibration, group_op_type, held_out_split,
+                                        make_fleet, ratio_table, within_family)
 from visprof.base.errors import BadInputError
 
 BUCKETS = ["cat:convolution", "sub:convolution/depthwise", "cat:linear", "cat:normalization",
@@ -179,3 +179,29 @@ def test_spec_variants_are_judged_beside_the_default():
     assert held.spec_variants["oracle"].median_abs_error == pytest.approx(0.01, abs=1e-6)
     assert held.spec_variants["oracle"].spearman == pytest.approx(1.0)
     assert "spec only (oracle)" in held.lines()
+
+
+def test_a_fixed_split_fits_on_the_rest_and_judges_the_test_models_only():
+    fleet = synthetic(noise=0.01)
+    test = np.array([i % 5 == 0 for i in range(len(fleet.models))])  # every 5th model, all families
+    held = held_out_split(fleet, test)
+    assert held.split == "fixed" and held.folds == 1
+    assert held.models == test.sum() and {p["model"] for p in held.predictions} == set(np.array(fleet.models)[test])
+    # the fit never saw them, yet recovers the known ratios: errors near the noise, far below the fleet median's
+    assert held.calibrated.median_abs_error < 0.02 < held.fleet_median.median_abs_error
+    assert held.calibrated.spearman > 0.95
+    # the fleet median is the training models' median, one value for every test model
+    train = ~test & np.isfinite(fleet.log_obs)
+    assert [p["fleet_median"] for p in held.predictions] == pytest.approx(
+        [math.exp(np.median(fleet.log_obs[train]))] * held.models)
+    assert held.lines().startswith(f"held out ({held.models} test models of")
+
+
+def test_a_fixed_split_refuses_an_empty_test_or_too_small_a_fit():
+    fleet = synthetic(n_families=3, per_family=8)
+    with pytest.raises(BadInputError, match="no published model is in the test set"):
+        held_out_split(fleet, np.zeros(len(fleet.models), dtype=bool))
+    with pytest.raises(BadInputError, match="at least 20 training models"):
+        held_out_split(fleet, np.array([i >= 5 for i in range(len(fleet.models))]))
+    with pytest.raises(BadInputError, match="one test flag per fleet model"):
+        held_out_split(fleet, [True])

@@ -402,6 +402,7 @@ class HeldOut:
     spec_variants: dict[str, MethodFigures] = field(default_factory=dict)  # other spec-only models
     within_family: MethodFigures | None = None  # the ceiling: the rest of the model's own family
     predictions: list[dict] = field(default_factory=list)
+    split: str = "family"  # "family": every family fold held out in turn; "fixed": one given test set
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
@@ -414,8 +415,12 @@ class HeldOut:
         rows += [(f"spec only ({name})", m) for name, m in self.spec_variants.items()]
         if self.within_family is not None:
             rows.append(("own family (ceiling)", self.within_family))
-        out = [f"family-held-out ({self.folds} folds, {self.families} families, {self.models} models; a family is never "
-               f"in the fit and the test at once):",
+        if self.split == "family":
+            head = (f"family-held-out ({self.folds} folds, {self.families} families, {self.models} models; a family is "
+                    f"never in the fit and the test at once):")
+        else:
+            head = f"held out ({self.models} test models of {self.families} families; the fit saw none of them):"
+        out = [head,
                f"  {'method':<26} {'Spearman':>9} {'median |err|':>13} {'x fleet median':>15}"]
         base = self.fleet_median.median_abs_error
         out += [f"  {name:<26} {'-' if m.spearman is None else format(m.spearman, '.3f'):>9} {m.median_abs_error:>12.1%}"
@@ -472,10 +477,32 @@ def family_held_out(fleet: Fleet, folds: int = 5, lam: float | None = None, inne
     if k < 2:
         raise BadInputError("the family-held-out test needs models of at least 2 families")
     fold = np.array(family_folds(fams, k))
-    n = len(idx)
-    cal, low, high, med, single = (np.zeros(n) for _ in range(5))
+    return _judge(fleet, idx, fold, range(k), lam, inner_folds)
+
+
+def held_out_split(fleet: Fleet, test: Sequence[bool], lam: float | None = None, inner_folds: int = 5) -> HeldOut:
+    """The fit on the published models outside ``test`` (one flag per fleet model), judged on the
+    published models in it: e.g. models profiled after the fit was settled, whatever their family.
+    The fleet median is the training models' median; the within-family figure, over the test models."""
+    test = np.asarray(test, dtype=bool)
+    if test.shape != (len(fleet.models),):
+        raise BadInputError("held-out split: one test flag per fleet model is needed")
+    idx = np.flatnonzero(np.isfinite(fleet.log_obs))
+    fold = test[idx].astype(int)  # 1: test, 0: train
+    if not fold.any():
+        raise BadInputError("held-out split: no published model is in the test set")
+    if (fold == 0).sum() < MIN_MODELS:
+        raise BadInputError(f"calibration needs at least {MIN_MODELS} training models with a profile and both "
+                            f"published numbers; there are {int((fold == 0).sum())}")
+    return _judge(fleet, idx, fold, [1], lam, inner_folds, split="fixed")
+
+
+def _judge(fleet: Fleet, idx: np.ndarray, fold: np.ndarray, tests, lam: float | None, inner_folds: int,
+           split: str = "family") -> HeldOut:
+    """Each fold in ``tests`` predicted by the fit on every other fold of ``idx``; figures over the tested models."""
+    cal, low, high, med, single = (np.full(len(idx), np.nan) for _ in range(5))
     lambdas, chosen = [], []
-    for j in range(k):
+    for j in tests:
         tr, te = idx[fold != j], idx[fold == j]
         fit = fit_calibration(fleet, tr, lam=lam, inner_folds=inner_folds)
         p, lo, hi = fit.predict(fleet.X[te], fleet.log_spec[te])
@@ -485,6 +512,8 @@ def family_held_out(fleet: Fleet, folds: int = 5, lam: float | None = None, inne
         single[fold == j] = s
         lambdas.append(fit.lam)
         chosen.append(name)
+    tested = np.isin(fold, list(tests))
+    idx, fold, cal, low, high, med, single = (a[tested] for a in (idx, fold, cal, low, high, med, single))
     obs = np.exp(fleet.log_obs[idx])
     spec = np.exp(fleet.log_spec[idx])
     preds = [{"model": fleet.models[i], "family": fleet.families[i], "fold": int(fold[m]), "speedup": float(obs[m]),
@@ -494,11 +523,11 @@ def family_held_out(fleet: Fleet, folds: int = 5, lam: float | None = None, inne
     for name, v in variants.items():
         for m, row in enumerate(preds):
             row[f"spec_{name}"] = float(v[m])
-    return HeldOut(n, len(set(fams)), k, MethodFigures.of(cal, obs), MethodFigures.of(med, obs, ranks=False),
-                   MethodFigures.of(single, obs), MethodFigures.of(spec, obs),
+    return HeldOut(len(idx), len({fleet.families[i] for i in idx}), len(tests), MethodFigures.of(cal, obs),
+                   MethodFigures.of(med, obs, ranks=False), MethodFigures.of(single, obs), MethodFigures.of(spec, obs),
                    float(np.mean((obs >= low) & (obs <= high))), float(np.mean(obs < low)), float(np.mean(obs > high)),
                    lambdas, chosen, {name: MethodFigures.of(v, obs) for name, v in variants.items()},
-                   MethodFigures.of(within_family(fleet, idx), obs), preds)
+                   MethodFigures.of(within_family(fleet, idx), obs), preds, split)
 
 
 # --- from a comparison -----------------------------------------------------------------------
@@ -602,5 +631,5 @@ def profile_covariates(result) -> tuple[float, float] | None:
 
 
 __all__ = ["BucketRatio", "bucket_rates", "parent_buckets", "COVARIATE_SCALE", "COVERAGE", "Fit", "Fleet", "HeldOut", "LAMBDAS", "MethodFigures", "buckets_of",
-           "family_folds", "family_held_out", "group_op_type", "within_family", "profile_covariates", "fit_calibration", "unpublished_predictions", "fit_ridge", "fleet_from_comparison",
+           "family_folds", "family_held_out", "held_out_split", "group_op_type", "within_family", "profile_covariates", "fit_calibration", "unpublished_predictions", "fit_ridge", "fleet_from_comparison",
            "format_ratio_table", "make_fleet", "ratio_table", "select_features"]

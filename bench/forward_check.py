@@ -1,0 +1,73 @@
+"""The calibration fit on the models profiled before a sweep, judged on the models that sweep added (issue 25).
+
+    python bench/forward_check.py --pair PAIR1.db rtx3090 rtx4090 --pair PAIR2.db rtx4090 rtx5090 \\
+        --store profiles.db --models bench/sweep_models_rest253.txt --out DIR
+
+A user's case of ``visprof calibrate``: published numbers for many models, profiles of some; the
+fit predicts the others. Here the others are the models of ``--models``, a list fixed before they
+were profiled: the fit sees none of their published numbers (they share families with the fit's
+models where timm has them). The features and covariate scales are chosen from every profile, as in
+``visprof calibrate`` (label-free). Per pair: Spearman, median |error| and its ratio to the
+training models' median's, the 80% band's coverage; the spec-only models beside it. Writes
+``forward.txt`` and ``forward-BASE-TARGET.csv.gz`` (per test model) into --out, atomically.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from visprof.analysis import sources
+from visprof.analysis.calibrate import fleet_from_comparison, held_out_split
+from visprof.analysis.compare import compare
+from visprof.analysis.gpus import gpu_table
+from visprof.base.outputs import atomic_write_text
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from calibrate_check import write_predictions  # noqa: E402
+
+
+def listed_models(path: Path) -> set[str]:
+    return {line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")}
+
+
+def run_pair(refs: Path, base: str, target: str, store: Path, listed: set[str]) -> tuple[str, list[dict]]:
+    table = gpu_table()
+    loaded = sources.load([refs, store], table)
+    comparison = compare(loaded.measurements, base, target, table)
+    fleet, _ = fleet_from_comparison(comparison, loaded.profiles, spec_excess=["fraction"], table=table)
+    test = [name.split(".")[0] in listed for name in fleet.models]
+    held = held_out_split(fleet, test)
+    found = {name.split(".")[0] for name, t in zip(fleet.models, test) if t}
+    trained = sum(1 for obs, t in zip(fleet.log_obs, test) if math.isfinite(obs) and not t)
+    text = (f"== {comparison.base} -> {comparison.target}: fit on {trained} published rows, tested on "
+            f"{held.models} published rows of {len(found)} of the {len(listed)} listed models ==\n" + held.lines())
+    return text, held.predictions
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pair", nargs=3, action="append", required=True, metavar=("REFS_DB", "BASE", "TARGET"))
+    parser.add_argument("--store", type=Path, required=True)
+    parser.add_argument("--models", type=Path, required=True, help="the test models, one per line (# comments)")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    missing = [str(p) for p in [args.store, args.models, *(Path(p[0]) for p in args.pair)] if not p.is_file()]
+    if missing:
+        print(f"forward_check.py: not found: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    listed = listed_models(args.models)
+    args.out.mkdir(parents=True, exist_ok=True)
+    texts = []
+    for refs, base, target in args.pair:
+        text, predictions = run_pair(Path(refs), base, target, args.store, listed)
+        print(text, flush=True)
+        write_predictions(args.out / f"forward-{base}-{target}.csv.gz", predictions)
+        texts.append(text)
+    atomic_write_text(args.out / "forward.txt", "\n".join(texts))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

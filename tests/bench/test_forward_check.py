@@ -1,0 +1,28 @@
+"""bench/forward_check.py: the calibration judged on models listed before they were profiled."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))
+import forward_check  # noqa: E402
+
+
+def test_the_list_is_its_names_without_comments_or_blanks(tmp_path):
+    path = tmp_path / "models.txt"
+    path.write_text("# fixed before the run\nresnet50\n\n  vit_base_patch16_224 \n# convnext_tiny\n")
+    assert forward_check.listed_models(path) == {"resnet50", "vit_base_patch16_224"}
+
+
+def test_the_committed_list_names_253_models_and_no_test_networks():
+    listed = forward_check.listed_models(REPO / "bench" / "sweep_models_rest253.txt")
+    assert len(listed) == 253 and not any(m.startswith("test_") for m in listed)
+
+
+def test_missing_inputs_are_one_line(tmp_path, capsys):
+    rc = forward_check.main(["--pair", str(tmp_path / "p.db"), "a", "b", "--store", str(tmp_path / "s.db"),
+                             "--models", str(tmp_path / "m.txt"), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and err[0].startswith("forward_check.py: not found:") and "p.db" in err[0]
+    assert not (tmp_path / "out").exists()
