@@ -24,8 +24,8 @@
 #   structure GPU tests of structural roles and torch.compile'd models (STRUCTURE_TESTS: which files)
 #             + bench/compile_check.py with each run's kernel recording (compile-recordings.tar.gz)
 #   (nsight-tests takes NSIGHT_K, a pytest -k expression)
-#   ncu-bounds  `visprof ncu --category all --json` of NCU_MODELS (default: one model of each of the three least-covered
-#             families bench/results/bounds-2026-12-03/coverage.txt names; not yet run; NCU_TIMEOUT s each, default 240), then
+#   ncu-bounds  `visprof ncu --category all --json` of NCU_MODELS (default: the three least-covered architectures
+#             bench/results/bounds-2026-12-03/coverage.txt names, not yet measured; NCU_TIMEOUT s each, default 240), then
 #             `visprof bounds build` of them (h200-bounds-new.json; bench/bound_library.py pools them with the older recording)
 # VISPROF_COMMIT names the commit in the results (the device copy has no .git).
 set -u
@@ -106,7 +106,7 @@ for step in "${steps[@]}"; do
       gzip -c /tmp/nsys-resnet50.sqlite > "$OUT/nsys2022-h200-resnet50.sqlite.gz" ;;
     ncu-bounds)
       mkdir -p /tmp/ncu-bounds
-      for model in ${NCU_MODELS:-convmixer_768_32 focalnet_large_fl3 gmixer_24_224}; do
+      for model in ${NCU_MODELS:-maxxvitv2_nano_rw_256 cait_xxs24_384 sequencer2d_m}; do
         timeout "${NCU_TIMEOUT:-240}" python3 -m visprof ncu "$model" --category all --quiet \
           --json "/tmp/ncu-bounds/ncu-$model.json" > "/tmp/ncu-bounds/ncu-$model.txt" 2>&1
         echo "$model: exit $? $(tail -1 /tmp/ncu-bounds/ncu-$model.txt)" | tee -a "$OUT/ncu-bounds.txt"
