@@ -27,10 +27,11 @@ from pathlib import Path
 
 from visprof.analysis import sources
 from visprof.analysis.calibrate import (LAMBDAS, MIN_MODELS_PER_FEATURE, MIN_SHARE, BucketRatio, Fit, buckets_of,
-                                        family_held_out, fit_calibration, fleet_from_comparison, format_ratio_table,
-                                        ratio_table, unpublished_predictions)
+                                        fit_calibration, fleet_from_comparison, format_ratio_table, ratio_table,
+                                        unpublished_predictions)
 from visprof.analysis.calibration_sentences import sentences
 from visprof.analysis.compare import compare
+from visprof.analysis.held_out import family_held_out
 from visprof.analysis.gpus import gpu_table
 from visprof.analysis.repeatability import identical_work_groups, repeatability
 from visprof.base.outputs import atomic_write_text

@@ -19,9 +19,10 @@ import sys
 from pathlib import Path
 
 from visprof.analysis import sources
-from visprof.analysis.calibrate import fleet_from_comparison, held_out_split
+from visprof.analysis.calibrate import fleet_from_comparison
 from visprof.analysis.compare import compare
 from visprof.analysis.gpus import gpu_table
+from visprof.analysis.held_out import held_out_split
 from visprof.base.outputs import atomic_write_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

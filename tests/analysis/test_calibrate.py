@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from visprof.analysis.calibrate import (family_folds, family_held_out, fit_calibration, group_op_type, held_out_split,
-                                        make_fleet, ratio_table, within_family)
+from visprof.analysis.calibrate import family_folds, fit_calibration, group_op_type, make_fleet, ratio_table
+from visprof.analysis.held_out import family_held_out, held_out_split, within_family
 from visprof.base.errors import BadInputError
 
 BUCKETS = ["cat:convolution", "sub:convolution/depthwise", "cat:linear", "cat:normalization",

@@ -11,6 +11,8 @@ Modules, each small and importable on its own (nothing heavy loads at import):
     families      a model's family from the timm module that defines it
     compare       speed-ups between two GPUs, sensitivity, aggregates, explanations
     predict       a profile on one GPU -> latency on another (roofline scaling per group)
+    calibrate     a GPU pair's spec-ratio prediction fitted to a published table, per op type
+    held_out      the calibration judged on models its fit did not see (families held out)
     accuracy      ImageNet top-1 of timm's pretrained weights (a compact copy)
 """
 from __future__ import annotations

@@ -31,13 +31,8 @@ spec ratios say, and predicts models that are not in the table:
   predictive-variance factor of the ridge, large for a model whose time lies in buckets with
   little training weight), and multiplied back by sqrt(1 + h(x)) of the model predicted.
 
-``family_held_out`` evaluates it: timm families are split into folds (a family is never in the fit
-and the test at once), and every model is predicted by the fit on the other folds. Baselines,
-on the same folds: the training folds' median speed-up, the best single profile feature (chosen
-and fitted on the training folds), and the spec-only predictions: visprof's default spec model
-and any other the fleet carries (``spec_variants``, e.g. ``excess="fraction"``), nothing fitted.
-A ceiling to read them against: ``within_family``, each model predicted by the mean log
-speed-up of the rest of its own family (which a family-held-out fit never sees).
+``visprof.analysis.held_out`` judges it on models the fit did not see (timm families held out,
+or a given test set) against baselines.
 
 Pure NumPy; nothing is read from disk here (``fleet_from_comparison`` takes what
 ``visprof.analysis.compare`` and ``visprof.analysis.sources`` give).
@@ -53,7 +48,6 @@ from typing import Sequence
 
 import numpy as np
 
-from visprof.analysis.metrics import spearman
 from visprof.attribution.op_types import GEMM_OPS, INTENSITY_CLASSES
 from visprof.base.errors import BadInputError
 
@@ -368,168 +362,6 @@ def format_ratio_table(rows: list[BucketRatio], fit: Fit, top: int = 20) -> str:
     return "\n".join(lines) + "\n"
 
 
-# --- the held-out evaluation -----------------------------------------------------------------
-
-@dataclass
-class MethodFigures:
-    spearman: float | None  # None: the method ranks no models (a constant within each fold)
-    median_abs_error: float
-    models: int | None = None  # set where the method predicts fewer models than the fleet has
-
-    @classmethod
-    def of(cls, predicted: np.ndarray, observed: np.ndarray, ranks: bool = True) -> "MethodFigures":
-        ok = np.isfinite(predicted)
-        predicted, observed_ok = predicted[ok], observed[ok]
-        rho = float(spearman(list(predicted), list(observed_ok))) if ranks else None
-        return cls(None if rho is None or math.isnan(rho) else rho, float(np.median(np.abs(predicted / observed_ok - 1))),
-                   None if ok.all() else int(ok.sum()))
-
-
-@dataclass
-class HeldOut:
-    models: int
-    families: int
-    folds: int
-    calibrated: MethodFigures
-    fleet_median: MethodFigures
-    best_feature: MethodFigures
-    spec_only: MethodFigures
-    coverage: float  # published speed-up inside the band, held-out families
-    below: float  # published under the band
-    above: float
-    lambdas: list[float]
-    best_features: list[str]  # the single feature each fold chose
-    spec_variants: dict[str, MethodFigures] = field(default_factory=dict)  # other spec-only models
-    within_family: MethodFigures | None = None  # the ceiling: the rest of the model's own family
-    predictions: list[dict] = field(default_factory=list)
-    split: str = "family"  # "family": every family fold held out in turn; "fixed": one given test set
-
-    def to_dict(self) -> dict:
-        from dataclasses import asdict
-
-        return asdict(self)
-
-    def lines(self) -> str:
-        rows = [("calibrated", self.calibrated), ("fleet median", self.fleet_median),
-                ("best single feature", self.best_feature), ("spec only", self.spec_only)]
-        rows += [(f"spec only ({name})", m) for name, m in self.spec_variants.items()]
-        if self.within_family is not None:
-            rows.append(("own family (ceiling)", self.within_family))
-        if self.split == "family":
-            head = (f"family-held-out ({self.folds} folds, {self.families} families, {self.models} models; a family is "
-                    f"never in the fit and the test at once):")
-        else:
-            head = f"held out ({self.models} test models of {self.families} families; the fit saw none of them):"
-        out = [head,
-               f"  {'method':<26} {'Spearman':>9} {'median |err|':>13} {'x fleet median':>15}"]
-        base = self.fleet_median.median_abs_error
-        out += [f"  {name:<26} {'-' if m.spearman is None else format(m.spearman, '.3f'):>9} {m.median_abs_error:>12.1%}"
-                f" {m.median_abs_error / base if base > 0 else float('nan'):>15.2f}" + (f"  ({m.models} models)" if m.models else "")
-                for name, m in rows]
-        out.append(f"  {COVERAGE:.0%} band: {self.coverage:.1%} of held-out published speed-ups inside "
-                   f"({self.below:.1%} below, {self.above:.1%} above); lambda per fold {self.lambdas}; "
-                   f"single feature per fold: {', '.join(sorted(set(self.best_features)))}")
-        return "\n".join(out) + "\n"
-
-
-def _best_single(fleet: Fleet, tr: np.ndarray, te: np.ndarray) -> tuple[str, np.ndarray]:
-    """The profile feature with the largest |Spearman| with the speed-up on ``tr``, fitted
-    linearly (log speed-up on it) on ``tr``, predicting ``te``."""
-    y = fleet.log_obs[tr]
-    best = None
-    for name, values in sorted(fleet.baseline_features.items()):
-        x = values[tr]
-        if np.ptp(x) == 0:
-            continue
-        rho = spearman(list(x), list(y))
-        if not math.isnan(rho) and (best is None or abs(rho) > best[0]):
-            best = (abs(rho), name)
-    if best is None:
-        return "-", np.full(len(te), math.exp(float(np.median(y))))
-    x = fleet.baseline_features[best[1]]
-    b, a = np.polyfit(x[tr], y, 1)
-    return best[1], np.exp(a + b * x[te])
-
-
-def within_family(fleet: Fleet, idx: np.ndarray) -> np.ndarray:
-    """Each model's speed-up predicted by the geometric mean of the other models of its family
-    among ``idx`` (NaN for a family of one): how consistent the published speed-up is within a
-    family, a ceiling of what a per-architecture profile could explain."""
-    members: dict[str, list[int]] = defaultdict(list)
-    for m, i in enumerate(idx):
-        members[fleet.families[i]].append(m)
-    y = fleet.log_obs[idx]
-    out = np.full(len(idx), np.nan)
-    for ms in members.values():
-        if len(ms) > 1:
-            total = y[ms].sum()
-            out[ms] = np.exp((total - y[ms]) / (len(ms) - 1))
-    return out
-
-
-def family_held_out(fleet: Fleet, folds: int = 5, lam: float | None = None, inner_folds: int = 5) -> HeldOut:
-    idx = np.flatnonzero(np.isfinite(fleet.log_obs))
-    if len(idx) < MIN_MODELS:
-        raise BadInputError(f"calibration needs at least {MIN_MODELS} models with a profile and both published "
-                            f"numbers; there are {len(idx)}")
-    fams = [fleet.families[i] for i in idx]
-    k = min(folds, len(set(fams)))
-    if k < 2:
-        raise BadInputError("the family-held-out test needs models of at least 2 families")
-    fold = np.array(family_folds(fams, k))
-    return _judge(fleet, idx, fold, range(k), lam, inner_folds)
-
-
-def held_out_split(fleet: Fleet, test: Sequence[bool], lam: float | None = None, inner_folds: int = 5) -> HeldOut:
-    """The fit on the published models outside ``test`` (one flag per fleet model), judged on the
-    published models in it: e.g. models profiled after the fit was settled, whatever their family.
-    The fleet median is the training models' median; the within-family figure, over the test models."""
-    test = np.asarray(test, dtype=bool)
-    if test.shape != (len(fleet.models),):
-        raise BadInputError("held-out split: one test flag per fleet model is needed")
-    idx = np.flatnonzero(np.isfinite(fleet.log_obs))
-    fold = test[idx].astype(int)  # 1: test, 0: train
-    if not fold.any():
-        raise BadInputError("held-out split: no published model is in the test set")
-    if (fold == 0).sum() < MIN_MODELS:
-        raise BadInputError(f"calibration needs at least {MIN_MODELS} training models with a profile and both "
-                            f"published numbers; there are {int((fold == 0).sum())}")
-    return _judge(fleet, idx, fold, [1], lam, inner_folds, split="fixed")
-
-
-def _judge(fleet: Fleet, idx: np.ndarray, fold: np.ndarray, tests, lam: float | None, inner_folds: int,
-           split: str = "family") -> HeldOut:
-    """Each fold in ``tests`` predicted by the fit on every other fold of ``idx``; figures over the tested models."""
-    cal, low, high, med, single = (np.full(len(idx), np.nan) for _ in range(5))
-    lambdas, chosen = [], []
-    for j in tests:
-        tr, te = idx[fold != j], idx[fold == j]
-        fit = fit_calibration(fleet, tr, lam=lam, inner_folds=inner_folds)
-        p, lo, hi = fit.predict(fleet.X[te], fleet.log_spec[te])
-        cal[fold == j], low[fold == j], high[fold == j] = p, lo, hi
-        med[fold == j] = math.exp(float(np.median(fleet.log_obs[tr])))
-        name, s = _best_single(fleet, tr, te)
-        single[fold == j] = s
-        lambdas.append(fit.lam)
-        chosen.append(name)
-    tested = np.isin(fold, list(tests))
-    idx, fold, cal, low, high, med, single = (a[tested] for a in (idx, fold, cal, low, high, med, single))
-    obs = np.exp(fleet.log_obs[idx])
-    spec = np.exp(fleet.log_spec[idx])
-    preds = [{"model": fleet.models[i], "family": fleet.families[i], "fold": int(fold[m]), "speedup": float(obs[m]),
-              "spec_speedup": float(spec[m]), "calibrated": float(cal[m]), "low": float(low[m]), "high": float(high[m]),
-              "fleet_median": float(med[m]), "best_feature": float(single[m])} for m, i in enumerate(idx)]
-    variants = {name: np.exp(v[idx]) for name, v in fleet.spec_variants.items()}
-    for name, v in variants.items():
-        for m, row in enumerate(preds):
-            row[f"spec_{name}"] = float(v[m])
-    return HeldOut(len(idx), len({fleet.families[i] for i in idx}), len(tests), MethodFigures.of(cal, obs),
-                   MethodFigures.of(med, obs, ranks=False), MethodFigures.of(single, obs), MethodFigures.of(spec, obs),
-                   float(np.mean((obs >= low) & (obs <= high))), float(np.mean(obs < low)), float(np.mean(obs > high)),
-                   lambdas, chosen, {name: MethodFigures.of(v, obs) for name, v in variants.items()},
-                   MethodFigures.of(within_family(fleet, idx), obs), preds, split)
-
-
 # --- from a comparison -----------------------------------------------------------------------
 
 def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequence[str] = ()) -> tuple[Fleet, int]:
@@ -630,6 +462,6 @@ def profile_covariates(result) -> tuple[float, float] | None:
     return math.log(1.0 / rate), math.log(flops / moved)
 
 
-__all__ = ["BucketRatio", "bucket_rates", "parent_buckets", "COVARIATE_SCALE", "COVERAGE", "Fit", "Fleet", "HeldOut", "LAMBDAS", "MethodFigures", "buckets_of",
-           "family_folds", "family_held_out", "held_out_split", "group_op_type", "within_family", "profile_covariates", "fit_calibration", "unpublished_predictions", "fit_ridge", "fleet_from_comparison",
-           "format_ratio_table", "make_fleet", "ratio_table", "select_features"]
+__all__ = ["BucketRatio", "COVARIATE_SCALE", "COVERAGE", "Fit", "Fleet", "LAMBDAS", "MIN_MODELS", "bucket_rates", "buckets_of",
+           "family_folds", "fit_calibration", "fit_ridge", "fleet_from_comparison", "format_ratio_table", "group_op_type",
+           "make_fleet", "parent_buckets", "profile_covariates", "ratio_table", "select_features", "unpublished_predictions"]
