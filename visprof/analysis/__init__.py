@@ -13,7 +13,11 @@ Modules, each small and importable on its own (nothing heavy loads at import):
     predict       a profile on one GPU -> latency on another (roofline scaling per group)
     calibrate     a GPU pair's spec-ratio prediction fitted to a published table, per op type
     held_out      the calibration judged on models its fit did not see (families held out)
+    calibration_sentences  each model's calibrated speed-up told from the fitted ratios
+    repeatability identical work in the profiles, and the ceiling noise leaves a predictor
+    measured_bounds  bounds per kernel family from Nsight Compute counters, and their coverage
     accuracy      ImageNet top-1 of timm's pretrained weights (a compact copy)
+    metrics       Spearman, Pearson, ratio errors
 """
 from __future__ import annotations
 
