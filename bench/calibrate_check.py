@@ -34,7 +34,8 @@ from visprof.analysis.compare import compare
 from visprof.analysis.held_out import family_held_out
 from visprof.analysis.gpus import gpu_table
 from visprof.analysis.repeatability import identical_work_groups, repeatability
-from visprof.base.outputs import atomic_write_text
+from visprof.base.errors import BadInputError
+from visprof.base.outputs import atomic_write_text, check_output_paths
 
 GROUP_NORM_SHARE = 0.02  # a "group-norm model" spends at least this share of its profiled time in group norm
 # The kernels that tell group norms apart (bench/results/two-pairs-2026-12-01/group-norm-kernels.txt):
@@ -126,6 +127,16 @@ def run_pair(refs: Path, base: str, target: str, store: Path, folds: int, spec_e
     return doc, text, predictions
 
 
+def prepare_out(out: Path, names: list[str], inputs: dict) -> None:
+    """Makes the --out folder and checks the files to be written there, before any work: each
+    writable and none of them one of the run's ``inputs`` (BadInputError)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadInputError(f"--out {out}: cannot make the folder ({exc.strerror})") from None
+    check_output_paths({f"--out {name}": out / name for name in names}, inputs=inputs)
+
+
 def write_predictions(path: Path, rows: list[dict]) -> None:
     """Per model, its held-out prediction, band and baselines (gzip CSV, 4 significant digits)."""
     keys = list(rows[0])
@@ -143,14 +154,19 @@ def main(argv=None) -> int:
                         help="other spec-only models to judge beside the default (predict.EXCESS_MODES; default: fraction)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
     docs, texts = [], []
-    for refs, base, target in args.pair:
-        doc, text, predictions = run_pair(Path(refs), base, target, args.store, args.folds, args.spec_excess)
-        print(text, flush=True)
-        write_predictions(args.out / f"held-out-{base}-{target}.csv.gz", predictions)
-        docs.append(doc)
-        texts.append(text)
+    try:
+        prepare_out(args.out, ["calibrate.json", "calibrate.txt"] + [f"held-out-{b}-{t}.csv.gz" for _, b, t in args.pair],
+                    {"--store": args.store, "--pair": [p[0] for p in args.pair]})
+        for refs, base, target in args.pair:
+            doc, text, predictions = run_pair(Path(refs), base, target, args.store, args.folds, args.spec_excess)
+            print(text, flush=True)
+            write_predictions(args.out / f"held-out-{base}-{target}.csv.gz", predictions)
+            docs.append(doc)
+            texts.append(text)
+    except BadInputError as exc:
+        print(f"calibrate_check.py: {exc}", file=sys.stderr)
+        return 2
     settings = {"lambdas": list(LAMBDAS), "folds": args.folds, "min_share": MIN_SHARE,
                 "min_models_per_feature": MIN_MODELS_PER_FEATURE, "spec_excess": args.spec_excess,
                 "group_norm_share": GROUP_NORM_SHARE}

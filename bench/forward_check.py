@@ -23,10 +23,11 @@ from visprof.analysis.calibrate import fleet_from_comparison
 from visprof.analysis.compare import compare
 from visprof.analysis.gpus import gpu_table
 from visprof.analysis.held_out import held_out_split
+from visprof.base.errors import BadInputError
 from visprof.base.outputs import atomic_write_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from calibrate_check import write_predictions  # noqa: E402
+from calibrate_check import prepare_out, write_predictions  # noqa: E402
 
 
 def listed_models(path: Path) -> set[str]:
@@ -38,9 +39,10 @@ def run_pair(refs: Path, base: str, target: str, store: Path, listed: set[str]) 
     loaded = sources.load([refs, store], table)
     comparison = compare(loaded.measurements, base, target, table)
     fleet, _ = fleet_from_comparison(comparison, loaded.profiles, spec_excess=["fraction"], table=table)
-    test = [name.split(".")[0] in listed for name in fleet.models]
+    archs = [name.split(".")[0] for name in fleet.models]  # published names may carry a pretrained tag
+    test = [arch in listed for arch in archs]
     held = held_out_split(fleet, test)
-    found = {name.split(".")[0] for name, t in zip(fleet.models, test) if t}
+    found = {arch for arch, t in zip(archs, test) if t}
     trained = sum(1 for obs, t in zip(fleet.log_obs, test) if math.isfinite(obs) and not t)
     text = (f"== {comparison.base} -> {comparison.target}: fit on {trained} published rows, tested on "
             f"{held.models} published rows of {len(found)} of the {len(listed)} listed models ==\n" + held.lines())
@@ -59,13 +61,18 @@ def main(argv=None) -> int:
         print(f"forward_check.py: not found: {', '.join(missing)}", file=sys.stderr)
         return 2
     listed = listed_models(args.models)
-    args.out.mkdir(parents=True, exist_ok=True)
     texts = []
-    for refs, base, target in args.pair:
-        text, predictions = run_pair(Path(refs), base, target, args.store, listed)
-        print(text, flush=True)
-        write_predictions(args.out / f"forward-{base}-{target}.csv.gz", predictions)
-        texts.append(text)
+    try:
+        prepare_out(args.out, ["forward.txt"] + [f"forward-{b}-{t}.csv.gz" for _, b, t in args.pair],
+                    {"--store": args.store, "--models": args.models, "--pair": [p[0] for p in args.pair]})
+        for refs, base, target in args.pair:
+            text, predictions = run_pair(Path(refs), base, target, args.store, listed)
+            print(text, flush=True)
+            write_predictions(args.out / f"forward-{base}-{target}.csv.gz", predictions)
+            texts.append(text)
+    except BadInputError as exc:
+        print(f"forward_check.py: {exc}", file=sys.stderr)
+        return 2
     atomic_write_text(args.out / "forward.txt", "\n".join(texts))
     return 0
 

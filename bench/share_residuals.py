@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from visprof.analysis import sources
+from visprof.analysis.metrics import spearman
 
 PAIRS = ("rtx3090-rtx4090", "rtx4090-rtx5090")
 KERNEL_KINDS = {  # kernel families worth a column of their own, by a part of the name
@@ -51,10 +52,6 @@ def share_table(results: dict) -> pd.DataFrame:
     return pd.DataFrame(rows).fillna(0.0)
 
 
-def rank_corr(x, y) -> float:
-    return float(np.corrcoef(pd.Series(x).rank(), pd.Series(y).rank())[0, 1])
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("store", type=Path)
@@ -74,8 +71,7 @@ def main(argv=None) -> int:
         found = []
         for column in table.columns[1:]:
             if (d[column] > 0).mean() >= 0.1:  # a share most models have 0 of ranks by its ties
-                found.append((column, rank_corr(d[column], d.speedup), rank_corr(d[column], calibrated),
-                              rank_corr(d[column], fraction)))
+                found.append((column, *(spearman(list(d[column]), list(y)) for y in (d.speedup, calibrated, fraction))))
         found.sort(key=lambda t: -abs(t[1]))
         print(f"{pair}: {len(d)} published rows; Spearman of the share with the published speed-up / "
               "the calibrated residual / the fraction residual")

@@ -26,3 +26,15 @@ def test_missing_inputs_are_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and err[0].startswith("forward_check.py: not found:") and "p.db" in err[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_an_output_that_is_an_input_is_refused_before_any_work(tmp_path, capsys):
+    models = tmp_path / "forward.txt"  # the list, where the run would write its report
+    models.write_text("resnet50\n")
+    for name in ("p.db", "s.db"):
+        (tmp_path / name).write_bytes(b"")
+    rc = forward_check.main(["--pair", str(tmp_path / "p.db"), "a", "b", "--store", str(tmp_path / "s.db"),
+                             "--models", str(models), "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and err[0].startswith("forward_check.py:") and "forward.txt" in err[0]
+    assert models.read_text() == "resnet50\n"

@@ -37,8 +37,8 @@ def test_shares_are_of_op_time_per_subcategory_and_of_kernel_time_per_kind():
 
 
 def test_rank_corr_is_spearman():
-    assert share_residuals.rank_corr([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
-    assert share_residuals.rank_corr([1, 2, 3, 4], [9, 1, 0.5, 0.1]) == pytest.approx(-1.0)
+    assert share_residuals.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert share_residuals.spearman([1, 2, 3, 4], [9, 1, 0.5, 0.1]) == pytest.approx(-1.0)
 
 
 def test_missing_inputs_are_one_line(tmp_path, capsys):

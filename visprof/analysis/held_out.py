@@ -47,7 +47,7 @@ class HeldOut:
     fleet_median: MethodFigures
     best_feature: MethodFigures
     spec_only: MethodFigures
-    coverage: float  # published speed-up inside the band, held-out families
+    coverage: float  # published speed-up inside the band, over the held-out models
     below: float  # published under the band
     above: float
     lambdas: list[float]
