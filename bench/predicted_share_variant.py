@@ -34,9 +34,8 @@ _pair: dict = {}  # the pair being calibrated: base and target spec rows, batch,
 
 
 def _group_keys(g) -> tuple[str, str, str]:
-    sub = g.subcategory or "-"
-    return (f"cat:{g.category}", f"sub:{g.category}/{sub}",
-            f"op:{g.category}/{sub}/{calibrate.group_op_type(g.op, g.flops, g.bytes)}")
+    """The category, sub-category and op-type buckets of a roofline group (as ``buckets_of`` names them)."""
+    return f"cat:{g.category}", f"sub:{g.category}/{g.subcategory or '-'}", calibrate.op_bucket(g)
 
 
 def _predicted_shares(prediction) -> tuple[dict[str, float], float]:

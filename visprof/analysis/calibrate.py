@@ -125,6 +125,11 @@ def group_op_type(op: str | None, flops: float, nbytes: float) -> str:
     return "convolution" if name in _CONVOLUTIONS else name
 
 
+def op_bucket(group) -> str:
+    """The op-type bucket a roofline group's time counts in: ``op:CATEGORY/SUB/TYPE``."""
+    return f"op:{group.category}/{group.subcategory or '-'}/{group_op_type(group.op, group.flops, group.bytes)}"
+
+
 def buckets_of(result) -> dict[str, float]:
     """A profile's time buckets as shares of its profiled time (kernel rows plus idle time)."""
     rows = [r for r in result.categories if r.time_ms and r.time_ms > 0]
@@ -141,7 +146,7 @@ def buckets_of(result) -> dict[str, float]:
         out["idle"] = idle / total
     for g in (result.roofline.groups if result.roofline else []):
         if g.time_ms and g.time_ms > 0:
-            out[f"op:{g.category}/{g.subcategory or '-'}/{group_op_type(g.op, g.flops, g.bytes)}"] += g.time_ms / total
+            out[op_bucket(g)] += g.time_ms / total
     for k in result.kernel_families or []:
         if k.time_ms and k.time_ms > 0:
             out[f"kf:{k.category}/{k.subcategory or '-'}/{k.family}"] += k.time_ms / total
@@ -464,4 +469,4 @@ def profile_covariates(result) -> tuple[float, float] | None:
 
 __all__ = ["BucketRatio", "COVARIATE_SCALE", "COVERAGE", "Fit", "Fleet", "LAMBDAS", "MIN_MODELS", "bucket_rates", "buckets_of",
            "family_folds", "fit_calibration", "fit_ridge", "fleet_from_comparison", "format_ratio_table", "group_op_type",
-           "make_fleet", "parent_buckets", "profile_covariates", "ratio_table", "select_features", "unpublished_predictions"]
+           "make_fleet", "op_bucket", "parent_buckets", "profile_covariates", "ratio_table", "select_features", "unpublished_predictions"]

@@ -23,6 +23,7 @@ from visprof.analysis.calibrate import COVERAGE, MIN_MODELS, Fleet, family_folds
 from visprof.analysis.metrics import spearman
 from visprof.base.errors import BadInputError
 
+
 @dataclass
 class MethodFigures:
     spearman: float | None  # None: the method ranks no models (a constant within each fold)
