@@ -9,7 +9,8 @@ together so that they add up to the published base latency; each group's time on
 split as `fraction` splits a measured time (its roofline share scales with the roof's resource, the
 rest with the clock) from the base to the target. Printed per pair, over every model with a profile
 and both published rows: Spearman, median abs. error and median signed error of the speed-up, for
-it and for the committed spec model, against the fleet median's error. Nothing is fitted.
+it and for the committed spec model, against the fleet median's error; and how far the published
+base latency is from the one `fraction` predicts there (the anchor's scale). Nothing is fitted.
 """
 from __future__ import annotations
 
@@ -33,6 +34,12 @@ def anchored_speedup(result, base_latency_ms: float, batch: int, base: GpuSpec, 
                      precision: str | None = None) -> float | None:
     """Target over base throughput of ``result``'s model at ``batch``, its base latency ``base_latency_ms``."""
     on_base = predict_result(result, base, batch_size=batch, table=table, excess="fraction", precision=precision)
+    return anchored_from(on_base, result, base_latency_ms, batch, base, target, precision)
+
+
+def anchored_from(on_base, result, base_latency_ms: float, batch: int, base: GpuSpec, target: GpuSpec,
+                  precision: str | None = None) -> float | None:
+    """``anchored_speedup`` from the profile's ``fraction`` prediction on the base, ``on_base``."""
     kernel = sum(p.time_ms for p in on_base.groups)
     if kernel <= 0 or on_base.latency_ms <= 0 or base_latency_ms <= 0:
         return None
@@ -62,25 +69,31 @@ def run_pair(refs: Path, base: str, target: str, store: Path) -> str:
     for m in loaded.profiles:
         if m.result is not None:
             by_key[(m.arch, m.img_size)].append(m)
-    published, committed, anchored = [], [], []
+    published, committed, anchored, base_ratio = [], [], [], []
     for mc in comparison.models:
         chosen = profile_for(by_key.get((mc.base.arch, mc.img_size), []), comparison.base, mc.base.batch_size)
         if chosen is None or mc.predicted_speedup is None or not mc.base.samples_per_s:
             continue
         precision = mc.base.precision if mc.base.precision in ("fp16", "bf16") else None
+        latency = mc.base.batch_size / mc.base.samples_per_s * 1e3
         try:
-            value = anchored_speedup(chosen.result, mc.base.batch_size / mc.base.samples_per_s * 1e3,
-                                     mc.base.batch_size, comparison.base_spec, comparison.target_spec, table, precision)
+            on_base = predict_result(chosen.result, comparison.base_spec, batch_size=mc.base.batch_size, table=table,
+                                     excess="fraction", precision=precision)
         except BadInputError:
             continue
+        value = anchored_from(on_base, chosen.result, latency, mc.base.batch_size, comparison.base_spec,
+                              comparison.target_spec, precision)
         if value:
             published.append(mc.speedup)
             committed.append(mc.predicted_speedup)
             anchored.append(value)
+            base_ratio.append(latency / on_base.latency_ms)
     pub = np.array(published)
     median = float(np.median(pub))
+    q1, q2, q3 = np.percentile(base_ratio, [25, 50, 75])
     lines = [f"{base} -> {target}: {len(pub)} models; the fleet median x{median:.3f} errs by "
-             f"{np.median(np.abs(median / pub - 1)):.2%}"]
+             f"{np.median(np.abs(median / pub - 1)):.2%}; published over `fraction`-predicted latency on the "
+             f"{base}: median x{q2:.3f}, quartiles x{q1:.3f}-x{q3:.3f}"]
     for name, values in (("spec only (committed clock)", committed), ("anchored on the base", anchored)):
         p = np.array(values)
         lines.append(f"  {name:28} Spearman {spearman(p, pub):.3f}  median |err| {np.median(np.abs(p / pub - 1)):.2%}  "
