@@ -1,7 +1,7 @@
 """`visprof calibrate`'s method and the spec-only models on both published GPU pairs, same constants (issue 25).
 
     python bench/calibrate_check.py --pair PAIR1.db rtx3090 rtx4090 --pair PAIR2.db rtx4090 rtx5090 \\
-        --store profiles.db --out bench/results/calibrate-2026-12-03
+        --store profiles.db --out bench/results/calibrate-2026-12-04
 
 Each PAIR.db is ``visprof import-timm BASE.csv TARGET.csv --store PAIR.db``; ``profiles.db`` a
 visprof results store of profiles (any number of models; none is hard-coded). Per pair, family
@@ -9,9 +9,10 @@ held out: the calibrated prediction (Spearman, median |error|, its ratio to the 
 the 80% band's coverage with the share below and above), the fleet median, the best single
 profile feature, the spec-only models (visprof's default ``clock`` and every ``--spec-excess``
 mode, nothing of the target used), the within-family ceiling, how much the published speed-up of
-models that run identical work differs (the ceiling that noise leaves any predictor); then the
-per-op-type ratio table fitted on all models, and the group-norm models with what their profile
-says is the cause.
+models that run identical work differs (the ceiling that noise leaves any predictor), the fit on
+all models judged on them (in sample: what the buckets can say at most) and, with
+``--model-held-out SEED``, the same folds dealt at random over models; then the per-op-type ratio
+table fitted on all models, and the group-norm models with what their profile says is the cause.
 Writes ``calibrate.json``, ``calibrate.txt`` and ``held-out-BASE-TARGET.csv.gz`` into --out,
 atomically. Nothing is chosen per pair: the lambda grid, folds, feature threshold, band level and
 spec models are the modules' constants.
@@ -31,7 +32,7 @@ from visprof.analysis.calibrate import (LAMBDAS, MIN_MODELS_PER_FEATURE, MIN_SHA
                                         unpublished_predictions)
 from visprof.analysis.calibration_sentences import sentences
 from visprof.analysis.compare import compare
-from visprof.analysis.held_out import family_held_out
+from visprof.analysis.held_out import family_held_out, in_sample, model_held_out
 from visprof.analysis.gpus import gpu_table
 from visprof.analysis.repeatability import identical_work_groups, repeatability
 from visprof.base.errors import BadInputError
@@ -87,14 +88,17 @@ def group_norm_lines(models: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_pair(refs: Path, base: str, target: str, store: Path, folds: int, spec_excess: list[str]) -> tuple[dict, str, list]:
+def run_pair(refs: Path, base: str, target: str, store: Path, folds: int, spec_excess: list[str],
+             model_seed: int | None = None) -> tuple[dict, str, list]:
     table = gpu_table()
     loaded = sources.load([refs, store], table)
     comparison = compare(loaded.measurements, base, target, table)
     fleet, missing = fleet_from_comparison(comparison, loaded.profiles, table, spec_excess=spec_excess)
     fit = fit_calibration(fleet)
+    own = in_sample(fit, fleet)
     rows = ratio_table(fit, fleet)
     held = family_held_out(fleet, folds=folds)
+    by_model = model_held_out(fleet, folds=folds, seed=model_seed) if model_seed is not None else None
     unpublished = unpublished_predictions(fit, fleet)
     held_doc = held.to_dict()
     predictions = held_doc.pop("predictions")
@@ -112,7 +116,10 @@ def run_pair(refs: Path, base: str, target: str, store: Path, folds: int, spec_e
     told = sentences(fit, fleet, [m["model"] for m in gn])
     text = (f"== {comparison.base} -> {comparison.target}: {held.models} models with a profile and both published "
             f"numbers, {len(fleet.features)} buckets and covariates; {len(unpublished)} "
-            f"profiled models without them predicted ==\n" + held.lines() + (repeat.line() if repeat else "")
+            f"profiled models without them predicted ==\n" + held.lines()
+            + (by_model.lines() if by_model else "") + (repeat.line() if repeat else "")
+            + f"fit on all models, judged on them (in sample, nothing held out): Spearman {own.spearman:.3f}, "
+              f"median |err| {own.median_abs_error:.1%}\n"
             + "fit on all models: "
             + format_ratio_table(rows, fit, top=25) + op_type_table(rows, fit) + group_norm_lines(gn)
             + "the same models told from the fit on all models (visprof calibrate --explain):\n"
@@ -123,6 +130,8 @@ def run_pair(refs: Path, base: str, target: str, store: Path, folds: int, spec_e
            "offset_all": math.exp(fit.intercept), "band_quantiles_all": [fit.q_low, fit.q_high],
            "ratios_all": [b.row() for b in rows], "group_norm_models": gn,
            "group_norm_sentences": [t.row() for t in told], "held_out": held_doc,
+           "in_sample": {"spearman": own.spearman, "median_abs_error": own.median_abs_error},
+           "model_held_out": {k: v for k, v in by_model.to_dict().items() if k != "predictions"} if by_model else None,
            "repeatability": repeat.to_dict() if repeat else None}
     return doc, text, predictions
 
@@ -152,6 +161,9 @@ def main(argv=None) -> int:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--spec-excess", nargs="*", default=["fraction"], metavar="MODE",
                         help="other spec-only models to judge beside the default (predict.EXCESS_MODES; default: fraction)")
+    parser.add_argument("--model-held-out", type=int, metavar="SEED",
+                        help="also judge the fit on models dealt to folds at random with this seed, families ignored, "
+                             "to read the family split against (off by default)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     docs, texts = [], []
@@ -159,7 +171,8 @@ def main(argv=None) -> int:
         prepare_out(args.out, ["calibrate.json", "calibrate.txt"] + [f"held-out-{b}-{t}.csv.gz" for _, b, t in args.pair],
                     {"--store": args.store, "--pair": [p[0] for p in args.pair]})
         for refs, base, target in args.pair:
-            doc, text, predictions = run_pair(Path(refs), base, target, args.store, args.folds, args.spec_excess)
+            doc, text, predictions = run_pair(Path(refs), base, target, args.store, args.folds, args.spec_excess,
+                                                args.model_held_out)
             print(text, flush=True)
             write_predictions(args.out / f"held-out-{base}-{target}.csv.gz", predictions)
             docs.append(doc)

@@ -1,7 +1,9 @@
 """The calibration judged on models its fit did not see (issue 25).
 
 ``family_held_out``: timm families are split into folds (a family is never in the fit and the test
-at once), and every model is predicted by the fit on the other folds. ``held_out_split``: the fit
+at once), and every model is predicted by the fit on the other folds. ``model_held_out``: the same
+with models dealt to folds at random, and ``in_sample``, the fit judged on its own models, to read
+the family split against. ``held_out_split``: the fit
 on every published model outside a given test set (e.g. models profiled after the method was
 settled), judged on the test set. Baselines, on the same split: the training models' median
 speed-up, the best single profile feature (chosen and fitted on the training models), and the
@@ -19,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from visprof.analysis.calibrate import COVERAGE, MIN_MODELS, Fleet, family_folds, fit_calibration
+from visprof.analysis.calibrate import COVERAGE, MIN_MODELS, Fit, Fleet, family_folds, fit_calibration
 from visprof.analysis.metrics import spearman
 from visprof.base.errors import BadInputError
 
@@ -56,7 +58,7 @@ class HeldOut:
     spec_variants: dict[str, MethodFigures] = field(default_factory=dict)  # other spec-only models
     within_family: MethodFigures | None = None  # the ceiling: the rest of the model's own family
     predictions: list[dict] = field(default_factory=list)
-    split: str = "family"  # "family": every family fold held out in turn; "fixed": one given test set
+    split: str = "family"  # "family": every family fold held out in turn; "model": random folds; "fixed": one test set
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
@@ -72,6 +74,9 @@ class HeldOut:
         if self.split == "family":
             head = (f"family-held-out ({self.folds} folds, {self.families} families, {self.models} models; a family is "
                     f"never in the fit and the test at once):")
+        elif self.split == "model":
+            head = (f"model-held-out ({self.folds} folds, {self.families} families, {self.models} models dealt at random; "
+                    f"a held-out model's relatives are mostly in the fit):")
         else:
             head = f"held out ({self.models} test models of {self.families} families; the fit saw none of them):"
         out = [head,
@@ -121,17 +126,47 @@ def within_family(fleet: Fleet, idx: np.ndarray) -> np.ndarray:
     return out
 
 
-def family_held_out(fleet: Fleet, folds: int = 5, lam: float | None = None, inner_folds: int = 5) -> HeldOut:
+def in_sample(fit: Fit, fleet: Fleet) -> MethodFigures:
+    """``fit`` judged on the fleet's published models, the ones it was fitted on: no model held
+    out. Not a test; an upper bound on what the buckets can say about the pair, to read the
+    held-out figures against."""
+    idx = np.flatnonzero(np.isfinite(fleet.log_obs))
+    predicted, _, _ = fit.predict(fleet.X[idx], fleet.log_spec[idx])
+    return MethodFigures.of(np.asarray(predicted), np.exp(fleet.log_obs[idx]))
+
+
+def _published(fleet: Fleet) -> np.ndarray:
+    """The fleet models with both published numbers; BadInputError when too few to calibrate."""
     idx = np.flatnonzero(np.isfinite(fleet.log_obs))
     if len(idx) < MIN_MODELS:
         raise BadInputError(f"calibration needs at least {MIN_MODELS} models with a profile and both published "
                             f"numbers; there are {len(idx)}")
+    return idx
+
+
+def family_held_out(fleet: Fleet, folds: int = 5, lam: float | None = None, inner_folds: int = 5) -> HeldOut:
+    idx = _published(fleet)
     fams = [fleet.families[i] for i in idx]
     k = min(folds, len(set(fams)))
     if k < 2:
         raise BadInputError("the family-held-out test needs models of at least 2 families")
     fold = np.array(family_folds(fams, k))
     return _judge(fleet, idx, fold, range(k), lam, inner_folds)
+
+
+def model_held_out(fleet: Fleet, folds: int = 5, seed: int = 0, lam: float | None = None,
+                   inner_folds: int = 5) -> HeldOut:
+    """Models dealt to ``folds`` folds at random (``seed``), whatever their family, and each fold
+    predicted by the fit on the others. Not a test of transfer: most held-out models have relatives
+    in the fit. Read next to ``family_held_out`` on the same fleet, the gap is what an architecture
+    the fit has no relative of costs."""
+    idx = _published(fleet)
+    if folds < 2:
+        raise BadInputError("the model-held-out test needs at least 2 folds")
+    order = np.random.default_rng(seed).permutation(len(idx))
+    fold = np.empty(len(idx), dtype=int)
+    fold[order] = np.arange(len(idx)) % folds
+    return _judge(fleet, idx, fold, range(folds), lam, inner_folds, split="model")
 
 
 def held_out_split(fleet: Fleet, test: Sequence[bool], lam: float | None = None, inner_folds: int = 5) -> HeldOut:
@@ -184,4 +219,4 @@ def _judge(fleet: Fleet, idx: np.ndarray, fold: np.ndarray, tests, lam: float | 
                    MethodFigures.of(within_family(fleet, idx), obs), preds, split)
 
 
-__all__ = ["HeldOut", "MethodFigures", "family_held_out", "held_out_split", "within_family"]
+__all__ = ["HeldOut", "MethodFigures", "family_held_out", "held_out_split", "in_sample", "model_held_out", "within_family"]
