@@ -32,10 +32,8 @@ def anchored_at(fleet: calibrate.Fleet, mode: str) -> calibrate.Fleet:
     variant = fleet.spec_variants[mode]
     log_spec = np.where(np.isfinite(variant), variant, fleet.log_spec)
     X = fleet.X.copy()
-    if "cov:spec" in fleet.features:  # standardized as make_fleet does
-        sd = log_spec.std()
-        X[:, fleet.features.index("cov:spec")] = (log_spec - log_spec.mean()) / (sd if sd > 0 else 1.0) \
-            * calibrate.COVARIATE_SCALE
+    if "cov:spec" in fleet.features:
+        X[:, fleet.features.index("cov:spec")] = calibrate.covariate_column(log_spec)
     return dataclasses.replace(fleet, X=X, log_spec=log_spec)
 
 

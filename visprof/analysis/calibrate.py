@@ -166,6 +166,12 @@ def select_features(rows: Sequence[dict[str, float]]) -> list[str]:
     return sorted(k for k, c in counts.items() if c >= MIN_MODELS_PER_FEATURE)
 
 
+def covariate_column(values: np.ndarray) -> np.ndarray:
+    """A covariate as the fit sees it: standardized over the fleet and scaled to COVARIATE_SCALE."""
+    sd = values.std()
+    return (values - values.mean()) / (sd if sd > 0 else 1.0) * COVARIATE_SCALE
+
+
 def make_fleet(models: Sequence[str], families: Sequence[str], buckets: Sequence[dict[str, float]],
                spec_speedups: Sequence[float], speedups: Sequence[float],
                baseline_features: dict[str, Sequence[float]] | None = None,
@@ -186,8 +192,7 @@ def make_fleet(models: Sequence[str], families: Sequence[str], buckets: Sequence
         c = np.asarray(values, dtype=float)
         if c.shape != (len(models),) or not np.all(np.isfinite(c)):
             raise BadInputError(f"calibration covariate {name!r}: one finite value per model is needed")
-        sd = c.std()
-        X = np.hstack([X, ((c - c.mean()) / (sd if sd > 0 else 1.0) * COVARIATE_SCALE)[:, None]])
+        X = np.hstack([X, covariate_column(c)[:, None]])
         features.append(f"cov:{name}")
     spec = np.asarray(spec_speedups, dtype=float)
     obs = np.asarray(speedups, dtype=float)
@@ -470,6 +475,6 @@ def profile_covariates(result) -> tuple[float, float] | None:
     return math.log(1.0 / rate), math.log(flops / moved)
 
 
-__all__ = ["BucketRatio", "COVARIATE_SCALE", "COVERAGE", "Fit", "Fleet", "LAMBDAS", "MIN_MODELS", "bucket_rates", "buckets_of",
+__all__ = ["BucketRatio", "COVARIATE_SCALE", "COVERAGE", "Fit", "Fleet", "LAMBDAS", "MIN_MODELS", "bucket_rates", "buckets_of", "covariate_column",
            "family_folds", "fit_calibration", "fit_ridge", "fleet_from_comparison", "format_ratio_table", "group_op_type",
            "make_fleet", "op_bucket", "parent_buckets", "profile_covariates", "ratio_table", "select_features", "unpublished_predictions"]
