@@ -475,6 +475,7 @@ def profile_covariates(result) -> tuple[float, float] | None:
     return math.log(1.0 / rate), math.log(flops / moved)
 
 
-__all__ = ["BucketRatio", "COVARIATE_SCALE", "COVERAGE", "Fit", "Fleet", "LAMBDAS", "MIN_MODELS", "bucket_rates", "buckets_of", "covariate_column",
-           "family_folds", "fit_calibration", "fit_ridge", "fleet_from_comparison", "format_ratio_table", "group_op_type",
-           "make_fleet", "op_bucket", "parent_buckets", "profile_covariates", "ratio_table", "select_features", "unpublished_predictions"]
+__all__ = ["BucketRatio", "COVARIATE_SCALE", "COVERAGE", "Fit", "Fleet", "LAMBDAS", "MIN_MODELS",
+           "bucket_rates", "buckets_of", "covariate_column", "family_folds", "fit_calibration", "fit_ridge",
+           "fleet_from_comparison", "format_ratio_table", "group_op_type", "make_fleet", "op_bucket",
+           "parent_buckets", "profile_covariates", "ratio_table", "select_features", "unpublished_predictions"]

@@ -4,12 +4,12 @@
 at once), and every model is predicted by the fit on the other folds. ``model_held_out``: the same
 with models dealt to folds at random, and ``in_sample``, the fit judged on its own models, to read
 the family split against. ``held_out_split``: the fit on every published model outside a given test
-set (e.g. models profiled after the method was settled), judged on the test set. Baselines, on the same split: the training models' median
-speed-up, the best single profile feature (chosen and fitted on the training models), and the
-spec-only predictions: visprof's default spec model and any other the fleet carries
-(``spec_variants``, e.g. ``excess="fraction"``), nothing fitted. A ceiling to read them against:
-``within_family``, each model predicted by the mean log speed-up of the rest of its own family
-(which a family-held-out fit never sees).
+set (e.g. models profiled after the method was settled), judged on the test set. Baselines, on the
+same split: the training models' median speed-up, the best single profile feature (chosen and fitted
+on the training models), and the spec-only predictions: visprof's default spec model and any other
+the fleet carries (``spec_variants``, e.g. ``excess="fraction"``), nothing fitted. A ceiling to read
+them against: ``within_family``, each model predicted by the mean log speed-up of the rest of its
+own family (which a family-held-out fit never sees).
 """
 from __future__ import annotations
 
