@@ -8,8 +8,10 @@ fit predicts the others. Here the others are the models of ``--models``, a list 
 were profiled: the fit sees none of their published numbers (they share families with the fit's
 models where timm has them). The features and covariate scales are chosen from every profile, as in
 ``visprof calibrate`` (label-free). Per pair: Spearman, median |error| and its ratio to the
-training models' median's, the 80% band's coverage; the spec-only models beside it. Writes
-``forward.txt`` and ``forward-BASE-TARGET.csv.gz`` (per test model) into --out, atomically.
+training models' median's, the 80% band's coverage; the spec-only models beside it. Then the same
+for the listed models whose family no unlisted model has, fitted on every other model: a
+family-held-out test on new architectures. Writes ``forward.txt``, ``forward-BASE-TARGET.csv.gz``
+and ``forward-new-families-BASE-TARGET.csv.gz`` (per test model) into --out, atomically.
 """
 from __future__ import annotations
 
@@ -34,7 +36,16 @@ def listed_models(path: Path) -> set[str]:
     return {line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")}
 
 
-def run_pair(refs: Path, base: str, target: str, store: Path, listed: set[str]) -> tuple[str, list[dict]]:
+def new_family_flags(families: list[str], test: list[bool], published: list[bool]) -> list[bool]:
+    """The test models of a family that no published training model has. The fit on every model
+    outside those families is the issue's family-held-out test, on architectures no earlier
+    profile had."""
+    known = {fam for fam, t, ok in zip(families, test, published) if ok and not t}
+    return [t and fam not in known for fam, t in zip(families, test)]
+
+
+def run_pair(refs: Path, base: str, target: str, store: Path,
+             listed: set[str]) -> tuple[str, list[dict], list[dict]]:
     table = gpu_table()
     loaded = sources.load([refs, store], table)
     comparison = compare(loaded.measurements, base, target, table)
@@ -46,7 +57,15 @@ def run_pair(refs: Path, base: str, target: str, store: Path, listed: set[str]) 
     trained = sum(1 for obs, t in zip(fleet.log_obs, test) if math.isfinite(obs) and not t)
     text = (f"== {comparison.base} -> {comparison.target}: fit on {trained} published rows, tested on "
             f"{held.models} published rows of {len(found)} of the {len(listed)} listed models ==\n" + held.lines())
-    return text, held.predictions
+    published = [math.isfinite(obs) for obs in fleet.log_obs]
+    new = new_family_flags(fleet.families, test, published)
+    new_predictions = []
+    if any(n and ok for n, ok in zip(new, published)):
+        fresh = held_out_split(fleet, new)
+        text += (f"-- the listed models of the {fresh.families} families with no unlisted published model "
+                 f"(the fit sees every other model) --\n" + fresh.lines())
+        new_predictions = fresh.predictions
+    return text, held.predictions, new_predictions
 
 
 def main(argv=None) -> int:
@@ -63,12 +82,15 @@ def main(argv=None) -> int:
     listed = listed_models(args.models)
     texts = []
     try:
-        prepare_out(args.out, ["forward.txt"] + [f"forward-{b}-{t}.csv.gz" for _, b, t in args.pair],
+        prepare_out(args.out, ["forward.txt"] + [f"forward{kind}-{b}-{t}.csv.gz" for _, b, t in args.pair
+                                                 for kind in ("", "-new-families")],
                     {"--store": args.store, "--models": args.models, "--pair": [p[0] for p in args.pair]})
         for refs, base, target in args.pair:
-            text, predictions = run_pair(Path(refs), base, target, args.store, listed)
+            text, predictions, new_families = run_pair(Path(refs), base, target, args.store, listed)
             print(text, flush=True)
             write_predictions(args.out / f"forward-{base}-{target}.csv.gz", predictions)
+            if new_families:
+                write_predictions(args.out / f"forward-new-families-{base}-{target}.csv.gz", new_families)
             texts.append(text)
     except BadInputError as exc:
         print(f"forward_check.py: {exc}", file=sys.stderr)

@@ -20,6 +20,19 @@ def test_the_committed_list_names_253_models_and_no_test_networks():
     assert len(listed) == 253 and not any(m.startswith("test_") for m in listed)
 
 
+def test_new_families_are_the_test_families_no_published_training_model_has():
+    families = ["vit", "vit", "aimv2", "aimv2", "fasternet", "fasternet"]
+    test = [False, True, True, True, True, False]
+    published = [True, True, True, True, True, False]  # the unlisted fasternet has no published pair
+    assert forward_check.new_family_flags(families, test, published) == [False, False, True, True, True, False]
+
+
+def test_the_pt291_list_names_125_models_none_profiled_in_the_2054_result_store():
+    listed = forward_check.listed_models(REPO / "bench" / "sweep_models_pt291only.txt")
+    rest = forward_check.listed_models(REPO / "bench" / "sweep_models_rest253.txt")
+    assert len(listed) == 125 and not any(m.startswith("test_") for m in listed) and not listed & rest
+
+
 def test_missing_inputs_are_one_line(tmp_path, capsys):
     rc = forward_check.main(["--pair", str(tmp_path / "p.db"), "a", "b", "--store", str(tmp_path / "s.db"),
                              "--models", str(tmp_path / "m.txt"), "--out", str(tmp_path / "out")])
