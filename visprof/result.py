@@ -11,6 +11,7 @@ its unit, needs ``visprof.profile/2``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import types
@@ -585,6 +586,18 @@ def _at(where: str, key: str | int) -> str:
     return f"{where}.{key}" if where else key
 
 
+@functools.lru_cache(maxsize=None)
+def _field_plan(tp: type) -> tuple[tuple[str, Any, bool], ...]:
+    """Per dataclass, once: each field's name, resolved type, and whether a result must have it.
+    ``typing.get_type_hints`` evaluates every annotation string again on each call; done per
+    decoded object, it was most of the time of loading a large store."""
+    hints = typing.get_type_hints(tp)
+    required = _V1_FIELDS.get(tp.__name__, ())
+    return tuple((f.name, hints[f.name],
+                  f.name in required or (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING))
+                 for f in dataclasses.fields(tp))
+
+
 def _decode(tp: Any, value: Any, where: str) -> Any:
     """``value`` (parsed JSON) as type ``tp``; _InvalidResult naming ``where`` if it is not one."""
     if tp is Any:
@@ -601,14 +614,12 @@ def _decode(tp: Any, value: Any, where: str) -> Any:
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise _InvalidResult(f"{where or 'the document'}: expected an object, got {_describe(value)}")
-        hints = typing.get_type_hints(tp)
-        required = _V1_FIELDS.get(tp.__name__, ())
         kwargs = {}
-        for f in dataclasses.fields(tp):
-            if f.name in value:
-                kwargs[f.name] = _decode(hints[f.name], value[f.name], _at(where, f.name))
-            elif f.name in required or (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING):
-                raise _InvalidResult(f"{_at(where, f.name)}: missing (every visprof.profile/1 result has it)")
+        for name, field_type, required in _field_plan(tp):
+            if name in value:
+                kwargs[name] = _decode(field_type, value[name], _at(where, name))
+            elif required:
+                raise _InvalidResult(f"{_at(where, name)}: missing (every visprof.profile/1 result has it)")
         # Unknown keys are ignored: newer minor writers may add fields within version 1.
         return tp(**kwargs)
     if not _fits(tp, value):
