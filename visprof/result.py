@@ -598,20 +598,37 @@ def _field_plan(tp: type) -> tuple[tuple[str, Any, bool], ...]:
                  for f in dataclasses.fields(tp))
 
 
-def _decode(tp: Any, value: Any, where: str) -> Any:
-    """``value`` (parsed JSON) as type ``tp``; _InvalidResult naming ``where`` if it is not one."""
+@functools.lru_cache(maxsize=None)
+def _shape(tp: Any) -> tuple[str, tuple]:
+    """What the decoder needs to know of an annotation, worked out once per annotation: its kind
+    ("any", "union", "dataclass", "list", "dict" or "plain") and its type arguments."""
     if tp is Any:
-        return value
+        return "any", ()
     origin = typing.get_origin(tp)
     if origin in (Union, types.UnionType):
-        args = typing.get_args(tp)
+        return "union", typing.get_args(tp)
+    if dataclasses.is_dataclass(tp):
+        return "dataclass", ()
+    if origin is list:
+        return "list", typing.get_args(tp)
+    if origin is dict:
+        return "dict", typing.get_args(tp)
+    return "plain", ()
+
+
+def _decode(tp: Any, value: Any, where: str) -> Any:
+    """``value`` (parsed JSON) as type ``tp``; _InvalidResult naming ``where`` if it is not one."""
+    kind, args = _shape(tp)
+    if kind == "any":
+        return value
+    if kind == "union":
         if value is None and type(None) in args:
             return None
         for arg in args:
             if arg is not type(None) and _fits(arg, value):
                 return _decode(arg, value, where)
         raise _InvalidResult(f"{where or 'the document'}: expected {_expected(tp)}, got {_describe(value)}")
-    if dataclasses.is_dataclass(tp):
+    if kind == "dataclass":
         if not isinstance(value, dict):
             raise _InvalidResult(f"{where or 'the document'}: expected an object, got {_describe(value)}")
         kwargs = {}
@@ -624,11 +641,16 @@ def _decode(tp: Any, value: Any, where: str) -> Any:
         return tp(**kwargs)
     if not _fits(tp, value):
         raise _InvalidResult(f"{where or 'the document'}: expected {_expected(tp)}, got {_describe(value)}")
-    if origin is list:
-        (item,) = typing.get_args(tp)
+    if kind == "list":
+        (item,) = args
+        if _shape(item)[0] == "plain":  # e.g. a list of numbers: no path string per element unless one is wrong
+            for i, v in enumerate(value):
+                if not _fits(item, v):
+                    raise _InvalidResult(f"{_at(where, i)}: expected {_expected(item)}, got {_describe(v)}")
+            return [float(v) for v in value] if item is float else list(value)
         return [_decode(item, v, _at(where, i)) for i, v in enumerate(value)]
-    if origin is dict:
-        _, item = typing.get_args(tp)
+    if kind == "dict":
+        _, item = args
         return {k: _decode(item, v, _at(where, k)) for k, v in value.items()}
     if tp is float:
         return float(value)
@@ -637,17 +659,17 @@ def _decode(tp: Any, value: Any, where: str) -> Any:
 
 def _fits(tp: Any, value: Any) -> bool:
     """Whether ``value`` has the JSON kind of ``tp`` (the outer level only)."""
-    origin = typing.get_origin(tp)
-    if tp is Any:
+    kind, args = _shape(tp)
+    if kind == "any":
         return True
-    if origin in (Union, types.UnionType):
-        return any(_fits(arg, value) for arg in typing.get_args(tp))
+    if kind == "union":
+        return any(_fits(arg, value) for arg in args)
+    if kind in ("dataclass", "dict") or tp is dict:
+        return isinstance(value, dict)
+    if kind == "list" or tp is list:
+        return isinstance(value, list)
     if tp is type(None):
         return value is None
-    if dataclasses.is_dataclass(tp) or origin is dict or tp is dict:
-        return isinstance(value, dict)
-    if origin is list or tp is list:
-        return isinstance(value, list)
     if tp is bool:
         return isinstance(value, bool)
     if tp is int:
