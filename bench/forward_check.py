@@ -54,10 +54,10 @@ def run_pair(refs: Path, base: str, target: str, store: Path,
     test = [arch in listed for arch in archs]
     held = held_out_split(fleet, test)
     found = {arch for arch, t in zip(archs, test) if t}
-    trained = sum(1 for obs, t in zip(fleet.log_obs, test) if math.isfinite(obs) and not t)
+    published = [math.isfinite(obs) for obs in fleet.log_obs]
+    trained = sum(1 for ok, t in zip(published, test) if ok and not t)
     text = (f"== {comparison.base} -> {comparison.target}: fit on {trained} published rows, tested on "
             f"{held.models} published rows of {len(found)} of the {len(listed)} listed models ==\n" + held.lines())
-    published = [math.isfinite(obs) for obs in fleet.log_obs]
     new = new_family_flags(fleet.families, test, published)
     new_predictions = []
     if any(n and ok for n, ok in zip(new, published)):
@@ -89,8 +89,11 @@ def main(argv=None) -> int:
             text, predictions, new_families = run_pair(Path(refs), base, target, args.store, listed)
             print(text, flush=True)
             write_predictions(args.out / f"forward-{base}-{target}.csv.gz", predictions)
+            new_path = args.out / f"forward-new-families-{base}-{target}.csv.gz"
             if new_families:
-                write_predictions(args.out / f"forward-new-families-{base}-{target}.csv.gz", new_families)
+                write_predictions(new_path, new_families)
+            else:
+                new_path.unlink(missing_ok=True)  # an earlier run's, which this forward.txt does not describe
             texts.append(text)
     except BadInputError as exc:
         print(f"forward_check.py: {exc}", file=sys.stderr)

@@ -616,6 +616,10 @@ def _shape(tp: Any) -> tuple[str, tuple]:
     return "plain", ()
 
 
+def _mismatch(tp: Any, value: Any, where: str) -> "_InvalidResult":
+    return _InvalidResult(f"{where or 'the document'}: expected {_expected(tp)}, got {_describe(value)}")
+
+
 def _decode(tp: Any, value: Any, where: str) -> Any:
     """``value`` (parsed JSON) as type ``tp``; _InvalidResult naming ``where`` if it is not one."""
     kind, args = _shape(tp)
@@ -627,10 +631,10 @@ def _decode(tp: Any, value: Any, where: str) -> Any:
         for arg in args:
             if arg is not type(None) and _fits(arg, value):
                 return _decode(arg, value, where)
-        raise _InvalidResult(f"{where or 'the document'}: expected {_expected(tp)}, got {_describe(value)}")
+        raise _mismatch(tp, value, where)
     if kind == "dataclass":
         if not isinstance(value, dict):
-            raise _InvalidResult(f"{where or 'the document'}: expected an object, got {_describe(value)}")
+            raise _mismatch(tp, value, where)
         kwargs = {}
         for name, field_type, required in _field_plan(tp):
             if name in value:
@@ -640,13 +644,13 @@ def _decode(tp: Any, value: Any, where: str) -> Any:
         # Unknown keys are ignored: newer minor writers may add fields within version 1.
         return tp(**kwargs)
     if not _fits(tp, value):
-        raise _InvalidResult(f"{where or 'the document'}: expected {_expected(tp)}, got {_describe(value)}")
+        raise _mismatch(tp, value, where)
     if kind == "list":
         (item,) = args
         if _shape(item)[0] == "plain":  # e.g. a list of numbers: no path string per element unless one is wrong
             for i, v in enumerate(value):
                 if not _fits(item, v):
-                    raise _InvalidResult(f"{_at(where, i)}: expected {_expected(item)}, got {_describe(v)}")
+                    raise _mismatch(item, v, _at(where, i))
             return [float(v) for v in value] if item is float else list(value)
         return [_decode(item, v, _at(where, i)) for i, v in enumerate(value)]
     if kind == "dict":
