@@ -23,9 +23,10 @@ from visprof.analysis import roofline
 from visprof.attribution.categories import CategoryTable
 from visprof.attribution.op_types import kernel_family_rows, op_type_rows
 from visprof.base import hardware
-from visprof.base.errors import BadInputError, CuptiUnavailableError, OutOfMemoryError, VisprofError
+from visprof.base.errors import BadInputError, BrokenDependencyError, CuptiUnavailableError, OutOfMemoryError, VisprofError
 from visprof.base.options import PASSES
 from visprof.base.progress import Progress
+from visprof.base.timm_import import import_timm
 from visprof.native import native_info
 from visprof.passes.attributed import AttributedResult, run_attributed_pass
 from visprof.passes.memory import MemoryResult, run_memory_pass
@@ -443,9 +444,7 @@ def _environment() -> dict[str, Any]:
     env = {"python": platform.python_version(), "torch": torch.__version__,
            "cuda": torch.version.cuda, "native": native_info()}
     try:
-        import timm
-
-        env["timm"] = timm.__version__
-    except ImportError:
-        pass
+        env["timm"] = import_timm().__version__
+    except (ImportError, BrokenDependencyError):
+        pass  # a plain nn.Module was profiled; the result just names no timm version
     return env

@@ -317,3 +317,17 @@ def test_the_memory_pass_on_the_cpu_says_it_needs_a_gpu():
     assert done.returncode == 2 and done.stdout == ""
     assert _one_error_line(done) == ("visprof: error: the memory pass needs a GPU: it measures CUDA allocations, "
                                      "and host memory is not profiled; on the CPU, run --passes timing")
+
+
+def test_a_timm_that_does_not_import_is_one_line_naming_the_versions(tmp_path):
+    # As pip leaves it when torch's index is unreachable and it mixes a CPU torch with a CUDA
+    # torchvision: importing timm imports torchvision, whose ops fail to register.
+    fake = tmp_path / "site" / "timm"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('raise RuntimeError("operator torchvision::nms does not exist")\n')
+    done = subprocess.run([sys.executable, "-m", "visprof", "profile", "resnet18", *FAST],
+                          env=_env(PYTHONPATH=str(tmp_path / "site")), capture_output=True, text=True, timeout=600)
+    line = _one_error_line(done)
+    assert done.returncode != 0
+    assert "timm cannot be imported (RuntimeError: operator torchvision::nms does not exist)" in line
+    assert "torch " in line and "torchvision " in line and "builds of one another" in line

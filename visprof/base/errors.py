@@ -201,6 +201,26 @@ class NativeUnavailableError(VisprofError):
         self.reason = reason
 
 
+class BrokenDependencyError(VisprofError):
+    """A library visprof needs is installed but cannot be imported (e.g. timm, because its
+    torchvision was built for another torch)."""
+
+    def __init__(self, library: str, cause: BaseException):
+        import importlib.metadata as metadata
+
+        def version(name: str) -> str:
+            try:
+                return metadata.version(name)
+            except metadata.PackageNotFoundError:
+                return "not installed"
+
+        why = f"{type(cause).__name__}: {(str(cause).splitlines() or [''])[0]}"
+        super().__init__(f"{library} cannot be imported ({why}); installed: torch {version('torch')}, torchvision "
+                         f"{version('torchvision')}, {library} {version(library)}. torch and torchvision must be "
+                         f"builds of one another (both from one index, e.g. both CPU builds)")
+        self.library = library
+
+
 class ExternalToolError(VisprofError):
     """An external tool visprof drives (Nsight Systems, Nsight Compute) is missing or failed."""
 
@@ -219,6 +239,7 @@ def exit_code_for(error: BaseException) -> int:
 
 __all__ = [
     "VisprofError",
+    "BrokenDependencyError",
     "BadInputError",
     "NotAResultError",
     "UnknownModelError",

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from visprof.base.errors import BadInputError, ModelForwardError, UnknownModelError
+from visprof.base.timm_import import import_timm
 
 DEFAULT_INPUT_SIZE = (3, 224, 224)
 MIN_IMG_SIZE = 8
@@ -224,7 +225,7 @@ def timm_name(requested: str) -> str:
     (``arch.tag``). A known tag is kept, since it selects the pretrained config, which
     sets the default input size (``convnext_tiny.fb_in22k_ft_in1k_384`` is 384x384).
     """
-    import timm
+    timm = import_timm()
 
     text = requested.strip()
     for prefix in _TIMM_HUB_PREFIXES:
@@ -298,7 +299,7 @@ def _laid_out_as_copied(module: nn.Module, device: torch.device) -> nn.Module:
 
 
 def _create_timm_model_unseeded(name: str, size: tuple[int, int] | None, pretrained: bool) -> tuple[nn.Module, bool]:
-    import timm
+    timm = import_timm()
 
     if size is None:
         return timm.create_model(name, pretrained=pretrained), False

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
+from visprof.base.timm_import import import_timm
+
 __all__ = ["SoftwareVersions"]
 
 
@@ -21,7 +23,7 @@ class SoftwareVersions:
     @classmethod
     def current(cls) -> "SoftwareVersions":
         """This process's versions (imports torch and timm)."""
-        import timm
+        timm = import_timm()
         import torch
 
         from visprof.result import visprof_version

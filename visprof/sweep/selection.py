@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from visprof.base.errors import BadInputError
+from visprof.base.timm_import import import_timm
 
 __all__ = ["STARTER_MODELS", "select_models", "read_model_list", "split_names", "import_modules", "is_pattern"]
 
@@ -113,7 +114,7 @@ def select_models(
     limit: int | None = None,
 ) -> list[str]:
     """The model names to sweep, in order, without repeats (see the module docstring)."""
-    import timm
+    timm = import_timm()
 
     requested = split_names(names)
     if model_list is not None:
