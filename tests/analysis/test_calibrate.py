@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from visprof.analysis.calibrate import family_folds, fit_calibration, group_op_type, make_fleet, ratio_table
+from visprof.analysis.calibrate import band_quantiles, family_folds, fit_calibration, group_op_type, make_fleet, ratio_table
 from visprof.analysis.held_out import family_held_out, held_out_split, in_sample, model_held_out, within_family
 from visprof.base.errors import BadInputError
 
@@ -98,6 +98,46 @@ def test_band_width_follows_the_noise():
     wide = family_held_out(synthetic(noise=0.08), folds=4)
     width = lambda h: np.median([p["high"] / p["low"] for p in h.predictions])  # noqa: E731
     assert width(wide) > 2 * width(narrow) - 1
+
+
+def uneven_families(seed=3):
+    """A few large families the buckets predict well beside many small ones with a family shift of
+    their own: the case where an unweighted band is sized to the large families."""
+    rng = np.random.default_rng(seed)
+    models, fams, rows, spec, obs = [], [], [], [], []
+    for f, (size, shift_sd) in enumerate([(60, 0.0)] * 4 + [(5, 0.08)] * 40):
+        shift = rng.normal(0, shift_sd)
+        for m in range(size):
+            conv = rng.uniform(0.2, 0.8)
+            models.append(f"m{f}_{m}")
+            fams.append(f"family{f}")
+            rows.append({"cat:convolution": conv, "idle": 1 - conv})
+            s = math.exp(rng.normal(0.4, 0.15))
+            spec.append(s)
+            obs.append(s * math.exp(-0.3 * (1 - conv) + shift + rng.normal(0, 0.01)))
+    return make_fleet(models, fams, rows, spec, obs, features=["cat:convolution", "idle"])
+
+
+def test_band_quantiles_weigh_residuals_as_the_fit_weighs_models():
+    z = np.array([-2.0] * 5 + [-1.0] * 10 + [0.0] * 70 + [1.0] * 10 + [2.0] * 5)
+    assert band_quantiles(z, np.ones(100)) == (-1.0, 1.0)
+    # the outermost residuals' models weighing 4x: a family of few models that the fit misses
+    assert band_quantiles(z, np.where(np.abs(z) == 2, 4.0, 1.0)) == (-2.0, 2.0)
+    # the well-predicted ones weighing 10x: a large family
+    assert band_quantiles(z, np.where(z == 0, 10.0, 1.0)) == (0.0, 0.0)
+
+
+def test_a_held_out_small_family_is_covered_as_nominally_as_a_large_one():
+    held = family_held_out(uneven_families(), folds=5)
+    small = [p for p in held.predictions if int(p["family"][6:]) >= 4]
+    inside = np.mean([p["low"] <= p["speedup"] <= p["high"] for p in small])
+    # unweighted, the 240 well-predicted models of the four large families set the band: the small
+    # families were covered for 0.55 and the families' mean was 0.59
+    assert inside >= 0.68, inside
+    assert held.family_coverage >= 0.70, held.family_coverage
+    assert held.family_coverage == pytest.approx(
+        np.mean([np.mean([p["low"] <= p["speedup"] <= p["high"] for p in held.predictions if p["family"] == f])
+                 for f in {p["family"] for p in held.predictions}]))
 
 
 def test_too_few_models_or_families_is_a_one_line_error():

@@ -27,9 +27,10 @@ spec ratios say, and predicts models that are not in the table:
   the fit. The ridge strength lambda is chosen by family-held-out cross-validation inside the
   training set only, from ``LAMBDAS``.
 * the band: the 10th and 90th percentiles of the inner cross-validation's out-of-fold log
-  residuals, each divided by sqrt(1 + h) first (h = x' A^-1 x, A = X'WX + lambda P: the
-  predictive-variance factor of the ridge, large for a model whose time lies in buckets with
-  little training weight), and multiplied back by sqrt(1 + h(x)) of the model predicted.
+  residuals, weighted as the fit weighs their models, each divided by sqrt(1 + h) first
+  (h = x' A^-1 x, A = X'WX + lambda P: the predictive-variance factor of the ridge, large for a
+  model whose time lies in buckets with little training weight), and multiplied back by
+  sqrt(1 + h(x)) of the model predicted.
 
 ``visprof.analysis.held_out`` judges it on models the fit did not see (timm families held out,
 or a given test set) against baselines.
@@ -288,7 +289,7 @@ def _cv_residuals(fleet: Fleet, idx: np.ndarray, lam: float, k: int) -> tuple[np
 def fit_calibration(fleet: Fleet, idx: np.ndarray | None = None, lam: float | None = None, inner_folds: int = 5) -> Fit:
     """The fit on the models ``idx`` (default: all with a published speed-up): lambda by inner
     family-held-out CV (mean |log residual|, family-weighted) unless given; band quantiles from
-    the inner CV's standardized residuals."""
+    the inner CV's standardized residuals, family-weighted too."""
     if idx is None:
         idx = np.flatnonzero(np.isfinite(fleet.log_obs))
     idx = np.asarray(idx)
@@ -310,10 +311,20 @@ def fit_calibration(fleet: Fleet, idx: np.ndarray | None = None, lam: float | No
     _, lam, res, scale = best
     y = fleet.log_obs - fleet.log_spec
     fit = fit_ridge(fleet.X[idx], y[idx], w, lam, fleet.features)
-    z = (res / scale)[np.isfinite(res)]
-    lo_q, hi_q = (1 - COVERAGE) / 2, 1 - (1 - COVERAGE) / 2
-    fit.q_low, fit.q_high = float(np.quantile(z, lo_q)), float(np.quantile(z, hi_q))
+    ok = np.isfinite(res)
+    fit.q_low, fit.q_high = band_quantiles(res[ok] / scale[ok], w[ok])
     return fit
+
+
+def band_quantiles(z: np.ndarray, w: np.ndarray) -> tuple[float, float]:
+    """The band's 10th and 90th percentiles of standardized held-out residuals ``z``, each
+    weighted as the fit weighs its model (``w``). Unweighted, the families of 31 or more models
+    (half the rows, and well predicted) set the width, and a held-out family of a few models was
+    covered as a large one is: 66-70% for families of 4-9 models on every pair
+    (bench/results/band-weights-2026-12-04)."""
+    lo_q, hi_q = (1 - COVERAGE) / 2, 1 - (1 - COVERAGE) / 2
+    low, high = np.quantile(z, [lo_q, hi_q], weights=w, method="inverted_cdf")
+    return float(low), float(high)
 
 
 # --- the explanation -------------------------------------------------------------------------
