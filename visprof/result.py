@@ -19,7 +19,7 @@ import typing
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Callable, Union
 
 SCHEMA = "visprof.profile/1"
 
@@ -555,7 +555,7 @@ def _from_document(data: Any) -> "ProfileResult":
         raise _NotAResult(f"not a visprof profile result (schema={schema!r})")
     if schema != SCHEMA:
         raise _InvalidResult(f"unsupported result schema {schema!r}; this visprof reads {SCHEMA!r}")
-    return _decode(ProfileResult, data, "")
+    return _decoder(ProfileResult)(data, ())
 
 
 def _describe(value: Any) -> str:
@@ -580,10 +580,18 @@ def _expected(tp: Any) -> str:
     return {str: "a string", int: "an integer", float: "a number", bool: "true or false"}.get(tp, str(tp))
 
 
-def _at(where: str, key: str | int) -> str:
-    if isinstance(key, int):
-        return f"{where}[{key}]"
-    return f"{where}.{key}" if where else key
+def _path(where: tuple) -> str:
+    """A field's path as an error message names it (``categories[3].time_ms``). While decoding,
+    a path is a chain of (parent, key) pairs, () for the document itself: built as text only when
+    something is wrong, not once per decoded value."""
+    keys = []
+    while where:
+        where, key = where
+        keys.append(key)
+    text = ""
+    for key in reversed(keys):
+        text = f"{text}[{key}]" if isinstance(key, int) else (f"{text}.{key}" if text else key)
+    return text
 
 
 @functools.lru_cache(maxsize=None)
@@ -616,70 +624,97 @@ def _shape(tp: Any) -> tuple[str, tuple]:
     return "plain", ()
 
 
-def _mismatch(tp: Any, value: Any, where: str) -> "_InvalidResult":
-    return _InvalidResult(f"{where or 'the document'}: expected {_expected(tp)}, got {_describe(value)}")
+def _mismatch(tp: Any, value: Any, where: tuple) -> "_InvalidResult":
+    return _InvalidResult(f"{_path(where) or 'the document'}: expected {_expected(tp)}, got {_describe(value)}")
 
 
-def _decode(tp: Any, value: Any, where: str) -> Any:
-    """``value`` (parsed JSON) as type ``tp``; _InvalidResult naming ``where`` if it is not one."""
+@functools.lru_cache(maxsize=None)
+def _checker(tp: Any) -> Callable[[Any], bool]:
+    """Whether a value has the JSON kind of ``tp`` (the outer level only), as a function made once
+    per annotation. bool is an int in Python but not a number in a result."""
     kind, args = _shape(tp)
     if kind == "any":
-        return value
+        return lambda value: True
     if kind == "union":
-        if value is None and type(None) in args:
-            return None
-        for arg in args:
-            if arg is not type(None) and _fits(arg, value):
-                return _decode(arg, value, where)
-        raise _mismatch(tp, value, where)
-    if kind == "dataclass":
-        if not isinstance(value, dict):
-            raise _mismatch(tp, value, where)
-        kwargs = {}
-        for name, field_type, required in _field_plan(tp):
-            if name in value:
-                kwargs[name] = _decode(field_type, value[name], _at(where, name))
-            elif required:
-                raise _InvalidResult(f"{_at(where, name)}: missing (every visprof.profile/1 result has it)")
-        # Unknown keys are ignored: newer minor writers may add fields within version 1.
-        return tp(**kwargs)
-    if not _fits(tp, value):
-        raise _mismatch(tp, value, where)
-    if kind == "list":
-        (item,) = args
-        if _shape(item)[0] == "plain":  # e.g. a list of numbers: no path string per element unless one is wrong
-            for i, v in enumerate(value):
-                if not _fits(item, v):
-                    raise _mismatch(item, v, _at(where, i))
-            return [float(v) for v in value] if item is float else list(value)
-        return [_decode(item, v, _at(where, i)) for i, v in enumerate(value)]
-    if kind == "dict":
-        _, item = args
-        return {k: _decode(item, v, _at(where, k)) for k, v in value.items()}
-    if tp is float:
-        return float(value)
-    return value
-
-
-def _fits(tp: Any, value: Any) -> bool:
-    """Whether ``value`` has the JSON kind of ``tp`` (the outer level only)."""
-    kind, args = _shape(tp)
-    if kind == "any":
-        return True
-    if kind == "union":
-        return any(_fits(arg, value) for arg in args)
+        options = [_checker(arg) for arg in args]
+        return lambda value: any(fits(value) for fits in options)
     if kind in ("dataclass", "dict") or tp is dict:
-        return isinstance(value, dict)
+        return lambda value: isinstance(value, dict)
     if kind == "list" or tp is list:
-        return isinstance(value, list)
+        return lambda value: isinstance(value, list)
     if tp is type(None):
-        return value is None
-    if tp is bool:
-        return isinstance(value, bool)
+        return lambda value: value is None
     if tp is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+        return lambda value: isinstance(value, int) and not isinstance(value, bool)
     if tp is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if tp is str:
-        return isinstance(value, str)
-    return isinstance(value, tp)
+        return lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)
+    return lambda value: isinstance(value, tp)
+
+
+@functools.lru_cache(maxsize=None)
+def _decoder(tp: Any) -> Callable[[Any, tuple], Any]:
+    """A function decoding parsed JSON as ``tp`` (raising _InvalidResult that names the path),
+    made once per annotation. Nested annotations' decoders are looked up on first use, so a
+    dataclass that contains itself does not recurse here."""
+    kind, args = _shape(tp)
+    if kind == "any":
+        return lambda value, where: value
+    if kind == "union":
+        nullable = type(None) in args
+        options = [(_checker(arg), arg) for arg in args if arg is not type(None)]
+
+        def decode_union(value, where):
+            if value is None and nullable:
+                return None
+            for fits, arg in options:
+                if fits(value):
+                    return _decoder(arg)(value, where)
+            raise _mismatch(tp, value, where)
+        return decode_union
+    if kind == "dataclass":
+        plan: list = []
+
+        def decode_dataclass(value, where):
+            if not isinstance(value, dict):
+                raise _mismatch(tp, value, where)
+            if not plan:
+                plan.extend((name, _decoder(field_type), required) for name, field_type, required in _field_plan(tp))
+            kwargs = {}
+            for name, decode, required in plan:
+                if name in value:
+                    kwargs[name] = decode(value[name], (where, name))
+                elif required:
+                    raise _InvalidResult(f"{_path((where, name))}: missing (every visprof.profile/1 result has it)")
+            # Unknown keys are ignored: newer minor writers may add fields within version 1.
+            return tp(**kwargs)
+        return decode_dataclass
+    fits = _checker(tp)
+    if kind == "list" and _shape(args[0])[0] == "plain":
+        item = args[0]
+        item_fits = _checker(item)
+
+        def decode_plain_list(value, where):  # e.g. a list of numbers
+            if not fits(value):
+                raise _mismatch(tp, value, where)
+            for i, v in enumerate(value):
+                if not item_fits(v):
+                    raise _mismatch(item, v, (where, i))
+            return [float(v) for v in value] if item is float else list(value)
+        return decode_plain_list
+    if kind in ("list", "dict"):
+        item = args[-1]
+
+        def decode_container(value, where):
+            if not fits(value):
+                raise _mismatch(tp, value, where)
+            decode = _decoder(item)
+            if kind == "list":
+                return [decode(v, (where, i)) for i, v in enumerate(value)]
+            return {k: decode(v, (where, k)) for k, v in value.items()}
+        return decode_container
+
+    def decode_plain(value, where):
+        if not fits(value):
+            raise _mismatch(tp, value, where)
+        return float(value) if tp is float else value
+    return decode_plain
