@@ -11,8 +11,10 @@ from visprof.analysis.compare import compare, profile_for
 from visprof.analysis.families import architecture, family
 from visprof.analysis.sources import Measurement
 from visprof.analysis.store_adapter import open_store
+from visprof.analysis.gpus import gpu_table
 from visprof.analysis.timm_csv import read_benchmark_csv
 from visprof.base.errors import BadInputError, NotAResultError
+from visprof.result import ProfileResult
 
 TIMM = Path(__file__).resolve().parents[1] / "data" / "timm"
 CSV_3090 = TIMM / "benchmark-infer-amp-nchw-pt240-cu124-rtx3090.csv"
@@ -253,3 +255,30 @@ def test_agreement_ranks_the_models_the_spec_ratios_decide_on_their_own():
     assert a.models == 7 and a.decided == 4 and a.decided_spearman == pytest.approx(1.0) and a.spearman < 0.5
     assert "on the 4 whose band is within 10% either way (the spec ratios decide them), Spearman 1.00" in a.sentence()
     assert PredictionAgreement.of(narrow[:2] + wide).decided_spearman is None  # two decided: nothing to rank
+
+
+def test_numbers_of_two_software_versions_are_said_so(tmp_path):
+    same = [m("resnet50", "rtx3090", 100, software="torch 2.4.0, CUDA 12.4"),
+            m("resnet50", "rtx4090", 150, software="torch 2.4.0, CUDA 12.4")]
+    assert compare(same).software is None
+    unknown = [m("resnet50", "rtx3090", 100), m("resnet50", "rtx4090", 150, software="torch 2.9.1, CUDA 12.8")]
+    assert compare(unknown).software is None  # one side unknown: nothing to say
+    # most of each side decides: one odd row on the target does not
+    mixed = [m(name, gpu, 100 + i, software=sw) for i, (name, gpu, sw) in enumerate([
+        ("resnet50", "rtx3090", "torch 2.4.0, CUDA 12.4"), ("resnet50", "rtx5090", "torch 2.9.1, CUDA 13.0"),
+        ("vit_base_patch16_224", "rtx3090", "torch 2.4.0, CUDA 12.4"),
+        ("vit_base_patch16_224", "rtx5090", "torch 2.9.1, CUDA 13.0"),
+        ("convnext_tiny", "rtx3090", "torch 2.4.0, CUDA 12.4"), ("convnext_tiny", "rtx5090", "torch 2.4.0, CUDA 12.4")])]
+    c = compare(mixed)
+    assert c.software.startswith("the RTX 3090 numbers were measured under torch 2.4.0, CUDA 12.4 and the "
+                                 "RTX 5090's under torch 2.9.1, CUDA 13.0: ")
+    assert c.software in c.notes
+
+
+def test_timm_csvs_and_profiles_carry_their_software():
+    loaded = sources.load([CSV_3090, f"{CSV_4090}@RTX 4090"])
+    assert {x.software for x in loaded.measurements} == {"torch 2.4.0, CUDA 12.4"}
+    assert sources.software_label("2.11.0+cu130", "13.0") == "torch 2.11.0, CUDA 13.0"
+    assert sources.software_label(None, "13.0") is None
+    h200 = ProfileResult.load(Path(__file__).resolve().parents[1] / "data" / "h200-result-vit_base_patch16_224.json")
+    assert sources.from_result(h200, "test", gpu_table()).software == "torch 2.11.0, CUDA 13.0"

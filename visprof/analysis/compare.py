@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
@@ -140,6 +140,7 @@ class Comparison:
     unmatched: dict[str, int] = field(default_factory=dict)  # GPU key -> models without a partner
     notes: list[str] = field(default_factory=list)
     prediction: PredictionAgreement | None = None  # also the last note
+    software: str | None = None  # where the two GPUs' numbers come from different software: why it matters (a note too)
 
     def to_dict(self) -> dict:
         return {"base": self.base, "target": self.target,
@@ -364,6 +365,9 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
     mixed = sum(1 for m in models if m.base.kind != m.target.kind)
     if mixed:
         notes.append(f"{mixed} model(s) compare a visprof profile with a reference measurement (different loops and settings)")
+    software = software_note(models, base_name, target_name)
+    if software:
+        notes.append(software)
     prediction = PredictionAgreement.of(models)
     if prediction:
         notes.append(prediction.sentence())
@@ -371,7 +375,27 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
                       by_family=_aggregate(models, lambda m: m.family),
                       by_category=_aggregate(models, lambda m: m.dominant_category or "(no profile)"),
                       by_bound=_aggregate(models, lambda m: _dominant_bound(m.shares) or "(no profile)"),
-                      unmatched=unmatched, notes=notes, prediction=prediction)
+                      unmatched=unmatched, notes=notes, prediction=prediction, software=software)
+
+
+def software_note(models: list[ModelComparison], base_name: str, target_name: str) -> str | None:
+    """A warning where most of the base GPU's numbers and most of the target's were measured under
+    different software (torch or CUDA versions, as the sources record them); None where they agree
+    or either is not known."""
+    def usual(values) -> str | None:
+        known = Counter(v for v in values if v)
+        return known.most_common(1)[0][0] if known else None
+
+    base_sw, target_sw = usual(m.base.software for m in models), usual(m.target.software for m in models)
+    if not base_sw or not target_sw or base_sw == target_sw:
+        return None
+    # bench/results/software-rows-2026-12-04: timm's RTX 4090 under torch 2.4.0 and 2.9.1 moved 206 of
+    # 1,198 rows by more than 5%; fitted on 3090 (2.4.0) -> 5090 (2.9.1), the calibration fell behind
+    # the spec-only model, and ahead of it again with those rows left out.
+    return (f"the {base_name} numbers were measured under {base_sw} and the {target_name}'s under {target_sw}: "
+            f"the speed-ups carry the software's change as well as the GPUs', which no profile sees (on timm's "
+            f"tables one GPU under torch 2.4 and 2.9.1 moved 1 model in 6 by more than 5%); a calibration fitted "
+            f"on them is noisier (docs/hardware-sensitivity.md)")
 
 
 def _dominant_bound(shares: dict[str, float]) -> str | None:

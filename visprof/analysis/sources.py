@@ -42,6 +42,7 @@ class Measurement:
     macts_m: float | None = None  # activations per sample, millions (timm's count)
     param_count_m: float | None = None
     channels_last: bool = False
+    software: str | None = None  # "torch 2.4.0, CUDA 12.4", where the source says (software_label)
 
     @property
     def arch(self) -> str:
@@ -97,7 +98,9 @@ def from_result(result: ProfileResult, source: str, table: GpuTable) -> Measurem
                        precision=result.config.precision, source=source, kind="profile", result=result,
                        samples_per_s=result.timing.samples_per_s if result.timing else None,
                        param_count_m=result.model.param_count / 1e6 if result.model.param_count else None,
-                       channels_last=result.config.channels_last)
+                       channels_last=result.config.channels_last,
+                       software=software_label((result.environment or {}).get("torch"),
+                                               (result.environment or {}).get("cuda")))
 
 
 def from_reference(ref: Any, table: GpuTable) -> Measurement:
@@ -108,7 +111,16 @@ def from_reference(ref: Any, table: GpuTable) -> Measurement:
                        gpu_id=spec.id if spec else None, batch_size=row["batch_size"],
                        precision=canonical_precision(row["precision"]), samples_per_s=row["samples_per_s"],
                        source=row["source"], kind="reference", gmacs=row.get("gmacs"), macts_m=row.get("macts_m"),
-                       param_count_m=row.get("param_count_m"), channels_last=extra.get("layout") == "nhwc")
+                       param_count_m=row.get("param_count_m"), channels_last=extra.get("layout") == "nhwc",
+                       software=software_label(extra.get("torch"), extra.get("cuda")))
+
+
+def software_label(torch: str | None, cuda: str | None) -> str | None:
+    """``torch 2.11.0, CUDA 13.0`` (the build tag of ``2.11.0+cu130`` dropped: CUDA is named
+    apart); None where the torch version is not known."""
+    if not torch:
+        return None
+    return f"torch {str(torch).split('+')[0]}" + (f", CUDA {cuda}" if cuda else "")
 
 
 def _load_json(path: Path, table: GpuTable, loaded: Loaded, explicit: bool) -> None:

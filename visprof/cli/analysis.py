@@ -208,6 +208,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise BadInputError("no profile results in the inputs (calibrate needs visprof profiles of some of the models)")
     _say(f"{len(loaded.measurements)} measurements ({len(loaded.profiles)} profiles); joining and predicting")
     comparison = compare(loaded.measurements, args.base, args.target, table)
+    if comparison.software:
+        _say(f"warning: {comparison.software}")
     fleet, missing = fleet_from_comparison(comparison, loaded.profiles, table)
     published = int(np.isfinite(fleet.log_obs).sum())
     _say(f"{published} models with a profile and both published numbers ({missing} joined models without a usable "
@@ -230,7 +232,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         doc = {"base": comparison.base, "target": comparison.target, "models": published, "missing": missing,
                "unpublished": unpublished,
                "lambda": fit.lam, "offset": math.exp(fit.intercept), "band_quantiles": [fit.q_low, fit.q_high],
-               "ratios": [b.row() for b in rows], "held_out": held.to_dict(),
+               "ratios": [b.row() for b in rows], "held_out": held.to_dict(), "software_note": comparison.software,
                "sentences": [s.row() for s in sentences(fit, fleet)]}
         atomic_write_text(args.json, json.dumps(doc, indent=1, allow_nan=False) + "\n")
     return 0
