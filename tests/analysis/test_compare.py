@@ -257,18 +257,20 @@ def test_agreement_ranks_the_models_the_spec_ratios_decide_on_their_own():
     assert PredictionAgreement.of(narrow[:2] + wide).decided_spearman is None  # two decided: nothing to rank
 
 
-def test_numbers_of_two_software_versions_are_said_so(tmp_path):
-    same = [m("resnet50", "rtx3090", 100, software="torch 2.4.0, CUDA 12.4"),
-            m("resnet50", "rtx4090", 150, software="torch 2.4.0, CUDA 12.4")]
+def test_numbers_of_two_torch_versions_are_said_so(tmp_path):
+    same = [m("resnet50", "rtx3090", 100, torch="2.4.0", cuda="12.4"),
+            m("resnet50", "rtx4090", 150, torch="2.4.0", cuda="12.4")]
     assert compare(same).software is None
-    unknown = [m("resnet50", "rtx3090", 100), m("resnet50", "rtx4090", 150, software="torch 2.9.1, CUDA 12.8")]
+    unknown = [m("resnet50", "rtx3090", 100), m("resnet50", "rtx4090", 150, torch="2.9.1", cuda="12.8")]
     assert compare(unknown).software is None  # one side unknown: nothing to say
+    cuda_only = [m("resnet50", "rtx4090", 100, torch="2.9.1", cuda="12.8"),
+                 m("resnet50", "rtx5090", 150, torch="2.9.1", cuda="13.0")]
+    assert compare(cuda_only).software is None  # a new GPU needs a newer CUDA
     # most of each side decides: one odd row on the target does not
-    mixed = [m(name, gpu, 100 + i, software=sw) for i, (name, gpu, sw) in enumerate([
-        ("resnet50", "rtx3090", "torch 2.4.0, CUDA 12.4"), ("resnet50", "rtx5090", "torch 2.9.1, CUDA 13.0"),
-        ("vit_base_patch16_224", "rtx3090", "torch 2.4.0, CUDA 12.4"),
-        ("vit_base_patch16_224", "rtx5090", "torch 2.9.1, CUDA 13.0"),
-        ("convnext_tiny", "rtx3090", "torch 2.4.0, CUDA 12.4"), ("convnext_tiny", "rtx5090", "torch 2.4.0, CUDA 12.4")])]
+    mixed = [m(name, gpu, 100 + i, torch=torch, cuda=cuda) for i, (name, gpu, torch, cuda) in enumerate([
+        ("resnet50", "rtx3090", "2.4.0", "12.4"), ("resnet50", "rtx5090", "2.9.1", "13.0"),
+        ("vit_base_patch16_224", "rtx3090", "2.4.0", "12.4"), ("vit_base_patch16_224", "rtx5090", "2.9.1", "13.0"),
+        ("convnext_tiny", "rtx3090", "2.4.0", "12.4"), ("convnext_tiny", "rtx5090", "2.4.0", "12.4")])]
     c = compare(mixed)
     assert c.software.startswith("the RTX 3090 numbers were measured under torch 2.4.0, CUDA 12.4 and the "
                                  "RTX 5090's under torch 2.9.1, CUDA 13.0: ")
@@ -278,7 +280,8 @@ def test_numbers_of_two_software_versions_are_said_so(tmp_path):
 def test_timm_csvs_and_profiles_carry_their_software():
     loaded = sources.load([CSV_3090, f"{CSV_4090}@RTX 4090"])
     assert {x.software for x in loaded.measurements} == {"torch 2.4.0, CUDA 12.4"}
-    assert sources.software_label("2.11.0+cu130", "13.0") == "torch 2.11.0, CUDA 13.0"
-    assert sources.software_label(None, "13.0") is None
     h200 = ProfileResult.load(Path(__file__).resolve().parents[1] / "data" / "h200-result-vit_base_patch16_224.json")
-    assert sources.from_result(h200, "test", gpu_table()).software == "torch 2.11.0, CUDA 13.0"
+    profile = sources.from_result(h200, "test", gpu_table())
+    assert (profile.torch, profile.cuda, profile.software) == ("2.11.0", "13.0", "torch 2.11.0, CUDA 13.0")
+    assert sources.versions({"cuda": "13.0"}) == {"torch": None, "cuda": "13.0"}
+    assert m("resnet50", "a", 1, cuda="13.0").software is None

@@ -380,15 +380,18 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
 
 def software_note(models: list[ModelComparison], base_name: str, target_name: str) -> str | None:
     """A warning where most of the base GPU's numbers and most of the target's were measured under
-    different software (torch or CUDA versions, as the sources record them); None where they agree
-    or either is not known."""
+    different PyTorch versions (as the sources record them); None where they agree or either is not
+    known. A CUDA version alone is not warned of: a new GPU needs a newer one (the 5090 CUDA 12.8 or
+    later), and timm's tables cannot tell its effect from the GPU's."""
     def usual(values) -> str | None:
         known = Counter(v for v in values if v)
         return known.most_common(1)[0][0] if known else None
 
-    base_sw, target_sw = usual(m.base.software for m in models), usual(m.target.software for m in models)
-    if not base_sw or not target_sw or base_sw == target_sw:
+    base_torch, target_torch = usual(m.base.torch for m in models), usual(m.target.torch for m in models)
+    if not base_torch or not target_torch or base_torch == target_torch:
         return None
+    base_sw = usual(m.base.software for m in models if m.base.torch == base_torch)
+    target_sw = usual(m.target.software for m in models if m.target.torch == target_torch)
     # bench/results/software-rows-2026-12-04: timm's RTX 4090 under torch 2.4.0 and 2.9.1 moved 206 of
     # 1,198 rows by more than 5%; fitted on 3090 (2.4.0) -> 5090 (2.9.1), the calibration fell behind
     # the spec-only model, and ahead of it again with those rows left out.

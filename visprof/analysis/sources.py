@@ -42,7 +42,15 @@ class Measurement:
     macts_m: float | None = None  # activations per sample, millions (timm's count)
     param_count_m: float | None = None
     channels_last: bool = False
-    software: str | None = None  # "torch 2.4.0, CUDA 12.4", where the source says (software_label)
+    torch: str | None = None  # the PyTorch and CUDA versions it was measured under, where the source says
+    cuda: str | None = None
+
+    @property
+    def software(self) -> str | None:
+        """``torch 2.11.0, CUDA 13.0``; None where the torch version is not known."""
+        if not self.torch:
+            return None
+        return f"torch {self.torch}" + (f", CUDA {self.cuda}" if self.cuda else "")
 
     @property
     def arch(self) -> str:
@@ -98,9 +106,7 @@ def from_result(result: ProfileResult, source: str, table: GpuTable) -> Measurem
                        precision=result.config.precision, source=source, kind="profile", result=result,
                        samples_per_s=result.timing.samples_per_s if result.timing else None,
                        param_count_m=result.model.param_count / 1e6 if result.model.param_count else None,
-                       channels_last=result.config.channels_last,
-                       software=software_label((result.environment or {}).get("torch"),
-                                               (result.environment or {}).get("cuda")))
+                       channels_last=result.config.channels_last, **versions(result.environment or {}))
 
 
 def from_reference(ref: Any, table: GpuTable) -> Measurement:
@@ -112,15 +118,14 @@ def from_reference(ref: Any, table: GpuTable) -> Measurement:
                        precision=canonical_precision(row["precision"]), samples_per_s=row["samples_per_s"],
                        source=row["source"], kind="reference", gmacs=row.get("gmacs"), macts_m=row.get("macts_m"),
                        param_count_m=row.get("param_count_m"), channels_last=extra.get("layout") == "nhwc",
-                       software=software_label(extra.get("torch"), extra.get("cuda")))
+                       **versions(extra))
 
 
-def software_label(torch: str | None, cuda: str | None) -> str | None:
-    """``torch 2.11.0, CUDA 13.0`` (the build tag of ``2.11.0+cu130`` dropped: CUDA is named
-    apart); None where the torch version is not known."""
-    if not torch:
-        return None
-    return f"torch {str(torch).split('+')[0]}" + (f", CUDA {cuda}" if cuda else "")
+def versions(environment: dict) -> dict[str, str | None]:
+    """The torch and CUDA versions of a profile's environment or a reference row's extra; the build
+    tag of ``2.11.0+cu130`` is dropped (CUDA is named apart)."""
+    torch, cuda = environment.get("torch"), environment.get("cuda")
+    return {"torch": str(torch).split("+")[0] if torch else None, "cuda": str(cuda) if cuda else None}
 
 
 def _load_json(path: Path, table: GpuTable, loaded: Loaded, explicit: bool) -> None:
