@@ -148,6 +148,19 @@ def test_repeated_profiles_are_shown_once(loaded, tmp_path):
     assert "1 repeated profile(s) of a model under the same conditions" in (tmp_path / "r.html").read_text()
 
 
+def test_a_pair_of_two_torch_versions_is_noted_in_the_report(loaded, tmp_path):
+    import dataclasses
+
+    # the 4090's numbers as if measured under a newer PyTorch than the 3090's
+    newer = [dataclasses.replace(x, torch="2.9.1") if x.kind == "reference" and x.gpu == "rtx4090" else x
+             for x in loaded.measurements]
+    build_report(sources.Loaded(newer, []), tmp_path / "r.html")
+    html = (tmp_path / "r.html").read_text()
+    assert "RTX 3090 numbers were measured under torch 2.4.0, CUDA 12.4 and the RTX 4090&#x27;s under torch 2.9.1" in html
+    build_report(loaded, tmp_path / "same.html")
+    assert "numbers were measured under" not in (tmp_path / "same.html").read_text()
+
+
 def test_html_is_self_contained(report):
     path, written = report
     html = path.read_text()

@@ -136,10 +136,13 @@ def _comparison(loaded, base, target, table, notes):
         notes.append(f"measurements on {len(keys)} GPUs; the speed-up section compares {base} and {target}, "
                      f"the pair with the most models in common (choose with --base/--target)")
     try:
-        return compare(loaded.measurements, base, target, table)
+        comparison = compare(loaded.measurements, base, target, table)
     except BadInputError as exc:
         notes.append(f"no speed-up section: {exc}")
         return None
+    if comparison.software:
+        notes.append(comparison.software)
+    return comparison
 
 
 # The figures a report may draw, by name; with ``png_dir`` each is written as NAME.png there.
