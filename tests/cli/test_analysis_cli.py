@@ -152,3 +152,49 @@ def test_report_without_matplotlib_says_so_before_loading_anything(tmp_path, cap
     err = capsys.readouterr().err
     assert err.strip().splitlines() == ["visprof: error: the report's figures need matplotlib: pip install 'visprof[report]'"]
     assert not (tmp_path / "r.html").exists()
+
+
+def test_predict_and_compare_with_a_saved_calibration(tmp_path, capsys, h200_results):
+    from recorded_results import recorded_result
+    from saved_calibration import saved_calibration
+
+    cal = tmp_path / "cal.json"
+    saved_calibration(recorded_result("deit_small_patch16_224"), "rtx3090", "rtx4090").save(cal)
+    code, out, err = run(capsys, "predict", "--from", h200_results, "--to", "rtx4090", "--calibration", cal,
+                         "--json", tmp_path / "p.json")
+    assert code == 0, err
+    section = out.split("Calibrated speed-up rtx3090 -> rtx4090 (calibration rtx3090 -> rtx4090, fitted on 1 ")[1]
+    rows = [line for line in section.splitlines()[2:] if line.startswith("  ") and "x" in line]
+    assert len(rows) == 4 and sum("(in the fit)" in r for r in rows) == 1  # deit, under its pretrained tag
+    doc = json.loads((tmp_path / "p.json").read_text())["calibration"]
+    assert doc["file"] == str(cal) and len(doc["models"]) == 4
+    assert all(m["low"] < m["calibrated"] < m["high"] for m in doc["models"])
+    # compare reads the same file: each profiled model of the pair, at the published batch, with its published speed-up
+    code, out, err = run(capsys, "compare", h200_results, CSV_3090, CSV_4090, "--calibration", cal,
+                         "--csv", tmp_path / "c.csv")
+    assert code == 0, err
+    assert "  published inside the band, all (in sample where the fit saw the model): " in out
+    assert "  published inside the band, not in the fit: " in out
+    header = (tmp_path / "c.csv").read_text().splitlines()[0]
+    assert "calibrated,calibrated_low,calibrated_high,calibration_fitted" in header
+    pytest.importorskip("matplotlib")
+    code, out, err = run(capsys, "report", h200_results, "-o", tmp_path / "r.html", "--calibration", cal)
+    assert code == 0, err
+    assert "<h2>Calibrated speed-up rtx3090 → rtx4090</h2>" in (tmp_path / "r.html").read_text()
+
+
+def test_a_calibration_of_another_pair_or_a_damaged_one_is_one_line(tmp_path, capsys, h200_results):
+    from recorded_results import recorded_result
+    from saved_calibration import saved_calibration
+
+    cal = tmp_path / "cal.json"
+    saved_calibration(recorded_result("deit_small_patch16_224"), "rtx4090", "rtx5090").save(cal)
+    code, _, err = run(capsys, "compare", h200_results, CSV_3090, CSV_4090, "--calibration", cal, "--base", "rtx3090",
+                       "--target", "rtx4090")
+    assert code == 2 and f"visprof: error: calibration file {cal} is for rtx4090 -> rtx5090; this comparison is " \
+                          f"rtx3090 -> rtx4090" in err and "Traceback" not in err
+    cal.write_text('{"schema": "visprof.calibration/1"}')
+    code, _, err = run(capsys, "predict", "--from", h200_results, "--to", "rtx4090", "--calibration", cal)
+    assert code == 2 and f"calibration file {cal}: not a visprof calibration ('features')" in err
+    code, _, err = run(capsys, "calibrate", h200_results, CSV_3090, CSV_4090, "--save", CSV_3090)
+    assert code == 2 and f"--save {CSV_3090}: it is the input; writing it would overwrite that input" in err

@@ -161,6 +161,23 @@ def test_a_pair_of_two_torch_versions_is_noted_in_the_report(loaded, tmp_path):
     assert "numbers were measured under" not in (tmp_path / "same.html").read_text()
 
 
+def test_a_saved_calibration_adds_each_profile_s_calibrated_speed_up(loaded, tmp_path):
+    from recorded_results import recorded_result
+    from saved_calibration import saved_calibration
+
+    cal = saved_calibration(recorded_result("deit_small_patch16_224"), "rtx3090", "rtx4090")
+    build_report(loaded, tmp_path / "r.html", calibration=cal)
+    html = (tmp_path / "r.html").read_text()
+    section = html.split("<h2>Calibrated speed-up rtx3090 → rtx4090</h2>")[1].split("</section>")[0]
+    assert "fitted on 1 published models of 1 families" in section
+    bands = re.findall(r"<td>x(\d\.\d\d)</td><td>x(\d\.\d\d) – x(\d\.\d\d)</td>", section)
+    assert len(bands) == len(loaded.profiles) == 4
+    assert all(float(lo) <= float(mid) <= float(hi) for mid, lo, hi in bands)
+    assert section.count("yes (in sample)") == 1
+    build_report(loaded, tmp_path / "plain.html")
+    assert "Calibrated speed-up" not in (tmp_path / "plain.html").read_text()
+
+
 def test_html_is_self_contained(report):
     path, written = report
     html = path.read_text()

@@ -14,6 +14,7 @@ Modules, each small and importable on its own (nothing heavy loads at import):
     calibrate     a GPU pair's spec-ratio prediction fitted to a published table, per op type
     held_out      the calibration judged on models its fit did not see (families held out)
     calibration_sentences  each model's calibrated speed-up told from the fitted ratios
+    calibration_file  a fitted calibration saved, and applied to profiles it never saw
     repeatability identical work in the profiles, and the ceiling noise leaves a predictor
     measured_bounds  bounds per kernel family from Nsight Compute counters, and their coverage
     accuracy      ImageNet top-1 of timm's pretrained weights (a compact copy)

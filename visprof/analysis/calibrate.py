@@ -81,6 +81,9 @@ class Fleet:
     # Other spec-only models' log speed-ups (name -> one per model; NaN where one cannot predict):
     # judged beside log_spec, never fitted.
     spec_variants: dict[str, np.ndarray] = field(default_factory=dict)
+    # Each covariate's mean and standard deviation over the fleet, as its column was standardized:
+    # a saved calibration applies the same to a profile it never saw.
+    covariate_scales: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def __post_init__(self):
         n = len(self.models)
@@ -167,10 +170,17 @@ def select_features(rows: Sequence[dict[str, float]]) -> list[str]:
     return sorted(k for k, c in counts.items() if c >= MIN_MODELS_PER_FEATURE)
 
 
-def covariate_column(values: np.ndarray) -> np.ndarray:
-    """A covariate as the fit sees it: standardized over the fleet and scaled to COVARIATE_SCALE."""
-    sd = values.std()
-    return (values - values.mean()) / (sd if sd > 0 else 1.0) * COVARIATE_SCALE
+def covariate_scale(values: np.ndarray) -> tuple[float, float]:
+    """A covariate's mean and standard deviation over the fleet (1 where it does not vary)."""
+    sd = float(values.std())
+    return float(values.mean()), sd if sd > 0 else 1.0
+
+
+def covariate_column(values: np.ndarray, scale: tuple[float, float] | None = None) -> np.ndarray:
+    """A covariate as the fit sees it: standardized (over the fleet, or by a saved ``scale``) and
+    scaled to COVARIATE_SCALE."""
+    mean, sd = scale or covariate_scale(values)
+    return (values - mean) / sd * COVARIATE_SCALE
 
 
 def make_fleet(models: Sequence[str], families: Sequence[str], buckets: Sequence[dict[str, float]],
@@ -189,11 +199,13 @@ def make_fleet(models: Sequence[str], families: Sequence[str], buckets: Sequence
         for k, v in row.items():
             if k in col:
                 X[i, col[k]] = v
+    scales = {}
     for name, values in (covariates or {}).items():
         c = np.asarray(values, dtype=float)
         if c.shape != (len(models),) or not np.all(np.isfinite(c)):
             raise BadInputError(f"calibration covariate {name!r}: one finite value per model is needed")
-        X = np.hstack([X, covariate_column(c)[:, None]])
+        scales[name] = covariate_scale(c)
+        X = np.hstack([X, covariate_column(c, scales[name])[:, None]])
         features.append(f"cov:{name}")
     spec = np.asarray(spec_speedups, dtype=float)
     obs = np.asarray(speedups, dtype=float)
@@ -210,7 +222,7 @@ def make_fleet(models: Sequence[str], families: Sequence[str], buckets: Sequence
             raise BadInputError(f"spec model {name!r}: one speed-up per model is needed")
         variants[name] = np.log(np.where(v > 0, v, np.nan))
     return Fleet(list(models), list(families), features, X, np.log(spec), np.log(np.where(obs > 0, obs, np.nan)), base,
-                 variants)
+                 variants, scales)
 
 
 # --- the fit ---------------------------------------------------------------------------------
@@ -440,12 +452,9 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
         raise BadInputError(f"{published} model(s) have a profile, a spec prediction and both published numbers "
                             f"for {comparison.base} -> {comparison.target}; calibration needs at least {MIN_MODELS}")
     if table is not None and comparison.base_spec is not None and comparison.target_spec is not None:
-        import dataclasses
-        from collections import Counter
-
         from visprof.analysis.families import family
 
-        precision = Counter(mc.base.precision for mc in comparison.models).most_common(1)[0][0]
+        precision = base_precision(comparison)
         for key, cands in sorted(by_key.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
             if key in joined:
                 continue
@@ -453,9 +462,8 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
             if not with_spec:
                 continue
             chosen = with_spec[-1]
-            base = dataclasses.replace(chosen, gpu_name=comparison.base, gpu_id=comparison.base_spec.id, result=None,
-                                       precision=precision, kind="reference", samples_per_s=None)
-            shares, _, predicted, _ = on_base_and_target(chosen, base, comparison.base_spec, comparison.target_spec, table)
+            base, shares, predicted = spec_at_own_batch(chosen, comparison.base_spec, comparison.target_spec, table,
+                                                        precision)
             add(chosen.model, family(chosen.model), chosen, base, predicted, float("nan"), shares)
     bound_keys = sorted({b for s in bounds for b in s})
     extra = {f"bound:{b}": [s.get(b, 0.0) for s in bounds] for b in bound_keys}
@@ -463,6 +471,28 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     covariates = {"spec": np.log(spec), "profile_time_per_sample": time, "profile_flops_per_byte": intensity}
     return make_fleet(names, fams, buckets, spec, obs, baseline_features=extra, covariates=covariates,
                       spec_variants=variants), missing
+
+
+def base_precision(comparison) -> str | None:
+    """The precision most of the base GPU's published rows were measured at: a profile without a
+    published pair is predicted at it."""
+    from collections import Counter
+
+    return Counter(mc.base.precision for mc in comparison.models).most_common(1)[0][0]
+
+
+def spec_at_own_batch(profile, base_spec, target_spec, table, precision: str | None):
+    """A profile with no published pair: the base measurement it stands for (the profile's own
+    batch, the base table's ``precision``), its time by bound and its spec-predicted speed-up from
+    base to target (None where it cannot be predicted)."""
+    import dataclasses
+
+    from visprof.analysis.compare import on_base_and_target
+
+    base = dataclasses.replace(profile, gpu_name=base_spec.id, gpu_id=base_spec.id, result=None, precision=precision,
+                               kind="reference", samples_per_s=None)
+    shares, _, predicted, _ = on_base_and_target(profile, base, base_spec, target_spec, table)
+    return base, shares, predicted
 
 
 def unpublished_predictions(fit: Fit, fleet: Fleet) -> list[dict]:
@@ -487,6 +517,7 @@ def profile_covariates(result) -> tuple[float, float] | None:
 
 
 __all__ = ["BucketRatio", "COVARIATE_SCALE", "COVERAGE", "Fit", "Fleet", "LAMBDAS", "MIN_MODELS",
-           "bucket_rates", "buckets_of", "covariate_column", "family_folds", "fit_calibration", "fit_ridge",
+           "base_precision", "bucket_rates", "buckets_of", "covariate_column", "covariate_scale", "family_folds", "fit_calibration", "fit_ridge",
            "fleet_from_comparison", "format_ratio_table", "group_op_type", "make_fleet", "op_bucket",
-           "parent_buckets", "profile_covariates", "ratio_table", "select_features", "unpublished_predictions"]
+           "parent_buckets", "profile_covariates", "ratio_table", "select_features", "spec_at_own_batch",
+           "unpublished_predictions"]

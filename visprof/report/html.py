@@ -76,6 +76,25 @@ def _profiles_table(profiles) -> str:
                    "time by bound", "self-checks"], rows, text_columns=(0, 1, 3, 7, 8, 9))
 
 
+def _calibrated_section(calibration, profiles, table) -> str:
+    """Each profiled model's calibrated speed-up over a saved calibration's pair, with its 80% band."""
+    rows, missing = [], 0
+    for m in sorted(profiles, key=lambda m: (m.model, m.batch_size or 0)):
+        got = calibration.predict(m, table)
+        if got is None:
+            missing += 1
+            continue
+        rows.append([m.model, str(m.batch_size), f"x{got.spec_speedup:.2f}", f"x{got.calibrated:.2f}",
+                     f"x{got.low:.2f} – x{got.high:.2f}", "yes (in sample)" if got.fitted else "no"])
+    caption = (f"{calibration.describe()}. Each profile at its own batch: the spec ratios' speed-up, the calibrated one "
+               f"(the fitted per-bucket corrections on top) and its 80% band. A model the fit saw is in sample."
+               + (f" {missing} profile(s) lack what the calibration reads." if missing else ""))
+    return (f"<section><h2>Calibrated speed-up {html.escape(calibration.base)} → {html.escape(calibration.target)}</h2>"
+            f'<p class="caption">{html.escape(caption)}</p>'
+            + _table(["model", "batch", "spec ratios", "calibrated", "80% band", "in the fit"], rows, text_columns=(0, 5))
+            + "</section>")
+
+
 def _comparison_section(comparison, figures) -> list[str]:
     c = comparison
     out = [f"<section><h2>Speed-up {html.escape(c.base)} → {html.escape(c.target)}</h2>",
@@ -180,10 +199,12 @@ def check_report_outputs(output: str | Path, png_dir: str | Path | None = None, 
 
 
 def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = None, base: str | None = None,
-                 target: str | None = None, title: str = "visprof report", table=None) -> list[Path]:
+                 target: str | None = None, title: str = "visprof report", table=None, calibration=None) -> list[Path]:
     """Writes the HTML report and, given ``png_dir``, each figure as a PNG there; returns the
     PNGs written. Every target is checked before any work (none may be one of the files
-    ``loaded`` was read from), and the files are written all together or not at all."""
+    ``loaded`` was read from), and the files are written all together or not at all.
+    ``calibration`` (``calibration_file.SavedCalibration``): a section of each profile's calibrated
+    speed-up over its pair."""
     from visprof.analysis.gpus import gpu_table
     from visprof.base.outputs import atomic_write_all
     from visprof.result import visprof_version
@@ -227,6 +248,8 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
                      "both axes.</p>" + _img(figures["pareto"], "Pareto fronts") + "</section>")
     if comparison is not None:
         parts += _comparison_section(comparison, figures)
+    if calibration is not None and loaded.profiles:
+        parts.append(_calibrated_section(calibration, loaded.profiles, table))
     parts.append("</main></body></html>")
     pngs = {Path(png_dir) / f"{name}.png": png for name, png in figures.items()} if png_dir is not None else {}
     atomic_write_all({Path(output): "\n".join(parts) + "\n", **pngs}, make_folders=True)

@@ -1,0 +1,97 @@
+"""visprof.analysis.calibration_file: a calibration saved, loaded and applied to a profile it never saw."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from recorded_results import recorded_result
+from saved_calibration import saved_calibration
+from visprof.analysis import sources
+from visprof.analysis.calibrate import COVARIATE_SCALE, buckets_of, make_fleet, profile_covariates, spec_at_own_batch
+from visprof.analysis.calibration_file import SCHEMA, SavedCalibration
+from visprof.analysis.gpus import gpu_table
+from visprof.base.errors import BadInputError
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return sources.from_result(recorded_result("deit_small_patch16_224"), "test", gpu_table())
+
+
+def saved_for(profile, fitted=("deit_small_patch16_224.fb_in1k",)) -> SavedCalibration:
+    return saved_calibration(profile.result, fitted=fitted)
+
+
+def by_hand(saved: SavedCalibration, profile, spec: float) -> tuple[float, float, float]:
+    shares = buckets_of(profile.result)
+    time, intensity = profile_covariates(profile.result)
+    raw = {"spec": math.log(spec), "profile_time_per_sample": time, "profile_flops_per_byte": intensity}
+    x = [(raw[f[4:]] - saved.covariate_scales[f[4:]][0]) / saved.covariate_scales[f[4:]][1] * COVARIATE_SCALE
+         if f.startswith("cov:") else shares.get(f, 0.0) for f in saved.fit.features]
+    mid = math.log(spec) + saved.fit.intercept + float(np.dot(x, saved.fit.delta))
+    z = np.array([1.0, *x])
+    scale = math.sqrt(1 + z @ saved.fit.A_inv @ z)
+    return math.exp(mid), math.exp(mid + saved.fit.q_low * scale), math.exp(mid + saved.fit.q_high * scale)
+
+
+def test_a_profile_is_calibrated_as_the_fit_predicts_and_the_file_keeps_it(profile, tmp_path):
+    saved = saved_for(profile)
+    got = saved.predict(profile, gpu_table(), spec=1.5)
+    assert (got.calibrated, got.low, got.high) == pytest.approx(by_hand(saved, profile, 1.5), rel=1e-12)
+    assert got.low < got.calibrated < got.high and got.spec_speedup == 1.5
+    assert got.fitted  # the fit saw it, under its pretrained tag
+    assert not saved_for(profile, fitted=("vit_base_patch16_224",)).predict(profile, gpu_table(), spec=1.5).fitted
+    saved.save(tmp_path / "cal.json")
+    back = SavedCalibration.load(tmp_path / "cal.json")
+    again = back.predict(profile, gpu_table(), spec=1.5)
+    assert (again.calibrated, again.low, again.high) == pytest.approx((got.calibrated, got.low, got.high), rel=1e-8)
+    assert back.describe() == ("calibration rtx4090 -> rtx5090, fitted on 1 published models of 1 families; families "
+                               "held out: Spearman 0.700, median error 4.0%, 80% band holding 80.0%")
+
+
+def test_without_a_spec_speed_up_it_is_made_at_the_profile_s_batch(profile):
+    table = gpu_table()
+    saved = saved_for(profile)
+    _, _, spec = spec_at_own_batch(profile, table.get("rtx4090"), table.get("rtx5090"), table, "fp16")
+    got = saved.predict(profile, table)
+    assert spec > 1 and got.spec_speedup == pytest.approx(spec)
+    assert got.calibrated == pytest.approx(by_hand(saved, profile, spec)[0], rel=1e-12)
+
+
+def test_a_profile_without_roofline_groups_is_not_predicted(profile):
+    import copy
+
+    bare = copy.deepcopy(profile)
+    bare.result.roofline = None
+    assert saved_for(profile).predict(bare, gpu_table()) is None
+
+
+def test_the_fleet_keeps_the_covariate_scales_it_standardized_with():
+    fleet = make_fleet(["a", "b", "c"], ["f", "g", "h"], [{"idle": 1.0}] * 3, [1.0, 2.0, 3.0], [1.0, 2.0, 3.0],
+                       features=["idle"], covariates={"spec": [0.0, 1.0, 2.0]})
+    mean, sd = fleet.covariate_scales["spec"]
+    assert (mean, sd) == pytest.approx((1.0, math.sqrt(2 / 3)))
+    assert fleet.X[:, 1] == pytest.approx(np.array([-1.0, 0.0, 1.0]) / math.sqrt(2 / 3) * COVARIATE_SCALE)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d.update(schema="visprof.profile/1"), "schema is 'visprof.profile/1'"),
+    (lambda d: d["delta"].pop(), "corrections"),
+    (lambda d: d["covariate_scales"].pop("spec"), "covariate scales missing or invalid (cov:spec)"),
+    (lambda d: d["covariate_scales"].update(spec=[0.0, -1.0]), "a spread <= 0"),
+    (lambda d: d.update(q_low="low"), "q_low is not a finite number"),
+    (lambda d: d.pop("intercept"), "intercept"),
+])
+def test_a_damaged_file_is_one_line_naming_it(profile, tmp_path, change, message):
+    doc = saved_for(profile).to_dict()
+    change(doc)
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(BadInputError) as caught:
+        SavedCalibration.load(path)
+    text = str(caught.value)
+    assert "\n" not in text and text.startswith(f"calibration file {path}") and message in text
+    assert doc.get("schema") != SCHEMA or "not a visprof calibration" in text

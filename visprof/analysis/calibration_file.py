@@ -1,0 +1,171 @@
+"""A fitted calibration saved to a file, and applied to profiles it never saw (issue 25, item 4).
+
+``visprof calibrate ... --save CAL.json`` writes the fit of one GPU pair; ``visprof predict ...
+--calibration CAL.json`` and ``visprof compare ... --calibration CAL.json`` then give each profiled
+model its calibrated speed-up from the pair's base to its target with the 80% band, the way
+``visprof calibrate`` predicts the profiled models its published table lacks: the profile's time
+buckets and covariates (``calibrate.buckets_of``, ``profile_covariates``), the spec-ratio speed-up
+at the profile's own batch and the base table's precision (``spec_at_own_batch``), the fitted
+corrections on top, and the band widened by the ridge's leverage. The covariates are standardized
+with the fitted fleet's own means and spreads, saved with the fit.
+
+The file is JSON (``visprof.calibration/1``); a file that is not one, or does not fit the schema,
+is a one-line BadInputError naming the file.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from visprof.analysis.calibrate import (COVERAGE, Fit, Fleet, buckets_of, covariate_column, profile_covariates,
+                                        spec_at_own_batch)
+from visprof.analysis.families import architecture
+from visprof.base.errors import BadInputError
+
+SCHEMA = "visprof.calibration/1"
+
+
+@dataclass
+class CalibratedSpeedup:
+    model: str
+    spec_speedup: float  # what the spec ratios say, at the profile's batch
+    calibrated: float
+    low: float  # the 80% band
+    high: float
+    fitted: bool  # the model was among those the calibration was fitted on: in sample
+
+    def row(self) -> dict:
+        return {"model": self.model, "spec_speedup": self.spec_speedup, "calibrated": self.calibrated,
+                "low": self.low, "high": self.high, "fitted": self.fitted}
+
+
+@dataclass
+class SavedCalibration:
+    base: str  # spec ids of the pair
+    target: str
+    precision: str | None  # the base table's precision, at which the spec ratios predict
+    fit: Fit
+    covariate_scales: dict[str, tuple[float, float]]
+    fitted_models: list[str] = field(default_factory=list)  # the published models the fit saw
+    families: int = 0
+    held_out: dict[str, Any] = field(default_factory=dict)  # the family-held-out figures of the run that saved it
+    created_at: str = ""
+
+    @classmethod
+    def of(cls, fit: Fit, fleet: Fleet, base: str, target: str, precision: str | None,
+           held_out: dict[str, Any] | None = None) -> "SavedCalibration":
+        published = [i for i in range(len(fleet.models)) if math.isfinite(fleet.log_obs[i])]
+        return cls(base, target, precision, fit, dict(fleet.covariate_scales), [fleet.models[i] for i in published],
+                   len({fleet.families[i] for i in published}), dict(held_out or {}),
+                   datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    def to_dict(self) -> dict[str, Any]:
+        from visprof import __version__
+
+        fit = self.fit
+        return {"schema": SCHEMA, "visprof_version": __version__, "created_at": self.created_at,
+                "base": self.base, "target": self.target, "precision": self.precision, "coverage": COVERAGE,
+                "features": list(fit.features), "lambda": fit.lam, "intercept": fit.intercept,
+                "delta": [float(d) for d in fit.delta],
+                # the band's variance factor: 9 significant digits move no band by a visible amount and
+                # halve the file (205 x 205 numbers for 201 buckets and covariates)
+                "A_inv": [[float(f"{v:.9g}") for v in row] for row in fit.A_inv],
+                "q_low": fit.q_low, "q_high": fit.q_high,
+                "covariate_scales": {k: list(v) for k, v in self.covariate_scales.items()},
+                "fitted_models": self.fitted_models, "families": self.families, "held_out": self.held_out}
+
+    def save(self, path: str | Path) -> None:
+        from visprof.base.outputs import atomic_write_text
+
+        atomic_write_text(path, json.dumps(self.to_dict(), allow_nan=False) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "SavedCalibration":
+        from visprof.base.inputs import load_json_file
+
+        doc = load_json_file(path, "calibration file")
+        try:
+            return cls.from_dict(doc)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise BadInputError(f"calibration file {path}: not a visprof calibration ({exc})") from None
+
+    @classmethod
+    def from_dict(cls, doc: Any) -> "SavedCalibration":
+        """Raises KeyError, TypeError or ValueError naming what does not fit."""
+        if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+            raise ValueError(f"schema is {doc.get('schema') if isinstance(doc, dict) else None!r}, not {SCHEMA!r}")
+        features = [str(f) for f in _list(doc, "features")]
+        delta = _numbers(doc, "delta")
+        a_inv = np.array([_numbers({"row": row}, "row") for row in _list(doc, "A_inv")], dtype=float)
+        if len(delta) != len(features) or a_inv.shape != (len(features) + 1,) * 2:
+            raise ValueError(f"{len(features)} features, {len(delta)} corrections and a {a_inv.shape} variance matrix")
+        scales = {str(k): tuple(_numbers({"scale": v}, "scale")) for k, v in dict(doc["covariate_scales"]).items()}
+        unknown = [f for f in features if f.startswith("cov:") and f[4:] not in scales]
+        if unknown or any(len(v) != 2 or v[1] <= 0 for v in scales.values()):
+            raise ValueError(f"covariate scales missing or invalid ({', '.join(unknown) or 'a spread <= 0'})")
+        fit = Fit(features, _number(doc, "lambda"), _number(doc, "intercept"), np.array(delta), a_inv,
+                  _number(doc, "q_low"), _number(doc, "q_high"))
+        return cls(str(doc["base"]), str(doc["target"]), doc.get("precision"), fit, scales,
+                   [str(m) for m in doc.get("fitted_models", [])], int(doc.get("families", 0)),
+                   dict(doc.get("held_out") or {}), str(doc.get("created_at", "")))
+
+    def describe(self) -> str:
+        """One line: the pair, what it was fitted on and how it held up with families held out."""
+        held = self.held_out
+        figures = (f"; families held out: Spearman {held['spearman']:.3f}, median error {held['median_abs_error']:.1%}, "
+                   f"{COVERAGE:.0%} band holding {held['coverage']:.1%}") if {"spearman", "median_abs_error",
+                                                                            "coverage"} <= set(held) else ""
+        return (f"calibration {self.base} -> {self.target}, fitted on {len(self.fitted_models)} published models of "
+                f"{self.families} families{figures}")
+
+    def predict(self, profile, table, spec: float | None = None) -> CalibratedSpeedup | None:
+        """``profile`` (a measurement with a result) from the pair's base to its target; None where the
+        profile lacks what the fit reads (roofline groups, timing, FLOPs and bytes) or the spec
+        ratios cannot predict it. ``spec``: its spec-ratio speed-up where the caller has it (compare's,
+        at the published batch); else made at the profile's own batch and the base table's precision."""
+        result = profile.result
+        shares = buckets_of(result) if result is not None else {}
+        covs = profile_covariates(result) if shares else None
+        if covs is None or profile.gpu_id is None:
+            return None
+        if spec is None:
+            _, _, spec = spec_at_own_batch(profile, table.get(self.base), table.get(self.target), table, self.precision)
+        if not spec or spec <= 0:
+            return None
+        values = {"spec": math.log(spec), "profile_time_per_sample": covs[0], "profile_flops_per_byte": covs[1]}
+        x = np.array([[covariate_column(np.array([values[f[4:]]]), self.covariate_scales[f[4:]])[0]
+                       if f.startswith("cov:") else shares.get(f, 0.0) for f in self.fit.features]])
+        mid, low, high = (float(v[0]) for v in self.fit.predict(x, np.array([math.log(spec)])))
+        return CalibratedSpeedup(profile.model, spec, mid, low, high, architecture(profile.model) in self._fitted)
+
+    @functools.cached_property
+    def _fitted(self) -> set[str]:
+        return {architecture(m) for m in self.fitted_models}
+
+
+def _list(doc: dict, key: str) -> list:
+    value = doc[key]
+    if not isinstance(value, list):
+        raise TypeError(f"{key} is not a list")
+    return value
+
+
+def _number(doc: dict, key: str) -> float:
+    value = doc[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise TypeError(f"{key} is not a finite number")
+    return float(value)
+
+
+def _numbers(doc: dict, key: str) -> list[float]:
+    return [_number({key: v}, key) for v in _list(doc, key)]
+
+
+__all__ = ["CalibratedSpeedup", "SCHEMA", "SavedCalibration"]
