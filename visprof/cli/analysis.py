@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 from visprof.cli.arguments import positive_int
+from visprof.cli.calibration import (add_calibration_option, calibrated_section, compare_calibrated,
+                                     load_calibration, save_calibration)
 
 __all__ = ["add_analysis_commands", "cmd_calibrate", "cmd_compare", "cmd_import_timm", "cmd_predict", "cmd_report"]
 
@@ -24,13 +26,6 @@ def _add_files(parser, what: str) -> None:
     parser.add_argument("--json", type=Path, metavar="FILE", help=f"write {what} as JSON")
     parser.add_argument("--csv", type=Path, metavar="FILE", help="write one row per model as CSV")
     parser.add_argument("--gpus", type=Path, metavar="FILE", help="extra GPU spec rows")
-
-
-def _add_calibration(parser) -> None:
-    parser.add_argument("--calibration", type=Path, metavar="FILE",
-                        help="a GPU pair's calibration (visprof calibrate --save): also give each profiled model its "
-                             "calibrated speed-up from the pair's base to its target, with the 80%% band (compare: "
-                             "its pair unless --base/--target name one)")
 
 
 def add_analysis_commands(commands) -> None:
@@ -54,7 +49,7 @@ def add_analysis_commands(commands) -> None:
     cmp_.add_argument("--target", metavar="GPU", help="the GPU to compare to (default: the other)")
     cmp_.add_argument("--top", type=positive_int, default=15, metavar="N", help="show the N most and N least sensitive (default 15)")
     cmp_.add_argument("--all", action="store_true", help="show every model")
-    _add_calibration(cmp_)
+    add_calibration_option(cmp_)
     _add_files(cmp_, "the whole comparison")
     cmp_.set_defaults(handler=cmd_compare)
 
@@ -79,7 +74,7 @@ def add_analysis_commands(commands) -> None:
                            "efficiency kept (Habitat); compute: the time above the roof scales with SMs x clock; none: "
                            "every group at its roof; fraction: the roofline share of each group's time scales with its roof's "
                            "resource, the rest with the clock (docs/hardware-sensitivity.md, section 6)")
-    _add_calibration(pred)
+    add_calibration_option(pred)
     _add_files(pred, "the predictions, with their groups,")
     pred.set_defaults(handler=cmd_predict)
 
@@ -116,7 +111,7 @@ def add_analysis_commands(commands) -> None:
     rep.add_argument("--base", metavar="GPU", help="speed-up scatter: from this GPU")
     rep.add_argument("--target", metavar="GPU", help="speed-up scatter: to this GPU")
     rep.add_argument("--title", default="visprof report", help="the report's title")
-    _add_calibration(rep)
+    add_calibration_option(rep)
     rep.add_argument("--gpus", type=Path, metavar="FILE", help="extra GPU spec rows")
     rep.set_defaults(handler=cmd_report)
 
@@ -185,14 +180,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     _check_outputs(args, json=args.json, csv=args.csv)
     table = _table(args)
-    saved = _load_calibration(args, table)
+    saved = load_calibration(args, table)
     loaded = sources.load(args.sources, table)
     _say(f"{len(loaded.measurements)} measurements; joining models (timm's registry gives their families)")
     # with a calibration and no pair named, its pair
     base, target = (args.base, args.target) if args.base or args.target or not saved else (saved.base, saved.target)
     comparison = compare(loaded.measurements, base, target, table)
     print(format_comparison(comparison, top=None if args.all else args.top), end="")
-    calibrated = (_compare_calibrated(saved, comparison, loaded, table, args.calibration, None if args.all else args.top)
+    calibrated = (compare_calibrated(saved, comparison, loaded, table, args.calibration, None if args.all else args.top)
                   if saved else {})
     if args.json is not None:
         doc = comparison.to_dict()
@@ -257,7 +252,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.explain:
         print(_explained(fit, fleet, args.explain), end="")
     if args.save is not None:
-        _save_calibration(args.save, fit, fleet, comparison, held)
+        save_calibration(args.save, fit, fleet, comparison, held)
     if args.json is not None:
         doc = {"base": comparison.base, "target": comparison.target, "models": published, "missing": missing,
                "unpublished": unpublished,
@@ -266,103 +261,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                "sentences": [s.row() for s in sentences(fit, fleet)]}
         atomic_write_text(args.json, json.dumps(doc, indent=1, allow_nan=False) + "\n")
     return 0
-
-
-def _save_calibration(path: Path, fit, fleet, comparison, held) -> None:
-    from visprof.analysis.calibrate import base_precision
-    from visprof.analysis.calibration_file import SavedCalibration
-    from visprof.base.errors import BadInputError
-
-    if comparison.base_spec is None or comparison.target_spec is None:
-        raise BadInputError(f"cannot save a calibration of {comparison.base} -> {comparison.target}: both GPUs need a "
-                            f"row in the GPU spec table (--gpus FILE)")
-    figures = {"spearman": held.calibrated.spearman, "median_abs_error": held.calibrated.median_abs_error,
-               "coverage": held.coverage, "family_coverage": held.family_coverage,
-               "fleet_median_error": held.fleet_median.median_abs_error, "models": held.models, "families": held.families}
-    SavedCalibration.of(fit, fleet, comparison.base_spec.id, comparison.target_spec.id, base_precision(comparison),
-                        figures).save(path)
-    print(f"saved the calibration to {path} (visprof compare/predict --calibration {path})")
-
-
-def _compare_calibrated(saved, comparison, loaded, table, path, top: int | None) -> dict:
-    """compare --calibration: each compared model with a profile, calibrated from the profile compare
-    read, at the published batch; printed with its published speed-up. id(model comparison) -> it."""
-    from collections import defaultdict
-
-    from visprof.analysis.compare import profile_for
-    from visprof.base.errors import BadInputError
-
-    pair = (comparison.base_spec.id if comparison.base_spec else comparison.base,
-            comparison.target_spec.id if comparison.target_spec else comparison.target)
-    if pair != (saved.base, saved.target):
-        raise BadInputError(f"calibration file {path} is for {saved.base} -> {saved.target}; this comparison is "
-                            f"{pair[0]} -> {pair[1]} (--base/--target)")
-    by_key = defaultdict(list)
-    for m in loaded.profiles:
-        by_key[(m.arch, m.img_size)].append(m)
-    chosen = []
-    for mc in comparison.models:
-        profile = profile_for(by_key.get((mc.base.arch, mc.img_size), []), comparison.base, mc.base.batch_size)
-        if profile is not None and mc.predicted_speedup:
-            chosen.append((mc, profile))
-    text, rows = _calibrated(saved, table, [p for _, p in chosen], [(mc.predicted_speedup, mc.speedup) for mc, _ in chosen],
-                             top=top)
-    print(text, end="")
-    return {id(mc): r for (mc, _), r in zip(chosen, rows) if r is not None}
-
-
-def _times(ratio: float) -> str:
-    return f"x{ratio:.2f}"
-
-
-def _load_calibration(args, table):
-    """The --calibration file, checked against the GPU table; None without one."""
-    from visprof.analysis.calibration_file import SavedCalibration
-    from visprof.base.errors import BadInputError
-
-    if args.calibration is None:
-        return None
-    saved = SavedCalibration.load(args.calibration)
-    for gpu in (saved.base, saved.target):
-        if table.find(gpu) is None:
-            raise BadInputError(f"calibration file {args.calibration}: its GPU {gpu!r} has no row in the GPU spec table "
-                                f"(--gpus FILE)")
-    return saved
-
-
-def _calibrated(saved, table, profiles: list, published: list | None = None,
-                top: int | None = None) -> tuple[str, list]:
-    """A section of text and the calibrated speed-up of each profile (None where it cannot be
-    predicted). ``published``: per profile, (its spec-ratio speed-up, its published speed-up) where
-    the caller has them (compare's, at the published batch). ``top``: show the first and last
-    ``top`` rows only."""
-    rows = [saved.predict(p, table, spec=published[i][0] if published else None) for i, p in enumerate(profiles)]
-    lines = [f"\nCalibrated speed-up {saved.base} -> {saved.target} ({saved.describe()}):",
-             f"  {'model':<40} {'spec':>7} {'calibrated':>11} {'80% band':>14}" + ("  published" if published else "")]
-    shown = [i for i, r in enumerate(rows) if r is not None]
-    if top is not None and len(shown) > 2 * top:
-        shown = shown[:top] + [None] + shown[-top:]
-    for i in shown:
-        if i is None:
-            lines.append(f"  ... {sum(x is not None for x in rows) - 2 * top} more (--all shows every one; "
-                         f"--json and --csv have them)")
-        else:
-            r = rows[i]
-            lines.append(f"  {r.model:<40} {_times(r.spec_speedup):>7} {_times(r.calibrated):>11} "
-                         f"{_times(r.low) + '-' + format(r.high, '.2f'):>14}"
-                         + (f" {_times(published[i][1]):>10}" if published else "") + ("  (in the fit)" if r.fitted else ""))
-    missing = sum(r is None for r in rows)
-    if missing:
-        lines.append(f"  ({missing} profile(s) without what the calibration reads: roofline groups, timing, FLOPs and "
-                     f"bytes, a GPU with a spec row)")
-    if published:
-        judged = [(r, pub) for r, (_, pub) in zip(rows, published) if r is not None]
-        fresh = [(r, pub) for r, pub in judged if not r.fitted]
-        for name, group in (("all (in sample where the fit saw the model)", judged), ("not in the fit", fresh)):
-            if group:
-                inside = sum(r.low <= pub <= r.high for r, pub in group)
-                lines.append(f"  published inside the band, {name}: {inside} of {len(group)} ({inside / len(group):.0%})")
-    return "\n".join(lines) + "\n", rows
 
 
 def _explained(fit, fleet, names: list[str]) -> str:
@@ -411,7 +309,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     left_out = 0
     if not args.every_profile:
         results, left_out = choose_profiles(results, args.batch_size)
-    saved = _load_calibration(args, table)
+    saved = load_calibration(args, table)
     predictions, skipped = predict_many(results, target, batch_size=args.batch_size, precision=args.precision, table=table,
                                         excess=args.excess)
     if not predictions:
@@ -425,7 +323,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if saved:
         used = {id(r) for r in results}
         profiles = [m for m in loaded.profiles if id(m.result) in used]
-        text, rows = _calibrated(saved, table, profiles)
+        text, rows = calibrated_section(saved, table, profiles)
         print(text, end="")
         calibrated = {id(m.result): r for m, r in zip(profiles, rows) if r is not None}
     if args.json is not None:
@@ -456,7 +354,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     check_report_outputs(args.output, args.png_dir, _inputs(args))
     require_matplotlib()
     table = _table(args)
-    calibration = _load_calibration(args, table)
+    calibration = load_calibration(args, table)
     loaded = sources.load(args.sources, table)
     _say(f"{len(loaded.measurements)} measurements ({len(loaded.profiles)} profiles); drawing")
     written = build_report(loaded, args.output, png_dir=args.png_dir, base=args.base, target=args.target,

@@ -1,0 +1,113 @@
+"""The calibration options of compare, predict, report (--calibration FILE) and calibrate (--save
+FILE): a pair's fit saved once and applied to any profile (visprof.analysis.calibration_file)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def add_calibration_option(parser) -> None:
+    parser.add_argument("--calibration", type=Path, metavar="FILE",
+                        help="a GPU pair's calibration (visprof calibrate --save): also give each profiled model its "
+                             "calibrated speed-up from the pair's base to its target, with the 80%% band (compare: "
+                             "its pair unless --base/--target name one)")
+
+
+def save_calibration(path: Path, fit, fleet, comparison, held) -> None:
+    from visprof.analysis.calibrate import base_precision
+    from visprof.analysis.calibration_file import SavedCalibration
+    from visprof.base.errors import BadInputError
+
+    if comparison.base_spec is None or comparison.target_spec is None:
+        raise BadInputError(f"cannot save a calibration of {comparison.base} -> {comparison.target}: both GPUs need a "
+                            f"row in the GPU spec table (--gpus FILE)")
+    figures = {"spearman": held.calibrated.spearman, "median_abs_error": held.calibrated.median_abs_error,
+               "coverage": held.coverage, "family_coverage": held.family_coverage,
+               "fleet_median_error": held.fleet_median.median_abs_error, "models": held.models, "families": held.families}
+    SavedCalibration.of(fit, fleet, comparison.base_spec.id, comparison.target_spec.id, base_precision(comparison),
+                        figures).save(path)
+    print(f"saved the calibration to {path} (visprof compare/predict --calibration {path})")
+
+
+def compare_calibrated(saved, comparison, loaded, table, path, top: int | None) -> dict:
+    """compare --calibration: each compared model with a profile, calibrated from the profile compare
+    read, at the published batch; printed with its published speed-up. id(model comparison) -> it."""
+    from collections import defaultdict
+
+    from visprof.analysis.compare import profile_for
+    from visprof.base.errors import BadInputError
+
+    pair = (comparison.base_spec.id if comparison.base_spec else comparison.base,
+            comparison.target_spec.id if comparison.target_spec else comparison.target)
+    if pair != (saved.base, saved.target):
+        raise BadInputError(f"calibration file {path} is for {saved.base} -> {saved.target}; this comparison is "
+                            f"{pair[0]} -> {pair[1]} (--base/--target)")
+    by_key = defaultdict(list)
+    for m in loaded.profiles:
+        by_key[(m.arch, m.img_size)].append(m)
+    chosen = []
+    for mc in comparison.models:
+        profile = profile_for(by_key.get((mc.base.arch, mc.img_size), []), comparison.base, mc.base.batch_size)
+        if profile is not None and mc.predicted_speedup:
+            chosen.append((mc, profile))
+    text, rows = calibrated_section(saved, table, [p for _, p in chosen],
+                                    [(mc.predicted_speedup, mc.speedup) for mc, _ in chosen], top=top)
+    print(text, end="")
+    return {id(mc): r for (mc, _), r in zip(chosen, rows) if r is not None}
+
+
+def times(ratio: float) -> str:
+    return f"x{ratio:.2f}"
+
+
+def load_calibration(args, table):
+    """The --calibration file, checked against the GPU table; None without one."""
+    from visprof.analysis.calibration_file import SavedCalibration
+    from visprof.base.errors import BadInputError
+
+    if args.calibration is None:
+        return None
+    saved = SavedCalibration.load(args.calibration)
+    for gpu in (saved.base, saved.target):
+        if table.find(gpu) is None:
+            raise BadInputError(f"calibration file {args.calibration}: its GPU {gpu!r} has no row in the GPU spec table "
+                                f"(--gpus FILE)")
+    return saved
+
+
+def calibrated_section(saved, table, profiles: list, published: list | None = None,
+                top: int | None = None) -> tuple[str, list]:
+    """A section of text and the calibrated speed-up of each profile (None where it cannot be
+    predicted). ``published``: per profile, (its spec-ratio speed-up, its published speed-up) where
+    the caller has them (compare's, at the published batch). ``top``: show the first and last
+    ``top`` rows only."""
+    rows = [saved.predict(p, table, spec=published[i][0] if published else None) for i, p in enumerate(profiles)]
+    lines = [f"\nCalibrated speed-up {saved.base} -> {saved.target} ({saved.describe()}):",
+             f"  {'model':<40} {'spec':>7} {'calibrated':>11} {'80% band':>14}" + ("  published" if published else "")]
+    shown = [i for i, r in enumerate(rows) if r is not None]
+    if top is not None and len(shown) > 2 * top:
+        shown = shown[:top] + [None] + shown[-top:]
+    for i in shown:
+        if i is None:
+            lines.append(f"  ... {sum(x is not None for x in rows) - 2 * top} more (--all shows every one; "
+                         f"--json and --csv have them)")
+        else:
+            r = rows[i]
+            lines.append(f"  {r.model:<40} {times(r.spec_speedup):>7} {times(r.calibrated):>11} "
+                         f"{times(r.low) + '-' + format(r.high, '.2f'):>14}"
+                         + (f" {times(published[i][1]):>10}" if published else "") + ("  (in the fit)" if r.fitted else ""))
+    missing = sum(r is None for r in rows)
+    if missing:
+        lines.append(f"  ({missing} profile(s) without what the calibration reads: roofline groups, timing, FLOPs and "
+                     f"bytes, a GPU with a spec row)")
+    if published:
+        judged = [(r, pub) for r, (_, pub) in zip(rows, published) if r is not None]
+        fresh = [(r, pub) for r, pub in judged if not r.fitted]
+        for name, group in (("all (in sample where the fit saw the model)", judged), ("not in the fit", fresh)):
+            if group:
+                inside = sum(r.low <= pub <= r.high for r, pub in group)
+                lines.append(f"  published inside the band, {name}: {inside} of {len(group)} ({inside / len(group):.0%})")
+    return "\n".join(lines) + "\n", rows
+
+
+__all__ = ["add_calibration_option", "calibrated_section", "compare_calibrated", "load_calibration",
+           "save_calibration", "times"]
