@@ -164,6 +164,7 @@ def test_predict_and_compare_with_a_saved_calibration(tmp_path, capsys, h200_res
                          "--json", tmp_path / "p.json")
     assert code == 0, err
     section = out.split("Calibrated speed-up rtx3090 -> rtx4090 (calibration rtx3090 -> rtx4090, fitted on 1 ")[1]
+    assert section.splitlines()[0].endswith("; each profile at its own batch and the base table's precision):")
     rows = [line for line in section.splitlines()[2:] if line.startswith("  ") and "x" in line]
     assert len(rows) == 4 and sum("(in the fit)" in r for r in rows) == 1  # deit, under its pretrained tag
     doc = json.loads((tmp_path / "p.json").read_text())["calibration"]

@@ -81,7 +81,8 @@ def calibrated_section(saved, table, profiles: list, published: list | None = No
     the caller has them (compare's, at the published batch). ``top``: show the first and last
     ``top`` rows only."""
     rows = [saved.predict(p, table, spec=published[i][0] if published else None) for i, p in enumerate(profiles)]
-    lines = [f"\nCalibrated speed-up {saved.base} -> {saved.target} ({saved.describe()}):",
+    at = "" if published else "; each profile at its own batch and the base table's precision"
+    lines = [f"\nCalibrated speed-up {saved.base} -> {saved.target} ({saved.describe()}{at}):",
              f"  {'model':<40} {'spec':>7} {'calibrated':>11} {'80% band':>14}" + ("  published" if published else "")]
     shown = [i for i, r in enumerate(rows) if r is not None]
     if top is not None and len(shown) > 2 * top:
