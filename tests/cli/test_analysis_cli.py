@@ -161,7 +161,7 @@ def test_predict_and_compare_with_a_saved_calibration(tmp_path, capsys, h200_res
     cal = tmp_path / "cal.json"
     saved_calibration(recorded_result("deit_small_patch16_224"), "rtx3090", "rtx4090").save(cal)
     code, out, err = run(capsys, "predict", "--from", h200_results, "--to", "rtx4090", "--calibration", cal,
-                         "--json", tmp_path / "p.json")
+                         "--json", tmp_path / "p.json", "--csv", tmp_path / "p.csv")
     assert code == 0, err
     section = out.split("Calibrated speed-up rtx3090 -> rtx4090 (calibration rtx3090 -> rtx4090, fitted on 1 ")[1]
     assert section.splitlines()[0].endswith("; each profile at its own batch and the base table's precision):")
@@ -170,6 +170,13 @@ def test_predict_and_compare_with_a_saved_calibration(tmp_path, capsys, h200_res
     doc = json.loads((tmp_path / "p.json").read_text())["calibration"]
     assert doc["file"] == str(cal) and len(doc["models"]) == 4
     assert all(m["low"] < m["calibrated"] < m["high"] for m in doc["models"])
+    import csv
+
+    with open(tmp_path / "p.csv") as f:
+        table = list(csv.DictReader(f))
+    by_model = {m["model"]: m for m in doc["models"]}
+    assert len(table) == 4 and all(float(r["calibrated"]) == pytest.approx(by_model[r["model"]]["calibrated"])
+                                   for r in table)
     # compare reads the same file: each profiled model of the pair, at the published batch, with its published speed-up
     code, out, err = run(capsys, "compare", h200_results, CSV_3090, CSV_4090, "--calibration", cal,
                          "--csv", tmp_path / "c.csv")

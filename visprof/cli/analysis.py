@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from visprof.cli.arguments import positive_int
-from visprof.cli.calibration import (add_calibration_option, calibrated_section, compare_calibrated,
+from visprof.cli.calibration import (add_calibration_option, calibrated_section, compare_calibrated, csv_columns,
                                      load_calibration, save_calibration)
 
 __all__ = ["add_analysis_commands", "cmd_calibrate", "cmd_compare", "cmd_import_timm", "cmd_predict", "cmd_report"]
@@ -196,13 +196,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                   "models": [r.row() for r in calibrated.values()]}
         atomic_write_text(args.json, json.dumps(doc, indent=2, allow_nan=False) + "\n")
     if args.csv is not None:
-        rows = []
-        for m in comparison.models:
-            got = calibrated.get(id(m))
-            rows.append({**m.row(), **({"calibrated": got.calibrated, "calibrated_low": got.low,
-                                        "calibrated_high": got.high, "calibration_fitted": got.fitted}
-                                       if got else {})})
-        atomic_write_text(args.csv, rows_to_csv(rows))
+        atomic_write_text(args.csv, rows_to_csv([{**m.row(), **csv_columns(calibrated.get(id(m)))}
+                                                 for m in comparison.models]))
     return 0
 
 
@@ -319,13 +314,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if left_out:
         print(f"({left_out} more profile(s) of the same models not used: per model the one nearest the batch, the "
               f"newest among equals; --every-profile predicts them all)")
-    calibrated = {}
+    calibrated = {}  # (model, image size, batch, GPU) of the profile -> its calibrated speed-up
     if saved:
         used = {id(r) for r in results}
         profiles = [m for m in loaded.profiles if id(m.result) in used]
         text, rows = calibrated_section(saved, table, profiles)
         print(text, end="")
-        calibrated = {id(m.result): r for m, r in zip(profiles, rows) if r is not None}
+        calibrated = {(m.model, m.img_size, m.batch_size, m.gpu_id): r for m, r in zip(profiles, rows) if r is not None}
     if args.json is not None:
         doc = {"target": target.as_dict(), "predictions": [p.to_dict(groups=True) for p in predictions], "skipped": skipped}
         if saved:
@@ -333,7 +328,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
                                   "models": [r.row() for r in calibrated.values()]}
         atomic_write_text(args.json, json.dumps(doc, indent=2, default=_json_default) + "\n")
     if args.csv is not None:
-        atomic_write_text(args.csv, rows_to_csv([prediction_row(p) for p in predictions]))
+        atomic_write_text(args.csv, rows_to_csv([
+            {**prediction_row(p), **csv_columns(calibrated.get((p.model, p.img_size, p.source_batch, p.source_gpu)))}
+            for p in predictions]))
     return 0
 
 
