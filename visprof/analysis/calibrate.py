@@ -402,15 +402,15 @@ def format_ratio_table(rows: list[BucketRatio], fit: Fit, top: int = 20) -> str:
 
 def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequence[str] = ()) -> tuple[Fleet, int]:
     """The fleet of ``comparison``'s models (``visprof.analysis.compare``) that have a spec
-    prediction and a profile among ``profiles`` (measurements with a result; per (architecture,
-    image size) the one compare uses, ``compare.profile_for``).
-    Given the GPU ``table``, profiled models without both published numbers join it too, with
+    prediction and a profile (the one compare read, ``ModelComparison.profile``).
+    Given the GPU ``table``, the models of ``profiles`` (measurements with a result) without both
+    published numbers join it too, with
     no speed-up (NaN): the fit predicts them; their spec prediction is made at the profile's own
     batch and the published base rows' most common precision. ``spec_excess``: other ways to
     scale time off the roof (``predict.EXCESS_MODES``) whose spec-only speed-ups the fleet carries
     as ``spec_variants`` (needs ``table``). Returns it and how many joined models had no usable
     profile."""
-    from visprof.analysis.compare import on_base_and_target, profile_for
+    from visprof.analysis.compare import on_base_and_target
 
     if spec_excess and table is None:
         raise BadInputError("spec-model variants need the GPU table")
@@ -444,8 +444,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     for mc in comparison.models:
         key = (mc.base.arch, mc.img_size)
         joined.add(key)
-        chosen = profile_for(by_key.get(key, []), comparison.base, mc.base.batch_size)
-        if not add(mc.model, mc.family, chosen, mc.base, mc.predicted_speedup, mc.speedup, mc.shares):
+        if not add(mc.model, mc.family, mc.profile, mc.base, mc.predicted_speedup, mc.speedup, mc.shares):
             missing += 1
     published = len(obs)
     if published < MIN_MODELS:
@@ -517,7 +516,8 @@ def profile_covariates(result) -> tuple[float, float] | None:
 
 
 __all__ = ["BucketRatio", "COVARIATE_SCALE", "COVERAGE", "Fit", "Fleet", "LAMBDAS", "MIN_MODELS",
-           "base_precision", "bucket_rates", "buckets_of", "covariate_column", "covariate_scale", "family_folds", "fit_calibration", "fit_ridge",
+           "base_precision", "bucket_rates", "buckets_of", "covariate_column", "covariate_scale", "family_folds",
+           "fit_calibration", "fit_ridge",
            "fleet_from_comparison", "format_ratio_table", "group_op_type", "make_fleet", "op_bucket",
            "parent_buckets", "profile_covariates", "ratio_table", "select_features", "spec_at_own_batch",
            "unpublished_predictions"]

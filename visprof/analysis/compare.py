@@ -49,6 +49,7 @@ class ModelComparison:
     predicted_speedup: float | None = None  # from the profile's roofline groups and the two spec rows
     predicted_band: tuple[float, float] | None = None  # predict.speedup_band: over how off-roof time may scale
     explanation: str = ""
+    profile: Measurement | None = None  # the profile all of the above was read from (profile_for)
 
     @property
     def intensity(self) -> float | None:
@@ -353,7 +354,7 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
     target_name = target_spec.name.replace("NVIDIA ", "").replace("GeForce ", "") if target_spec else target_key
     for m in models:
         m.sensitivity = m.speedup / median - 1
-        profile = profile_for(profiles.get((m.base.arch, m.img_size), []), base_key, m.base.batch_size)
+        m.profile = profile = profile_for(profiles.get((m.base.arch, m.img_size), []), base_key, m.base.batch_size)
         if profile is not None:
             m.dominant_category = dominant_category(profile.result)
             m.shares, m.shares_from, m.predicted_speedup, m.predicted_band = on_base_and_target(

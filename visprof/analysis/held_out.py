@@ -222,7 +222,7 @@ def _judge(fleet: Fleet, idx: np.ndarray, fold: np.ndarray, tests, lam: float | 
     for name, v in variants.items():
         for m, row in enumerate(preds):
             row[f"spec_{name}"] = float(v[m])
-    return HeldOut(len(idx), len({fleet.families[i] for i in idx}), len(tests), MethodFigures.of(cal, obs),
+    return HeldOut(len(idx), len(by_family), len(tests), MethodFigures.of(cal, obs),
                    MethodFigures.of(med, obs, ranks=False), MethodFigures.of(single, obs), MethodFigures.of(spec, obs),
                    float(np.mean(inside)), float(np.mean(obs < low)), float(np.mean(obs > high)),
                    lambdas, chosen, {name: MethodFigures.of(v, obs) for name, v in variants.items()},

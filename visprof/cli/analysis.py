@@ -187,7 +187,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     base, target = (args.base, args.target) if args.base or args.target or not saved else (saved.base, saved.target)
     comparison = compare(loaded.measurements, base, target, table)
     print(format_comparison(comparison, top=None if args.all else args.top), end="")
-    calibrated = (compare_calibrated(saved, comparison, loaded, table, args.calibration, None if args.all else args.top)
+    calibrated = (compare_calibrated(saved, comparison, table, args.calibration, None if args.all else args.top)
                   if saved else {})
     if args.json is not None:
         doc = comparison.to_dict()

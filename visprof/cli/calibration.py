@@ -28,12 +28,9 @@ def save_calibration(path: Path, fit, fleet, comparison, held) -> None:
     print(f"saved the calibration to {path} (visprof compare/predict --calibration {path})")
 
 
-def compare_calibrated(saved, comparison, loaded, table, path, top: int | None) -> dict:
+def compare_calibrated(saved, comparison, table, path, top: int | None) -> dict:
     """compare --calibration: each compared model with a profile, calibrated from the profile compare
     read, at the published batch; printed with its published speed-up. id(model comparison) -> it."""
-    from collections import defaultdict
-
-    from visprof.analysis.compare import profile_for
     from visprof.base.errors import BadInputError
 
     pair = (comparison.base_spec.id if comparison.base_spec else comparison.base,
@@ -41,18 +38,11 @@ def compare_calibrated(saved, comparison, loaded, table, path, top: int | None) 
     if pair != (saved.base, saved.target):
         raise BadInputError(f"calibration file {path} is for {saved.base} -> {saved.target}; this comparison is "
                             f"{pair[0]} -> {pair[1]} (--base/--target)")
-    by_key = defaultdict(list)
-    for m in loaded.profiles:
-        by_key[(m.arch, m.img_size)].append(m)
-    chosen = []
-    for mc in comparison.models:
-        profile = profile_for(by_key.get((mc.base.arch, mc.img_size), []), comparison.base, mc.base.batch_size)
-        if profile is not None and mc.predicted_speedup:
-            chosen.append((mc, profile))
-    text, rows = calibrated_section(saved, table, [p for _, p in chosen],
-                                    [(mc.predicted_speedup, mc.speedup) for mc, _ in chosen], top=top)
+    chosen = [mc for mc in comparison.models if mc.profile is not None and mc.predicted_speedup]
+    text, rows = calibrated_section(saved, table, [mc.profile for mc in chosen],
+                                    [(mc.predicted_speedup, mc.speedup) for mc in chosen], top=top)
     print(text, end="")
-    return {id(mc): r for (mc, _), r in zip(chosen, rows) if r is not None}
+    return {id(mc): r for mc, r in zip(chosen, rows) if r is not None}
 
 
 def csv_columns(calibrated) -> dict:
