@@ -21,7 +21,7 @@ from visprof import attribution as attribution_mod
 from visprof import result as R
 from visprof.analysis import roofline
 from visprof.attribution.categories import CategoryTable
-from visprof.attribution.op_types import kernel_family_rows, op_type_rows
+from visprof.attribution.op_types import kernel_family_rows, launch_size_rows, op_type_rows
 from visprof.base import hardware
 from visprof.base.errors import BadInputError, BrokenDependencyError, CuptiUnavailableError, OutOfMemoryError, VisprofError
 from visprof.base.options import PASSES
@@ -310,6 +310,7 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
         result.modules = attribution_mod.module_rows(attr, top=top_modules)
         result.op_types = op_type_rows(attr)
         result.kernel_families = kernel_family_rows(attr)
+        result.launch_sizes = launch_size_rows(attr)
         roofline.attach(result, attr)  # op groups and time by bound, against the GPU's spec row
         walls = sorted(attributed.wall_ns_per_iteration)
         result.passes["attributed"] = R.PassInfo(sum(walls) / 1e9, attributed.trace.iterations)

@@ -379,6 +379,25 @@ class KernelFamilyRow:
     calls: float
     time_ms: float
     share: float
+    # The work of the ops that launched its kernels, split over each op's kernels by time
+    # (visprof.attribution.op_types); None in results made before them.
+    gflop: float | None = None
+    mb: float | None = None
+    # Launch shape, the median over its launches weighted by their time; None for copies.
+    blocks: float | None = None  # thread blocks per launch (grid x * y * z)
+    threads: float | None = None  # threads per block
+
+
+@dataclass
+class LaunchSizeRow:
+    """Kernel time of launches with ``blocks_min`` to ``blocks_max`` thread blocks, per iteration.
+    A launch of fewer blocks than the GPU has SMs leaves SMs idle unless another stream fills them."""
+
+    blocks_min: int
+    blocks_max: int
+    kernels: float
+    time_ms: float
+    share: float  # of all kernel time (copies excluded)
 
 
 @dataclass
@@ -404,6 +423,8 @@ class ProfileResult:
     # time; empty in results made before them.
     op_types: list[OpTypeRow] = field(default_factory=list)
     kernel_families: list[KernelFamilyRow] = field(default_factory=list)
+    # Kernel time by thread blocks per launch, in power-of-two bins; empty before it was kept.
+    launch_sizes: list[LaunchSizeRow] = field(default_factory=list)
     schema: str = SCHEMA
     visprof_version: str = field(default_factory=visprof_version)
     created_at: str = field(default_factory=_utc_now)  # ISO 8601, UTC

@@ -7,8 +7,8 @@ import pytest
 
 from fixtures import TraceBuilder
 from visprof.attribution import attribute
-from visprof.attribution.op_types import kernel_family, kernel_family_rows, op_type, op_type_rows
-from visprof.native.records import CapturedTrace
+from visprof.attribution.op_types import kernel_family, kernel_family_rows, launch_size_rows, op_type, op_type_rows
+from visprof.native.records import KIND_MEMCPY, KIND_MEMSET, CapturedTrace
 from visprof.result import ProfileResult
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -89,3 +89,97 @@ def test_result_keeps_the_tables_and_old_results_still_load(tmp_path):
     old.to_json(tmp_path / "r.json")
     back = ProfileResult.load(tmp_path / "r.json")
     assert back.op_types == old.op_types and back.kernel_families == old.kernel_families
+
+
+GEMM = "sm90_xmma_fprop_implicit_gemm_bf16"
+TO_NHWC = "_ZN5cudnn19engines_precompiled16nchwToNhwcKernelI13__nv_bfloat16EEvv"
+TO_NCHW = "_ZN5cudnn19engines_precompiled16nhwcToNchwKernelI13__nv_bfloat16EEvv"
+BIAS_ADD = "_ZN2at6native29vectorized_elementwise_kernelILi8ENS0_15CUDAFunctor_addIN3c108BFloat16EEESt5arrayIPcLm3EEEEviT0_T1_"
+
+
+def _convolutions(iterations: int = 2) -> TraceBuilder:
+    """A small convolution whose layout transforms outlast its GEMM, with a bias add and a memset."""
+    b = TraceBuilder(iterations=iterations)
+    conv = b.module("conv", "Conv2d", b.module("", "Net"))
+    for it in range(iterations):
+        b.iteration = it
+        external_id = b.op("aten.convolution.default", conv, [(TO_NHWC, 3_000), (GEMM, 2_000), (TO_NCHW, 500),
+                                                               (BIAS_ADD, 500)],
+                           flops=1e9, in_channels=64, groups=1, kernel_size=[3, 3])
+        b.kernel("memset", 400, external_id=external_id, kind=KIND_MEMSET, nbytes=1024)
+        b.ops[-1].bytes = 6_000_000
+    return b
+
+
+def test_kernel_families_take_the_flops_of_their_op_on_its_math_kernel_and_its_bytes_by_time():
+    attr = attribute(_convolutions().build())
+    rows = {r.family: r for r in kernel_family_rows(attr)}
+    gemm, to_nhwc, to_nchw = rows[GEMM], rows["cudnn::engines_precompiled::nchwToNhwcKernel"], \
+        rows["cudnn::engines_precompiled::nhwcToNchwKernel"]
+    bias, memset = rows["at::native::vectorized_elementwise_kernel"], rows["[memset]"]
+    assert bias.category == "convolution" and memset.category == "memory"
+    # per iteration: the GEMM did the FLOPs, though a layout transform ran longer and the bias add is the op's too
+    assert (gemm.gflop, to_nhwc.gflop, to_nchw.gflop, bias.gflop, memset.gflop) == (pytest.approx(1.0), 0, 0, 0, 0)
+    # the bytes over the convolution's own kernels by time (3, 2, 0.5, 0.5 of 6 us); none on the memset
+    assert (to_nhwc.mb, gemm.mb, to_nchw.mb, bias.mb, memset.mb) == (
+        pytest.approx(3.0), pytest.approx(2.0), pytest.approx(0.5), pytest.approx(0.5), 0)
+    ops = op_type_rows(attr)
+    assert sum(r.gflop for r in rows.values()) == pytest.approx(sum(r.gflop for r in ops))
+    assert sum(r.mb for r in rows.values()) == pytest.approx(sum(r.mb for r in ops))
+
+
+def test_an_op_without_a_kernel_of_its_class_puts_its_work_on_its_longest_kernel():
+    b = TraceBuilder()
+    root = b.module("", "Net")
+    b.op("aten.convolution.default", b.module("conv", "Conv2d", root), [(BIAS_ADD, 700), (BIAS_ADD, 300)],
+         flops=4e9, in_channels=64, groups=1, kernel_size=[3, 3])
+    b.ops[-1].bytes = 1_000_000
+    (row,) = kernel_family_rows(attribute(b.build()))
+    assert (row.gflop, row.mb) == (pytest.approx(4.0), pytest.approx(1.0))
+
+
+@pytest.mark.parametrize("name", RECORDED)
+def test_kernel_families_carry_all_the_flops_of_ops_that_launched_kernels(name):
+    attr = attribute(CapturedTrace.load(DATA / f"{name}.trace.json.gz"))
+    launched = sum(r.gflop for r in op_type_rows(attr) if r.kernels)
+    families = kernel_family_rows(attr)
+    assert launched > 100 and sum(r.gflop for r in families) == pytest.approx(launched, rel=1e-9)
+    # the FLOPs are on math kernels: none on cuDNN's layout transforms or ATen's elementwise kernels
+    assert not any(r.gflop for r in families if "nchwToNhwc" in r.family or "elementwise_kernel" in r.family)
+
+
+def _with_grids(b: TraceBuilder, grids: list[tuple[int, int, int]], blocks: list[tuple[int, int, int]]) -> CapturedTrace:
+    for row, grid, block in zip(b.rows, grids, blocks):
+        row["grid"], row["block"] = grid, block
+    return b.build()
+
+
+def test_launch_shape_is_the_time_weighted_median_and_launch_sizes_bin_kernel_time_by_blocks():
+    b = TraceBuilder()
+    root = b.module("", "Net")
+    b.op("aten.add.Tensor", root, [("add_kernel", 100), ("add_kernel", 300), ("add_kernel", 50)])
+    b.op("aten.mul.Tensor", root, [("mul_kernel", 300), ("mul_kernel", 100)])
+    b.kernel("copy", 250, kind=KIND_MEMCPY, nbytes=1 << 20)
+    trace = _with_grids(b, [(10, 1, 1), (250, 4, 1), (7, 1, 1), (10, 1, 1), (1000, 1, 1), (0, 0, 0)],
+                        [(128, 1, 1), (64, 2, 1), (32, 1, 1), (256, 1, 1), (512, 1, 1), (0, 0, 0)])
+    attr = attribute(trace)
+    rows = {r.family: r for r in kernel_family_rows(attr)}
+    # add: 1000 blocks for 300 of 450 ns, so the median by time is 1000, not the median launch (10)
+    assert (rows["add_kernel"].blocks, rows["add_kernel"].threads) == (1000, 128)
+    assert (rows["mul_kernel"].blocks, rows["mul_kernel"].threads) == (10, 256)
+    assert (rows["[memcpy]"].blocks, rows["[memcpy]"].threads) == (None, None)
+    sizes = launch_size_rows(attr)
+    by_bin = {(r.blocks_min, r.blocks_max): (r.kernels, r.time_ms) for r in sizes}
+    assert by_bin == {(4, 7): (1, pytest.approx(50e-6)), (8, 15): (2, pytest.approx(400e-6)),
+                      (512, 1023): (2, pytest.approx(400e-6))}
+    assert sum(r.share for r in sizes) == pytest.approx(1.0)  # of kernel time: the copy has no launch shape
+    assert sizes[0].share == pytest.approx(50 / 850)
+
+
+def test_results_made_before_the_kernel_family_work_load_with_none():
+    doc = ProfileResult.load(DATA / "h200-result-vit_base_patch16_224.json").to_dict()
+    doc["kernel_families"] = [{"family": "nvjet_tst", "category": "linear", "subcategory": None, "calls": 48.0,
+                               "time_ms": 2.1, "share": 0.28}]
+    result = ProfileResult.from_dict(doc)
+    (row,) = result.kernel_families
+    assert (row.gflop, row.mb, row.blocks, row.threads) == (None, None, None, None) and result.launch_sizes == []

@@ -203,6 +203,18 @@ def test_op_types_and_kernel_families_account_for_the_attributed_kernels():
     families = [r.family for r in result.kernel_families]
     assert not any(f.startswith("_Z") or "<" in f for f in families), families  # demangled, templates stripped
     assert any(r.category == "normalization" and r.subcategory == "batch" for r in result.kernel_families)
+    # every FLOP and byte of the ops that launched kernels is on a family; the FLOPs on math kernels
+    launched = [r for r in result.op_types if r.kernels]
+    assert sum(r.gflop for r in result.kernel_families) == pytest.approx(sum(r.gflop for r in launched), rel=1e-6)
+    assert sum(r.mb for r in result.kernel_families) == pytest.approx(sum(r.mb for r in launched), rel=1e-6)
+    conv_gflop = sum(r.gflop for r in result.kernel_families if r.category == "convolution")
+    assert conv_gflop > 0.9 * sum(r.gflop for r in launched if r.category == "convolution") > 0
+    assert not any(r.gflop for r in result.kernel_families if "nchwToNhwc" in r.family or "elementwise" in r.family)
+    kernels = [r for r in result.kernel_families if not r.family.startswith("[")]
+    assert kernels and all(r.blocks >= 1 and 32 <= r.threads <= 1024 for r in kernels)
+    # launch sizes: every kernel launch in one power-of-two bin, all the kernel time
+    assert sum(r.share for r in result.launch_sizes) == pytest.approx(1.0, rel=1e-9)
+    assert sum(r.kernels for r in result.launch_sizes) == pytest.approx(sum(r.calls for r in kernels), rel=1e-9)
     launched = next(c for c in result.checks if c.name == "kernels launched: attributed vs tracer-only")
     assert launched.passed and launched.value == 0
 

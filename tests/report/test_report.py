@@ -6,6 +6,7 @@ import dataclasses
 import gzip
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from toy_results import make_result
 from fixtures import cpu_trace, mini_cnn, mini_swin, mini_vit, odd_rows
 from visprof.attribution.attribute import attribute
+from visprof.attribution.op_types import kernel_family_rows, launch_size_rows
 from visprof.native.records import CapturedTrace
 from visprof.report import render, to_chrome_trace, write_categories_csv, write_modules_csv
 from visprof.report.chrome_trace import RESERVED_CNAMES
@@ -26,6 +28,8 @@ from visprof.result import (
     ProfileResult,
     RunConfig,
 )
+
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 
@@ -415,3 +419,20 @@ def test_chrome_trace_handles_a_swin_block_with_dataclass_records():
     roll = next(e for e in x_events(data, pid=1) if e["name"] == "roll_cuda_kernel")
     assert roll["args"]["module"] == "layers.0.blocks.1" and roll["args"]["subcategory"] == "core"
     assert dataclasses.is_dataclass(trace.ops[0])
+
+
+def test_report_gives_kernel_families_their_work_and_launch_shape_and_the_time_in_small_launches():
+    result = ProfileResult.load(DATA / "h200-result-vit_base_patch16_224.json")
+    attr = attribute(CapturedTrace.load(DATA / "deit_small_patch16_224.trace.json.gz"))
+    result.kernel_families, result.launch_sizes = kernel_family_rows(attr), launch_size_rows(attr)
+    text = render(result)
+    header = next(line for line in text.splitlines() if line.startswith("kernel family"))
+    assert header.split()[-4:] == ["GFLOP", "MB", "blocks", "threads"]
+    gemm = next(line for line in text.splitlines() if line.startswith("nvjet_sm90_tst"))
+    assert gemm.split()[-4:] == ["535.48", "-", "132", "384"]  # the recorded trace has no bytes
+    small = sum(r.share for r in result.launch_sizes if r.blocks_max < 132)
+    assert 0 < small < 0.1
+    assert (f"Launch sizes: {small * 100:.1f}% of kernel time in launches of at most 127 thread blocks, fewer than "
+            "this GPU's 132 SMs") in text
+    result.gpu = None  # without the GPU's SM count there is nothing to compare the launches with
+    assert "Launch sizes" not in render(result)

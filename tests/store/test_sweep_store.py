@@ -323,3 +323,42 @@ def test_op_types_and_kernel_families_are_flattened_and_old_stores_gain_the_tabl
             (cell.model, "aten.native_group_norm.default", "group", 0.9),
             (cell.model, "aten.mm.default [high intensity]", "", 2.1)]
         assert [(r["family"], r["calls"]) for r in store.kernel_family_rows()] == [("nvjet_tst", 48)]
+
+
+def test_a_store_made_before_the_kernel_family_work_columns_reads_them_as_none_and_gains_them(tmp_path, cell, vit_doc):
+    doc = json.loads(json.dumps(vit_doc))
+    doc["kernel_families"] = [{"family": "nvjet_tst", "category": "linear", "subcategory": None, "calls": 48,
+                               "time_ms": 2.1, "share": 0.28, "gflop": 1200.0, "mb": 300.0, "blocks": 132.0,
+                               "threads": 384.0}]
+    path = tmp_path / "old.db"
+    with open_store(path, write=True) as store:  # the table as stores before the columns had it
+        store.conn.execute("DROP TABLE result_kernel_families")
+        store.conn.execute("CREATE TABLE result_kernel_families (result_id INTEGER NOT NULL, family TEXT NOT NULL, "
+                           "category TEXT NOT NULL, subcategory TEXT NOT NULL, calls REAL, time_ms REAL, share REAL, "
+                           "PRIMARY KEY (result_id, family))")
+        store.conn.execute("INSERT INTO result_kernel_families VALUES (99, 'old_kernel', 'other', '', 1, 0.5, 1.0)")
+        store.conn.commit()
+    with open_store(path) as reader:  # read-only: the missing columns are None, nothing is written
+        assert reader.kernel_family_rows() == []  # the row's result does not exist: the join drops it
+        assert "gflop" not in reader.columns("result_kernel_families")
+    with open_store(path, write=True) as store:
+        assert {"gflop", "mb", "blocks", "threads"} <= set(store.columns("result_kernel_families"))
+        store.add_result(cell, doc)
+        rows = store.kernel_family_rows()
+    assert [(r["family"], r["gflop"], r["mb"], r["blocks"], r["threads"]) for r in rows] == [
+        ("nvjet_tst", 1200.0, 300.0, 132.0, 384.0)]
+
+
+def test_kernel_family_columns_missing_from_a_read_only_store_read_as_none(tmp_path, cell, vit_doc):
+    doc = json.loads(json.dumps(vit_doc))
+    doc["kernel_families"] = [{"family": "nvjet_tst", "category": "linear", "subcategory": None, "calls": 48,
+                               "time_ms": 2.1, "share": 0.28}]
+    path = tmp_path / "old.db"
+    with open_store(path, write=True) as store:
+        store.add_result(cell, doc)
+        for column in ("gflop", "mb", "blocks", "threads"):  # as a store written before them
+            store.conn.execute(f"ALTER TABLE result_kernel_families DROP COLUMN {column}")
+        store.conn.commit()
+    with open_store(path) as reader:
+        rows = reader.kernel_family_rows()
+    assert [(r["family"], r["calls"], r["gflop"], r["blocks"]) for r in rows] == [("nvjet_tst", 48, None, None)]

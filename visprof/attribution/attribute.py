@@ -211,6 +211,13 @@ def _split_key(key: str) -> tuple[str, str | None]:
     return cat, sub or None
 
 
+def library_rows(trace: CapturedTrace) -> np.ndarray:
+    """Rows that can be an op's library work (bool per row): compute rows, not memsets, copies
+    or ATen's own pointwise kernels (a bias add or layout copy inside a GEMM or convolution)."""
+    pointwise_names = np.array([bool(ATEN_POINTWISE_KERNEL.match(n)) for n in trace.kernel_names] or [False])
+    return np.isin(trace.kernels["kind"], COMPUTE_KINDS) & ~pointwise_names[trace.kernels["name_id"]]
+
+
 def category_rows(attr: Attribution, memory: MemorySummary | None = None) -> list[CategoryRow]:
     """One row per (category, sub-category) that has time or FLOPs, in table order.
 
@@ -232,9 +239,7 @@ def category_rows(attr: Attribution, memory: MemorySummary | None = None) -> lis
     has_op = attr.op_index >= 0
     of_flop_op = np.zeros(len(dur), dtype=bool)
     of_flop_op[has_op] = op_flops[attr.op_index[has_op]] > 0
-    # library work: the op's compute rows, not its memsets, copies or ATen pointwise kernels
-    pointwise_names = np.array([bool(ATEN_POINTWISE_KERNEL.match(n)) for n in trace.kernel_names] or [False])
-    of_flop_op &= np.isin(trace.kernels["kind"], COMPUTE_KINDS) & ~pointwise_names[trace.kernels["name_id"]]
+    of_flop_op &= library_rows(trace)
     flop_time_ns = np.bincount(bucket[of_flop_op], weights=dur[of_flop_op], minlength=len(pairs))
     total = float(dur.sum())
 

@@ -10,7 +10,10 @@ both "convolution"). These tables keep what each model runs, as ``torch.profiler
   ``high``), with calls, kernels, GPU time, FLOPs, bytes and category per iteration;
 * kernel families: the kernel name with template arguments, parameter lists and tile
   configurations stripped (``nvjet_tst_128x256_64x4_2x1_v_bz_TNT`` -> ``nvjet_tst``), with
-  calls, GPU time and the category most of its time went to.
+  calls, GPU time, the category most of its time went to, the FLOPs and bytes of the ops that
+  launched it, and its launch shape (thread blocks per launch, threads per block);
+* launch sizes: kernel time by thread blocks per launch. How a kernel's time moves with a
+  GPU's SM count depends on it: a launch of fewer blocks than the GPU has SMs cannot use them all.
 """
 from __future__ import annotations
 
@@ -21,18 +24,20 @@ from functools import lru_cache
 
 import numpy as np
 
-from visprof.attribution.attribute import Attribution, durations_ns
+from visprof.attribution.attribute import Attribution, durations_ns, library_rows
 from visprof.attribution.categories import conv_kind
-from visprof.native.records import KIND_MEMCPY, KIND_MEMSET
-from visprof.result import KernelFamilyRow, OpTypeRow
+from visprof.native.records import KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET
+from visprof.result import KernelFamilyRow, LaunchSizeRow, OpTypeRow
 
-__all__ = ["op_type_rows", "kernel_family_rows", "kernel_family", "op_type", "GEMM_OPS", "INTENSITY_CLASSES"]
+__all__ = ["op_type_rows", "kernel_family_rows", "launch_size_rows", "kernel_family", "op_type", "GEMM_OPS", "INTENSITY_CLASSES"]
 
 GEMM_OPS = re.compile(r"^aten\.(mm|addmm|bmm|baddbmm|matmul|linear|_addmm_activation|addbmm|_scaled_mm)\.")
 CONV_OPS = re.compile(r"^aten\.(convolution|_convolution|conv[123]d|cudnn_convolution\w*|mkldnn_convolution)\.")
 # FLOP/byte boundaries of the GEMM classes: below the first, even a GPU with a low ridge point
 # is memory-bound; above the second, tensor-bound on every GPU in visprof/data/gpus.toml.
 INTENSITY_CLASSES = ((64.0, "low"), (256.0, "mid"))
+# cuDNN's NCHW <-> NHWC copies around a convolution (mangled or demangled names).
+LAYOUT_TRANSFORM = re.compile(r"nchwToNhwc|nhwcToNchw")
 _TILE = re.compile(r"_(?:tilesize)?\d+x\d+.*$")
 _TRANSFER_NAMES = {KIND_MEMCPY: "[memcpy]", KIND_MEMSET: "[memset]"}
 
@@ -165,13 +170,105 @@ def op_type_rows(attr: Attribution) -> list[OpTypeRow]:
 
 
 def kernel_family_rows(attr: Attribution) -> list[KernelFamilyRow]:
-    """One row per kernel family (memcpy and memset as their own rows), costliest first, per iteration."""
-    iterations = max(attr.trace.iterations, 1)
-    keys, groups = _grouped(attr, _row_families(attr.trace))
+    """One row per kernel family (memcpy and memset as their own rows), costliest first, per
+    iteration, with the FLOPs and bytes of the ops that launched it and its launch shape."""
+    trace, iterations = attr.trace, max(attr.trace.iterations, 1)
+    families = _row_families(trace)
+    keys, groups = _grouped(attr, families)
+    index = {key: i for i, key in enumerate(keys)}
+    ids = np.fromiter((index[f] for f in families), dtype=np.int64, count=len(families))
+    flops, nbytes = _row_work(attr)
+    gflop = np.bincount(ids, weights=flops, minlength=len(keys)) / iterations / 1e9
+    mb = np.bincount(ids, weights=nbytes, minlength=len(keys)) / iterations / 1e6
+    dur = durations_ns(trace).astype(np.float64)
+    launched = _is_launch(trace)
+    blocks = _weighted_medians(ids, launched, trace.kernels["grid"], dur, len(keys))
+    threads = _weighted_medians(ids, launched, trace.kernels["block"], dur, len(keys))
     out = [KernelFamilyRow(family=key, category=attr.classes[cls].category, subcategory=attr.classes[cls].subcategory,
-                           calls=kernels / iterations, time_ms=ns / iterations / 1e6, share=share)
-           for key, (kernels, ns, share, cls) in zip(keys, groups)]
+                           calls=kernels / iterations, time_ms=ns / iterations / 1e6, share=share,
+                           gflop=float(gflop[i]), mb=float(mb[i]), blocks=blocks[i], threads=threads[i])
+           for i, (key, (kernels, ns, share, cls)) in enumerate(zip(keys, groups))]
     out.sort(key=lambda r: (-r.time_ms, r.family))
+    return out
+
+
+def launch_size_rows(attr: Attribution) -> list[LaunchSizeRow]:
+    """Kernel time by thread blocks per launch, in power-of-two bins (1, 2-3, 4-7, ...), per
+    iteration; only bins with launches. Copies and host-timed ops have no launch shape."""
+    trace, iterations = attr.trace, max(attr.trace.iterations, 1)
+    launched = _is_launch(trace)
+    if not launched.any():
+        return []
+    blocks = trace.kernels["grid"][launched].astype(np.int64).prod(axis=1)
+    dur = durations_ns(trace).astype(np.float64)[launched]
+    bins = np.floor(np.log2(np.maximum(blocks, 1))).astype(np.int64)
+    counts = np.bincount(bins)
+    ns = np.bincount(bins, weights=dur)
+    total = float(dur.sum()) or 1.0
+    return [LaunchSizeRow(blocks_min=2 ** b, blocks_max=2 ** (b + 1) - 1, kernels=counts[b] / iterations,
+                          time_ms=ns[b] / iterations / 1e6, share=ns[b] / total)
+            for b in np.flatnonzero(counts)]
+
+
+def _is_launch(trace) -> np.ndarray:
+    """Rows that are kernel launches with a recorded grid (not copies, not host-timed ops)."""
+    k = trace.kernels
+    return (k["kind"] == KIND_KERNEL) & (k["grid"].min(axis=1) > 0) & (k["block"].min(axis=1) > 0)
+
+
+def _row_work(attr: Attribution) -> tuple[np.ndarray, np.ndarray]:
+    """FLOPs and bytes per row, from the op that launched it.
+
+    Only rows of the op's own class take part: a convolution's memset (classed memory by its
+    row rule) is not the convolution's work. An op none of whose rows has its class (a view-like
+    op whose copy is classed memory) uses all of them. The bytes are split over those rows by
+    time: each reads and writes the op's tensors. The FLOPs go to the longest of them that can
+    be math: library work (not a copy, nor an ATen pointwise kernel such as a bias add) and not
+    a cuDNN layout transform, which around a small convolution can outlast the GEMM; to the
+    longest row when none can."""
+    trace = attr.trace
+    dur = durations_ns(trace).astype(np.float64)
+    n_ops = len(trace.ops)
+    flops, nbytes = np.zeros(len(dur)), np.zeros(len(dur))
+    has_op = attr.op_index >= 0
+    if not n_ops or not has_op.any():
+        return flops, nbytes
+    op_of = np.where(has_op, attr.op_index, 0)
+    own = has_op & (attr.kernel_class == attr.op_class[op_of])
+    ops_with_own = np.bincount(op_of[own], minlength=n_ops) > 0
+    taking = has_op & (own | ~ops_with_own[op_of])
+    rows = np.flatnonzero(taking)
+    op_ns = np.bincount(op_of[rows], weights=dur[rows], minlength=n_ops)
+    op_flops = np.fromiter((op.flops for op in trace.ops), dtype=np.float64, count=n_ops)
+    op_bytes = np.fromiter((op.bytes for op in trace.ops), dtype=np.float64, count=n_ops)
+    ops = op_of[rows]
+    nbytes[rows] = np.divide(dur[rows] * op_bytes[ops], op_ns[ops], out=np.zeros(len(rows)), where=op_ns[ops] > 0)
+    # the longest row of each op, math rows first: sorted by (op, can be math, duration), the last of each op
+    names = np.array([not LAYOUT_TRANSFORM.search(n) for n in trace.kernel_names] or [True])
+    math = library_rows(trace) & names[trace.kernels["name_id"]]
+    order = rows[np.lexsort((dur[rows], math[rows], ops))]
+    last = np.r_[op_of[order][1:] != op_of[order][:-1], True]
+    flops[order[last]] = op_flops[op_of[order[last]]]
+    return flops, nbytes
+
+
+def _weighted_medians(ids: np.ndarray, mask: np.ndarray, dims: np.ndarray, weights: np.ndarray,
+                      groups: int) -> list[float | None]:
+    """Per group, the median of ``dims``' product (x * y * z) over the rows in ``mask``, each row
+    weighted by ``weights`` (the value at which half the group's weight is reached); None for a
+    group without such rows."""
+    out: list[float | None] = [None] * groups
+    rows = np.flatnonzero(mask)
+    if not len(rows):
+        return out
+    values = dims[rows].astype(np.int64).prod(axis=1)
+    order = np.lexsort((values, ids[rows]))
+    g, v, w = ids[rows][order], values[order], weights[rows][order]
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    for start, end in zip(starts, np.r_[starts[1:], len(g)]):
+        cum = np.cumsum(w[start:end])
+        half = cum[-1] / 2.0
+        out[int(g[start])] = float(v[start + int(np.searchsorted(cum, half))]) if cum[-1] > 0 else float(v[start])
     return out
 
 

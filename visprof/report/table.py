@@ -142,10 +142,27 @@ def _op_types(result: ProfileResult, width: int | None, cpu: bool) -> list[str]:
                   *format_table(["op type", "category", "calls", unit, "share", "GFLOP", "MB"], rows, width)]
     if result.kernel_families and not cpu:
         rows = [[r.family, f"{r.category}/{r.subcategory}" if r.subcategory else r.category, _fmt(r.calls, "g"),
-                 _fmt(r.time_ms, ".3f"), _share(r.share)] for r in result.kernel_families[:TOP_OP_TYPES]]
-        lines += ["", f"Top {len(rows)} of {len(result.kernel_families)} kernel families, per iteration",
-                  *format_table(["kernel family", "category", "calls", unit, "share"], rows, width)]
+                 _fmt(r.time_ms, ".3f"), _share(r.share), _fmt(r.gflop or None, ".2f"), _fmt(r.mb or None, ".1f"),
+                 _fmt(r.blocks, ".0f"), _fmt(r.threads, ".0f")]
+                for r in result.kernel_families[:TOP_OP_TYPES]]
+        lines += ["", f"Top {len(rows)} of {len(result.kernel_families)} kernel families, per iteration "
+                      "(blocks, threads: per launch and per block, the median by time)",
+                  *format_table(["kernel family", "category", "calls", unit, "share", "GFLOP", "MB", "blocks",
+                                 "threads"], rows, width)]
+        lines += _launch_sizes(result)
     return lines
+
+
+def _launch_sizes(result: ProfileResult) -> list[str]:
+    """One line: how much kernel time ran in launches too small to give every SM a block."""
+    sms = (result.gpu or {}).get("sm_count")
+    if not result.launch_sizes or not isinstance(sms, int) or sms < 2:
+        return []
+    under = [r for r in result.launch_sizes if r.blocks_max < sms]
+    largest = max((r.blocks_max for r in under), default=0)
+    share = sum(r.share for r in under)
+    return ["", f"Launch sizes: {_share(share)} of kernel time in launches of at most {largest or sms - 1} thread "
+                f"blocks, fewer than this GPU's {sms} SMs (launch_sizes in the result has them all)"]
 
 
 def _timing(result: ProfileResult, cpu: bool) -> list[str]:

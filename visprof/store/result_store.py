@@ -27,13 +27,13 @@ import zlib
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from visprof.base.errors import BadInputError, OutputWriteError
 from visprof.store.flatten import (category_rows, compact_json, flatten_result, kernel_family_rows, memory_rows,
                                    normalize_gpu_uuid, op_type_rows)
 from visprof.store.cell import Cell, img_size_text
-from visprof.store.schema import DDL, IDENTITY, SCHEMA_VERSION
+from visprof.store.schema import ADDED_COLUMNS, DDL, IDENTITY, SCHEMA_VERSION
 from visprof.store.versions import SoftwareVersions
 
 if TYPE_CHECKING:
@@ -264,9 +264,12 @@ class ResultStore:
                                 f"{', '.join(missing)} table{'s' if len(missing) > 1 else ''})")
         if self.write:
             conn.execute("PRAGMA journal_mode = WAL")
-            with self.transaction():  # tables added within the schema version (all IF NOT EXISTS)
+            with self.transaction():  # tables and columns added within the schema version
                 for statement in _statements(DDL):
                     conn.execute(statement)
+                for table, column, sql_type in ADDED_COLUMNS:
+                    if column not in self.columns(table):
+                        conn.execute(f'ALTER TABLE "{table}" ADD COLUMN "{column}" {sql_type}')
             # FULL: a commit is on disk before the next cell is recorded; at seconds per cell
             # the fsync costs nothing, and a power cut loses no committed row.
             conn.execute("PRAGMA synchronous = FULL")
@@ -476,18 +479,22 @@ class ResultStore:
 
     def op_type_rows(self) -> list[dict[str, Any]]:
         """result_op_types joined with each result's identity columns (long form)."""
-        return self._long_rows("result_op_types", "t.op_type, t.category, t.subcategory, t.calls, t.kernels, t.time_ms,"
-                                                  " t.share, t.gflop, t.mb")
+        return self._long_rows("result_op_types", ("op_type", "category", "subcategory", "calls", "kernels", "time_ms",
+                                                   "share", "gflop", "mb"))
 
     def kernel_family_rows(self) -> list[dict[str, Any]]:
         """result_kernel_families joined with each result's identity columns (long form)."""
-        return self._long_rows("result_kernel_families", "t.family, t.category, t.subcategory, t.calls, t.time_ms, t.share")
+        return self._long_rows("result_kernel_families", ("family", "category", "subcategory", "calls", "time_ms",
+                                                          "share", "gflop", "mb", "blocks", "threads"))
 
-    def _long_rows(self, table: str, columns: str) -> list[dict[str, Any]]:
-        exists = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
-        if exists is None:  # a store written before the table was added, opened read-only
+    def _long_rows(self, table: str, columns: Sequence[str]) -> list[dict[str, Any]]:
+        """Rows of a per-result table; a column the store does not have yet (a store written
+        before it was added, opened read-only) reads as None."""
+        present = set(self.columns(table))
+        if not present:  # a store written before the table was added, opened read-only
             return []
-        query = (f"SELECT r.id AS result_id, r.model, r.gpu_name, r.gpu_uuid, r.cell_key, {columns}"
+        selected = ", ".join(f't."{c}"' if c in present else f'NULL AS "{c}"' for c in columns)
+        query = (f"SELECT r.id AS result_id, r.model, r.gpu_name, r.gpu_uuid, r.cell_key, {selected}"
                  f" FROM {table} t JOIN results r ON r.id = t.result_id ORDER BY r.id, t.rowid")
         return [dict(row) for row in self.conn.execute(query)]
 

@@ -8,17 +8,27 @@ Tables:
     result_categories  per result, one row per (category, subcategory): time, share, FLOPs, memory
     result_memory      per result, memory by category key at the peak (allocated and reserved)
     result_op_types    per result, one row per aten op type: calls, kernels, time, FLOPs, bytes, category
-    result_kernel_families  per result, one row per kernel family: calls, time, category
+    result_kernel_families  per result, one row per kernel family: calls, time, category, FLOPs,
+                       bytes, launch shape
     failures           one row per failed (cell, GPU, versions): class, message, attempts
     references         measurements imported from elsewhere (timm benchmark CSV rows)
 
 Compatibility: a reader opens any store whose schema_version it knows. Columns may be added
-within version 1 (readers select columns by name); renaming or removing a column, or
+within version 1 (readers select columns by name, and ADDED_COLUMNS lists them so that a store
+made before them gains them when opened for writing); renaming or removing a column, or
 changing its unit, makes version 2, and this module then migrates older stores on open.
 """
 from __future__ import annotations
 
 SCHEMA_VERSION = 1
+
+# Columns added to a table after stores with that table were written: (table, column, SQL type).
+ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("result_kernel_families", "gflop", "REAL"),
+    ("result_kernel_families", "mb", "REAL"),
+    ("result_kernel_families", "blocks", "REAL"),
+    ("result_kernel_families", "threads", "REAL"),
+)
 
 # The columns that make a result unique: a new visprof, torch, timm or CUDA makes a new row.
 IDENTITY = ("cell_key", "gpu_uuid", "visprof_version", "torch_version", "timm_version", "cuda_version")
@@ -166,6 +176,10 @@ CREATE TABLE IF NOT EXISTS result_kernel_families (
     calls       REAL,
     time_ms     REAL,
     share       REAL,
+    gflop       REAL,
+    mb          REAL,
+    blocks      REAL,
+    threads     REAL,
     PRIMARY KEY (result_id, family)
 );
 CREATE INDEX IF NOT EXISTS op_types_op ON result_op_types(op_type);
