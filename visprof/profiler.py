@@ -310,7 +310,7 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
         result.modules = attribution_mod.module_rows(attr, top=top_modules)
         result.op_types = op_type_rows(attr)
         result.kernel_families = kernel_family_rows(attr)
-        result.launch_sizes = launch_size_rows(attr)
+        result.launch_sizes = launch_size_rows(attr, (result.gpu or {}).get("sm_count"))
         roofline.attach(result, attr)  # op groups and time by bound, against the GPU's spec row
         walls = sorted(attributed.wall_ns_per_iteration)
         result.passes["attributed"] = R.PassInfo(sum(walls) / 1e9, attributed.trace.iterations)

@@ -398,6 +398,10 @@ class LaunchSizeRow:
     kernels: float
     time_ms: float
     share: float  # of all kernel time (copies excluded)
+    # Launches of exactly as many blocks as the GPU has SMs: persistent kernels sized to the GPU
+    # (cuBLAS's nvjet, flash attention), which launch as many on a GPU of more SMs. A row of
+    # their own (blocks_min = blocks_max = the SM count); the power-of-two bins leave them out.
+    one_per_sm: bool = False
 
 
 @dataclass

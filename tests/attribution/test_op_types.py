@@ -173,7 +173,12 @@ def test_launch_shape_is_the_time_weighted_median_and_launch_sizes_bin_kernel_ti
     assert by_bin == {(4, 7): (1, pytest.approx(50e-6)), (8, 15): (2, pytest.approx(400e-6)),
                       (512, 1023): (2, pytest.approx(400e-6))}
     assert sum(r.share for r in sizes) == pytest.approx(1.0)  # of kernel time: the copy has no launch shape
-    assert sizes[0].share == pytest.approx(50 / 850)
+    assert sizes[0].share == pytest.approx(50 / 850) and not any(r.one_per_sm for r in sizes)
+    # on a GPU of 10 SMs the two 10-block launches are a row of their own, after the 8-15 bin they leave empty
+    sized = launch_size_rows(attr, sm_count=10)
+    assert [(r.blocks_min, r.blocks_max, r.kernels, r.one_per_sm) for r in sized] == [
+        (4, 7, 1, False), (10, 10, 2, True), (512, 1023, 2, False)]
+    assert sized[1].time_ms == pytest.approx(400e-6) and sum(r.share for r in sized) == pytest.approx(1.0)
 
 
 def test_results_made_before_the_kernel_family_work_load_with_none():

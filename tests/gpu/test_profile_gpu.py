@@ -215,6 +215,8 @@ def test_op_types_and_kernel_families_account_for_the_attributed_kernels():
     # launch sizes: every kernel launch in one power-of-two bin, all the kernel time
     assert sum(r.share for r in result.launch_sizes) == pytest.approx(1.0, rel=1e-9)
     assert sum(r.kernels for r in result.launch_sizes) == pytest.approx(sum(r.calls for r in kernels), rel=1e-9)
+    sms = result.gpu["sm_count"]
+    assert all(r.blocks_min == r.blocks_max == sms for r in result.launch_sizes if r.one_per_sm)
     launched = next(c for c in result.checks if c.name == "kernels launched: attributed vs tracer-only")
     assert launched.passed and launched.value == 0
 

@@ -424,15 +424,16 @@ def test_chrome_trace_handles_a_swin_block_with_dataclass_records():
 def test_report_gives_kernel_families_their_work_and_launch_shape_and_the_time_in_small_launches():
     result = ProfileResult.load(DATA / "h200-result-vit_base_patch16_224.json")
     attr = attribute(CapturedTrace.load(DATA / "deit_small_patch16_224.trace.json.gz"))
-    result.kernel_families, result.launch_sizes = kernel_family_rows(attr), launch_size_rows(attr)
+    result.kernel_families, result.launch_sizes = kernel_family_rows(attr), launch_size_rows(attr, 132)
     text = render(result)
     header = next(line for line in text.splitlines() if line.startswith("kernel family"))
     assert header.split()[-4:] == ["GFLOP", "MB", "blocks", "threads"]
     gemm = next(line for line in text.splitlines() if line.startswith("nvjet_sm90_tst"))
     assert gemm.split()[-4:] == ["535.48", "-", "132", "384"]  # the recorded trace has no bytes
     small = sum(r.share for r in result.launch_sizes if r.blocks_max < 132)
-    assert 0 < small < 0.1
+    (per_sm,) = [r for r in result.launch_sizes if r.one_per_sm]
+    assert 0 < small < 0.1 and per_sm.share > 0.3  # the GEMMs and flash attention: persistent, 132 blocks
     assert (f"Launch sizes: {small * 100:.1f}% of kernel time in launches of at most 127 thread blocks, fewer than "
-            "this GPU's 132 SMs") in text
+            f"this GPU's 132 SMs; {per_sm.share * 100:.1f}% in launches of exactly 132 (persistent kernels") in text
     result.gpu = None  # without the GPU's SM count there is nothing to compare the launches with
     assert "Launch sizes" not in render(result)

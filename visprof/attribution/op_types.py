@@ -192,22 +192,30 @@ def kernel_family_rows(attr: Attribution) -> list[KernelFamilyRow]:
     return out
 
 
-def launch_size_rows(attr: Attribution) -> list[LaunchSizeRow]:
+def launch_size_rows(attr: Attribution, sm_count: int | None = None) -> list[LaunchSizeRow]:
     """Kernel time by thread blocks per launch, in power-of-two bins (1, 2-3, 4-7, ...), per
-    iteration; only bins with launches. Copies and host-timed ops have no launch shape."""
+    iteration; only bins with launches. With ``sm_count``, launches of exactly that many blocks
+    (persistent kernels sized to the GPU) are a row of their own, in order among the bins.
+    Copies and host-timed ops have no launch shape."""
     trace, iterations = attr.trace, max(attr.trace.iterations, 1)
     launched = _is_launch(trace)
     if not launched.any():
         return []
     blocks = trace.kernels["grid"][launched].astype(np.int64).prod(axis=1)
     dur = durations_ns(trace).astype(np.float64)[launched]
-    bins = np.floor(np.log2(np.maximum(blocks, 1))).astype(np.int64)
-    counts = np.bincount(bins)
-    ns = np.bincount(bins, weights=dur)
     total = float(dur.sum()) or 1.0
-    return [LaunchSizeRow(blocks_min=2 ** b, blocks_max=2 ** (b + 1) - 1, kernels=counts[b] / iterations,
+    per_sm = blocks == sm_count if sm_count else np.zeros(len(blocks), dtype=bool)
+    bins = np.floor(np.log2(np.maximum(blocks[~per_sm], 1))).astype(np.int64)
+    counts, ns = np.bincount(bins), np.bincount(bins, weights=dur[~per_sm])
+    rows = [LaunchSizeRow(blocks_min=2 ** b, blocks_max=2 ** (b + 1) - 1, kernels=counts[b] / iterations,
                           time_ms=ns[b] / iterations / 1e6, share=ns[b] / total)
             for b in np.flatnonzero(counts)]
+    if per_sm.any():
+        ns_per_sm = float(dur[per_sm].sum())
+        rows.append(LaunchSizeRow(blocks_min=sm_count, blocks_max=sm_count, kernels=int(per_sm.sum()) / iterations,
+                                  time_ms=ns_per_sm / iterations / 1e6, share=ns_per_sm / total, one_per_sm=True))
+        rows.sort(key=lambda r: (r.blocks_min, r.one_per_sm))
+    return rows
 
 
 def _is_launch(trace) -> np.ndarray:

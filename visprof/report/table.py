@@ -154,15 +154,19 @@ def _op_types(result: ProfileResult, width: int | None, cpu: bool) -> list[str]:
 
 
 def _launch_sizes(result: ProfileResult) -> list[str]:
-    """One line: how much kernel time ran in launches too small to give every SM a block."""
+    """One line: how much kernel time ran in launches too small to give every SM a block, and
+    in persistent kernels sized to the GPU."""
     sms = (result.gpu or {}).get("sm_count")
     if not result.launch_sizes or not isinstance(sms, int) or sms < 2:
         return []
-    under = [r for r in result.launch_sizes if r.blocks_max < sms]
+    under = [r for r in result.launch_sizes if r.blocks_max < sms and not r.one_per_sm]
     largest = max((r.blocks_max for r in under), default=0)
-    share = sum(r.share for r in under)
-    return ["", f"Launch sizes: {_share(share)} of kernel time in launches of at most {largest or sms - 1} thread "
-                f"blocks, fewer than this GPU's {sms} SMs (launch_sizes in the result has them all)"]
+    line = (f"Launch sizes: {_share(sum(r.share for r in under))} of kernel time in launches of at most "
+            f"{largest or sms - 1} thread blocks, fewer than this GPU's {sms} SMs")
+    per_sm = sum(r.share for r in result.launch_sizes if r.one_per_sm)
+    if per_sm:
+        line += f"; {_share(per_sm)} in launches of exactly {sms} (persistent kernels, sized to the GPU)"
+    return ["", line + " (launch_sizes in the result has them all)"]
 
 
 def _timing(result: ProfileResult, cpu: bool) -> list[str]:
