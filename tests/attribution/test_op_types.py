@@ -86,9 +86,11 @@ def test_result_keeps_the_tables_and_old_results_still_load(tmp_path):
     assert old.op_types == [] and old.kernel_families == []
     attr = attribute(CapturedTrace.load(DATA / "deit_small_patch16_224.trace.json.gz"))
     old.op_types, old.kernel_families = op_type_rows(attr), kernel_family_rows(attr)
+    old.launch_sizes = launch_size_rows(attr, 132)
     old.to_json(tmp_path / "r.json")
     back = ProfileResult.load(tmp_path / "r.json")
     assert back.op_types == old.op_types and back.kernel_families == old.kernel_families
+    assert back.launch_sizes == old.launch_sizes and any(r.one_per_sm for r in back.launch_sizes)
 
 
 GEMM = "sm90_xmma_fprop_implicit_gemm_bf16"

@@ -231,3 +231,30 @@ def test_chromium_renders_the_report_and_it_is_not_blank(report, tmp_path):
     assert ink(pixels) > 0.08, ink(pixels)
     top = pixels[:60, :, :3]
     assert top.mean() < 0.4  # the header bar is dark: the CSS applied
+
+
+def test_what_the_models_run_names_each_profile_s_costliest_op_types_and_kernel_families(tmp_path):
+    from recorded_results import load_trace, recorded_result
+    from visprof.attribution.attribute import attribute
+    from visprof.attribution.op_types import kernel_family_rows, launch_size_rows, op_type_rows
+
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    for name in ("resnet50", "deit_small_patch16_224"):
+        result = recorded_result(name)
+        attr = attribute(load_trace(name))
+        result.op_types, result.kernel_families = op_type_rows(attr), kernel_family_rows(attr)
+        result.launch_sizes = launch_size_rows(attr, 132)
+        result.to_json(folder / f"{name}.json")
+    recorded_result("mobilevit_s").to_json(folder / "mobilevit_s.json")  # made before the tables: no row
+    build_report(sources.load([folder]), tmp_path / "r.html")
+    section = (tmp_path / "r.html").read_text().split("<h2>What the models run</h2>")[1].split("</section>")[0]
+    rows = re.findall(r'<tr><td class="text">(\w+)</td><td class="text">h200</td><td class="text">([^<]*)</td>'
+                      r'<td class="text">([^<]*)</td><td>([^<]*)</td></tr>', section)
+    assert [r[0] for r in rows] == ["deit_small_patch16_224", "resnet50"]
+    deit, resnet = rows
+    assert resnet[1].startswith("aten.batch_norm.default 34%, aten.conv2d.default [dense] 23%") and resnet[1].count("%") == 4
+    assert deit[2].startswith("nvjet_sm90_tst 29%") and deit[2].count("%") == 3
+    assert (resnet[3], deit[3]) == ("8.7%", "2.0%")
+    build_report(sources.load([folder / "mobilevit_s.json"]), tmp_path / "old.html")
+    assert "What the models run" not in (tmp_path / "old.html").read_text()

@@ -207,12 +207,12 @@ def launch_size_rows(attr: Attribution, sm_count: int | None = None) -> list[Lau
     per_sm = blocks == sm_count if sm_count else np.zeros(len(blocks), dtype=bool)
     bins = np.floor(np.log2(np.maximum(blocks[~per_sm], 1))).astype(np.int64)
     counts, ns = np.bincount(bins), np.bincount(bins, weights=dur[~per_sm])
-    rows = [LaunchSizeRow(blocks_min=2 ** b, blocks_max=2 ** (b + 1) - 1, kernels=counts[b] / iterations,
-                          time_ms=ns[b] / iterations / 1e6, share=ns[b] / total)
-            for b in np.flatnonzero(counts)]
+    rows = [LaunchSizeRow(blocks_min=2 ** b, blocks_max=2 ** (b + 1) - 1, kernels=float(counts[b] / iterations),
+                          time_ms=float(ns[b] / iterations / 1e6), share=float(ns[b] / total))
+            for b in np.flatnonzero(counts).tolist()]
     if per_sm.any():
         ns_per_sm = float(dur[per_sm].sum())
-        rows.append(LaunchSizeRow(blocks_min=sm_count, blocks_max=sm_count, kernels=int(per_sm.sum()) / iterations,
+        rows.append(LaunchSizeRow(blocks_min=int(sm_count), blocks_max=int(sm_count), kernels=int(per_sm.sum()) / iterations,
                                   time_ms=ns_per_sm / iterations / 1e6, share=ns_per_sm / total, one_per_sm=True))
         rows.sort(key=lambda r: (r.blocks_min, r.one_per_sm))
     return rows

@@ -3,7 +3,7 @@
     build_report(sources.load(paths), "report.html", png_dir="figs")
 
 Sections (each only where the inputs have data for it): the profiles (stacked category and
-bound bars, a table), the roofline per GPU, accuracy/throughput/memory Pareto fronts, and,
+bound bars, a table), what each profile runs (op types, kernel families), the roofline per GPU, accuracy/throughput/memory Pareto fronts, and,
 with measurements on two GPUs, the speed-up scatter, family spreads and the most and least
 sensitive models with their explanations.
 """
@@ -74,6 +74,36 @@ def _profiles_table(profiles) -> str:
                      "FAIL" if r.failed_checks else "pass" if r.checks else "-"])
     return _table(["model", "GPU", "batch", "precision", "latency ms", "images/s", "peak MiB", "dominant category",
                    "time by bound", "self-checks"], rows, text_columns=(0, 1, 3, 7, 8, 9))
+
+
+# Op types and kernel families named per profile in "What the models run".
+TOP_OP_TYPES, TOP_KERNEL_FAMILIES = 4, 3
+
+
+def _what_they_run(profiles) -> str:
+    """Per profile with op-type tables: its costliest op types and kernel families, and how much
+    of its kernel time ran in launches too small for the GPU's SMs."""
+    def top(rows, name, n):
+        return ", ".join(f"{getattr(r, name)} {r.share:.0%}" for r in rows[:n]) or "-"
+
+    rows = []
+    for m in sorted(profiles, key=lambda m: (m.gpu, m.model)):
+        r = m.result
+        if not r.op_types:
+            continue
+        sms = (r.gpu or {}).get("sm_count")
+        small = (sum(x.share for x in r.launch_sizes if x.blocks_max < sms and not x.one_per_sm)
+                 if r.launch_sizes and isinstance(sms, int) else None)
+        rows.append([m.model, m.gpu, top(r.op_types, "op_type", TOP_OP_TYPES),
+                     top(r.kernel_families, "family", TOP_KERNEL_FAMILIES), _fmt(small, ".1%")])
+    if not rows:
+        return ""
+    return ("<section><h2>What the models run</h2><p class=\"caption\">Each profile's costliest aten op types "
+            "(convolutions by kind, GEMMs by arithmetic intensity) and kernel families, with their share of its GPU "
+            "time, and the share of its kernel time in launches of fewer thread blocks than the GPU has SMs (profiles "
+            "made before 2026-12-05 do not have it). The JSON results keep every op type and kernel family.</p>"
+            + _table(["model", "GPU", f"top {TOP_OP_TYPES} op types", f"top {TOP_KERNEL_FAMILIES} kernel families",
+                      "launches < SMs"], rows, text_columns=(0, 1, 2, 3)) + "</section>")
 
 
 def _calibrated_section(calibration, profiles, table) -> str:
@@ -236,6 +266,7 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
         if "categories" in figures:
             parts.append(_img(figures["categories"], "time by category"))
         parts.append(_profiles_table(loaded.profiles) + "</section>")
+        parts.append(_what_they_run(loaded.profiles))
     if "roofline" in figures:
         parts.append("<section><h2>Roofline</h2><p class=\"caption\">Each category of each profile placed by its "
                      "arithmetic intensity (FLOPs over the bytes its ops read and write) and achieved throughput, under "
