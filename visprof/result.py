@@ -379,8 +379,8 @@ class KernelFamilyRow:
     calls: float
     time_ms: float
     share: float
-    # The work of the ops that launched its kernels, split over each op's kernels by time
-    # (visprof.attribution.op_types); None in results made before them.
+    # The work of the ops that launched its kernels: an op's bytes split over its kernels by
+    # time, its FLOPs on its math kernel (visprof.attribution.op_types); None in older results.
     gflop: float | None = None
     mb: float | None = None
     # Launch shape, the median over its launches weighted by their time; None for copies.

@@ -3,9 +3,9 @@
     build_report(sources.load(paths), "report.html", png_dir="figs")
 
 Sections (each only where the inputs have data for it): the profiles (stacked category and
-bound bars, a table), what each profile runs (op types, kernel families), the roofline per GPU, accuracy/throughput/memory Pareto fronts, and,
-with measurements on two GPUs, the speed-up scatter, family spreads and the most and least
-sensitive models with their explanations.
+bound bars, a table), what each profile runs (op types, kernel families), the roofline per GPU,
+accuracy/throughput/memory Pareto fronts, and, with measurements on two GPUs, the speed-up
+scatter, family spreads and the most and least sensitive models with their explanations.
 """
 from __future__ import annotations
 
