@@ -38,7 +38,7 @@ def main(argv=None) -> int:
     fleet, _ = fleet_from_comparison(compare(loaded.measurements, args.base, args.target, table), loaded.profiles, table)
     fit = fit_calibration(fleet, lam=args.lam)
     idx = np.flatnonzero(np.isfinite(fleet.log_obs))
-    mid, low, high = fit.predict(fleet.X[idx], fleet.log_spec[idx])
+    mid, low, high = fit.predict(fleet.X[idx], fleet.log_spec[idx], [fleet.families[i] for i in idx])
     here = pd.DataFrame({"model": [fleet.models[i] for i in idx], "speedup": np.exp(fleet.log_obs[idx]),
                          "mid": mid, "low": low, "high": high})
     saved = pd.read_csv(args.csv).dropna(subset=["calibrated"])

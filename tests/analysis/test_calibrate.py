@@ -304,3 +304,58 @@ def test_in_sample_judges_the_fit_on_its_own_models():
     held = family_held_out(fleet, folds=5, lam=0.01)
     assert own.median_abs_error < held.calibrated.median_abs_error
     assert own.spearman > held.calibrated.spearman
+
+
+def kin_fleet(n_families=60, per_family=8, seed=5):
+    """Each family runs kernels of its own (a bucket ``kf:fN``, 20-60% of its time) that the target
+    runs faster or slower than its spec ratios say (a log correction drawn per family, sd 0.15),
+    over a small model noise (0.01): what the fit learns of a family from its relatives."""
+    rng = np.random.default_rng(seed)
+    models, fams, rows, spec, obs = [], [], [], [], []
+    for f in range(n_families):
+        own = rng.normal(0, 0.15)
+        for m in range(per_family):
+            share = rng.uniform(0.2, 0.6)
+            models.append(f"m{f}_{m}")
+            fams.append(f"family{f}")
+            rows.append({"cat:convolution": 1 - share, f"kf:f{f}": share})
+            s = math.exp(rng.normal(0.4, 0.15))
+            spec.append(s)
+            obs.append(s * math.exp(own * share + rng.normal(0, 0.01)))
+    return make_fleet(models, fams, rows, spec, obs, features=["cat:convolution", *(f"kf:f{f}" for f in range(n_families))])
+
+
+def test_a_model_whose_family_the_fit_saw_gets_the_narrower_band_of_such_models():
+    fleet = kin_fleet()
+    fit = fit_calibration(fleet)
+    assert fit.q_low_seen is not None and fit.families == set(fleet.families)
+    x, log_spec = fleet.X[:3], fleet.log_spec[:3]
+    mid, lo, hi = fit.predict(x, log_spec, ["family0", "unknown", "a family it never saw"])
+    plain = fit.predict(x, log_spec)
+    assert np.array_equal(mid, plain[0])  # the point prediction does not move
+    assert hi[0] / lo[0] < plain[2][0] / plain[1][0]  # family0 is in the fit: the narrower band
+    assert np.allclose(lo[1:], plain[1][1:]) and np.allclose(hi[1:], plain[2][1:])  # the others: as without families
+    assert fit.seen("family0") and not fit.seen("unknown") and not fit.seen("a family it never saw")
+
+
+def test_each_band_holds_its_kind_of_held_out_model():
+    fleet = kin_fleet()
+    by_model = model_held_out(fleet, folds=5, seed=0)
+    seen, n_seen = by_model.coverage_seen
+    assert n_seen == by_model.models  # 8 models a family: every held-out model has relatives in the fit
+    assert all(p["seen"] for p in by_model.predictions)
+    assert 0.72 <= seen <= 0.88, seen
+    # the band of families the fit never saw, on the same folds, covers those models far beyond its 80%
+    fold = np.array([p["fold"] for p in by_model.predictions])
+    idx = np.array([fleet.models.index(p["model"]) for p in by_model.predictions])
+    inside = []
+    for j in range(5):
+        fit = fit_calibration(fleet, idx[fold != j])
+        _, lo, hi = fit.predict(fleet.X[idx[fold == j]], fleet.log_spec[idx[fold == j]])
+        published = np.exp(fleet.log_obs[idx[fold == j]])
+        inside += list((published >= lo) & (published <= hi))
+    assert np.mean(inside) > 0.9
+    by_family = family_held_out(fleet, folds=5)
+    assert by_family.coverage_seen is None and not any(p["seen"] for p in by_family.predictions)
+    assert 0.72 <= by_family.coverage <= 0.88, by_family.coverage
+    assert "band by relatives in the fit: " in by_model.lines() and "by relatives" not in by_family.lines()

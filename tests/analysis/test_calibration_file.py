@@ -77,12 +77,36 @@ def test_the_fleet_keeps_the_covariate_scales_it_standardized_with():
     assert fleet.X[:, 1] == pytest.approx(np.array([-1.0, 0.0, 1.0]) / math.sqrt(2 / 3) * COVARIATE_SCALE)
 
 
+def test_a_profile_of_a_family_the_fit_saw_gets_that_band_and_the_file_keeps_it(profile, tmp_path):
+    import dataclasses
+
+    saved = saved_for(profile)
+    plain = saved.predict(profile, gpu_table(), spec=1.5)
+    assert not plain.family_seen  # a file without the second band: the band of unseen families
+    fit = dataclasses.replace(saved.fit, q_low_seen=-0.03, q_high_seen=0.02,
+                              families=frozenset({"deit", "resnet"}))
+    kin = dataclasses.replace(saved, fit=fit)
+    got = kin.predict(profile, gpu_table(), spec=1.5)  # deit_small_patch16_224: timm's deit module
+    _, low, high = by_hand(dataclasses.replace(kin, fit=dataclasses.replace(fit, q_low=-0.03, q_high=0.02)), profile, 1.5)
+    assert got.family_seen and (got.low, got.high) == pytest.approx((low, high), rel=1e-12)
+    assert got.calibrated == pytest.approx(plain.calibrated, rel=1e-12) and got.high / got.low < plain.high / plain.low
+    kin.save(tmp_path / "cal.json")
+    back = SavedCalibration.load(tmp_path / "cal.json")
+    assert (back.fit.q_low_seen, back.fit.q_high_seen, back.fit.families) == (-0.03, 0.02, fit.families)
+    again = back.predict(profile, gpu_table(), spec=1.5)
+    assert again.family_seen and (again.low, again.high) == pytest.approx((got.low, got.high), rel=1e-8)
+    other = dataclasses.replace(kin, fit=dataclasses.replace(fit, families=frozenset({"resnet"})))
+    assert not other.predict(profile, gpu_table(), spec=1.5).family_seen
+
+
 @pytest.mark.parametrize("change, message", [
     (lambda d: d.update(schema="visprof.profile/1"), "schema is 'visprof.profile/1'"),
     (lambda d: d["delta"].pop(), "corrections"),
     (lambda d: d["covariate_scales"].pop("spec"), "covariate scales missing or invalid (cov:spec)"),
     (lambda d: d["covariate_scales"].update(spec=[0.0, -1.0]), "a spread <= 0"),
     (lambda d: d.update(q_low="low"), "q_low is not a finite number"),
+    (lambda d: d.update(q_low_seen=-0.1, q_high_seen="x", fitted_families=[]), "q_high_seen is not a finite number"),
+    (lambda d: d.update(q_low_seen=-0.1, q_high_seen=0.1) or d.pop("fitted_families"), "fitted_families"),
     (lambda d: d.pop("intercept"), "intercept"),
 ])
 def test_a_damaged_file_is_one_line_naming_it(profile, tmp_path, change, message):

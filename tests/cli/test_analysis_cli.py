@@ -184,7 +184,18 @@ def test_predict_and_compare_with_a_saved_calibration(tmp_path, capsys, h200_res
     assert "  published inside the band, all (in sample where the fit saw the model): " in out
     assert "  published inside the band, not in the fit: " in out
     header = (tmp_path / "c.csv").read_text().splitlines()[0]
-    assert "calibrated,calibrated_low,calibrated_high,calibration_fitted" in header
+    assert "calibrated,calibrated_low,calibrated_high,calibration_fitted,calibration_family_seen" in header
+    # with the band of families the fit saw: the models of those families are marked and counted apart
+    import dataclasses
+
+    kin = saved_calibration(recorded_result("deit_small_patch16_224"), "rtx3090", "rtx4090")
+    kin.fit = dataclasses.replace(kin.fit, q_low_seen=-0.03, q_high_seen=0.02, families=frozenset({"deit", "resnet"}))
+    kin.save(tmp_path / "kin.json")
+    code, out, err = run(capsys, "compare", h200_results, CSV_3090, CSV_4090, "--calibration", tmp_path / "kin.json")
+    assert code == 0, err
+    assert sum(line.startswith("  resnet50 ") and line.endswith("(family in the fit)") for line in out.splitlines()) == 1
+    assert "  published inside the band, not in the fit, family in it: " in out
+    assert "  published inside the band, not in the fit, family not in it: " in out
     pytest.importorskip("matplotlib")
     code, out, err = run(capsys, "report", h200_results, "-o", tmp_path / "r.html", "--calibration", cal)
     assert code == 0, err

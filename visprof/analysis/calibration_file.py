@@ -6,8 +6,9 @@ model its calibrated speed-up from the pair's base to its target with the 80% ba
 ``visprof calibrate`` predicts the profiled models its published table lacks: the profile's time
 buckets and covariates (``calibrate.buckets_of``, ``profile_covariates``), the spec-ratio speed-up
 at the profile's own batch and the base table's precision (``spec_at_own_batch``), the fitted
-corrections on top, and the band widened by the ridge's leverage. The covariates are standardized
-with the fitted fleet's own means and spreads, saved with the fit.
+corrections on top, and the band widened by the ridge's leverage: the band of a model whose timm
+family the fit saw where it did, else that of a family it never saw. The covariates are
+standardized with the fitted fleet's own means and spreads, saved with the fit.
 
 The file is JSON (``visprof.calibration/1``); a file that is not one, or does not fit the schema,
 is a one-line BadInputError naming the file.
@@ -26,7 +27,7 @@ import numpy as np
 
 from visprof.analysis.calibrate import (COVERAGE, Fit, Fleet, buckets_of, covariate_column, profile_covariates,
                                         spec_at_own_batch)
-from visprof.analysis.families import architecture
+from visprof.analysis.families import architecture, family
 from visprof.base.errors import BadInputError
 
 SCHEMA = "visprof.calibration/1"
@@ -40,10 +41,11 @@ class CalibratedSpeedup:
     low: float  # the 80% band
     high: float
     fitted: bool  # the model was among those the calibration was fitted on: in sample
+    family_seen: bool = False  # its family had models in the fit: the band of such models
 
     def row(self) -> dict:
         return {"model": self.model, "spec_speedup": self.spec_speedup, "calibrated": self.calibrated,
-                "low": self.low, "high": self.high, "fitted": self.fitted}
+                "low": self.low, "high": self.high, "fitted": self.fitted, "family_seen": self.family_seen}
 
 
 @dataclass
@@ -77,7 +79,8 @@ class SavedCalibration:
                 # the band's variance factor: 9 significant digits move no band by a visible amount and
                 # halve the file (205 x 205 numbers for 201 buckets and covariates)
                 "A_inv": [[float(f"{v:.9g}") for v in row] for row in fit.A_inv],
-                "q_low": fit.q_low, "q_high": fit.q_high,
+                "q_low": fit.q_low, "q_high": fit.q_high, "q_low_seen": fit.q_low_seen, "q_high_seen": fit.q_high_seen,
+                "fitted_families": sorted(fit.families),
                 "covariate_scales": {k: list(v) for k, v in self.covariate_scales.items()},
                 "fitted_models": self.fitted_models, "families": self.families, "held_out": self.held_out}
 
@@ -112,6 +115,11 @@ class SavedCalibration:
             raise ValueError(f"covariate scales missing or invalid ({', '.join(unknown) or 'a spread <= 0'})")
         fit = Fit(features, _number(doc, "lambda"), _number(doc, "intercept"), np.array(delta), a_inv,
                   _number(doc, "q_low"), _number(doc, "q_high"))
+        # the band of models whose family the fit saw; files written before it predict every model
+        # with the families-held-out band
+        if doc.get("q_low_seen") is not None or doc.get("q_high_seen") is not None:
+            fit.q_low_seen, fit.q_high_seen = _number(doc, "q_low_seen"), _number(doc, "q_high_seen")
+            fit.families = frozenset(str(f) for f in _list(doc, "fitted_families"))
         return cls(str(doc["base"]), str(doc["target"]), doc.get("precision"), fit, scales,
                    [str(m) for m in doc.get("fitted_models", [])], int(doc.get("families", 0)),
                    dict(doc.get("held_out") or {}), str(doc.get("created_at", "")))
@@ -142,8 +150,10 @@ class SavedCalibration:
         values = {"spec": math.log(spec), "profile_time_per_sample": covs[0], "profile_flops_per_byte": covs[1]}
         x = np.array([[covariate_column(np.array([values[f[4:]]]), self.covariate_scales[f[4:]])[0]
                        if f.startswith("cov:") else shares.get(f, 0.0) for f in self.fit.features]])
-        mid, low, high = (float(v[0]) for v in self.fit.predict(x, np.array([math.log(spec)])))
-        return CalibratedSpeedup(profile.model, spec, mid, low, high, architecture(profile.model) in self._fitted)
+        fam = family(profile.model)
+        mid, low, high = (float(v[0]) for v in self.fit.predict(x, np.array([math.log(spec)]), [fam]))
+        return CalibratedSpeedup(profile.model, spec, mid, low, high, architecture(profile.model) in self._fitted,
+                                 self.fit.seen(fam))
 
     @functools.cached_property
     def _fitted(self) -> set[str]:

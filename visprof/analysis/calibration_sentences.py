@@ -116,7 +116,8 @@ def model_sentence(fit: Fit, fleet: Fleet, index: int, top: int = 3) -> ModelSen
     contributions.sort(key=lambda c: -abs(math.log(c.factor)))
     listed, others = contributions[:top], contributions[top:]
     rest = float(math.exp(sum(math.log(c.factor) for c in others)))
-    mid, low, high = (float(v[0]) for v in fit.predict(x[None, :], fleet.log_spec[index:index + 1]))
+    mid, low, high = (float(v[0]) for v in fit.predict(x[None, :], fleet.log_spec[index:index + 1],
+                                                        fleet.families[index:index + 1]))
     observed = fleet.log_obs[index]
     return ModelSentence(fleet.models[index], float(math.exp(fleet.log_spec[index])), mid, low, high,
                          float(math.exp(fit.intercept)), float(math.exp(observed)) if np.isfinite(observed) else None,

@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from visprof.analysis.calibrate import COVERAGE, MIN_MODELS, Fit, Fleet, family_folds, fit_calibration
+from visprof.analysis.calibrate import COVERAGE, MIN_MODELS, Fit, Fleet, family_folds, fit_calibration, random_folds
 from visprof.analysis.metrics import spearman
 from visprof.base.errors import BadInputError
 
@@ -61,6 +61,10 @@ class HeldOut:
     # The band's coverage of each held-out family, averaged over families: what a new kind of model
     # sees, where ``coverage`` is dominated by the large families.
     family_coverage: float | None = None
+    # The same split by whether the fit had a model of the held-out model's family (which band it
+    # got): (coverage, models) each; None where no held-out model is of that kind.
+    coverage_seen: tuple[float, int] | None = None
+    coverage_unseen: tuple[float, int] | None = None
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
@@ -92,6 +96,11 @@ class HeldOut:
                    + (f", {self.family_coverage:.1%} averaged over families" if self.family_coverage is not None else "")
                    + f"; lambda per fold {self.lambdas}; "
                    f"single feature per fold: {', '.join(sorted(set(self.best_features)))}")
+        if self.coverage_seen is not None:
+            parts = [f"{self.coverage_seen[0]:.1%} of the {self.coverage_seen[1]} whose family the fit had"]
+            if self.coverage_unseen is not None:
+                parts.append(f"{self.coverage_unseen[0]:.1%} of the {self.coverage_unseen[1]} whose family it had not")
+            out.append(f"  {COVERAGE:.0%} band by relatives in the fit: " + ", ".join(parts))
         return "\n".join(out) + "\n"
 
 
@@ -167,10 +176,7 @@ def model_held_out(fleet: Fleet, folds: int = 5, seed: int = 0, lam: float | Non
     idx = _published(fleet)
     if folds < 2:
         raise BadInputError("the model-held-out test needs at least 2 folds")
-    order = np.random.default_rng(seed).permutation(len(idx))
-    fold = np.empty(len(idx), dtype=int)
-    fold[order] = np.arange(len(idx)) % folds
-    return _judge(fleet, idx, fold, range(folds), lam, inner_folds, split="model")
+    return _judge(fleet, idx, random_folds(len(idx), folds, seed), range(folds), lam, inner_folds, split="model")
 
 
 def held_out_split(fleet: Fleet, test: Sequence[bool], lam: float | None = None, inner_folds: int = 5) -> HeldOut:
@@ -194,26 +200,30 @@ def _judge(fleet: Fleet, idx: np.ndarray, fold: np.ndarray, tests, lam: float | 
            split: str = "family") -> HeldOut:
     """Each fold in ``tests`` predicted by the fit on every other fold of ``idx``; figures over the tested models."""
     cal, low, high, med, single = (np.full(len(idx), np.nan) for _ in range(5))
+    seen = np.zeros(len(idx), dtype=bool)
     lambdas, chosen = [], []
     for j in tests:
         tr, te = idx[fold != j], idx[fold == j]
         fit = fit_calibration(fleet, tr, lam=lam, inner_folds=inner_folds)
-        p, lo, hi = fit.predict(fleet.X[te], fleet.log_spec[te])
+        families = [fleet.families[i] for i in te]
+        p, lo, hi = fit.predict(fleet.X[te], fleet.log_spec[te], families)
         cal[fold == j], low[fold == j], high[fold == j] = p, lo, hi
+        seen[fold == j] = [fit.seen(f) for f in families]
         med[fold == j] = math.exp(float(np.median(fleet.log_obs[tr])))
         name, s = _best_single(fleet, tr, te)
         single[fold == j] = s
         lambdas.append(fit.lam)
         chosen.append(name)
     tested = np.isin(fold, list(tests))
-    idx, fold, cal, low, high, med, single = (a[tested] for a in (idx, fold, cal, low, high, med, single))
+    idx, fold, cal, low, high, med, single, seen = (a[tested] for a in (idx, fold, cal, low, high, med, single, seen))
     obs = np.exp(fleet.log_obs[idx])
     spec = np.exp(fleet.log_spec[idx])
     inside = (obs >= low) & (obs <= high)
     # ``inside`` is kept exact: a file's rounded speed-ups and bands would move models near an edge
     preds = [{"model": fleet.models[i], "family": fleet.families[i], "fold": int(fold[m]), "speedup": float(obs[m]),
               "spec_speedup": float(spec[m]), "calibrated": float(cal[m]), "low": float(low[m]), "high": float(high[m]),
-              "inside": bool(inside[m]), "fleet_median": float(med[m]), "best_feature": float(single[m])}
+              "inside": bool(inside[m]), "seen": bool(seen[m]), "fleet_median": float(med[m]),
+              "best_feature": float(single[m])}
              for m, i in enumerate(idx)]
     variants = {name: np.exp(v[idx]) for name, v in fleet.spec_variants.items()}
     by_family: dict[str, list[bool]] = defaultdict(list)
@@ -227,7 +237,14 @@ def _judge(fleet: Fleet, idx: np.ndarray, fold: np.ndarray, tests, lam: float | 
                    float(np.mean(inside)), float(np.mean(obs < low)), float(np.mean(obs > high)),
                    lambdas, chosen, {name: MethodFigures.of(v, obs) for name, v in variants.items()},
                    MethodFigures.of(within_family(fleet, idx), obs), preds, split,
-                   float(np.mean([np.mean(v) for v in by_family.values()])))
+                   float(np.mean([np.mean(v) for v in by_family.values()])),
+                   *((_coverage(inside, seen), _coverage(inside, ~seen)) if seen.any() else (None, None)))
+
+
+def _coverage(inside: np.ndarray, among: np.ndarray) -> tuple[float, int] | None:
+    """(share inside, models) among the flagged held-out models; None where none is."""
+    n = int(among.sum())
+    return (float(np.mean(inside[among])), n) if n else None
 
 
 __all__ = ["HeldOut", "MethodFigures", "family_held_out", "held_out_split", "in_sample", "model_held_out", "within_family"]

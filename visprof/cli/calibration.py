@@ -50,7 +50,7 @@ def csv_columns(calibrated) -> dict:
     if calibrated is None:
         return {}
     return {"calibrated": calibrated.calibrated, "calibrated_low": calibrated.low, "calibrated_high": calibrated.high,
-            "calibration_fitted": calibrated.fitted}
+            "calibration_fitted": calibrated.fitted, "calibration_family_seen": calibrated.family_seen}
 
 
 def times(ratio: float) -> str:
@@ -93,7 +93,8 @@ def calibrated_section(saved, table, profiles: list, published: list | None = No
             r = rows[i]
             lines.append(f"  {r.model:<40} {times(r.spec_speedup):>7} {times(r.calibrated):>11} "
                          f"{times(r.low) + '-' + format(r.high, '.2f'):>14}"
-                         + (f" {times(published[i][1]):>10}" if published else "") + ("  (in the fit)" if r.fitted else ""))
+                         + (f" {times(published[i][1]):>10}" if published else "")
+                         + ("  (in the fit)" if r.fitted else "  (family in the fit)" if r.family_seen else ""))
     missing = sum(r is None for r in rows)
     if missing:
         lines.append(f"  ({missing} profile(s) without what the calibration reads: roofline groups, timing, FLOPs and "
@@ -101,7 +102,10 @@ def calibrated_section(saved, table, profiles: list, published: list | None = No
     if published:
         judged = [(r, pub) for r, (_, pub) in zip(rows, published) if r is not None]
         fresh = [(r, pub) for r, pub in judged if not r.fitted]
-        for name, group in (("all (in sample where the fit saw the model)", judged), ("not in the fit", fresh)):
+        kin = [(r, pub) for r, pub in fresh if r.family_seen]
+        split = [("not in the fit, family in it", kin), ("not in the fit, family not in it",
+                                                         [x for x in fresh if not x[0].family_seen])] if kin else []
+        for name, group in (("all (in sample where the fit saw the model)", judged), ("not in the fit", fresh), *split):
             if group:
                 inside = sum(r.low <= pub <= r.high for r, pub in group)
                 lines.append(f"  published inside the band, {name}: {inside} of {len(group)} ({inside / len(group):.0%})")
