@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from calibration_fleets import kin_fleet
 from visprof.analysis.calibrate import band_quantiles, family_folds, fit_calibration, group_op_type, make_fleet, ratio_table
 from visprof.analysis.held_out import family_held_out, held_out_split, in_sample, model_held_out, within_family
 from visprof.base.errors import BadInputError
@@ -304,25 +305,6 @@ def test_in_sample_judges_the_fit_on_its_own_models():
     held = family_held_out(fleet, folds=5, lam=0.01)
     assert own.median_abs_error < held.calibrated.median_abs_error
     assert own.spearman > held.calibrated.spearman
-
-
-def kin_fleet(n_families=60, per_family=8, seed=5):
-    """Each family runs kernels of its own (a bucket ``kf:fN``, 20-60% of its time) that the target
-    runs faster or slower than its spec ratios say (a log correction drawn per family, sd 0.15),
-    over a small model noise (0.01): what the fit learns of a family from its relatives."""
-    rng = np.random.default_rng(seed)
-    models, fams, rows, spec, obs = [], [], [], [], []
-    for f in range(n_families):
-        own = rng.normal(0, 0.15)
-        for m in range(per_family):
-            share = rng.uniform(0.2, 0.6)
-            models.append(f"m{f}_{m}")
-            fams.append(f"family{f}")
-            rows.append({"cat:convolution": 1 - share, f"kf:f{f}": share})
-            s = math.exp(rng.normal(0.4, 0.15))
-            spec.append(s)
-            obs.append(s * math.exp(own * share + rng.normal(0, 0.01)))
-    return make_fleet(models, fams, rows, spec, obs, features=["cat:convolution", *(f"kf:f{f}" for f in range(n_families))])
 
 
 def test_a_model_whose_family_the_fit_saw_gets_the_narrower_band_of_such_models():
