@@ -173,7 +173,13 @@ def test_a_saved_calibration_adds_each_profile_s_calibrated_speed_up(loaded, tmp
     bands = re.findall(r"<td>x(\d\.\d\d)</td><td>x(\d\.\d\d) – x(\d\.\d\d)</td>", section)
     assert len(bands) == len(loaded.profiles) == 4
     assert all(float(lo) <= float(mid) <= float(hi) for mid, lo, hi in bands)
-    assert section.count("yes (in sample)") == 1
+    assert section.count("yes (in sample)") == 1 and "<td class=\"text\">its family</td>" not in section
+    import dataclasses
+
+    cal.fit = dataclasses.replace(cal.fit, q_low_seen=-0.03, q_high_seen=0.02, families=frozenset({"deit", "resnet"}))
+    build_report(loaded, tmp_path / "kin.html", calibration=cal)
+    kin = (tmp_path / "kin.html").read_text().split("<h2>Calibrated speed-up rtx3090 → rtx4090</h2>")[1]
+    assert kin.split("</section>")[0].count("<td class=\"text\">its family</td>") == 1  # resnet50; deit is in sample
     build_report(loaded, tmp_path / "plain.html")
     assert "Calibrated speed-up" not in (tmp_path / "plain.html").read_text()
 

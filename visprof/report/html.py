@@ -115,9 +115,11 @@ def _calibrated_section(calibration, profiles, table) -> str:
             missing += 1
             continue
         rows.append([m.model, str(m.batch_size), f"x{got.spec_speedup:.2f}", f"x{got.calibrated:.2f}",
-                     f"x{got.low:.2f} – x{got.high:.2f}", "yes (in sample)" if got.fitted else "no"])
+                     f"x{got.low:.2f} – x{got.high:.2f}",
+                     "yes (in sample)" if got.fitted else "its family" if got.family_seen else "no"])
     caption = (f"{calibration.describe()}. Each profile at its own batch: the spec ratios' speed-up, the calibrated one "
-               f"(the fitted per-bucket corrections on top) and its 80% band. A model the fit saw is in sample."
+               f"(the fitted per-bucket corrections on top) and its 80% band. A model the fit saw is in sample; a model "
+               f"whose timm family the fit saw gets the narrower band of such models."
                + (f" {missing} profile(s) lack what the calibration reads." if missing else ""))
     return (f"<section><h2>Calibrated speed-up {html.escape(calibration.base)} → {html.escape(calibration.target)}</h2>"
             f'<p class="caption">{html.escape(caption)}</p>'
