@@ -561,5 +561,6 @@ __all__ = ["BucketRatio", "COVARIATE_SCALE", "COVERAGE", "Fit", "Fleet", "LAMBDA
            "base_precision", "bucket_rates", "buckets_of", "covariate_column", "covariate_scale", "family_folds",
            "fit_calibration", "fit_ridge",
            "fleet_from_comparison", "format_ratio_table", "group_op_type", "make_fleet", "op_bucket",
-           "parent_buckets", "profile_covariates", "random_folds", "ratio_table", "select_features", "spec_at_own_batch",
+           "parent_buckets", "profile_covariates", "random_folds", "ratio_table", "select_features",
+           "spec_at_own_batch",
            "unpublished_predictions"]

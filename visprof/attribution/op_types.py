@@ -29,7 +29,8 @@ from visprof.attribution.categories import conv_kind
 from visprof.native.records import KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET
 from visprof.result import KernelFamilyRow, LaunchSizeRow, OpTypeRow
 
-__all__ = ["op_type_rows", "kernel_family_rows", "launch_size_rows", "kernel_family", "op_type", "GEMM_OPS", "INTENSITY_CLASSES"]
+__all__ = ["op_type_rows", "kernel_family_rows", "launch_size_rows", "kernel_family", "op_type", "GEMM_OPS",
+           "INTENSITY_CLASSES"]
 
 GEMM_OPS = re.compile(r"^aten\.(mm|addmm|bmm|baddbmm|matmul|linear|_addmm_activation|addbmm|_scaled_mm)\.")
 CONV_OPS = re.compile(r"^aten\.(convolution|_convolution|conv[123]d|cudnn_convolution\w*|mkldnn_convolution)\.")
@@ -212,8 +213,9 @@ def launch_size_rows(attr: Attribution, sm_count: int | None = None) -> list[Lau
             for b in np.flatnonzero(counts).tolist()]
     if per_sm.any():
         ns_per_sm = float(dur[per_sm].sum())
-        rows.append(LaunchSizeRow(blocks_min=int(sm_count), blocks_max=int(sm_count), kernels=int(per_sm.sum()) / iterations,
-                                  time_ms=ns_per_sm / iterations / 1e6, share=ns_per_sm / total, one_per_sm=True))
+        rows.append(LaunchSizeRow(blocks_min=int(sm_count), blocks_max=int(sm_count),
+                                  kernels=int(per_sm.sum()) / iterations, time_ms=ns_per_sm / iterations / 1e6,
+                                  share=ns_per_sm / total, one_per_sm=True))
         rows.sort(key=lambda r: (r.blocks_min, r.one_per_sm))
     return rows
 

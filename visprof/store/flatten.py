@@ -126,7 +126,8 @@ def op_type_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def kernel_family_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The result's kernel-family table (empty for results made before it)."""
-    return _table_rows(doc, "kernel_families", "family", ("calls", "time_ms", "share", "gflop", "mb", "blocks", "threads"))
+    return _table_rows(doc, "kernel_families", "family",
+                       ("calls", "time_ms", "share", "gflop", "mb", "blocks", "threads"))
 
 
 def _table_rows(doc: Mapping[str, Any], field: str, key: str, numbers: tuple[str, ...]) -> list[dict[str, Any]]:
