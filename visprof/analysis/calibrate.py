@@ -286,6 +286,34 @@ def fit_ridge(X: np.ndarray, y: np.ndarray, w: np.ndarray, lam: float, features:
     return Fit(features, lam, float(beta[0]), beta[1:], A_inv, weight=(X * w[:, None]).sum(axis=0))
 
 
+# Huber's constant (95% efficiency at normal errors), the MAD's consistency factor, and the
+# reweightings of the robust fit: textbook values, not tuned (bench/results/robust-fit-2026-12-05).
+HUBER_K, MAD_SCALE, HUBER_STEPS = 1.345, 1.4826, 5
+
+
+def fit_robust(X: np.ndarray, y: np.ndarray, w: np.ndarray, lam: float, features: list[str]) -> Fit:
+    """``fit_ridge`` with Huber's loss, by iteratively reweighted least squares: a model whose
+    residual is more than HUBER_K robust standard deviations off has its weight cut in proportion.
+    A table whose two GPUs were measured under different PyTorch versions has rows the software
+    moved (FastViT x1.82 on the same RTX 4090): to a model of the hardware they are outliers, and
+    least squares follows them."""
+    fit = fit_ridge(X, y, w, lam, features)
+    for _ in range(HUBER_STEPS):
+        res = np.abs(y - fit.correction(X))
+        scale = MAD_SCALE * _weighted_median(res, w)
+        if scale <= 0:
+            break
+        fit = fit_ridge(X, y, w * np.minimum(1.0, HUBER_K * scale / np.maximum(res, 1e-300)), lam, features)
+    fit.weight = (X * w[:, None]).sum(axis=0)  # the models' own weights: how much of the fleet a bucket has
+    return fit
+
+
+def _weighted_median(values: np.ndarray, w: np.ndarray) -> float:
+    order = np.argsort(values)
+    cum = np.cumsum(w[order])
+    return float(values[order][np.searchsorted(cum, cum[-1] / 2.0)])
+
+
 def family_folds(families: Sequence[str], k: int, salt: str = "") -> list[int]:
     """A fold per model, by family: families sorted by a stable hash and dealt round-robin by size,
     so that folds are about equal in models and a family is in one fold only."""
@@ -316,7 +344,7 @@ def _cv_residuals(fleet: Fleet, idx: np.ndarray, lam: float, k: int,
         tr, te = idx[folds != j], idx[folds == j]
         if len(te) == 0 or len(tr) < 2:
             continue
-        f = fit_ridge(fleet.X[tr], y[tr], fleet.weights(tr), lam, fleet.features)
+        f = fit_robust(fleet.X[tr], y[tr], fleet.weights(tr), lam, fleet.features)
         res[folds == j] = y[te] - f.correction(fleet.X[te])
         scale[folds == j] = np.sqrt(1.0 + f.leverage(fleet.X[te]))
         fitted = {fleet.families[i] for i in tr}
@@ -355,7 +383,7 @@ def fit_calibration(fleet: Fleet, idx: np.ndarray | None = None, lam: float | No
             best = (loss, candidate, res, scale)
     _, lam, res, scale = best
     y = fleet.log_obs - fleet.log_spec
-    fit = fit_ridge(fleet.X[idx], y[idx], w, lam, fleet.features)
+    fit = fit_robust(fleet.X[idx], y[idx], w, lam, fleet.features)
     ok = np.isfinite(res)
     fit.q_low, fit.q_high = band_quantiles(res[ok] / scale[ok], w[ok])
     # A model with relatives in the fit is predicted better than one without (the 253 models
@@ -559,7 +587,7 @@ def profile_covariates(result) -> tuple[float, float] | None:
 
 __all__ = ["BucketRatio", "COVARIATE_SCALE", "COVERAGE", "Fit", "Fleet", "LAMBDAS", "MIN_MODELS",
            "base_precision", "bucket_rates", "buckets_of", "covariate_column", "covariate_scale", "family_folds",
-           "fit_calibration", "fit_ridge",
+           "fit_calibration", "fit_ridge", "fit_robust",
            "fleet_from_comparison", "format_ratio_table", "group_op_type", "make_fleet", "op_bucket",
            "parent_buckets", "profile_covariates", "random_folds", "ratio_table", "select_features",
            "spec_at_own_batch",
