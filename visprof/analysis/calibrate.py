@@ -24,7 +24,8 @@ spec ratios say, and predicts models that are not in the table:
 * every ``d_f`` has a ridge prior at 0, i.e. at the spec model: a bucket few models spend time in
   stays at its roofline prediction. Weighted least squares, each model weighted
   1/sqrt(models of its family) (normalised to mean 1), so that one large family does not decide
-  the fit. The ridge strength lambda is chosen by family-held-out cross-validation inside the
+  the fit, under Huber's loss (``fit_robust``), so that rows far off it (a model a PyTorch
+  upgrade moved) do not either. The ridge strength lambda is chosen by family-held-out cross-validation inside the
   training set only, from ``LAMBDAS``.
 * the band: the 10th and 90th percentiles of the inner cross-validation's out-of-fold log
   residuals, weighted as the fit weighs their models, each divided by sqrt(1 + h) first
