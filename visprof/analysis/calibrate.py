@@ -25,8 +25,8 @@ spec ratios say, and predicts models that are not in the table:
   stays at its roofline prediction. Weighted least squares, each model weighted
   1/sqrt(models of its family) (normalised to mean 1), so that one large family does not decide
   the fit, under Huber's loss (``fit_robust``), so that rows far off it (a model a PyTorch
-  upgrade moved) do not either. The ridge strength lambda is chosen by family-held-out cross-validation inside the
-  training set only, from ``LAMBDAS``.
+  upgrade moved) do not either. The ridge strength lambda is chosen by family-held-out
+  cross-validation inside the training set only, from ``LAMBDAS``.
 * the band: the 10th and 90th percentiles of the inner cross-validation's out-of-fold log
   residuals, weighted as the fit weighs their models, each divided by sqrt(1 + h) first
   (h = x' A^-1 x, A = X'WX + lambda P: the predictive-variance factor of the ridge, large for a
