@@ -395,7 +395,8 @@ def software_note(models: list[ModelComparison], base_name: str, target_name: st
     target_sw = usual(m.target.software for m in models if m.target.torch == target_torch)
     # bench/results/software-rows-2026-12-04: timm's RTX 4090 under torch 2.4.0 and 2.9.1 moved 206 of
     # 1,198 rows by more than 5%; fitted on 3090 (2.4.0) -> 5090 (2.9.1), the calibration fell behind
-    # the spec-only model, and ahead of it again with those rows left out.
+    # the spec-only model, and ahead of it again with those rows left out; fitted by Huber's loss it is
+    # nearer, still behind (5.5% against 5.2%, bench/results/robust-fit-2026-12-05).
     return (f"the {base_name} numbers were measured under {base_sw} and the {target_name}'s under {target_sw}: "
             f"the speed-ups carry the software's change as well as the GPUs', which no profile sees (on timm's "
             f"tables one GPU under torch 2.4 and 2.9.1 moved 1 model in 6 by more than 5%); a calibration fitted "
