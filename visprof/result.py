@@ -437,6 +437,14 @@ class ProfileResult:
     def failed_checks(self) -> list[Check]:
         return [c for c in self.checks if not c.passed]
 
+    def small_launches(self) -> list[LaunchSizeRow] | None:
+        """The launch-size bins wholly below the GPU's SM count, one-per-SM launches left out: the
+        launches that cannot give every SM a block. None without launch sizes or the SM count."""
+        sms = (self.gpu or {}).get("sm_count")
+        if not self.launch_sizes or not isinstance(sms, int) or sms < 2:
+            return None
+        return [r for r in self.launch_sizes if r.blocks_max < sms and not r.one_per_sm]
+
     def category_totals(self) -> dict[str, CategoryRow]:
         """Rows summed per category (sub-categories merged), in row order."""
         return category_totals(self.categories, self.memory)

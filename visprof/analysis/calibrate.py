@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 import re
 import zlib
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -266,14 +266,15 @@ class Fit:
         mid = log_spec + self.correction(X)
         scale = np.sqrt(1.0 + self.leverage(X))
         q_low, q_high = np.full(len(mid), self.q_low), np.full(len(mid), self.q_high)
-        if families is not None and self.q_low_seen is not None and self.q_high_seen is not None:
-            seen = np.array([f in self.families and f != UNKNOWN_FAMILY for f in families], dtype=bool)
+        seen = np.array([self.seen(f) for f in (() if families is None else families)], dtype=bool)
+        if seen.any():
             q_low[seen], q_high[seen] = self.q_low_seen, self.q_high_seen
         return np.exp(mid), np.exp(mid + q_low * scale), np.exp(mid + q_high * scale)
 
     def seen(self, family: str | None) -> bool:
         """Whether a model of ``family`` gets the band of families the fit has seen."""
-        return self.q_low_seen is not None and family in self.families and family != UNKNOWN_FAMILY
+        return (self.q_low_seen is not None and self.q_high_seen is not None and family in self.families
+                and family != UNKNOWN_FAMILY)
 
 
 def fit_ridge(X: np.ndarray, y: np.ndarray, w: np.ndarray, lam: float, features: list[str]) -> Fit:
@@ -301,18 +302,12 @@ def fit_robust(X: np.ndarray, y: np.ndarray, w: np.ndarray, lam: float, features
     fit = fit_ridge(X, y, w, lam, features)
     for _ in range(HUBER_STEPS):
         res = np.abs(y - fit.correction(X))
-        scale = MAD_SCALE * _weighted_median(res, w)
+        scale = MAD_SCALE * float(np.quantile(res, 0.5, weights=w, method="inverted_cdf"))
         if scale <= 0:
             break
         fit = fit_ridge(X, y, w * np.minimum(1.0, HUBER_K * scale / np.maximum(res, 1e-300)), lam, features)
     fit.weight = (X * w[:, None]).sum(axis=0)  # the models' own weights: how much of the fleet a bucket has
     return fit
-
-
-def _weighted_median(values: np.ndarray, w: np.ndarray) -> float:
-    order = np.argsort(values)
-    cum = np.cumsum(w[order])
-    return float(values[order][np.searchsorted(cum, cum[-1] / 2.0)])
 
 
 def family_folds(families: Sequence[str], k: int, salt: str = "") -> list[int]:
@@ -546,8 +541,6 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
 def base_precision(comparison) -> str | None:
     """The precision most of the base GPU's published rows were measured at: a profile without a
     published pair is predicted at it."""
-    from collections import Counter
-
     return Counter(mc.base.precision for mc in comparison.models).most_common(1)[0][0]
 
 

@@ -178,10 +178,10 @@ def kernel_family_rows(attr: Attribution) -> list[KernelFamilyRow]:
     keys, groups = _grouped(attr, families)
     index = {key: i for i, key in enumerate(keys)}
     ids = np.fromiter((index[f] for f in families), dtype=np.int64, count=len(families))
-    flops, nbytes = _row_work(attr)
+    dur = durations_ns(trace).astype(np.float64)
+    flops, nbytes = _row_work(attr, dur)
     gflop = np.bincount(ids, weights=flops, minlength=len(keys)) / iterations / 1e9
     mb = np.bincount(ids, weights=nbytes, minlength=len(keys)) / iterations / 1e6
-    dur = durations_ns(trace).astype(np.float64)
     launched = _is_launch(trace)
     blocks = _weighted_medians(ids, launched, trace.kernels["grid"], dur, len(keys))
     threads = _weighted_medians(ids, launched, trace.kernels["block"], dur, len(keys))
@@ -226,7 +226,7 @@ def _is_launch(trace) -> np.ndarray:
     return (k["kind"] == KIND_KERNEL) & (k["grid"].min(axis=1) > 0) & (k["block"].min(axis=1) > 0)
 
 
-def _row_work(attr: Attribution) -> tuple[np.ndarray, np.ndarray]:
+def _row_work(attr: Attribution, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """FLOPs and bytes per row, from the op that launched it.
 
     Only rows of the op's own class take part: a convolution's memset (classed memory by its
@@ -237,7 +237,6 @@ def _row_work(attr: Attribution) -> tuple[np.ndarray, np.ndarray]:
     a cuDNN layout transform, which around a small convolution can outlast the GEMM; to the
     longest row when none can."""
     trace = attr.trace
-    dur = durations_ns(trace).astype(np.float64)
     n_ops = len(trace.ops)
     flops, nbytes = np.zeros(len(dur)), np.zeros(len(dur))
     has_op = attr.op_index >= 0
@@ -272,13 +271,12 @@ def _weighted_medians(ids: np.ndarray, mask: np.ndarray, dims: np.ndarray, weigh
     if not len(rows):
         return out
     values = dims[rows].astype(np.int64).prod(axis=1)
-    order = np.lexsort((values, ids[rows]))
-    g, v, w = ids[rows][order], values[order], weights[rows][order]
-    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-    for start, end in zip(starts, np.r_[starts[1:], len(g)]):
-        cum = np.cumsum(w[start:end])
-        half = cum[-1] / 2.0
-        out[int(g[start])] = float(v[start + int(np.searchsorted(cum, half))]) if cum[-1] > 0 else float(v[start])
+    group_of, w = ids[rows], weights[rows]
+    for group in np.unique(group_of):
+        mine = group_of == group
+        # inverted_cdf: the smallest value whose launches reach half the group's time (all equal: the smallest)
+        out[int(group)] = (float(np.quantile(values[mine], 0.5, weights=w[mine], method="inverted_cdf"))
+                           if w[mine].sum() > 0 else float(values[mine].min()))
     return out
 
 

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from visprof.cli.arguments import positive_int
-from visprof.cli.calibration import (add_calibration_option, calibrated_section, compare_calibrated, csv_columns,
-                                     load_calibration, save_calibration)
+from visprof.cli.calibration import (add_calibration_option, calibrated_section, calibration_pair, compare_calibrated,
+                                     csv_columns, load_calibration, save_calibration)
 
 __all__ = ["add_analysis_commands", "cmd_calibrate", "cmd_compare", "cmd_import_timm", "cmd_predict", "cmd_report"]
 
@@ -181,14 +181,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _check_outputs(args, json=args.json, csv=args.csv)
     table = _table(args)
     saved = load_calibration(args, table)
+    base, target = calibration_pair(saved, table, args.base, args.target, args.calibration) if saved else (args.base,
+                                                                                                          args.target)
     loaded = sources.load(args.sources, table)
     _say(f"{len(loaded.measurements)} measurements; joining models (timm's registry gives their families)")
-    # with a calibration and no pair named, its pair
-    base, target = (args.base, args.target) if args.base or args.target or not saved else (saved.base, saved.target)
     comparison = compare(loaded.measurements, base, target, table)
     print(format_comparison(comparison, top=None if args.all else args.top), end="")
-    calibrated = (compare_calibrated(saved, comparison, table, args.calibration, None if args.all else args.top)
-                  if saved else {})
+    calibrated = compare_calibrated(saved, comparison, table, None if args.all else args.top) if saved else {}
     if args.json is not None:
         doc = comparison.to_dict()
         if saved:

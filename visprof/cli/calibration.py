@@ -28,16 +28,22 @@ def save_calibration(path: Path, fit, fleet, comparison, held) -> None:
     print(f"saved the calibration to {path} (visprof compare/predict --calibration {path})")
 
 
-def compare_calibrated(saved, comparison, table, path, top: int | None) -> dict:
-    """compare --calibration: each compared model with a profile, calibrated from the profile compare
-    read, at the published batch; printed with its published speed-up. id(model comparison) -> it."""
+def calibration_pair(saved, table, base: str | None, target: str | None, path) -> tuple[str, str]:
+    """compare --calibration: the GPUs to compare, the calibration's unless --base/--target name them,
+    which must then be its pair; checked before anything is loaded."""
     from visprof.base.errors import BadInputError
 
-    pair = (comparison.base_spec.id if comparison.base_spec else comparison.base,
-            comparison.target_spec.id if comparison.target_spec else comparison.target)
+    base, target = base or saved.base, target or saved.target
+    pair = tuple(spec.id if (spec := table.find(name)) else name for name in (base, target))
     if pair != (saved.base, saved.target):
         raise BadInputError(f"calibration file {path} is for {saved.base} -> {saved.target}; this comparison is "
                             f"{pair[0]} -> {pair[1]} (--base/--target)")
+    return base, target
+
+
+def compare_calibrated(saved, comparison, table, top: int | None) -> dict:
+    """compare --calibration: each compared model with a profile, calibrated from the profile compare
+    read, at the published batch; printed with its published speed-up. id(model comparison) -> it."""
     chosen = [mc for mc in comparison.models if mc.profile is not None and mc.predicted_speedup]
     text, rows = calibrated_section(saved, table, [mc.profile for mc in chosen],
                                     [(mc.predicted_speedup, mc.speedup) for mc in chosen], top=top)
@@ -112,5 +118,5 @@ def calibrated_section(saved, table, profiles: list, published: list | None = No
     return "\n".join(lines) + "\n", rows
 
 
-__all__ = ["add_calibration_option", "calibrated_section", "compare_calibrated", "csv_columns", "load_calibration",
+__all__ = ["add_calibration_option", "calibrated_section", "calibration_pair", "compare_calibrated", "csv_columns", "load_calibration",
            "save_calibration", "times"]

@@ -91,9 +91,8 @@ def _what_they_run(profiles) -> str:
         r = m.result
         if not r.op_types:
             continue
-        sms = (r.gpu or {}).get("sm_count")
-        small = (sum(x.share for x in r.launch_sizes if x.blocks_max < sms and not x.one_per_sm)
-                 if r.launch_sizes and isinstance(sms, int) else None)
+        under = r.small_launches()
+        small = sum(x.share for x in under) if under is not None else None
         rows.append([m.model, m.gpu, top(r.op_types, "op_type", TOP_OP_TYPES),
                      top(r.kernel_families, "family", TOP_KERNEL_FAMILIES), _fmt(small, ".1%")])
     if not rows:

@@ -156,10 +156,10 @@ def _op_types(result: ProfileResult, width: int | None, cpu: bool) -> list[str]:
 def _launch_sizes(result: ProfileResult) -> list[str]:
     """One line: how much kernel time ran in launches too small to give every SM a block, and
     in persistent kernels sized to the GPU."""
-    sms = (result.gpu or {}).get("sm_count")
-    if not result.launch_sizes or not isinstance(sms, int) or sms < 2:
+    under = result.small_launches()
+    if under is None:
         return []
-    under = [r for r in result.launch_sizes if r.blocks_max < sms and not r.one_per_sm]
+    sms = result.gpu["sm_count"]
     largest = max((r.blocks_max for r in under), default=0)
     line = (f"Launch sizes: {_share(sum(r.share for r in under))} of kernel time in launches of at most "
             f"{largest or sms - 1} thread blocks, fewer than this GPU's {sms} SMs")
