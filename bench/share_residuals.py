@@ -1,12 +1,14 @@
 """Does any share of a profile's time rank with what the predictions miss? Per pair, the Spearman of each
-category / sub-category share of op time (and of a few kernel families) with the published speed-up and with
-the held-out residuals of the calibrated and the spec `fraction` predictions.
+category / sub-category share of op time (and of a few kernel families, and of kernel time in launches of few
+thread blocks) with the published speed-up and with the held-out residuals of the calibrated and the spec
+`fraction` predictions.
 
     python bench/share_residuals.py /tmp/profiles.db bench/results/calibrate-2026-12-03 --top 14
 
 The shares are of each model's latest profile with an op-type table; the residuals, log(predicted /
 published), from a bench/calibrate_check.py --out folder's held-out CSVs. A share the calibration has not
-used would rank with its residual.
+used would rank with its residual. The launch-size shares exist only in profiles made since 2026-12-05; they
+are ranked over the models that have them (n is printed).
 """
 from __future__ import annotations
 
@@ -26,6 +28,10 @@ KERNEL_KINDS = {  # kernel families worth a column of their own, by a part of th
     "K:elementwise_kernel": "at::native::elementwise_kernel",
     "K:vectorized_elementwise": "vectorized_elementwise",
 }
+# Kernel time in launches of fewer thread blocks than a bound, one-per-SM launches left out (they are
+# sized to whatever GPU runs them). 128 is the RTX 4090's SM count; the RTX 5090 has 170, so the
+# 128-255 bin fills the 4090 and may not fill the 5090.
+LAUNCH_BOUNDS = {"L:blocks<128": 128, "L:blocks<256": 256}
 
 
 def shares(store: Path) -> pd.DataFrame:
@@ -48,8 +54,14 @@ def share_table(results: dict) -> pd.DataFrame:
         kernel_total = sum(k.time_ms for k in result.kernel_families) or 1.0
         for column, part in KERNEL_KINDS.items():
             row[column] = sum(k.time_ms for k in result.kernel_families if part in k.family) / kernel_total
+        for column, bound in LAUNCH_BOUNDS.items():
+            row[column] = (sum(r.share for r in result.launch_sizes if r.blocks_max < bound and not r.one_per_sm)
+                           if result.launch_sizes else np.nan)
         rows.append(row)
-    return pd.DataFrame(rows).fillna(0.0)
+    table = pd.DataFrame(rows)
+    shares_only = [c for c in table.columns if c not in LAUNCH_BOUNDS]
+    table[shares_only] = table[shares_only].fillna(0.0)
+    return table
 
 
 def main(argv=None) -> int:
@@ -70,13 +82,17 @@ def main(argv=None) -> int:
         fraction = np.log(d.spec_fraction / d.speedup)
         found = []
         for column in table.columns[1:]:
-            if (d[column] > 0).mean() >= 0.1:  # a share most models have 0 of ranks by its ties
-                found.append((column, *(spearman(list(d[column]), list(y)) for y in (d.speedup, calibrated, fraction))))
-        found.sort(key=lambda t: -abs(t[1]))
+            has = d[column].notna()
+            if column not in LAUNCH_BOUNDS and (d[column] > 0).mean() < 0.1:
+                continue  # a share most models have 0 of ranks by its ties
+            found.append((column, int(has.sum()), *(spearman(list(d[column][has]), list(y[has]))
+                                                    for y in (d.speedup, calibrated, fraction))))
+        launch = [f for f in found if f[0] in LAUNCH_BOUNDS]
+        found = sorted((f for f in found if f[0] not in LAUNCH_BOUNDS), key=lambda t: -abs(t[2]))[:args.top]
         print(f"{pair}: {len(d)} published rows; Spearman of the share with the published speed-up / "
-              "the calibrated residual / the fraction residual")
-        for column, published, cal, frac in found[:args.top]:
-            print(f"  {column:28s} {published:+.3f} / {cal:+.3f} / {frac:+.3f}")
+              "the calibrated residual / the fraction residual (n: rows with the share)")
+        for column, n, published, cal, frac in found + [f for f in launch if f[1] >= 10]:
+            print(f"  {column:28s} {published:+.3f} / {cal:+.3f} / {frac:+.3f}  (n {n})")
     return 0
 
 

@@ -20,13 +20,19 @@ def kernel(family, ms):
     return SimpleNamespace(family=family, time_ms=ms)
 
 
+def launches(blocks_min, blocks_max, share, one_per_sm=False):
+    return SimpleNamespace(blocks_min=blocks_min, blocks_max=blocks_max, share=share, one_per_sm=one_per_sm)
+
+
 def test_shares_are_of_op_time_per_subcategory_and_of_kernel_time_per_kind():
     results = {
         "m1": SimpleNamespace(op_types=[op("normalization", "layer", 1.0), op("normalization", "layer", 1.0),
                                         op("linear", None, 2.0)],
                               kernel_families=[kernel("vectorized_layer_norm_kernel", 1.0),
-                                               kernel("at::native::elementwise_kernel<128, 4>", 3.0)]),
-        "m2": SimpleNamespace(op_types=[op("linear", None, 1.0)], kernel_families=[]),
+                                               kernel("at::native::elementwise_kernel<128, 4>", 3.0)],
+                              launch_sizes=[launches(1, 1, 0.05), launches(64, 127, 0.1), launches(132, 132, 0.3, True),
+                                            launches(128, 255, 0.2), launches(256, 511, 0.35)]),
+        "m2": SimpleNamespace(op_types=[op("linear", None, 1.0)], kernel_families=[], launch_sizes=[]),
     }
     table = share_residuals.share_table(results).set_index("model")
     assert table.loc["m1", "normalization/layer"] == pytest.approx(0.5)  # two op types of one sub-category add up
@@ -34,6 +40,10 @@ def test_shares_are_of_op_time_per_subcategory_and_of_kernel_time_per_kind():
     assert table.loc["m1", "K:layer_norm"] == pytest.approx(0.25)
     assert table.loc["m1", "K:elementwise_kernel"] == pytest.approx(0.75)
     assert table.loc["m2", "normalization/layer"] == 0.0 and table.loc["m2", "linear/-"] == 1.0
+    # launches of few blocks: the one-per-SM row (132 here) is not counted, though 132 < 256
+    assert table.loc["m1", "L:blocks<128"] == pytest.approx(0.15)
+    assert table.loc["m1", "L:blocks<256"] == pytest.approx(0.35)
+    assert table.loc["m2", ["L:blocks<128", "L:blocks<256"]].isna().all()  # no launch sizes: unknown, not 0
 
 
 def test_rank_corr_is_spearman():
