@@ -4,7 +4,9 @@
     python bench/merge_stores.py /tmp/profiles.db .sweep/optypes557.db
     xz -9e -T2 -c /tmp/profiles.db > bench/results/h200-profiles/profiles.db.xz
 
-Rows keep their columns and child rows (categories, memory, op types, kernel families); ids and
+Rows keep their columns and child rows (categories, memory, op types, kernel families); a column a
+later visprof added (``visprof.store.schema.ADDED_COLUMNS``) is added to the target first, as a
+visprof store opened for writing adds it, so that no source column is dropped; ids and
 run ids are renumbered after the target's. Runs that measured nothing are not copied. Each
 ``result_json`` is re-written at zlib level 0 (stored), as the consolidated store keeps them, so
 that xz compresses across rows (``bench/results/h200-profiles/README.md``). Nothing is dropped:
@@ -19,20 +21,29 @@ import sys
 import zlib
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from visprof.store.schema import ADDED_COLUMNS  # noqa: E402
+
 CHILD_TABLES = ("result_categories", "result_memory", "result_op_types", "result_kernel_families")
 
 
-def columns(conn: sqlite3.Connection, table: str) -> list[str]:
-    return [row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')]
+def columns(conn: sqlite3.Connection, table: str, schema: str = "main") -> list[str]:
+    return [row[1] for row in conn.execute(f'PRAGMA {schema}.table_info("{table}")')]
 
 
 def merge(target: Path, source: Path) -> tuple[int, int]:
     """(runs, results) copied from ``source`` into ``target``, in one transaction."""
     conn = sqlite3.connect(target)
     conn.execute("ATTACH DATABASE ? AS src", (str(source),))
+    with conn:  # the columns newer visprof added (no WAL here: the file is compressed and read as is)
+        for table, column, sql_type in ADDED_COLUMNS:
+            if column not in columns(conn, table):
+                conn.execute(f'ALTER TABLE main."{table}" ADD COLUMN "{column}" {sql_type}')
     run_columns = [c for c in columns(conn, "runs") if c != "id"]
     result_columns = [c for c in columns(conn, "results") if c not in ("id", "run_id", "result_json")]
-    child_columns = {table: [c for c in columns(conn, table) if c != "result_id"] for table in CHILD_TABLES}
+    # a source older than a column has none of it: the target's rows from it read NULL there
+    child_columns = {table: [c for c in columns(conn, table) if c != "result_id" and c in columns(conn, table, "src")]
+                     for table in CHILD_TABLES}
     runs = results = 0
     with conn:
         measured = conn.execute("SELECT DISTINCT run_id FROM src.results ORDER BY run_id").fetchall()
