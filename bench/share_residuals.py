@@ -93,7 +93,23 @@ def main(argv=None) -> int:
               "the calibrated residual / the fraction residual (n: rows with the share)")
         for column, n, published, cal, frac in found + [f for f in launch if f[1] >= 10]:
             print(f"  {column:28s} {published:+.3f} / {cal:+.3f} / {frac:+.3f}  (n {n})")
+        for column, n, *_ in launch:
+            if n >= 10:  # families share a residual: within them, and between their means
+                within, between, families = split_by_family(d.assign(residual=calibrated), column)
+                print(f"  {column:28s} calibrated residual within families {within:+.3f}, "
+                      f"between the means of {families} families {between:+.3f}")
     return 0
+
+
+def split_by_family(d: pd.DataFrame, column: str) -> tuple[float, float, int]:
+    """Spearman of ``column`` with ``residual`` after each family's mean is taken off both (within), and of
+    the family means (between), over the rows that have the column; and the number of families."""
+    d = d[d[column].notna()]
+    means = d.groupby("family")[[column, "residual"]].transform("mean")
+    family_means = d.groupby("family")[[column, "residual"]].mean()
+    within = spearman(list(d[column] - means[column]), list(d.residual - means.residual))
+    between = spearman(list(family_means[column]), list(family_means.residual))
+    return within, between, len(family_means)
 
 
 if __name__ == "__main__":

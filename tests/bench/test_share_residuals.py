@@ -55,3 +55,15 @@ def test_missing_inputs_are_one_line(tmp_path, capsys):
     assert share_residuals.main([str(tmp_path / "none.db"), str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("share_residuals.py: not found:") and "none.db" in err[0]
+
+
+def test_within_and_between_families():
+    import pandas as pd
+    # within each family the share and the residual rise together; the family means run the other way
+    d = pd.DataFrame({"family": ["a", "a", "b", "b", "c", "c"],
+                      "L": [0.1, 0.3, 0.35, 0.4, 0.5, float("nan")],
+                      "residual": [0.9, 1.0, 0.5, 0.52, 0.1, 5.0]})
+    within, between, families = share_residuals.split_by_family(d, "L")
+    assert families == 3  # c's row without the share is left out, c with its other row stays
+    assert within == pytest.approx(1.0)
+    assert between == pytest.approx(-1.0)  # c's 5.0 residual would have made c's mean the largest
