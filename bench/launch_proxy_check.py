@@ -63,11 +63,6 @@ CANDIDATES: dict[str, Callable[[Sequence], float]] = {
 }
 
 
-def small_launch_share(result) -> float:
-    """Kernel time in launches of fewer than LAUNCH_BOUND blocks, one-per-SM launches left out."""
-    return sum(r.share for r in result.launch_sizes if r.blocks_max < LAUNCH_BOUND and not r.one_per_sm)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("store", type=Path)
@@ -83,7 +78,7 @@ def main(argv=None) -> int:
         print(f"launch_proxy_check.py: {len(newest)} profiles with launch sizes; 10 or more are needed",
               file=sys.stderr)
         return 2
-    target = [small_launch_share(r) for r in newest.values()]
+    target = [r.launch_share_below(LAUNCH_BOUND) for r in newest.values()]
     print(f"{len(newest)} models with launch sizes; Spearman of each candidate with their kernel time in "
           f"launches of < {LAUNCH_BOUND} blocks:")
     scores = {}

@@ -55,8 +55,8 @@ def share_table(results: dict) -> pd.DataFrame:
         for column, part in KERNEL_KINDS.items():
             row[column] = sum(k.time_ms for k in result.kernel_families if part in k.family) / kernel_total
         for column, bound in LAUNCH_BOUNDS.items():
-            row[column] = (sum(r.share for r in result.launch_sizes if r.blocks_max < bound and not r.one_per_sm)
-                           if result.launch_sizes else np.nan)
+            share = result.launch_share_below(bound)
+            row[column] = np.nan if share is None else share
         rows.append(row)
     table = pd.DataFrame(rows)
     shares_only = [c for c in table.columns if c not in LAUNCH_BOUNDS]

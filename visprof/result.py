@@ -445,6 +445,14 @@ class ProfileResult:
             return None
         return [r for r in self.launch_sizes if r.blocks_max < sms and not r.one_per_sm]
 
+    def launch_share_below(self, blocks: int) -> float | None:
+        """The share of kernel time in launches of fewer than ``blocks`` thread blocks, one-per-SM
+        launches left out (they are sized to whatever GPU runs them); None without launch sizes.
+        Bins are counted whole, so ``blocks`` is meant to be a power of two (a bin edge)."""
+        if not self.launch_sizes:
+            return None
+        return sum(r.share for r in self.launch_sizes if r.blocks_max < blocks and not r.one_per_sm)
+
     def category_totals(self) -> dict[str, CategoryRow]:
         """Rows summed per category (sub-categories merged), in row order."""
         return category_totals(self.categories, self.memory)

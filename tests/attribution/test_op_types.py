@@ -91,6 +91,11 @@ def test_result_keeps_the_tables_and_old_results_still_load(tmp_path):
     back = ProfileResult.load(tmp_path / "r.json")
     assert back.op_types == old.op_types and back.kernel_families == old.kernel_families
     assert back.launch_sizes == old.launch_sizes and any(r.one_per_sm for r in back.launch_sizes)
+    # the share below a bound leaves the one-per-SM row out, however few blocks it launches
+    below = back.launch_share_below(1 << 30)
+    assert below == pytest.approx(1.0 - sum(r.share for r in back.launch_sizes if r.one_per_sm)) and below < 1.0
+    assert back.launch_share_below(1) == 0.0 and ProfileResult.load(DATA / "h200-result-vit_base_patch16_224.json")\
+        .launch_share_below(256) is None  # no launch sizes: unknown, not 0
 
 
 GEMM = "sm90_xmma_fprop_implicit_gemm_bf16"

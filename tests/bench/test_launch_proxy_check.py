@@ -37,14 +37,6 @@ def test_no_kernels_is_nan():
     assert math.isnan(launch_proxy_check.short_share(5)([]))
 
 
-def test_small_launch_share_leaves_one_per_sm_launches_out():
-    rows = [SimpleNamespace(blocks_max=127, one_per_sm=False, share=0.1),
-            SimpleNamespace(blocks_max=132, one_per_sm=True, share=0.3),
-            SimpleNamespace(blocks_max=255, one_per_sm=False, share=0.2),
-            SimpleNamespace(blocks_max=511, one_per_sm=False, share=0.4)]
-    assert launch_proxy_check.small_launch_share(SimpleNamespace(launch_sizes=rows)) == pytest.approx(0.3)
-
-
 def test_missing_store_is_one_line(tmp_path, capsys):
     assert launch_proxy_check.main([str(tmp_path / "none.db")]) == 2
     err = capsys.readouterr().err.strip().splitlines()

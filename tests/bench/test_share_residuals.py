@@ -10,6 +10,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 import share_residuals  # noqa: E402
+from visprof.result import ProfileResult  # noqa: E402
+
+RECORDED = REPO / "tests" / "data" / "h200-result-vit_base_patch16_224.json"
+
+
+def result(op_types, kernel_families, launch_sizes):
+    r = ProfileResult.load(RECORDED)
+    r.op_types, r.kernel_families, r.launch_sizes = op_types, kernel_families, launch_sizes
+    return r
 
 
 def op(category, sub, ms):
@@ -26,13 +35,13 @@ def launches(blocks_min, blocks_max, share, one_per_sm=False):
 
 def test_shares_are_of_op_time_per_subcategory_and_of_kernel_time_per_kind():
     results = {
-        "m1": SimpleNamespace(op_types=[op("normalization", "layer", 1.0), op("normalization", "layer", 1.0),
-                                        op("linear", None, 2.0)],
-                              kernel_families=[kernel("vectorized_layer_norm_kernel", 1.0),
-                                               kernel("at::native::elementwise_kernel<128, 4>", 3.0)],
-                              launch_sizes=[launches(1, 1, 0.05), launches(64, 127, 0.1), launches(132, 132, 0.3, True),
-                                            launches(128, 255, 0.2), launches(256, 511, 0.35)]),
-        "m2": SimpleNamespace(op_types=[op("linear", None, 1.0)], kernel_families=[], launch_sizes=[]),
+        "m1": result(op_types=[op("normalization", "layer", 1.0), op("normalization", "layer", 1.0),
+                               op("linear", None, 2.0)],
+                     kernel_families=[kernel("vectorized_layer_norm_kernel", 1.0),
+                                      kernel("at::native::elementwise_kernel<128, 4>", 3.0)],
+                     launch_sizes=[launches(1, 1, 0.05), launches(64, 127, 0.1), launches(132, 132, 0.3, True),
+                                   launches(128, 255, 0.2), launches(256, 511, 0.35)]),
+        "m2": result(op_types=[op("linear", None, 1.0)], kernel_families=[], launch_sizes=[]),
     }
     table = share_residuals.share_table(results).set_index("model")
     assert table.loc["m1", "normalization/layer"] == pytest.approx(0.5)  # two op types of one sub-category add up
