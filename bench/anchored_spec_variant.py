@@ -14,7 +14,6 @@ base latency is from the one `fraction` predicts there (the anchor's scale). Not
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 from collections import defaultdict
@@ -28,6 +27,9 @@ from visprof.analysis.gpus import GpuSpec, GpuTable, gpu_table
 from visprof.analysis.metrics import spearman
 from visprof.analysis.predict import default_rate_scaling, predict_group, predict_result
 from visprof.base.errors import BadInputError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _pairs import per_pair_main  # noqa: E402
 
 
 def anchored_speedup(result, base_latency_ms: float, batch: int, base: GpuSpec, target: GpuSpec, table: GpuTable,
@@ -102,17 +104,7 @@ def run_pair(refs: Path, base: str, target: str, store: Path) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pair", nargs=3, action="append", required=True, metavar=("REFS.db", "BASE", "TARGET"))
-    parser.add_argument("--store", type=Path, required=True)
-    args = parser.parse_args(argv)
-    try:
-        for refs, base, target in args.pair:
-            print(run_pair(Path(refs), base, target, args.store), flush=True)
-    except BadInputError as exc:
-        print(f"anchored_spec_variant: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return per_pair_main(argv, __doc__, "anchored_spec_variant.py", run_pair)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ def by_hand(saved: SavedCalibration, profile, spec: float) -> tuple[float, float
          if f.startswith("cov:") else shares.get(f, 0.0) for f in saved.fit.features]
     mid = math.log(spec) + saved.fit.intercept + float(np.dot(x, saved.fit.delta))
     z = np.array([1.0, *x])
-    scale = math.sqrt(1 + z @ saved.fit.A_inv @ z)
+    scale = math.sqrt(1 + saved.fit.c * (z @ saved.fit.A_inv @ z))  # the band widens with the leverage
     return math.exp(mid), math.exp(mid + saved.fit.q_low * scale), math.exp(mid + saved.fit.q_high * scale)
 
 
@@ -87,16 +87,34 @@ def test_a_profile_of_a_family_the_fit_saw_gets_that_band_and_the_file_keeps_it(
                               families=frozenset({"deit", "resnet"}))
     kin = dataclasses.replace(saved, fit=fit)
     got = kin.predict(profile, gpu_table(), spec=1.5)  # deit_small_patch16_224: timm's deit module
-    _, low, high = by_hand(dataclasses.replace(kin, fit=dataclasses.replace(fit, q_low=-0.03, q_high=0.02)), profile, 1.5)
+    as_unseen = dataclasses.replace(fit, q_low=-0.03, q_high=0.02, c=fit.c_seen)  # that band, by its own c
+    _, low, high = by_hand(dataclasses.replace(kin, fit=as_unseen), profile, 1.5)
     assert got.family_seen and (got.low, got.high) == pytest.approx((low, high), rel=1e-12)
     assert got.calibrated == pytest.approx(plain.calibrated, rel=1e-12) and got.high / got.low < plain.high / plain.low
     kin.save(tmp_path / "cal.json")
     back = SavedCalibration.load(tmp_path / "cal.json")
     assert (back.fit.q_low_seen, back.fit.q_high_seen, back.fit.families) == (-0.03, 0.02, fit.families)
+    assert (back.fit.c, back.fit.c_seen) == (4.0, 2.0)
     again = back.predict(profile, gpu_table(), spec=1.5)
     assert again.family_seen and (again.low, again.high) == pytest.approx((got.low, got.high), rel=1e-8)
     other = dataclasses.replace(kin, fit=dataclasses.replace(fit, families=frozenset({"resnet"})))
     assert not other.predict(profile, gpu_table(), spec=1.5).family_seen
+
+
+def test_a_file_saved_before_the_band_s_leverage_coefficient_keeps_its_band(profile, tmp_path):
+    import dataclasses
+
+    doc = saved_for(profile).to_dict()
+    del doc["band_c"], doc["band_c_seen"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(doc))
+    old = SavedCalibration.load(path)
+    assert (old.fit.c, old.fit.c_seen) == (1.0, 1.0)  # the band such a file was saved with: sqrt(1 + h)
+    got = old.predict(profile, gpu_table(), spec=1.5)
+    assert (got.low, got.high) == pytest.approx(by_hand(old, profile, 1.5)[1:], rel=1e-12)
+    wider = saved_for(profile).predict(profile, gpu_table(), spec=1.5)  # c = 4 there
+    assert wider.calibrated == pytest.approx(got.calibrated, rel=1e-12) and wider.high / wider.low > got.high / got.low
+    assert dataclasses.replace(old.fit, c=4.0).c == saved_for(profile).fit.c
 
 
 @pytest.mark.parametrize("change, message", [
@@ -108,6 +126,8 @@ def test_a_profile_of_a_family_the_fit_saw_gets_that_band_and_the_file_keeps_it(
     (lambda d: d.update(q_low_seen=-0.1, q_high_seen="x", fitted_families=[]), "q_high_seen is not a finite number"),
     (lambda d: d.update(q_low_seen=-0.1, q_high_seen=0.1) or d.pop("fitted_families"), "fitted_families"),
     (lambda d: d.pop("intercept"), "intercept"),
+    (lambda d: d.update(band_c="wide"), "band_c is not a finite number"),
+    (lambda d: d.update(band_c_seen=-1.0), "a band cannot narrow with the leverage"),
 ])
 def test_a_damaged_file_is_one_line_naming_it(profile, tmp_path, change, message):
     doc = saved_for(profile).to_dict()

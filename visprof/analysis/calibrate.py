@@ -28,10 +28,11 @@ spec ratios say, and predicts models that are not in the table:
   upgrade moved) do not either. The ridge strength lambda is chosen by family-held-out
   cross-validation inside the training set only, from ``LAMBDAS``.
 * the band: the 10th and 90th percentiles of the inner cross-validation's out-of-fold log
-  residuals, weighted as the fit weighs their models, each divided by sqrt(1 + h) first
+  residuals, weighted as the fit weighs their models, each divided by sqrt(1 + c h) first
   (h = x' A^-1 x, A = X'WX + lambda P: the predictive-variance factor of the ridge, large for a
-  model whose time lies in buckets with little training weight), and multiplied back by
-  sqrt(1 + h(x)) of the model predicted. Two such bands: the inner cross-validation by families
+  model whose time lies in buckets with little training weight; c estimated from the same
+  residuals, ``visprof.analysis.calibration_band``), and multiplied back by sqrt(1 + c h(x)) of
+  the model predicted. Two such bands, each with its own c: the inner cross-validation by families
   gives the band of a model whose family the fit has not seen (or whose family is unknown); a
   second one at the chosen lambda, models dealt to folds at random, gives from those held out
   with relatives in their fit the band of a model whose family the fit has seen.
@@ -53,6 +54,7 @@ from typing import Sequence
 
 import numpy as np
 
+from visprof.analysis.calibration_band import band_from_residuals
 from visprof.analysis.families import UNKNOWN as UNKNOWN_FAMILY
 from visprof.attribution.op_types import GEMM_OPS, INTENSITY_CLASSES
 from visprof.base.errors import BadInputError
@@ -61,7 +63,6 @@ from visprof.base.errors import BadInputError
 # folds all picked the grid's lowest value, 0.3; the grid was extended down so that the pick is inside
 # it (bench/results/calibrate-2026-12-04/README.md).
 LAMBDAS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
-COVERAGE = 0.80  # the band's nominal coverage: 10th to 90th percentile
 MIN_MODELS = 20  # fewer published-and-profiled models than this: nothing to fit
 # A bucket is a feature when at least this many models spend at least MIN_SHARE of their time in it
 # (label-free: it uses only the profiles, never the published numbers).
@@ -246,6 +247,10 @@ class Fit:
     # out with relatives in the fit (None: not known, every model takes q_low, q_high).
     q_low_seen: float | None = None
     q_high_seen: float | None = None
+    # How fast each band widens with the leverage h: sqrt(1 + c h) (calibration_band); 1 in files
+    # saved before c was estimated.
+    c: float = 1.0
+    c_seen: float = 1.0
     families: frozenset[str] = frozenset()  # the families of the models fitted
 
     def design(self, X: np.ndarray) -> np.ndarray:
@@ -264,11 +269,12 @@ class Fit:
         whose family the fit has seen gets the band of such models; the others (and all rows
         without ``families``) the band of a family the fit never saw."""
         mid = log_spec + self.correction(X)
-        scale = np.sqrt(1.0 + self.leverage(X))
-        q_low, q_high = np.full(len(mid), self.q_low), np.full(len(mid), self.q_high)
+        h = self.leverage(X)
+        q_low, q_high, c = np.full(len(mid), self.q_low), np.full(len(mid), self.q_high), np.full(len(mid), self.c)
         seen = np.array([self.seen(f) for f in (() if families is None else families)], dtype=bool)
         if seen.any():
-            q_low[seen], q_high[seen] = self.q_low_seen, self.q_high_seen
+            q_low[seen], q_high[seen], c[seen] = self.q_low_seen, self.q_high_seen, self.c_seen
+        scale = np.sqrt(1.0 + c * h)
         return np.exp(mid), np.exp(mid + q_low * scale), np.exp(mid + q_high * scale)
 
     def seen(self, family: str | None) -> bool:
@@ -329,11 +335,12 @@ def family_folds(families: Sequence[str], k: int, salt: str = "") -> list[int]:
 def cv_residuals(fleet: Fleet, idx: np.ndarray, lam: float, k: int,
                  folds: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Out-of-fold log residuals over ``idx`` (family folds unless ``folds`` is given), their
-    sqrt(1 + h) factors, and whether each held-out model had a model of its family in its fit."""
+    leverages h under their fold's fit, and whether each held-out model had a model of its family
+    in its fit."""
     if folds is None:
         folds = np.array(family_folds([fleet.families[i] for i in idx], k, salt="inner"))
     res = np.full(len(idx), np.nan)
-    scale = np.ones(len(idx))
+    h = np.zeros(len(idx))
     seen = np.zeros(len(idx), dtype=bool)
     y = fleet.log_obs - fleet.log_spec
     for j in range(k):
@@ -342,10 +349,10 @@ def cv_residuals(fleet: Fleet, idx: np.ndarray, lam: float, k: int,
             continue
         f = fit_robust(fleet.X[tr], y[tr], fleet.weights(tr), lam, fleet.features)
         res[folds == j] = y[te] - f.correction(fleet.X[te])
-        scale[folds == j] = np.sqrt(1.0 + f.leverage(fleet.X[te]))
+        h[folds == j] = f.leverage(fleet.X[te])
         fitted = {fleet.families[i] for i in tr}
         seen[folds == j] = [fleet.families[i] in fitted for i in te]
-    return res, scale, seen
+    return res, h, seen
 
 
 def random_folds(n: int, k: int, seed: int = 0) -> np.ndarray:
@@ -357,8 +364,8 @@ def random_folds(n: int, k: int, seed: int = 0) -> np.ndarray:
 
 def fit_calibration(fleet: Fleet, idx: np.ndarray | None = None, lam: float | None = None, inner_folds: int = 5) -> Fit:
     """The fit on the models ``idx`` (default: all with a published speed-up): lambda by inner
-    family-held-out CV (mean |log residual|, family-weighted) unless given; band quantiles from
-    the inner CV's standardized residuals, family-weighted too."""
+    family-held-out CV (mean |log residual|, family-weighted) unless given; each band's c and
+    quantiles from the inner CV's residuals, family-weighted too (``calibration_band``)."""
     if idx is None:
         idx = np.flatnonzero(np.isfinite(fleet.log_obs))
     idx = np.asarray(idx)
@@ -372,37 +379,26 @@ def fit_calibration(fleet: Fleet, idx: np.ndarray | None = None, lam: float | No
     w = fleet.weights(idx)
     best = None
     for candidate in ([lam] if lam is not None else LAMBDAS):
-        res, scale, _ = cv_residuals(fleet, idx, candidate, k)
+        res, h, _ = cv_residuals(fleet, idx, candidate, k)
         ok = np.isfinite(res)
         loss = float(np.sum(w[ok] * np.abs(res[ok])) / np.sum(w[ok]))
         if best is None or loss < best[0]:
-            best = (loss, candidate, res, scale)
-    _, lam, res, scale = best
+            best = (loss, candidate, res, h)
+    _, lam, res, h = best
     y = fleet.log_obs - fleet.log_spec
     fit = fit_robust(fleet.X[idx], y[idx], w, lam, fleet.features)
     ok = np.isfinite(res)
-    fit.q_low, fit.q_high = band_quantiles(res[ok] / scale[ok], w[ok])
+    fit.c, fit.q_low, fit.q_high = band_from_residuals(res[ok], h[ok], w[ok])
     # A model with relatives in the fit is predicted better than one without (the 253 models
     # profiled last, most with relatives: 86-90% inside the families-held-out band). Its band
     # comes from models held out at random, those of them with relatives in their inner fit
     # (bench/results/band-relatives-2026-12-05).
-    res, scale, seen = cv_residuals(fleet, idx, lam, k, folds=random_folds(len(idx), k, seed=0))
+    res, h, seen = cv_residuals(fleet, idx, lam, k, folds=random_folds(len(idx), k, seed=0))
     ok = np.isfinite(res) & seen
     if ok.any():
-        fit.q_low_seen, fit.q_high_seen = band_quantiles(res[ok] / scale[ok], w[ok])
+        fit.c_seen, fit.q_low_seen, fit.q_high_seen = band_from_residuals(res[ok], h[ok], w[ok])
     fit.families = frozenset(fleet.families[i] for i in idx)
     return fit
-
-
-def band_quantiles(z: np.ndarray, w: np.ndarray) -> tuple[float, float]:
-    """The band's 10th and 90th percentiles of standardized held-out residuals ``z``, each
-    weighted as the fit weighs its model (``w``). Unweighted, the families of 31 or more models
-    (half the rows, and well predicted) set the width, and a held-out family of a few models was
-    covered as a large one is: 66-70% for families of 4-9 models on every pair
-    (bench/results/band-weights-2026-12-04)."""
-    lo_q, hi_q = (1 - COVERAGE) / 2, 1 - (1 - COVERAGE) / 2
-    low, high = np.quantile(z, [lo_q, hi_q], weights=w, method="inverted_cdf")
-    return float(low), float(high)
 
 
 # --- the explanation -------------------------------------------------------------------------
@@ -579,7 +575,7 @@ def profile_covariates(result) -> tuple[float, float] | None:
     return math.log(1.0 / rate), math.log(flops / moved)
 
 
-__all__ = ["BucketRatio", "COVARIATE_SCALE", "COVERAGE", "Fit", "Fleet", "LAMBDAS", "MIN_MODELS",
+__all__ = ["BucketRatio", "COVARIATE_SCALE", "Fit", "Fleet", "LAMBDAS", "MIN_MODELS",
            "base_precision", "bucket_rates", "buckets_of", "covariate_column", "covariate_scale", "cv_residuals",
            "family_folds", "fit_calibration", "fit_ridge", "fit_robust",
            "fleet_from_comparison", "format_ratio_table", "group_op_type", "make_fleet", "op_bucket",

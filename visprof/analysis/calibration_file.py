@@ -6,7 +6,7 @@ model its calibrated speed-up from the pair's base to its target with the 80% ba
 ``visprof calibrate`` predicts the profiled models its published table lacks: the profile's time
 buckets and covariates (``calibrate.buckets_of``, ``profile_covariates``), the spec-ratio speed-up
 at the profile's own batch and the base table's precision (``spec_at_own_batch``), the fitted
-corrections on top, and the band widened by the ridge's leverage: the band of a model whose timm
+corrections on top, and the band widened by the ridge's leverage (``calibration_band``): the band of a model whose timm
 family the fit saw where it did, else that of a family it never saw. The covariates are
 standardized with the fitted fleet's own means and spreads, saved with the fit.
 
@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from visprof.analysis.calibrate import (COVERAGE, Fit, Fleet, buckets_of, covariate_column, profile_covariates,
+from visprof.analysis.calibrate import (Fit, Fleet, buckets_of, covariate_column, profile_covariates,
                                         spec_at_own_batch)
+from visprof.analysis.calibration_band import COVERAGE
 from visprof.analysis.families import architecture, family
 from visprof.base.errors import BadInputError
 
@@ -80,6 +81,7 @@ class SavedCalibration:
                 # halve the file (205 x 205 numbers for 201 buckets and covariates)
                 "A_inv": [[float(f"{v:.9g}") for v in row] for row in fit.A_inv],
                 "q_low": fit.q_low, "q_high": fit.q_high, "q_low_seen": fit.q_low_seen, "q_high_seen": fit.q_high_seen,
+                "band_c": fit.c, "band_c_seen": fit.c_seen,
                 "fitted_families": sorted(fit.families),
                 "covariate_scales": {k: list(v) for k, v in self.covariate_scales.items()},
                 "fitted_models": self.fitted_models, "families": self.families, "held_out": self.held_out}
@@ -120,6 +122,11 @@ class SavedCalibration:
         if doc.get("q_low_seen") is not None or doc.get("q_high_seen") is not None:
             fit.q_low_seen, fit.q_high_seen = _number(doc, "q_low_seen"), _number(doc, "q_high_seen")
             fit.families = frozenset(str(f) for f in _list(doc, "fitted_families"))
+        # how fast each band widens with the leverage; files written before it was estimated used 1
+        fit.c = _number(doc, "band_c") if doc.get("band_c") is not None else 1.0
+        fit.c_seen = _number(doc, "band_c_seen") if doc.get("band_c_seen") is not None else 1.0
+        if fit.c < 0 or fit.c_seen < 0:
+            raise ValueError(f"band_c {fit.c}, band_c_seen {fit.c_seen}: a band cannot narrow with the leverage")
         return cls(str(doc["base"]), str(doc["target"]), doc.get("precision"), fit, scales,
                    [str(m) for m in doc.get("fitted_models", [])], int(doc.get("families", 0)),
                    dict(doc.get("held_out") or {}), str(doc.get("created_at", "")))

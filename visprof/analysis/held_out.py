@@ -20,7 +20,8 @@ from typing import Sequence
 
 import numpy as np
 
-from visprof.analysis.calibrate import COVERAGE, MIN_MODELS, Fit, Fleet, family_folds, fit_calibration, random_folds
+from visprof.analysis.calibrate import MIN_MODELS, Fit, Fleet, family_folds, fit_calibration, random_folds
+from visprof.analysis.calibration_band import COVERAGE
 from visprof.analysis.metrics import spearman
 from visprof.base.errors import BadInputError
 

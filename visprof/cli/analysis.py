@@ -252,6 +252,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                "unpublished": unpublished,
                "lambda": fit.lam, "offset": math.exp(fit.intercept), "band_quantiles": [fit.q_low, fit.q_high],
                "band_quantiles_family_seen": [fit.q_low_seen, fit.q_high_seen],
+               "band_leverage_c": [fit.c, fit.c_seen],
                "ratios": [b.row() for b in rows], "held_out": held.to_dict(), "software_note": comparison.software,
                "sentences": [s.row() for s in sentences(fit, fleet)]}
         atomic_write_text(args.json, json.dumps(doc, indent=1, allow_nan=False) + "\n")

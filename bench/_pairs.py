@@ -1,0 +1,40 @@
+"""What the bench scripts judged on published GPU pairs share: the command line and the fleet of a pair."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable
+
+from visprof.analysis import sources
+from visprof.analysis.calibrate import Fleet, fleet_from_comparison
+from visprof.analysis.compare import compare
+from visprof.analysis.gpus import gpu_table
+from visprof.base.errors import BadInputError
+
+
+def pair_fleet(refs: Path, base: str, target: str, store: Path) -> Fleet:
+    """The calibration fleet of one pair: the published tables of ``refs`` joined with the profiles of ``store``."""
+    table = gpu_table()
+    loaded = sources.load([refs, store], table)
+    return fleet_from_comparison(compare(loaded.measurements, base, target, table), loaded.profiles, table)[0]
+
+
+def per_pair_main(argv, doc: str, prog: str, run: Callable[[Path, str, str, Path], str]) -> int:
+    """``--pair REFS BASE TARGET`` (one or more) and ``--store``; prints ``run(refs, base, target, store)`` per
+    pair. A missing input or a BadInputError is one line on stderr, exit status 2."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
+    parser.add_argument("--pair", nargs=3, action="append", required=True, metavar=("REFS_DB", "BASE", "TARGET"))
+    parser.add_argument("--store", type=Path, required=True)
+    args = parser.parse_args(argv)
+    missing = [str(p) for p in [args.store, *(Path(p[0]) for p in args.pair)] if not p.is_file()]
+    if missing:
+        print(f"{prog}: not found: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    try:
+        for refs, base, target in args.pair:
+            print(run(Path(refs), base, target, args.store), flush=True)
+    except BadInputError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    return 0
