@@ -34,6 +34,7 @@ from visprof.store.flatten import (category_rows, compact_json, flatten_result, 
                                    normalize_gpu_uuid, op_type_rows)
 from visprof.store.cell import Cell, img_size_text
 from visprof.store.schema import ADDED_COLUMNS, DDL, IDENTITY, SCHEMA_VERSION
+from visprof.store.sqlite_guard import DamagedStoreError, StoreBusyError, StoreConnection, lock_for_writing
 from visprof.store.versions import SoftwareVersions
 
 if TYPE_CHECKING:
@@ -47,97 +48,12 @@ _FAILURE_KINDS = ("error", "oom", "timeout", "crash")
 _STORAGE_ERRORS = ("disk is full", "readonly", "disk I/O error", "unable to open", "database is locked")
 
 
-class StoreBusyError(BadInputError):
-    """Another sweep is writing to this store."""
-
-
-class DamagedStoreError(BadInputError):
-    """SQLite finds the store's file damaged (truncated, overwritten): at opening or at any query."""
-
-    def __init__(self, path: str | Path, reason: str):
-        self.path = str(path)
-        self.reason = reason
-        super().__init__(f"{path} is a damaged results store ({reason}); visprof left it as it is: restore a copy, "
-                         f"or salvage what is readable with `sqlite3 {path} .recover | sqlite3 recovered.db`")
-
-
 class _NoTables(BadInputError):
     """An SQLite file without tables, opened for reading (for writing it becomes a new store)."""
 
 
-# SQLite's result codes for a file that is not a whole database: SQLITE_CORRUPT, SQLITE_NOTADB.
-_DAMAGE_CODES = (11, 26)
 # The tables every store has had since schema version 1 (later ones are created when missing).
 _REQUIRED_TABLES = ("meta", "runs", "results", "result_categories", "result_memory", "failures", "references")
-
-
-def _raise_if_damaged(conn: sqlite3.Connection, exc: sqlite3.DatabaseError) -> None:
-    code = getattr(exc, "sqlite_errorcode", None)
-    damaged = (code & 0xFF) in _DAMAGE_CODES if code is not None else type(exc) is sqlite3.DatabaseError
-    if damaged:
-        raise DamagedStoreError(getattr(conn, "store_path", "the results store"), str(exc)) from exc
-
-
-class _StoreCursor(sqlite3.Cursor):
-    """A cursor whose damaged-file errors, wherever SQLite meets them (a query, a row fetched
-    later), are DamagedStoreError; every other error is left as it is."""
-
-    def execute(self, sql, parameters=()):
-        try:
-            return super().execute(sql, parameters)
-        except sqlite3.DatabaseError as exc:
-            _raise_if_damaged(self.connection, exc)
-            raise
-
-    def executemany(self, sql, parameters):
-        try:
-            return super().executemany(sql, parameters)
-        except sqlite3.DatabaseError as exc:
-            _raise_if_damaged(self.connection, exc)
-            raise
-
-    def fetchone(self):
-        try:
-            return super().fetchone()
-        except sqlite3.DatabaseError as exc:
-            _raise_if_damaged(self.connection, exc)
-            raise
-
-    def fetchmany(self, size=None):
-        try:
-            return super().fetchmany(self.arraysize if size is None else size)
-        except sqlite3.DatabaseError as exc:
-            _raise_if_damaged(self.connection, exc)
-            raise
-
-    def fetchall(self):
-        try:
-            return super().fetchall()
-        except sqlite3.DatabaseError as exc:
-            _raise_if_damaged(self.connection, exc)
-            raise
-
-    def __next__(self):
-        try:
-            return super().__next__()
-        except sqlite3.DatabaseError as exc:
-            _raise_if_damaged(self.connection, exc)
-            raise
-
-
-class _StoreConnection(sqlite3.Connection):
-    """The store's connection: every cursor is a _StoreCursor (``execute`` included)."""
-
-    store_path = "the results store"
-
-    def cursor(self, factory=None):
-        return super().cursor(factory or _StoreCursor)
-
-    def execute(self, sql, parameters=()):
-        return self.cursor().execute(sql, parameters)
-
-    def executemany(self, sql, parameters):
-        return self.cursor().executemany(sql, parameters)
 
 
 def _now() -> str:
@@ -192,8 +108,8 @@ class ResultStore:
         self._check_path()
         try:
             if write:
-                self._lock_fd = _lock_for_writing(self.path)
-            self.conn = sqlite3.connect(str(self.path), timeout=60, isolation_level=None, factory=_StoreConnection)
+                self._lock_fd = lock_for_writing(self.path)
+            self.conn = sqlite3.connect(str(self.path), timeout=60, isolation_level=None, factory=StoreConnection)
             self.conn.store_path = str(self.path)
             self.conn.row_factory = sqlite3.Row
             self._prepare()
@@ -612,21 +528,6 @@ class ResultStore:
 
 
 # --- helpers -------------------------------------------------------------------------------
-
-def _lock_for_writing(path: Path) -> int:
-    import fcntl
-
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    except OSError as exc:
-        raise BadInputError(f"--store: cannot open {path}: {exc.strerror}") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise StoreBusyError(f"another sweep is writing to {path}; wait for it to finish, or give another --store") from None
-    return fd
-
 
 def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]

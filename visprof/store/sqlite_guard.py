@@ -1,0 +1,104 @@
+"""SQLite as the results store uses it: damaged files named as such, one writer at a time.
+
+A file that is not a whole database (truncated, overwritten) makes SQLite raise a bare
+``DatabaseError`` at whatever query first touches the damage, possibly a row fetched long after
+the query ran. ``StoreConnection`` (``sqlite3.connect(..., factory=StoreConnection)``) turns each of
+them into one ``DamagedStoreError`` naming the file. ``lock_for_writing`` takes the exclusive
+``flock`` that keeps a second sweep out of a store (released by the kernel when the writer dies,
+however it dies).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sqlite3
+from pathlib import Path
+
+from visprof.base.errors import BadInputError
+
+__all__ = ["DamagedStoreError", "StoreBusyError", "StoreConnection", "StoreCursor", "lock_for_writing"]
+
+
+# SQLite's result codes for a file that is not a whole database: SQLITE_CORRUPT, SQLITE_NOTADB.
+_DAMAGE_CODES = (11, 26)
+
+
+class StoreBusyError(BadInputError):
+    """Another sweep is writing to this store."""
+
+
+class DamagedStoreError(BadInputError):
+    """SQLite finds the store's file damaged (truncated, overwritten): at opening or at any query."""
+
+    def __init__(self, path: str | Path, reason: str):
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"{path} is a damaged results store ({reason}); visprof left it as it is: restore a copy, "
+                         f"or salvage what is readable with `sqlite3 {path} .recover | sqlite3 recovered.db`")
+
+
+def _raise_if_damaged(conn: sqlite3.Connection, exc: sqlite3.DatabaseError) -> None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    damaged = (code & 0xFF) in _DAMAGE_CODES if code is not None else type(exc) is sqlite3.DatabaseError
+    if damaged:
+        raise DamagedStoreError(getattr(conn, "store_path", "the results store"), str(exc)) from exc
+
+
+def _named_damage(method):
+    """``method`` of a cursor, with a damaged-file error turned into DamagedStoreError."""
+
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            _raise_if_damaged(self.connection, exc)
+            raise
+
+    return guarded
+
+
+class StoreCursor(sqlite3.Cursor):
+    """A cursor whose damaged-file errors, wherever SQLite meets them (a query, a row fetched
+    later), are DamagedStoreError; every other error is left as it is."""
+
+    execute = _named_damage(sqlite3.Cursor.execute)
+    executemany = _named_damage(sqlite3.Cursor.executemany)
+    fetchone = _named_damage(sqlite3.Cursor.fetchone)
+    fetchall = _named_damage(sqlite3.Cursor.fetchall)
+    __next__ = _named_damage(sqlite3.Cursor.__next__)
+
+    @_named_damage
+    def fetchmany(self, size=None):
+        return super().fetchmany(self.arraysize if size is None else size)
+
+
+class StoreConnection(sqlite3.Connection):
+    """The store's connection: every cursor is a StoreCursor (``execute`` included)."""
+
+    store_path = "the results store"
+
+    def cursor(self, factory=None):
+        return super().cursor(factory or StoreCursor)
+
+    def execute(self, sql, parameters=()):
+        return self.cursor().execute(sql, parameters)
+
+    def executemany(self, sql, parameters):
+        return self.cursor().executemany(sql, parameters)
+
+
+def lock_for_writing(path: Path) -> int:
+    """An open descriptor of ``path`` holding its exclusive lock; StoreBusyError if another process holds it."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as exc:
+        raise BadInputError(f"--store: cannot open {path}: {exc.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise StoreBusyError(f"another sweep is writing to {path}; wait for it to finish, or give another --store") from None
+    return fd
