@@ -12,6 +12,7 @@ Modules, each small and importable on its own (nothing heavy loads at import):
     compare       speed-ups between two GPUs, sensitivity, aggregates, explanations
     predict       a profile on one GPU -> latency on another (roofline scaling per group)
     calibrate     a GPU pair's spec-ratio prediction fitted to a published table, per op type
+    calibration_band  the calibration's 80% band: quantiles, and how fast it widens with leverage
     held_out      the calibration judged on models its fit did not see (families held out)
     calibration_sentences  each model's calibrated speed-up told from the fitted ratios
     calibration_file  a fitted calibration saved, and applied to profiles it never saw
