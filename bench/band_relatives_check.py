@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from visprof.analysis import sources
-from visprof.analysis.calibrate import fit_calibration, fleet_from_comparison, random_folds
-from visprof.analysis.compare import compare
-from visprof.analysis.gpus import gpu_table
+from visprof.analysis.calibrate import fit_calibration, random_folds
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _pairs import pair_fleet  # noqa: E402
 
 
 def both_bands(fleet, folds: int, seed: int) -> dict[str, np.ndarray]:
@@ -70,10 +70,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--folds", type=int, default=5)
     args = parser.parse_args(argv)
-    table = gpu_table()
     for refs, base, target in args.pair:
-        loaded = sources.load([Path(refs), args.store], table)
-        fleet, _ = fleet_from_comparison(compare(loaded.measurements, base, target, table), loaded.profiles, table)
+        fleet = pair_fleet(Path(refs), base, target, args.store)
         print(f"== {base} -> {target}: models dealt to {args.folds} folds at random (seed {args.seed}) ==")
         print("\n".join(summary(both_bands(fleet, args.folds, args.seed))), flush=True)
     return 0

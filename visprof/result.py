@@ -443,7 +443,7 @@ class ProfileResult:
         sms = (self.gpu or {}).get("sm_count")
         if not self.launch_sizes or not isinstance(sms, int) or sms < 2:
             return None
-        return [r for r in self.launch_sizes if r.blocks_max < sms and not r.one_per_sm]
+        return self._launches_below(sms)
 
     def launch_share_below(self, blocks: int) -> float | None:
         """The share of kernel time in launches of fewer than ``blocks`` thread blocks, one-per-SM
@@ -451,7 +451,10 @@ class ProfileResult:
         Bins are counted whole, so ``blocks`` is meant to be a power of two (a bin edge)."""
         if not self.launch_sizes:
             return None
-        return sum(r.share for r in self.launch_sizes if r.blocks_max < blocks and not r.one_per_sm)
+        return sum(r.share for r in self._launches_below(blocks))
+
+    def _launches_below(self, blocks: int) -> list[LaunchSizeRow]:
+        return [r for r in self.launch_sizes if r.blocks_max < blocks and not r.one_per_sm]
 
     def category_totals(self) -> dict[str, CategoryRow]:
         """Rows summed per category (sub-categories merged), in row order."""

@@ -332,8 +332,8 @@ def family_folds(families: Sequence[str], k: int, salt: str = "") -> list[int]:
     return [fold_of[f] for f in families]
 
 
-def cv_residuals(fleet: Fleet, idx: np.ndarray, lam: float, k: int,
-                 folds: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _cv_residuals(fleet: Fleet, idx: np.ndarray, lam: float, k: int,
+                  folds: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Out-of-fold log residuals over ``idx`` (family folds unless ``folds`` is given), their
     leverages h under their fold's fit, and whether each held-out model had a model of its family
     in its fit."""
@@ -379,7 +379,7 @@ def fit_calibration(fleet: Fleet, idx: np.ndarray | None = None, lam: float | No
     w = fleet.weights(idx)
     best = None
     for candidate in ([lam] if lam is not None else LAMBDAS):
-        res, h, _ = cv_residuals(fleet, idx, candidate, k)
+        res, h, _ = _cv_residuals(fleet, idx, candidate, k)
         ok = np.isfinite(res)
         loss = float(np.sum(w[ok] * np.abs(res[ok])) / np.sum(w[ok]))
         if best is None or loss < best[0]:
@@ -393,7 +393,7 @@ def fit_calibration(fleet: Fleet, idx: np.ndarray | None = None, lam: float | No
     # profiled last, most with relatives: 86-90% inside the families-held-out band). Its band
     # comes from models held out at random, those of them with relatives in their inner fit
     # (bench/results/band-relatives-2026-12-05).
-    res, h, seen = cv_residuals(fleet, idx, lam, k, folds=random_folds(len(idx), k, seed=0))
+    res, h, seen = _cv_residuals(fleet, idx, lam, k, folds=random_folds(len(idx), k, seed=0))
     ok = np.isfinite(res) & seen
     if ok.any():
         fit.c_seen, fit.q_low_seen, fit.q_high_seen = band_from_residuals(res[ok], h[ok], w[ok])
@@ -576,8 +576,8 @@ def profile_covariates(result) -> tuple[float, float] | None:
 
 
 __all__ = ["BucketRatio", "COVARIATE_SCALE", "Fit", "Fleet", "LAMBDAS", "MIN_MODELS",
-           "base_precision", "bucket_rates", "buckets_of", "covariate_column", "covariate_scale", "cv_residuals",
-           "family_folds", "fit_calibration", "fit_ridge", "fit_robust",
+           "base_precision", "bucket_rates", "buckets_of", "covariate_column", "covariate_scale", "family_folds",
+           "fit_calibration", "fit_ridge", "fit_robust",
            "fleet_from_comparison", "format_ratio_table", "group_op_type", "make_fleet", "op_bucket",
            "parent_buckets", "profile_covariates", "random_folds", "ratio_table", "select_features",
            "spec_at_own_batch",
