@@ -23,6 +23,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
+from visprof.analysis.batch_witness import PathChange, path_change, path_change_note
 from visprof.analysis.families import family
 from visprof.analysis.gpus import GpuSpec, GpuTable, gpu_table
 from visprof.analysis.metrics import ratio_errors, spearman
@@ -50,6 +51,8 @@ class ModelComparison:
     predicted_band: tuple[float, float] | None = None  # predict.speedup_band: over how off-roof time may scale
     explanation: str = ""
     profile: Measurement | None = None  # the profile all of the above was read from (profile_for)
+    # where the two published batches show that the runs held different memory per sample (batch_witness)
+    path_change: PathChange | None = None
 
     @property
     def intensity(self) -> float | None:
@@ -70,7 +73,9 @@ class ModelComparison:
                 "dominant_category": self.dominant_category,
                 **{f"share_{b}": v for b, v in self.shares.items()}, "shares_from": self.shares_from,
                 "macs_per_activation": self.intensity, "explanation": self.explanation,
-                "base_source": self.base.source, "target_source": self.target.source}
+                "base_source": self.base.source, "target_source": self.target.source,
+                "path_change_run": self.path_change.hungrier if self.path_change else None,
+                "path_change_factor": self.path_change.factor if self.path_change else None}
 
 
 @dataclass
@@ -142,6 +147,7 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     prediction: PredictionAgreement | None = None  # also the last note
     software: str | None = None  # where the two GPUs' numbers come from different software: why it matters (a note too)
+    paths: str | None = None  # the models whose two published runs took different paths (batch_witness; a note too)
 
     def to_dict(self) -> dict:
         return {"base": self.base, "target": self.target,
@@ -369,6 +375,10 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
     software = software_note(models, base_name, target_name)
     if software:
         notes.append(software)
+    paths = path_change_note(witness_path_changes(models, base_spec, target_spec, base_name, target_name),
+                             base_name, target_name)
+    if paths:
+        notes.append(paths)
     prediction = PredictionAgreement.of(models)
     if prediction:
         notes.append(prediction.sentence())
@@ -376,7 +386,7 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
                       by_family=_aggregate(models, lambda m: m.family),
                       by_category=_aggregate(models, lambda m: m.dominant_category or "(no profile)"),
                       by_bound=_aggregate(models, lambda m: _dominant_bound(m.shares) or "(no profile)"),
-                      unmatched=unmatched, notes=notes, prediction=prediction, software=software)
+                      unmatched=unmatched, notes=notes, prediction=prediction, software=software, paths=paths)
 
 
 def software_note(models: list[ModelComparison], base_name: str, target_name: str) -> str | None:
@@ -403,10 +413,30 @@ def software_note(models: list[ModelComparison], base_name: str, target_name: st
             f"on them is noisier (docs/hardware-sensitivity.md)")
 
 
+def witness_path_changes(models: list[ModelComparison], base_spec: GpuSpec | None, target_spec: GpuSpec | None,
+                         base_name: str, target_name: str) -> list[tuple[str, PathChange]]:
+    """Sets ``path_change`` on the models whose two published batches (timm's tables: a batch decays
+    on failure from the table's first) no single memory footprint per sample explains, and says so at
+    the end of their explanation; returns them, named with their size."""
+    published = [m for m in models if m.base.kind == "reference" and m.target.kind == "reference"]
+    if not (published and base_spec and target_spec):
+        return []
+    base_start = max(m.base.batch_size or 0 for m in published)
+    target_start = max(m.target.batch_size or 0 for m in published)
+    changed = []
+    for m in published:
+        m.path_change = path_change(m.base.batch_size, m.target.batch_size, base_start, target_start,
+                                    base_spec.memory_gb, target_spec.memory_gb)
+        if m.path_change:
+            m.explanation += f"; its two runs took different paths: {m.path_change.phrase(base_name, target_name)}"
+            changed.append((f"{m.model} at {m.img_size}px" if m.img_size else m.model, m.path_change))
+    return changed
+
+
 def _dominant_bound(shares: dict[str, float]) -> str | None:
     kernel = {b: v for b, v in shares.items() if b != "launch"}
     return max(kernel, key=kernel.get) if kernel else None
 
 
 __all__ = ["Aggregate", "Comparison", "ModelComparison", "PredictionAgreement", "on_base_and_target", "profile_for", "busiest_pair", "compare", "explain", "gpu_keys",
-           "pick_gpus"]
+           "pick_gpus", "witness_path_changes"]

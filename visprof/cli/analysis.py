@@ -227,6 +227,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     comparison = compare(loaded.measurements, args.base, args.target, table)
     if comparison.software:
         _say(f"warning: {comparison.software}")
+    if comparison.paths:
+        _say(f"warning: {comparison.paths}")
     fleet, missing = fleet_from_comparison(comparison, loaded.profiles, table)
     published = int(np.isfinite(fleet.log_obs).sum())
     _say(f"{published} models with a profile and both published numbers ({missing} joined models without a usable "
@@ -254,6 +256,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                "band_quantiles_family_seen": [fit.q_low_seen, fit.q_high_seen],
                "band_leverage_c": [fit.c, fit.c_seen],
                "ratios": [b.row() for b in rows], "held_out": held.to_dict(), "software_note": comparison.software,
+               "path_note": comparison.paths,
                "sentences": [s.row() for s in sentences(fit, fleet)]}
         atomic_write_text(args.json, json.dumps(doc, indent=1, allow_nan=False) + "\n")
     return 0

@@ -1,0 +1,94 @@
+"""What the batches of two published runs say about the memory each needed per sample.
+
+timm's ``benchmark.py`` starts every model at one batch (1024 in its published tables) and, when
+a run fails (almost always out of memory), retries at the next smaller batch of its decay
+sequence (``timm.utils.decay_batch_step``: 1024, 768, 512, 384, 256, ...). A row's batch B on a
+GPU of C GB therefore bounds the memory its run held per sample:
+
+* it ran at B: at most C / B;
+* if B is below the table's first batch, it failed one step up, at B': more than C / B'.
+
+Two runs of the same model on two GPUs hold the same memory per sample when they run the same
+code. Where one run's lower bound exceeds the other's upper bound by more than ``WITNESS_FACTOR``,
+no single footprint explains both batches: the two runs took different paths (other kernels,
+other precisions around an op, an error at the larger batch), and the pair's speed-up for that
+model carries the change as well as the GPUs'. On timm's tables: none of the 3090 -> 4090 rows
+(one software), a handful of 4090 -> 5090 rows (CUDA 12.8 against 13.0), dozens between one
+4090 under PyTorch 2.4 and 2.9.1 (``bench/results/memory-witness-2026-12-05/``).
+
+Memory the run holds whatever the batch (weights, the CUDA context) is left out of C. That
+overstates a bound's capacity per sample by the same amount on both GPUs, which makes the
+factor smaller, not larger, wherever the run that failed had the larger GPU; ``WITNESS_FACTOR``
+leaves room for it the other way round and for the allocators' own differences.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# More than this between one run's least and the other's most memory per sample: two paths.
+# One decay step is x4/3 or x3/2, so a model that failed a full step earlier than its memory
+# allows clears it; a run one step apart on GPUs of equal memory (x1.0) does not.
+WITNESS_FACTOR = 1.2
+
+
+@dataclass(frozen=True)
+class PathChange:
+    """One model whose two published batches no single memory footprint per sample explains."""
+
+    hungrier: str  # "base" or "target": the run that held more memory per sample
+    factor: float  # it held at least this many times the other's memory per sample
+    base_batch: int
+    target_batch: int
+
+    def phrase(self, base_name: str, target_name: str) -> str:
+        more, less = (target_name, base_name) if self.hungrier == "target" else (base_name, target_name)
+        return (f"the {more} run held >= x{self.factor:.2f} the {less} run's memory per sample "
+                f"(batch {self.base_batch} on the {base_name}, {self.target_batch} on the {target_name})")
+
+
+def step_up(batch: int, start: int) -> int | None:
+    """The batch timm's benchmark tried just before ``batch``, starting from ``start``; None for
+    ``start`` itself or a batch its decay sequence never reaches."""
+    from timm.utils import decay_batch_step
+
+    tried = start
+    while tried > batch:
+        smaller = decay_batch_step(tried)
+        if smaller == batch:
+            return tried
+        tried = smaller
+    return None
+
+
+def per_sample_bounds(batch: int, start: int, memory_gb: float) -> tuple[float | None, float]:
+    """(more than, at most) GB per sample held by a run that settled on ``batch``; the lower bound
+    is None for a run at the first batch (nothing failed)."""
+    failed_at = step_up(batch, start)
+    return (memory_gb / failed_at if failed_at else None), memory_gb / batch
+
+
+def path_change(base_batch: int | None, target_batch: int | None, base_start: int, target_start: int,
+                base_gb: float | None, target_gb: float | None) -> PathChange | None:
+    """The witnessed change between two runs of one model, if their batches show one."""
+    if not (base_batch and target_batch and base_gb and target_gb):
+        return None
+    base_lo, base_hi = per_sample_bounds(base_batch, base_start, base_gb)
+    target_lo, target_hi = per_sample_bounds(target_batch, target_start, target_gb)
+    for hungrier, lo, hi in (("target", target_lo, base_hi), ("base", base_lo, target_hi)):
+        if lo is not None and lo / hi > WITNESS_FACTOR:
+            return PathChange(hungrier, lo / hi, base_batch, target_batch)
+    return None
+
+
+def path_change_note(changes: list[tuple[str, PathChange]], base_name: str, target_name: str, shown: int = 5) -> str | None:
+    """One sentence on the models (name, change) whose two runs took different paths; None if none."""
+    if not changes:
+        return None
+    ranked = sorted(changes, key=lambda c: -c[1].factor)
+    named = "; ".join(f"{model}: {change.phrase(base_name, target_name)}" for model, change in ranked[:shown])
+    more = f"; and {len(ranked) - shown} more (the path_change columns)" if len(ranked) > shown else ""
+    return (f"{len(ranked)} model(s) ran at batches that no single memory footprint per sample explains, so their two "
+            f"runs took different paths and their speed-ups carry that change as well as the GPUs' ({named}{more})")
+
+
+__all__ = ["WITNESS_FACTOR", "PathChange", "path_change", "path_change_note", "per_sample_bounds", "step_up"]
