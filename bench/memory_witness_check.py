@@ -24,12 +24,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from visprof.analysis.batch_witness import path_change, per_sample_bounds
+from visprof.analysis.batch_witness import footprint_factor, path_change, per_sample_bounds
 from visprof.analysis.gpus import gpu_table
 from visprof.analysis.timm_csv import parse_benchmark_filename, read_benchmark_csv
 from visprof.store.result_store import open_store
 
 GIB = 2 ** 30
+# The bar of batch_witness (1.2) and others around it: how many rows each would count.
+BARS = (1.0, 1.1, 1.2, 1.3, 1.5)
 
 
 def published(path: Path) -> tuple[str, pd.DataFrame]:
@@ -72,12 +74,15 @@ def check_pair(base_csv: Path, target_csv: Path, memory: dict, held_out: pd.Data
     joined["speedup"] = joined.samples_per_s_target / joined.samples_per_s_base
     changes = {i: path_change(int(r.batch_size_base), int(r.batch_size_target), base_start, target_start, base_gb,
                               target_gb) for i, r in joined.iterrows()}
+    factors = pd.Series([(footprint_factor(int(r.batch_size_base), int(r.batch_size_target), base_start, target_start,
+                                           base_gb, target_gb) or ("", 0.0))[1] for r in joined.itertuples()])
     flagged = joined.loc[[i for i, c in changes.items() if c]]
     rest = joined.drop(flagged.index)
     lines = [f"{base_csv.name} ({base_id}, {base_gb:g} GB) -> {target_csv.name} ({target_id}, {target_gb:g} GB): "
              f"{len(joined)} rows, first batches {base_start} / {target_start}; "
              f"{int(((joined.batch_size_base < base_start) | (joined.batch_size_target < target_start)).sum())} rows "
              f"below the first batch on either GPU (the rest can witness nothing)",
+             "  rows over other bars: " + ", ".join(f">{bar:g}: {int((factors > bar).sum())}" for bar in BARS),
              f"  two paths witnessed: {len(flagged)} rows ({sum(changes[i].hungrier == 'target' for i in flagged.index)} "
              f"with the target's run the hungrier); published speed-up median x{flagged.speedup.median():.3f} "
              f"against x{rest.speedup.median():.3f} for the other {len(rest)}" if len(flagged) else

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from visprof.analysis.batch_witness import WITNESS_FACTOR, path_change, per_sample_bounds, step_up
+from visprof.analysis.batch_witness import WITNESS_FACTOR, footprint_factor, path_change, per_sample_bounds, step_up
 from visprof.analysis.compare import compare
 from visprof.analysis.sources import Measurement
 
@@ -24,6 +24,13 @@ def test_a_batch_bounds_the_memory_per_sample_from_both_sides():
     assert per_sample_bounds(1024, 1024, 24) == (None, pytest.approx(24 / 1024))
     lo, hi = per_sample_bounds(512, 1024, 24)
     assert (lo, hi) == (pytest.approx(24 / 768), pytest.approx(24 / 512))  # failed at 768, ran at 512
+
+
+def test_the_factor_is_the_larger_way_round_and_the_bar_decides():
+    assert footprint_factor(768, 512, 1024, 1024, 24, 24) == ("target", pytest.approx(1.0))
+    assert footprint_factor(384, 768, 1024, 1024, 24, 32) == ("base", pytest.approx((24 / 512) / (32 / 768)))  # x1.125
+    assert path_change(384, 768, 1024, 1024, 24, 32) is None  # under the bar: the weights left out of C can do it
+    assert footprint_factor(1024, 1024, 1024, 1024, 24, 32) is None
 
 
 def test_one_footprint_on_gpus_of_equal_memory_is_no_witness():

@@ -67,17 +67,29 @@ def per_sample_bounds(batch: int, start: int, memory_gb: float) -> tuple[float |
     return (memory_gb / failed_at if failed_at else None), memory_gb / batch
 
 
-def path_change(base_batch: int | None, target_batch: int | None, base_start: int, target_start: int,
-                base_gb: float | None, target_gb: float | None) -> PathChange | None:
-    """The witnessed change between two runs of one model, if their batches show one."""
+def footprint_factor(base_batch: int | None, target_batch: int | None, base_start: int, target_start: int,
+                     base_gb: float | None, target_gb: float | None) -> tuple[str, float] | None:
+    """("base" or "target", f): that run held at least f times the other's memory per sample, the larger
+    of the two ways round; None where neither run's batch bounds its memory from below."""
     if not (base_batch and target_batch and base_gb and target_gb):
         return None
     base_lo, base_hi = per_sample_bounds(base_batch, base_start, base_gb)
     target_lo, target_hi = per_sample_bounds(target_batch, target_start, target_gb)
-    for hungrier, lo, hi in (("target", target_lo, base_hi), ("base", base_lo, target_hi)):
-        if lo is not None and lo / hi > WITNESS_FACTOR:
-            return PathChange(hungrier, lo / hi, base_batch, target_batch)
-    return None
+    ways = [(lo / hi, run) for run, lo, hi in (("target", target_lo, base_hi), ("base", base_lo, target_hi))
+            if lo is not None]
+    if not ways:
+        return None
+    factor, run = max(ways)
+    return run, factor
+
+
+def path_change(base_batch: int | None, target_batch: int | None, base_start: int, target_start: int,
+                base_gb: float | None, target_gb: float | None) -> PathChange | None:
+    """The witnessed change between two runs of one model, if their batches show one."""
+    found = footprint_factor(base_batch, target_batch, base_start, target_start, base_gb, target_gb)
+    if found is None or found[1] <= WITNESS_FACTOR:
+        return None
+    return PathChange(found[0], found[1], base_batch, target_batch)
 
 
 def path_change_note(changes: list[tuple[str, PathChange]], base_name: str, target_name: str, shown: int = 5) -> str | None:
@@ -91,4 +103,4 @@ def path_change_note(changes: list[tuple[str, PathChange]], base_name: str, targ
             f"runs took different paths and their speed-ups carry that change as well as the GPUs' ({named}{more})")
 
 
-__all__ = ["WITNESS_FACTOR", "PathChange", "path_change", "path_change_note", "per_sample_bounds", "step_up"]
+__all__ = ["WITNESS_FACTOR", "PathChange", "footprint_factor", "path_change", "path_change_note", "per_sample_bounds", "step_up"]
