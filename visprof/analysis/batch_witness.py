@@ -12,8 +12,8 @@ Two runs of the same model on two GPUs hold the same memory per sample when they
 code. Where one run's lower bound exceeds the other's upper bound by more than ``WITNESS_FACTOR``,
 no single footprint explains both batches: the two runs took different paths (other kernels,
 other precisions around an op, an error at the larger batch), and the pair's speed-up for that
-model carries the change as well as the GPUs'. On timm's tables: none of the 3090 -> 4090 rows
-(one software), a handful of 4090 -> 5090 rows (CUDA 12.8 against 13.0), dozens between one
+model carries the change as well as the GPUs'. On timm's tables: none of the 1,439 3090 -> 4090 rows
+(one software), 12 of 1,611 4090 -> 5090 rows (CUDA 12.8 against 13.0), 30 between one
 4090 under PyTorch 2.4 and 2.9.1 (``bench/results/memory-witness-2026-12-05/``).
 
 Memory the run holds whatever the batch (weights, the CUDA context) is left out of C. That
