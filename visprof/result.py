@@ -11,15 +11,15 @@ its unit, needs ``visprof.profile/2``.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import math
-import types
-import typing
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Union
+from typing import Any
+
+from visprof.base.inputs import describe_value
+from visprof.base.typed_json import DataclassDecoder, DocumentError
 
 SCHEMA = "visprof.profile/1"
 
@@ -474,7 +474,7 @@ class ProfileResult:
         ``categories[3].time_ms: expected a number, got a string ('1.5')``."""
         try:
             return _from_document(data)
-        except _InvalidResult as exc:
+        except DocumentError as exc:
             raise exc.as_user_error(f"not a valid visprof result: {exc}") from None
 
     def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
@@ -497,7 +497,7 @@ class ProfileResult:
         data = load_json_file(path, "result file")
         try:
             return _from_document(data)
-        except _InvalidResult as exc:
+        except DocumentError as exc:
             raise exc.as_user_error(f"result file {path}: {exc}") from None
 
 
@@ -549,7 +549,7 @@ def _max_optional(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else max(a, b)
 
 
-# --- decoding: dataclass type hints drive from_dict, and check every field ---------------
+# --- decoding: dataclass type hints drive from_dict (visprof.base.typed_json) ----------
 # The fields of the first visprof.profile/1 writer. Every v1 document has them, so a missing
 # one means a damaged or hand-made file and is refused. Fields added since (anything not
 # listed here) may be missing in older v1 files: they take their defaults.
@@ -571,18 +571,10 @@ _V1_FIELDS: dict[str, tuple[str, ...]] = {
     "Check": ("name", "value", "reference", "tolerance", "passed", "unit", "detail"),
     "PassInfo": ("wall_s", "iterations"),
 }
+_DECODER = DataclassDecoder(_V1_FIELDS, missing_note=" (every visprof.profile/1 result has it)")
 
 
-class _InvalidResult(Exception):
-    """A document that does not fit the schema; the message names the field."""
-
-    def as_user_error(self, message: str) -> Exception:
-        from visprof.base.errors import BadInputError
-
-        return BadInputError(message)
-
-
-class _NotAResult(_InvalidResult):
+class _NotAResult(DocumentError):
     """A document of another kind: no visprof result schema at all."""
 
     def as_user_error(self, message: str) -> Exception:
@@ -593,172 +585,10 @@ class _NotAResult(_InvalidResult):
 
 def _from_document(data: Any) -> "ProfileResult":
     if not isinstance(data, dict):
-        raise _InvalidResult(f"expected a JSON object at the top level, got {_describe(data)}")
+        raise DocumentError(f"expected a JSON object at the top level, got {describe_value(data)}")
     schema = data.get("schema")
     if not isinstance(schema, str) or schema.rsplit("/", 1)[0] != SCHEMA.rsplit("/", 1)[0]:
         raise _NotAResult(f"not a visprof profile result (schema={schema!r})")
     if schema != SCHEMA:
-        raise _InvalidResult(f"unsupported result schema {schema!r}; this visprof reads {SCHEMA!r}")
-    return _decoder(ProfileResult)(data, ())
-
-
-def _describe(value: Any) -> str:
-    from visprof.base.inputs import describe_value
-
-    return describe_value(value)
-
-
-def _expected(tp: Any) -> str:
-    """``tp`` in the words of an error message."""
-    if tp is Any:
-        return "any value"
-    if tp is type(None):
-        return "null"
-    origin = typing.get_origin(tp)
-    if origin in (Union, types.UnionType):
-        return " or ".join(_expected(arg) for arg in typing.get_args(tp))
-    if dataclasses.is_dataclass(tp) or origin is dict or tp is dict:
-        return "an object"
-    if origin is list or tp is list:
-        return "a list"
-    return {str: "a string", int: "an integer", float: "a number", bool: "true or false"}.get(tp, str(tp))
-
-
-def _path(where: tuple) -> str:
-    """A field's path as an error message names it (``categories[3].time_ms``). While decoding,
-    a path is a chain of (parent, key) pairs, () for the document itself: built as text only when
-    something is wrong, not once per decoded value."""
-    keys = []
-    while where:
-        where, key = where
-        keys.append(key)
-    text = ""
-    for key in reversed(keys):
-        text = f"{text}[{key}]" if isinstance(key, int) else (f"{text}.{key}" if text else key)
-    return text
-
-
-@functools.lru_cache(maxsize=None)
-def _field_plan(tp: type) -> tuple[tuple[str, Any, bool], ...]:
-    """Per dataclass, once: each field's name, resolved type, and whether a result must have it.
-    ``typing.get_type_hints`` evaluates every annotation string again on each call; done per
-    decoded object, it was most of the time of loading a large store."""
-    hints = typing.get_type_hints(tp)
-    required = _V1_FIELDS.get(tp.__name__, ())
-    return tuple((f.name, hints[f.name],
-                  f.name in required or (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING))
-                 for f in dataclasses.fields(tp))
-
-
-@functools.lru_cache(maxsize=None)
-def _shape(tp: Any) -> tuple[str, tuple]:
-    """What the decoder needs to know of an annotation, worked out once per annotation: its kind
-    ("any", "union", "dataclass", "list", "dict" or "plain") and its type arguments."""
-    if tp is Any:
-        return "any", ()
-    origin = typing.get_origin(tp)
-    if origin in (Union, types.UnionType):
-        return "union", typing.get_args(tp)
-    if dataclasses.is_dataclass(tp):
-        return "dataclass", ()
-    if origin is list:
-        return "list", typing.get_args(tp)
-    if origin is dict:
-        return "dict", typing.get_args(tp)
-    return "plain", ()
-
-
-def _mismatch(tp: Any, value: Any, where: tuple) -> "_InvalidResult":
-    return _InvalidResult(f"{_path(where) or 'the document'}: expected {_expected(tp)}, got {_describe(value)}")
-
-
-@functools.lru_cache(maxsize=None)
-def _checker(tp: Any) -> Callable[[Any], bool]:
-    """Whether a value has the JSON kind of ``tp`` (the outer level only), as a function made once
-    per annotation. bool is an int in Python but not a number in a result."""
-    kind, args = _shape(tp)
-    if kind == "any":
-        return lambda value: True
-    if kind == "union":
-        options = [_checker(arg) for arg in args]
-        return lambda value: any(fits(value) for fits in options)
-    if kind in ("dataclass", "dict") or tp is dict:
-        return lambda value: isinstance(value, dict)
-    if kind == "list" or tp is list:
-        return lambda value: isinstance(value, list)
-    if tp is type(None):
-        return lambda value: value is None
-    if tp is int:
-        return lambda value: isinstance(value, int) and not isinstance(value, bool)
-    if tp is float:
-        return lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)
-    return lambda value: isinstance(value, tp)
-
-
-@functools.lru_cache(maxsize=None)
-def _decoder(tp: Any) -> Callable[[Any, tuple], Any]:
-    """A function decoding parsed JSON as ``tp`` (raising _InvalidResult that names the path),
-    made once per annotation. Nested annotations' decoders are looked up on first use, so a
-    dataclass that contains itself does not recurse here."""
-    kind, args = _shape(tp)
-    if kind == "any":
-        return lambda value, where: value
-    if kind == "union":
-        nullable = type(None) in args
-        options = [(_checker(arg), arg) for arg in args if arg is not type(None)]
-
-        def decode_union(value, where):
-            if value is None and nullable:
-                return None
-            for fits, arg in options:
-                if fits(value):
-                    return _decoder(arg)(value, where)
-            raise _mismatch(tp, value, where)
-        return decode_union
-    if kind == "dataclass":
-        plan: list = []
-
-        def decode_dataclass(value, where):
-            if not isinstance(value, dict):
-                raise _mismatch(tp, value, where)
-            if not plan:
-                plan.extend((name, _decoder(field_type), required) for name, field_type, required in _field_plan(tp))
-            kwargs = {}
-            for name, decode, required in plan:
-                if name in value:
-                    kwargs[name] = decode(value[name], (where, name))
-                elif required:
-                    raise _InvalidResult(f"{_path((where, name))}: missing (every visprof.profile/1 result has it)")
-            # Unknown keys are ignored: newer minor writers may add fields within version 1.
-            return tp(**kwargs)
-        return decode_dataclass
-    fits = _checker(tp)
-    if kind == "list" and _shape(args[0])[0] == "plain":
-        item = args[0]
-        item_fits = _checker(item)
-
-        def decode_plain_list(value, where):  # e.g. a list of numbers
-            if not fits(value):
-                raise _mismatch(tp, value, where)
-            for i, v in enumerate(value):
-                if not item_fits(v):
-                    raise _mismatch(item, v, (where, i))
-            return [float(v) for v in value] if item is float else list(value)
-        return decode_plain_list
-    if kind in ("list", "dict"):
-        item = args[-1]
-
-        def decode_container(value, where):
-            if not fits(value):
-                raise _mismatch(tp, value, where)
-            decode = _decoder(item)
-            if kind == "list":
-                return [decode(v, (where, i)) for i, v in enumerate(value)]
-            return {k: decode(v, (where, k)) for k, v in value.items()}
-        return decode_container
-
-    def decode_plain(value, where):
-        if not fits(value):
-            raise _mismatch(tp, value, where)
-        return float(value) if tp is float else value
-    return decode_plain
+        raise DocumentError(f"unsupported result schema {schema!r}; this visprof reads {SCHEMA!r}")
+    return _DECODER.decode(ProfileResult, data)
