@@ -73,3 +73,14 @@ def test_a_group_of_one_bucket_is_told_once():
         "idle (launch-bound) time, 39% of its time: x1.02 (at x1.04 of its spec ratio)"
     assert Contribution("memory", 0.13, 0.89, "cat:memory", 0.9).phrase() == \
         "memory, 13% of its time: x0.89 (at x0.90 of its spec ratio)"
+
+
+def test_a_models_note_about_its_published_runs_ends_its_sentence():
+    fleet = synthetic()
+    assert fleet.notes == [""] * len(fleet.models)  # make_fleet: no notes, one empty per model
+    fleet.notes[1] = "its two published runs took different paths: the RTX 5090 run held >= x2.00 ..."
+    fit = fit_calibration(fleet, lam=0.3)
+    noted, plain = model_sentence(fit, fleet, 1), model_sentence(fit, fleet, 0)
+    assert noted.text().endswith("; its two published runs took different paths: the RTX 5090 run held >= x2.00 ...")
+    assert noted.row()["note"] == fleet.notes[1]
+    assert "different paths" not in plain.text() and plain.row()["note"] == ""

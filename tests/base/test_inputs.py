@@ -165,21 +165,3 @@ def test_an_empty_toml_rules_file_adds_nothing(tmp_path):
     path.write_text("# nothing yet\n")
     table = CategoryTable.default()
     assert table.extend_from_file(path) == [] and len(table.rules) == len(CategoryTable.default().rules)
-
-
-def test_annotations_are_resolved_once_per_class_not_per_decoded_object(result_dict, monkeypatch):
-    # Resolving the annotation strings per object made loading a 2,179-result store take minutes.
-    import typing
-
-    import visprof.result as result_module
-
-    calls = []
-    real = typing.get_type_hints
-    monkeypatch.setattr(typing, "get_type_hints", lambda tp, *a, **k: calls.append(tp) or real(tp, *a, **k))
-    for cache in (result_module._field_plan, result_module._decoder):
-        cache.cache_clear()
-    first = ProfileResult.from_dict(result_dict)
-    assert calls and len(calls) == len(set(calls))  # each dataclass once
-    resolved = len(calls)
-    again = ProfileResult.from_dict(result_dict)
-    assert len(calls) == resolved and again.to_dict() == first.to_dict()

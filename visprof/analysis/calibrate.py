@@ -90,6 +90,9 @@ class Fleet:
     # Each covariate's mean and standard deviation over the fleet, as its column was standardized:
     # a saved calibration applies the same to a profile it never saw.
     covariate_scales: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # Per model, what its sentence should add about its published numbers ("" for none): e.g. that
+    # its two runs took different paths (visprof.analysis.batch_witness).
+    notes: list[str] = field(default_factory=list)
 
     def __post_init__(self):
         n = len(self.models)
@@ -193,7 +196,7 @@ def make_fleet(models: Sequence[str], families: Sequence[str], buckets: Sequence
                spec_speedups: Sequence[float], speedups: Sequence[float],
                baseline_features: dict[str, Sequence[float]] | None = None,
                features: Sequence[str] | None = None, covariates: dict[str, Sequence[float]] | None = None,
-               spec_variants: dict[str, Sequence[float]] | None = None) -> Fleet:
+               spec_variants: dict[str, Sequence[float]] | None = None, notes: Sequence[str] | None = None) -> Fleet:
     """``covariates``: per model, values whose log-speed-up slope is fitted toward 0 too (e.g. the
     log spec prediction itself, whose slope is then 1 + its coefficient): standardized over the
     fleet and scaled to COVARIATE_SCALE. ``spec_variants``: other spec models' speed-ups per model
@@ -228,7 +231,7 @@ def make_fleet(models: Sequence[str], families: Sequence[str], buckets: Sequence
             raise BadInputError(f"spec model {name!r}: one speed-up per model is needed")
         variants[name] = np.log(np.where(v > 0, v, np.nan))
     return Fleet(list(models), list(families), features, X, np.log(spec), np.log(np.where(obs > 0, obs, np.nan)), base,
-                 variants, scales)
+                 variants, scales, list(notes) if notes is not None else [""] * len(models))
 
 
 # --- the fit ---------------------------------------------------------------------------------
@@ -480,10 +483,10 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     for m in profiles:
         if m.result is not None:
             by_key[(m.arch, m.img_size)].append(m)
-    names, fams, buckets, spec, obs, bounds, time, intensity = [], [], [], [], [], [], [], []
+    names, fams, buckets, spec, obs, bounds, time, intensity, notes = [], [], [], [], [], [], [], [], []
     variants: dict[str, list] = {mode: [] for mode in spec_excess}
 
-    def add(name, fam, chosen, base, predicted, speedup, shares) -> bool:
+    def add(name, fam, chosen, base, predicted, speedup, shares, note="") -> bool:
         row = buckets_of(chosen.result) if chosen is not None else {}
         covs = profile_covariates(chosen.result) if row else None
         if not predicted or not row or covs is None:
@@ -499,6 +502,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
         bounds.append(shares)
         time.append(covs[0])
         intensity.append(covs[1])
+        notes.append(note)
         return True
 
     missing = 0
@@ -506,7 +510,9 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     for mc in comparison.models:
         key = (mc.base.arch, mc.img_size)
         joined.add(key)
-        if not add(mc.model, mc.family, mc.profile, mc.base, mc.predicted_speedup, mc.speedup, mc.shares):
+        note = (f"its two published runs took different paths: {mc.path_change.phrase(comparison.base_name, comparison.target_name)}"
+                if mc.path_change else "")
+        if not add(mc.model, mc.family, mc.profile, mc.base, mc.predicted_speedup, mc.speedup, mc.shares, note):
             missing += 1
     published = len(obs)
     if published < MIN_MODELS:
@@ -531,7 +537,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     extra.update({"h200_time_per_sample": time, "flops_per_byte": intensity})
     covariates = {"spec": np.log(spec), "profile_time_per_sample": time, "profile_flops_per_byte": intensity}
     return make_fleet(names, fams, buckets, spec, obs, baseline_features=extra, covariates=covariates,
-                      spec_variants=variants), missing
+                      spec_variants=variants, notes=notes), missing
 
 
 def base_precision(comparison) -> str | None:

@@ -83,6 +83,7 @@ class ModelSentence:
     published: float | None = None
     contributions: list[Contribution] = field(default_factory=list)  # largest factors first
     rest: float = 1.0  # the product of the factors not listed
+    note: str = ""  # about its published numbers (Fleet.notes)
 
     def text(self) -> str:
         head = (f"{self.model}: x{self.calibrated:.2f} (band x{self.low:.2f}-{self.high:.2f}) where the spec ratios "
@@ -90,12 +91,12 @@ class ModelSentence:
         parts = [f"the pair's offset x{self.offset:.2f}"] + [c.phrase() for c in self.contributions]
         if abs(math.log(self.rest)) >= 0.005:
             parts.append(f"everything else x{self.rest:.2f}")
-        return f"{head}; " + "; ".join(parts)
+        return f"{head}; " + "; ".join(parts + ([self.note] if self.note else []))
 
     def row(self) -> dict:
         return {"model": self.model, "spec_speedup": self.spec_speedup, "calibrated": self.calibrated, "low": self.low,
                 "high": self.high, "published": self.published, "offset": self.offset, "rest": self.rest,
-                "contributions": [vars(c) for c in self.contributions], "sentence": self.text()}
+                "contributions": [vars(c) for c in self.contributions], "note": self.note, "sentence": self.text()}
 
 
 def model_sentence(fit: Fit, fleet: Fleet, index: int, top: int = 3) -> ModelSentence:
@@ -121,7 +122,7 @@ def model_sentence(fit: Fit, fleet: Fleet, index: int, top: int = 3) -> ModelSen
     observed = fleet.log_obs[index]
     return ModelSentence(fleet.models[index], float(math.exp(fleet.log_spec[index])), mid, low, high,
                          float(math.exp(fit.intercept)), float(math.exp(observed)) if np.isfinite(observed) else None,
-                         listed, rest)
+                         listed, rest, fleet.notes[index] if fleet.notes else "")
 
 
 def sentences(fit: Fit, fleet: Fleet, models: list[str] | None = None, top: int = 3) -> list[ModelSentence]:

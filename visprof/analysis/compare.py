@@ -148,6 +148,8 @@ class Comparison:
     prediction: PredictionAgreement | None = None  # also the last note
     software: str | None = None  # where the two GPUs' numbers come from different software: why it matters (a note too)
     paths: str | None = None  # the models whose two published runs took different paths (batch_witness; a note too)
+    base_name: str = ""  # the GPUs as sentences name them ("RTX 4090")
+    target_name: str = ""
 
     def to_dict(self) -> dict:
         return {"base": self.base, "target": self.target,
@@ -386,7 +388,8 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
                       by_family=_aggregate(models, lambda m: m.family),
                       by_category=_aggregate(models, lambda m: m.dominant_category or "(no profile)"),
                       by_bound=_aggregate(models, lambda m: _dominant_bound(m.shares) or "(no profile)"),
-                      unmatched=unmatched, notes=notes, prediction=prediction, software=software, paths=paths)
+                      unmatched=unmatched, notes=notes, prediction=prediction, software=software, paths=paths,
+                      base_name=base_name, target_name=target_name)
 
 
 def software_note(models: list[ModelComparison], base_name: str, target_name: str) -> str | None:
