@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from visprof.analysis.batch_witness import WITNESS_FACTOR, footprint_factor, path_change, per_sample_bounds, step_up
+from visprof.analysis.batch_witness import WITNESS_FACTOR, decays_from, footprint_factor, path_change, per_sample_bounds, step_up
 from visprof.analysis.compare import compare
 from visprof.analysis.sources import Measurement
 
@@ -84,3 +84,12 @@ def test_profiles_are_not_witnesses():
     c = compare(ms, "rtx4090", "rtx5090")
     assert all(x.path_change is None for x in c.models)
     assert not any("memory footprint" in n for n in c.notes)
+
+
+def test_a_table_of_hand_picked_batches_is_no_witness():
+    assert decays_from([1024, 768, 384, 96], 1024) and not decays_from([1024, 100], 1024)
+    ms = [m("efficientnet_b3_gn", "rtx4090", 1000, 768), m("efficientnet_b3_gn", "rtx5090", 700, 384),
+          m("resnet50", "rtx4090", 3000, 1024), m("resnet50", "rtx5090", 4300, 1024),
+          m("vit_base_patch16_224", "rtx4090", 1000, 100), m("vit_base_patch16_224", "rtx5090", 1400, 1024)]
+    c = compare(ms, "rtx4090", "rtx5090")  # the 4090's 100 is no step of timm's decay from 1024
+    assert all(x.path_change is None for x in c.models) and c.paths is None

@@ -60,6 +60,12 @@ def step_up(batch: int, start: int) -> int | None:
     return None
 
 
+def decays_from(batches: list[int], start: int) -> bool:
+    """Whether every batch is ``start`` or one timm's decay from it reaches: a table of hand-picked
+    batches (100, 200) says nothing of failures, and no witness is read from it."""
+    return all(b == start or step_up(b, start) is not None for b in batches)
+
+
 def per_sample_bounds(batch: int, start: int, memory_gb: float) -> tuple[float | None, float]:
     """(more than, at most) GB per sample held by a run that settled on ``batch``; the lower bound
     is None for a run at the first batch (nothing failed)."""
@@ -103,4 +109,4 @@ def path_change_note(changes: list[tuple[str, PathChange]], base_name: str, targ
             f"runs took different paths and their speed-ups carry that change as well as the GPUs' ({named}{more})")
 
 
-__all__ = ["WITNESS_FACTOR", "PathChange", "footprint_factor", "path_change", "path_change_note", "per_sample_bounds", "step_up"]
+__all__ = ["WITNESS_FACTOR", "PathChange", "decays_from", "footprint_factor", "path_change", "path_change_note", "per_sample_bounds", "step_up"]

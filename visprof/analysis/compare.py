@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
-from visprof.analysis.batch_witness import PathChange, path_change, path_change_note
+from visprof.analysis.batch_witness import PathChange, decays_from, path_change, path_change_note
 from visprof.analysis.families import family
 from visprof.analysis.gpus import GpuSpec, GpuTable, gpu_table
 from visprof.analysis.metrics import ratio_errors, spearman
@@ -424,8 +424,13 @@ def witness_path_changes(models: list[ModelComparison], base_spec: GpuSpec | Non
     published = [m for m in models if m.base.kind == "reference" and m.target.kind == "reference"]
     if not (published and base_spec and target_spec):
         return []
-    base_start = max(m.base.batch_size or 0 for m in published)
-    target_start = max(m.target.batch_size or 0 for m in published)
+    base_batches = [m.base.batch_size for m in published if m.base.batch_size]
+    target_batches = [m.target.batch_size for m in published if m.target.batch_size]
+    if not (base_batches and target_batches):
+        return []
+    base_start, target_start = max(base_batches), max(target_batches)
+    if not (decays_from(base_batches, base_start) and decays_from(target_batches, target_start)):
+        return []
     changed = []
     for m in published:
         m.path_change = path_change(m.base.batch_size, m.target.batch_size, base_start, target_start,
