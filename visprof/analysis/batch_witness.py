@@ -98,15 +98,17 @@ def path_change(base_batch: int | None, target_batch: int | None, base_start: in
     return PathChange(found[0], found[1], base_batch, target_batch)
 
 
-def path_change_note(changes: list[tuple[str, PathChange]], base_name: str, target_name: str, shown: int = 5) -> str | None:
+def path_change_note(changes: list[tuple[str, PathChange]], base_name: str, target_name: str,
+                     shown: int = 5) -> str | None:
     """One sentence on the models (name, change) whose two runs took different paths; None if none."""
     if not changes:
         return None
     ranked = sorted(changes, key=lambda c: -c[1].factor)
     named = "; ".join(f"{model}: {change.phrase(base_name, target_name)}" for model, change in ranked[:shown])
-    more = f"; and {len(ranked) - shown} more (the path_change columns)" if len(ranked) > shown else ""
+    more = f"; and {len(ranked) - shown} more (--csv and --json: path_change_run)" if len(ranked) > shown else ""
     return (f"{len(ranked)} model(s) ran at batches that no single memory footprint per sample explains, so their two "
             f"runs took different paths and their speed-ups carry that change as well as the GPUs' ({named}{more})")
 
 
-__all__ = ["WITNESS_FACTOR", "PathChange", "decays_from", "footprint_factor", "path_change", "path_change_note", "per_sample_bounds", "step_up"]
+__all__ = ["WITNESS_FACTOR", "PathChange", "decays_from", "footprint_factor", "path_change", "path_change_note",
+           "per_sample_bounds", "step_up"]
