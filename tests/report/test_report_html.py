@@ -161,6 +161,23 @@ def test_a_pair_of_two_torch_versions_is_noted_in_the_report(loaded, tmp_path):
     assert "numbers were measured under" not in (tmp_path / "same.html").read_text()
 
 
+def test_two_runs_that_took_different_paths_are_noted_in_the_report(loaded, tmp_path):
+    import dataclasses
+
+    # one model's 4090 run at a batch two steps below the 3090's, on a GPU of the same memory
+    first = next(x for x in loaded.measurements if x.kind == "reference" and x.gpu == "rtx3090" and x.batch_size == 1024
+                 and any(y.model == x.model and y.img_size == x.img_size and y.gpu == "rtx4090"
+                         for y in loaded.measurements if y.kind == "reference"))
+    hungrier = [dataclasses.replace(x, batch_size=512) if x.kind == "reference" and x.gpu == "rtx4090"
+                and (x.model, x.img_size) == (first.model, first.img_size) else x for x in loaded.measurements]
+    build_report(sources.Loaded(hungrier, []), tmp_path / "r.html")
+    html = (tmp_path / "r.html").read_text()
+    assert ("1 model(s) ran at batches that no single memory footprint per sample explains" in html
+            and f"{first.model} at {first.img_size}px: the RTX 4090 run held &gt;= x1.33" in html)
+    build_report(loaded, tmp_path / "same.html")  # timm's 3090 -> 4090 rows: one software, no such row
+    assert "no single memory footprint" not in (tmp_path / "same.html").read_text()
+
+
 def test_a_saved_calibration_adds_each_profile_s_calibrated_speed_up(loaded, tmp_path):
     from recorded_results import recorded_result
     from saved_calibration import saved_calibration

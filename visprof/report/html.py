@@ -190,8 +190,7 @@ def _comparison(loaded, base, target, table, notes):
     except BadInputError as exc:
         notes.append(f"no speed-up section: {exc}")
         return None
-    if comparison.software:
-        notes.append(comparison.software)
+    notes.extend(n for n in (comparison.software, comparison.paths) if n)
     return comparison
 
 
