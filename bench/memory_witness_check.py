@@ -26,6 +26,7 @@ import pandas as pd
 
 from visprof.analysis.batch_witness import footprint_factor, path_change, per_sample_bounds
 from visprof.analysis.gpus import gpu_table
+from visprof.analysis.metrics import spearman
 from visprof.analysis.timm_csv import parse_benchmark_filename, read_benchmark_csv
 from visprof.store.result_store import open_store
 
@@ -103,9 +104,12 @@ def check_pair(base_csv: Path, target_csv: Path, memory: dict, held_out: pd.Data
         keys = set(zip(flagged.model, flagged.speedup.round(3)))
         mine = [k in keys for k in zip(held_out.model, held_out.speedup.round(3))]
         hit = errors[mine]
+        rest_rows = [not x for x in mine]
         lines.append(f"  calibrated, families held out: {len(hit)} of these rows, median abs. error {hit.median():.1%} "
-                     f"against {errors[[not x for x in mine]].median():.1%} for the rest; inside the 80% band "
-                     f"{int(held_out.inside[mine].sum())} of {len(hit)}")
+                     f"against {errors[rest_rows].median():.1%} for the rest; inside the 80% band "
+                     f"{int(held_out.inside[mine].sum())} of {len(hit)}; Spearman over all {len(held_out)} rows "
+                     f"{spearman(held_out.calibrated.tolist(), held_out.speedup.tolist()):.3f}, over the other {len(held_out) - len(hit)} "
+                     f"{spearman(held_out.calibrated[rest_rows].tolist(), held_out.speedup[rest_rows].tolist()):.3f}")
     return "\n".join(lines)
 
 
