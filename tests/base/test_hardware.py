@@ -119,14 +119,14 @@ class FakeCuda:
 def fake_gpus(monkeypatch):
     fake_nvml = FakeNVML()
     monkeypatch.setattr(hardware, "nvml", lambda: fake_nvml)
-    monkeypatch.setattr(hardware, "_torch_cuda", lambda: FakeCuda())
+    monkeypatch.setattr(hardware, "torch_cuda", lambda: FakeCuda())
     return fake_nvml
 
 
 @pytest.fixture
 def no_gpu(monkeypatch):
     monkeypatch.setattr(hardware, "nvml", lambda: None)
-    monkeypatch.setattr(hardware, "_torch_cuda", lambda: None)
+    monkeypatch.setattr(hardware, "torch_cuda", lambda: None)
 
 
 # --- pure helpers --------------------------------------------------------------------------
@@ -203,13 +203,13 @@ def test_gpu_identity_maps_through_visible_devices(fake_gpus):
 
 
 def test_gpu_identity_matches_by_pci_when_torch_has_no_uuid(monkeypatch, fake_gpus):
-    monkeypatch.setattr(hardware, "_torch_cuda", lambda: FakeCuda(visible=(1, 0), uuids=False))
+    monkeypatch.setattr(hardware, "torch_cuda", lambda: FakeCuda(visible=(1, 0), uuids=False))
     assert [hardware.gpu_identity(i)["nvml_index"] for i in (0, 1)] == [1, 0]
 
 
 def test_gpu_identity_without_nvml_keeps_torch_facts(monkeypatch):
     monkeypatch.setattr(hardware, "nvml", lambda: None)
-    monkeypatch.setattr(hardware, "_torch_cuda", lambda: FakeCuda())
+    monkeypatch.setattr(hardware, "torch_cuda", lambda: FakeCuda())
     identity = hardware.gpu_identity(0)
     assert identity["name"] == "NVIDIA H100 80GB HBM3"
     assert identity["nvml_index"] is None and identity["power_limit_w"] is None
@@ -224,7 +224,7 @@ def test_device_summary_lists_visible_gpus(fake_gpus):
 def test_clock_sampler_summarizes_what_it_saw(monkeypatch):
     fake = FakeNVML(sm_clocks=(1000, 1980), throttle=(0x4, 0x1 | 0x40), energy_mj=(1000, 3500))
     monkeypatch.setattr(hardware, "nvml", lambda: fake)
-    monkeypatch.setattr(hardware, "_torch_cuda", lambda: FakeCuda())
+    monkeypatch.setattr(hardware, "torch_cuda", lambda: FakeCuda())
     # A long interval leaves exactly the samples taken on entry and exit.
     with hardware.ClockSampler(0, interval_s=60) as sampler:
         pass
@@ -242,7 +242,7 @@ def test_clock_sampler_summarizes_what_it_saw(monkeypatch):
 def test_mean_sm_clock_reads_only_the_samples_inside_the_windows(monkeypatch):
     fake = FakeNVML(sm_clocks=(1000, 1980), throttle=(0x4, 0x4), energy_mj=(1000, 3500))
     monkeypatch.setattr(hardware, "nvml", lambda: fake)
-    monkeypatch.setattr(hardware, "_torch_cuda", lambda: FakeCuda())
+    monkeypatch.setattr(hardware, "torch_cuda", lambda: FakeCuda())
     with hardware.ClockSampler(0, interval_s=60) as sampler:
         pass
     first, last = (s["t"] for s in sampler.samples)

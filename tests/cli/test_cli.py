@@ -258,7 +258,7 @@ def _native_that_fails():
 )
 def test_info_without_gpu_or_native_extension(native, shown, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "visprof.native", native)
-    monkeypatch.setattr(hardware, "_torch_cuda", lambda: None)
+    monkeypatch.setattr(hardware, "torch_cuda", lambda: None)
     import torch
 
     assert cli.main(["info"]) == 0

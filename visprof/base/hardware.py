@@ -153,7 +153,7 @@ def _pci_bus_id(lib, handle) -> str | None:
     return pci.busId.decode() if isinstance(pci.busId, bytes) else str(pci.busId)
 
 
-def _torch_cuda():
+def torch_cuda():
     """torch.cuda when torch is installed with CUDA and sees a GPU, else None."""
     try:
         import torch
@@ -166,7 +166,7 @@ def _torch_cuda():
 
 
 def _torch_device_facts(index: int) -> dict | None:
-    cuda = _torch_cuda()
+    cuda = torch_cuda()
     if cuda is None or not 0 <= index < cuda.device_count():
         return None
     props = cuda.get_device_properties(index)
@@ -252,7 +252,7 @@ def _nvml_identity(lib, handle) -> dict:
 
 def device_summary() -> list[dict]:
     """``gpu_identity`` of every GPU visible to torch; [] when there is none."""
-    cuda = _torch_cuda()
+    cuda = torch_cuda()
     if cuda is None:
         return []
     return [identity for i in range(cuda.device_count()) if (identity := gpu_identity(i)) is not None]
@@ -271,7 +271,7 @@ def no_gpu_reason() -> str:
         return "torch is not installed"
     if torch.version.cuda is None:
         return f"this torch ({torch.__version__}) was built without CUDA"
-    if _torch_cuda() is not None:
+    if torch_cuda() is not None:
         return ""
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) is not None:
         return f"CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r} hides every GPU from this process"
@@ -291,7 +291,7 @@ def resolve_device(device: str | None = None) -> str:
     """
     text = "auto" if device is None else str(device).strip().lower()
     if text == "auto":
-        return "cuda:0" if _torch_cuda() is not None else "cpu"
+        return "cuda:0" if torch_cuda() is not None else "cpu"
     if text.isdigit():
         text = f"cuda:{text}"
     match = _DEVICE_PATTERN.match(text)
@@ -301,7 +301,7 @@ def resolve_device(device: str | None = None) -> str:
         raise BadInputError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}{hint}")
     if match.group(1) == "cpu":
         return "cpu"
-    cuda = _torch_cuda()
+    cuda = torch_cuda()
     if cuda is None:
         raise NoGPUError(no_gpu_reason())
     index = int(match.group(2)) if match.group(2) is not None else cuda.current_device()

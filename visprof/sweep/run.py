@@ -214,7 +214,7 @@ def _gpu_indices(gpus: str | list[int], explicit: bool) -> list[int] | None:
     """The GPUs to use, or None for the CPU (no GPU here, and none was asked for)."""
     from visprof.base import hardware
 
-    cuda = hardware._torch_cuda()
+    cuda = hardware.torch_cuda()
     count = cuda.device_count() if cuda is not None else 0
     if count == 0:
         if explicit or gpus != "all":
