@@ -66,7 +66,7 @@ def measure_cost(name: str, repeats: int) -> dict:
     from visprof.capture import op_capture as capture_mod
 
     spent = {"record": 0.0, "analyse": 0.0}
-    recorder = capture_mod._FlowRecorder
+    recorder = capture_mod.FlowRecorder
     record, roles = recorder.record, recorder.roles
 
     def timed(key, fn):

@@ -130,7 +130,7 @@ def _attrs_key(attrs: dict) -> tuple:
     return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in attrs.items())
 
 
-class _FlowRecorder:
+class FlowRecorder:
     """The dataflow of one forward, for ``visprof.capture.structure``.
 
     Producers are found by tensor identity through weak references (id -> (weakref, op)), so
@@ -233,7 +233,7 @@ class OpCapture(TorchDispatchMode):
         self._position = 0
         self.misaligned = 0
         # Dataflow of the template forward (structure=True): per raw entry, its inputs' producers.
-        self._flow: _FlowRecorder | None = _FlowRecorder(tracker.root) if structure else None
+        self._flow: FlowRecorder | None = FlowRecorder(tracker.root) if structure else None
         self.roles: dict[int, str] = {}  # raw index -> role, once the capture has exited
         self._module_ranges = ModuleRanges(tracker.modules, model_name) if nvtx else None
         self._live_ranges = LiveModuleRanges(self._module_ranges) if nvtx else None
