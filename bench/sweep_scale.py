@@ -53,7 +53,10 @@ def timm_style_model_seconds(name: str, batch_size: int, precision: str, warmup:
     from timm.data import resolve_data_config
     from timm.utils import decay_batch_step
 
+    from visprof.sweep.plan import split_sized
+
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    entry, (name, own_size) = name, split_sized(name)  # a list's resnet50@160: that size, as timm's tables
     start = time.perf_counter()
     batch, error = batch_size, None
     while batch:
@@ -61,6 +64,9 @@ def timm_style_model_seconds(name: str, batch_size: int, precision: str, warmup:
             torch.cuda.empty_cache()
             model = timm.create_model(name, pretrained=False).cuda().eval()
             input_size = resolve_data_config({}, model=model)["input_size"]
+            if isinstance(own_size, (int, tuple)):  # "test"/"train": the resolved size is the test size
+                height, width = own_size if isinstance(own_size, tuple) else (own_size, own_size)
+                input_size = (input_size[0], height, width)
             x = torch.randn((batch, *input_size), device="cuda")
 
             def step() -> float:
@@ -79,16 +85,16 @@ def timm_style_model_seconds(name: str, batch_size: int, precision: str, warmup:
             wall = time.perf_counter() - start
             del model, x
             torch.cuda.empty_cache()
-            return {"model": name, "wall_s": wall, "batch_size": batch, "img_size": input_size[1],
+            return {"model": entry, "wall_s": wall, "batch_size": batch, "img_size": input_size[1],
                     "samples_per_s": batch * steps / elapsed, "step_ms_mean": 1e3 * statistics.fmean(step_times),
                     "step_ms_median": 1e3 * statistics.median(step_times)}
         except torch.cuda.OutOfMemoryError as exc:
             error = f"OutOfMemoryError: {str(exc).splitlines()[0]}"
         except Exception as exc:  # noqa: BLE001 - recorded, as benchmark.py logs and goes on
-            return {"model": name, "wall_s": time.perf_counter() - start, "error": f"{type(exc).__name__}: {exc}"[:500]}
+            return {"model": entry, "wall_s": time.perf_counter() - start, "error": f"{type(exc).__name__}: {exc}"[:500]}
         model = x = None
         batch = decay_batch_step(batch)
-    return {"model": name, "wall_s": time.perf_counter() - start, "error": error}
+    return {"model": entry, "wall_s": time.perf_counter() - start, "error": error}
 
 
 def run_timm_loop(models: list[str], state_path: Path, batch_size: int, precision: str, deadline: float) -> dict:

@@ -127,3 +127,18 @@ def test_cli_sweep_then_export(tmp_path, capsys):
     assert len(lines) == 3 and lines[0].startswith("id,run_id,cell_key,model,")
     code, out, _ = run_cli(capsys, "export", str(store), "--failures", "--format", "json")
     assert code == 0 and len(json.loads(out)["failures"]) == 2
+
+
+def test_a_sized_entry_sweeps_that_size_and_no_other(tmp_path, capsys):
+    # a published table's rows: one model at two sizes, as MODEL@SIZE lines of a model list
+    rows = tmp_path / "rows.txt"
+    rows.write_text("visprof_fake_tiny@40\nvisprof_fake_tiny@48  # the other published size\n")
+    store = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "sweep", "--model-list", str(rows), "--import", FAKE_MODELS, "--device", "cpu",
+                             "-b", "2", "--img-size", "32", "--iterations", "2", "--warmup", "0", "--passes", "timing",
+                             "--store", str(store))
+    assert code == 0, err
+    assert "cells: 2 planned, 0 already in the store, 2 measured, 0 failed" in out
+    with open_store(store) as opened:
+        assert sorted((r["model"], r["img_height"]) for r in opened.rows()) == [("visprof_fake_tiny", 40),
+                                                                             ("visprof_fake_tiny", 48)]

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from visprof.base.errors import BadInputError, UnknownModelError
-from visprof.sweep.plan import Cell, SweepPlan, img_size_text, parse_img_size
+from visprof.sweep.plan import Cell, SweepPlan, img_size_text, parse_img_size, split_sized
 from visprof.sweep.selection import import_modules, read_model_list, select_models
 
 FAKE_MODELS = str(Path(__file__).resolve().parents[1] / "helpers" / "sweep_fake_models.py")
@@ -113,6 +113,35 @@ def test_plan_crosses_every_list_model_major():
     assert [c.model for c in cells[:16]] == ["a"] * 16
     assert len({c.key for c in cells}) == len(cells)
     assert {c.img_size for c in cells} == {224, (288, 320)}
+
+
+def test_an_entry_with_its_own_size_takes_only_that_size():
+    # timm's tables list a model once per image size: resnet50@160 is the published row at 160 px
+    plan = SweepPlan(["resnet50@160", "vit_b", "resnet50@384x256"], "cuda", img_sizes=[224, 288])
+    cells = plan.cells()
+    assert [(c.model, c.img_size) for c in cells] == [("resnet50", 160), ("vit_b", 224), ("vit_b", 288),
+                                                       ("resnet50", (384, 256))]
+    assert len(plan) == len(cells) == 4
+    assert cells[0].key == "resnet50|b64|img=160|bf16|nchw|timing+attributed+memory"  # the store's key, as for --img-size
+    assert split_sized("resnet50") == ("resnet50", None) and split_sized("m@test") == ("m", "test")
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("@160", "give MODEL@SIZE"), ("resnet50@", "give MODEL@SIZE"), ("resnet50@abc", "'resnet50@abc': image size"),
+])
+def test_a_bad_sized_entry_is_one_line(entry, message):
+    with pytest.raises(BadInputError, match=message):
+        split_sized(entry)
+
+
+def test_sized_entries_are_selected_as_timm_names_with_their_size(tmp_path):
+    listed = _write(tmp_path / "rows.txt", "resnet50@160  # a published row\nresnet50@288\nresnet18\n")
+    assert select_models(model_list=listed) == ["resnet50@160", "resnet50@288", "resnet18"]
+    assert select_models("resnet1*@256")[:2] == ["resnet10t@256", "resnet14t@256"]  # a pattern keeps the size
+    with pytest.raises(BadInputError, match="leaves none"):
+        select_models("resnet50@160", exclude="resnet50@*")
+    with pytest.raises(UnknownModelError):
+        select_models("resnet5o@160")
 
 
 def test_defaults_follow_the_device():

@@ -100,7 +100,8 @@ def add_sweep_commands(commands: argparse._SubParsersAction) -> None:
                             "(none: a starter list of 8 models, one of each kind)")
     sweep.add_argument("--store", type=Path, required=True, metavar="FILE", help="the results store (SQLite; created if new)")
     pick = sweep.add_argument_group("models")
-    pick.add_argument("--model-list", type=Path, metavar="FILE", help="one model name or pattern a line (as timm's benchmark.py)")
+    pick.add_argument("--model-list", type=Path, metavar="FILE",
+                      help="one model name or pattern a line (as timm's benchmark.py); NAME@SIZE: that image size only")
     pick.add_argument("--all", action="store_true", dest="all_models", help="every model timm has")
     pick.add_argument("--exclude", action="append", default=[], metavar="PATTERNS", help="leave out names matching these patterns")
     pick.add_argument("--limit", type=positive_int, metavar="N", help="the first N selected models only")

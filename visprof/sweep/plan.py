@@ -17,7 +17,24 @@ from visprof.base.errors import BadInputError
 from visprof.base.options import DEFAULT_BATCH, DEFAULT_PRECISION, PASSES, PRECISIONS
 from visprof.store.cell import Cell, ImgSize, img_size_text
 
-__all__ = ["Cell", "SweepPlan", "img_size_text", "parse_img_size"]
+__all__ = ["Cell", "SweepPlan", "img_size_text", "parse_img_size", "split_sized"]
+
+# ``resnet50@160``: a model entry with an image size of its own, as timm's tables list a model once
+# per size; the plan's image sizes do not apply to it.
+SIZE_MARK = "@"
+
+
+def split_sized(entry: str) -> tuple[str, ImgSize]:
+    """``"resnet50@160"`` -> ("resnet50", 160); a plain name -> (name, None)."""
+    name, mark, size = entry.rpartition(SIZE_MARK)
+    if not mark:
+        return entry, None
+    if not name or not size.strip():
+        raise BadInputError(f"model entry {entry!r}: give MODEL@SIZE, e.g. resnet50@160")
+    try:
+        return name, parse_img_size(size)
+    except BadInputError as exc:
+        raise BadInputError(f"model entry {entry!r}: {exc}") from None
 
 
 def parse_img_size(text: Any) -> ImgSize:
@@ -87,15 +104,18 @@ class SweepPlan:
 
     def cells(self) -> list[Cell]:
         options = tuple(self.options.items())
-        return [
-            Cell(model, batch, img, precision, layout, tuple(self.passes), options)
-            for model, img, precision, layout, batch in itertools.product(
-                self.models, self.img_sizes, self.precisions, self.channels_last, self.batch_sizes)
-        ]
+        cells = []
+        for entry in self.models:
+            model, own = split_sized(entry)
+            cells += [Cell(model, batch, img, precision, layout, tuple(self.passes), options)
+                      for img, precision, layout, batch in itertools.product(
+                          [own] if own is not None else self.img_sizes, self.precisions, self.channels_last,
+                          self.batch_sizes)]
+        return cells
 
     def __len__(self) -> int:
-        return (len(self.models) * len(self.img_sizes) * len(self.precisions) * len(self.channels_last)
-                * len(self.batch_sizes))
+        sizes = sum(1 if split_sized(entry)[1] is not None else len(self.img_sizes) for entry in self.models)
+        return sizes * len(self.precisions) * len(self.channels_last) * len(self.batch_sizes)
 
 
 def _unique(values: Iterable[Any]) -> list[Any]:

@@ -139,6 +139,12 @@ def select_models(
 
 
 def _expand(item: str, timm) -> list[str]:
+    """The timm names an entry stands for; ``NAME@SIZE`` keeps its size on each (``resnet50@160``)."""
+    from visprof.sweep.plan import SIZE_MARK, img_size_text, split_sized
+
+    if SIZE_MARK in item:
+        name, size = split_sized(item)
+        return [f"{model}{SIZE_MARK}{img_size_text(size)}" for model in _expand(name, timm)]
     if is_pattern(item):
         matches = timm.list_models(item)
         if not matches:
