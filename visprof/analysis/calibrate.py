@@ -97,7 +97,7 @@ class Fleet:
     def __post_init__(self):
         n = len(self.models)
         if self.X.shape != (n, len(self.features)) or len(self.families) != n or self.log_spec.shape != (n,) \
-                or self.log_obs.shape != (n,):
+                or self.log_obs.shape != (n,) or (self.notes and len(self.notes) != n):
             raise BadInputError("calibration fleet: models, families, shares and speed-ups differ in length")
 
     def weights(self, idx: np.ndarray) -> np.ndarray:
@@ -510,8 +510,8 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     for mc in comparison.models:
         key = (mc.base.arch, mc.img_size)
         joined.add(key)
-        note = (f"its two published runs took different paths: {mc.path_change.phrase(comparison.base_name, comparison.target_name)}"
-                if mc.path_change else "")
+        note = ("its two published runs took different paths: "
+                + mc.path_change.phrase(comparison.base_name, comparison.target_name) if mc.path_change else "")
         if not add(mc.model, mc.family, mc.profile, mc.base, mc.predicted_speedup, mc.speedup, mc.shares, note):
             missing += 1
     published = len(obs)
