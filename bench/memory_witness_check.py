@@ -22,9 +22,10 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from visprof.analysis.batch_witness import footprint_factor, path_change, per_sample_bounds
+from visprof.analysis.batch_witness import WITNESS_FACTOR, footprint_factor, per_sample_bounds
 from visprof.analysis.gpus import gpu_table
 from visprof.analysis.metrics import spearman
 from visprof.analysis.timm_csv import parse_benchmark_filename, read_benchmark_csv
@@ -66,30 +67,42 @@ def bounds_mib(batch: int, start: int, memory_gb: float, fixed: float) -> str:
     return f"({lo / 2**20:.0f}, {hi / 2**20:.0f}]" if lo is not None else f"(0, {hi / 2**20:.0f}]"
 
 
-def check_pair(base_csv: Path, target_csv: Path, memory: dict, held_out: pd.DataFrame | None) -> str:
+def held_out_line(held_out: pd.DataFrame, flagged: pd.DataFrame) -> str:
+    """The families-held-out calibration on the witnessed rows against the rest (joined on model and
+    published speed-up: the held-out CSV has no image size)."""
+    errors = (held_out.calibrated / held_out.speedup - 1).abs()
+    keys = set(zip(flagged.model, flagged.speedup.round(3)))
+    mine = np.array([k in keys for k in zip(held_out.model, held_out.speedup.round(3))])
+    ranked = {name: spearman(held_out.calibrated[rows].tolist(), held_out.speedup[rows].tolist())
+              for name, rows in (("all", np.ones(len(mine), dtype=bool)), ("rest", ~mine))}
+    return (f"  calibrated, families held out: {mine.sum()} of these rows, median abs. error {errors[mine].median():.1%} "
+            f"against {errors[~mine].median():.1%} for the rest; inside the 80% band {int(held_out.inside[mine].sum())} "
+            f"of {mine.sum()}; Spearman over all {len(held_out)} rows {ranked['all']:.3f}, over the other "
+            f"{(~mine).sum()} {ranked['rest']:.3f}")
+
+
+def check_pair(base_csv: Path, target_csv: Path, memory: dict, held_out: dict[tuple[str, str], pd.DataFrame]) -> str:
     table = gpu_table()
     (base_id, base), (target_id, target) = published(base_csv), published(target_csv)
     base_gb, target_gb = table.find(base_id).memory_gb, table.find(target_id).memory_gb
     joined = base.merge(target, on=["model", "img_size"], suffixes=("_base", "_target"))
     base_start, target_start = int(base.batch_size.max()), int(target.batch_size.max())
     joined["speedup"] = joined.samples_per_s_target / joined.samples_per_s_base
-    changes = {i: path_change(int(r.batch_size_base), int(r.batch_size_target), base_start, target_start, base_gb,
-                              target_gb) for i, r in joined.iterrows()}
-    factors = pd.Series([(footprint_factor(int(r.batch_size_base), int(r.batch_size_target), base_start, target_start,
-                                           base_gb, target_gb) or ("", 0.0))[1] for r in joined.itertuples()])
-    flagged = joined.loc[[i for i, c in changes.items() if c]]
+    found = [footprint_factor(int(r.batch_size_base), int(r.batch_size_target), base_start, target_start, base_gb,
+                              target_gb) or ("", 0.0) for r in joined.itertuples()]
+    joined["hungrier"], joined["factor"] = [run for run, _ in found], [factor for _, factor in found]
+    flagged = joined[joined.factor > WITNESS_FACTOR]
     rest = joined.drop(flagged.index)
     lines = [f"{base_csv.name} ({base_id}, {base_gb:g} GB) -> {target_csv.name} ({target_id}, {target_gb:g} GB): "
              f"{len(joined)} rows, first batches {base_start} / {target_start}; "
              f"{int(((joined.batch_size_base < base_start) | (joined.batch_size_target < target_start)).sum())} rows "
              f"below the first batch on either GPU (the rest can witness nothing)",
-             "  rows over other bars: " + ", ".join(f">{bar:g}: {int((factors > bar).sum())}" for bar in BARS),
-             f"  two paths witnessed: {len(flagged)} rows ({sum(changes[i].hungrier == 'target' for i in flagged.index)} "
+             "  rows over other bars: " + ", ".join(f">{bar:g}: {int((joined.factor > bar).sum())}" for bar in BARS),
+             f"  two paths witnessed: {len(flagged)} rows ({int((flagged.hungrier == 'target').sum())} "
              f"with the target's run the hungrier); published speed-up median x{flagged.speedup.median():.3f} "
              f"against x{rest.speedup.median():.3f} for the other {len(rest)}" if len(flagged) else
              f"  two paths witnessed: none (published speed-up median x{joined.speedup.median():.3f})"]
-    for i, r in flagged.sort_values("speedup").iterrows():
-        c = changes[i]
+    for r in flagged.sort_values("speedup").itertuples():
         where = ""
         key = (r.model, int(r.img_size))
         if key in memory:
@@ -98,18 +111,9 @@ def check_pair(base_csv: Path, target_csv: Path, memory: dict, held_out: pd.Data
                      f"{bounds_mib(int(r.batch_size_base), base_start, base_gb, fixed)} and "
                      f"{bounds_mib(int(r.batch_size_target), target_start, target_gb, fixed)}")
         lines.append(f"    {r.model} @{int(r.img_size)}: x{r.speedup:.3f}, batches {int(r.batch_size_base)} -> "
-                     f"{int(r.batch_size_target)}, the {c.hungrier}'s run >= x{c.factor:.2f} per sample{where}")
-    if held_out is not None and len(flagged):
-        errors = (held_out.calibrated / held_out.speedup - 1).abs()
-        keys = set(zip(flagged.model, flagged.speedup.round(3)))
-        mine = [k in keys for k in zip(held_out.model, held_out.speedup.round(3))]
-        hit = errors[mine]
-        rest_rows = [not x for x in mine]
-        lines.append(f"  calibrated, families held out: {len(hit)} of these rows, median abs. error {hit.median():.1%} "
-                     f"against {errors[rest_rows].median():.1%} for the rest; inside the 80% band "
-                     f"{int(held_out.inside[mine].sum())} of {len(hit)}; Spearman over all {len(held_out)} rows "
-                     f"{spearman(held_out.calibrated.tolist(), held_out.speedup.tolist()):.3f}, over the other {len(held_out) - len(hit)} "
-                     f"{spearman(held_out.calibrated[rest_rows].tolist(), held_out.speedup[rest_rows].tolist()):.3f}")
+                     f"{int(r.batch_size_target)}, the {r.hungrier}'s run >= x{r.factor:.2f} per sample{where}")
+    if (base_id, target_id) in held_out and len(flagged):
+        lines.append(held_out_line(held_out[(base_id, target_id)], flagged))
     return "\n".join(lines)
 
 
@@ -124,11 +128,11 @@ def main(argv=None) -> int:
         print(f"memory_witness_check: not found: {', '.join(missing)}", file=sys.stderr)
         return 2
     memory = profile_memory(args.store) if args.store else {}
-    held = pd.read_csv(args.held_out) if args.held_out else None
-    held_ids = tuple(args.held_out.name.removeprefix("held-out-").removesuffix(".csv.gz").split("-")) if held is not None else ()
+    # calibrate_check names its held-out CSVs held-out-BASE-TARGET.csv.gz
+    held = ({tuple(args.held_out.name.removeprefix("held-out-").removesuffix(".csv.gz").split("-")):
+             pd.read_csv(args.held_out)} if args.held_out else {})
     for base_csv, target_csv in args.pair:
-        ids = (published(base_csv)[0], published(target_csv)[0])
-        print(check_pair(base_csv, target_csv, memory, held if ids == held_ids else None), flush=True)
+        print(check_pair(base_csv, target_csv, memory, held), flush=True)
     return 0
 
 
