@@ -20,6 +20,7 @@ from typing import Iterable, Sequence
 
 from visprof.base.errors import BadInputError
 from visprof.base.timm_import import import_timm
+from visprof.sweep.plan import SIZE_MARK, img_size_text, split_sized
 
 __all__ = ["STARTER_MODELS", "select_models", "read_model_list", "split_names", "import_modules", "is_pattern"]
 
@@ -140,8 +141,6 @@ def select_models(
 
 def _expand(item: str, timm) -> list[str]:
     """The timm names an entry stands for; ``NAME@SIZE`` keeps its size on each (``resnet50@160``)."""
-    from visprof.sweep.plan import SIZE_MARK, img_size_text, split_sized
-
     if SIZE_MARK in item:
         name, size = split_sized(item)
         return [f"{model}{SIZE_MARK}{img_size_text(size)}" for model in _expand(name, timm)]
