@@ -45,6 +45,10 @@ class PathChange:
         return (f"the {more} run held >= x{self.factor:.2f} the {less} run's memory per sample "
                 f"(batch {self.base_batch} on the {base_name}, {self.target_batch} on the {target_name})")
 
+    def clause(self, base_name: str, target_name: str) -> str:
+        """What a model's own sentence (compare's explanation, calibrate's) adds about it."""
+        return f"its two runs took different paths: {self.phrase(base_name, target_name)}"
+
 
 def step_up(batch: int, start: int) -> int | None:
     """The batch timm's benchmark tried just before ``batch``, starting from ``start``; None for

@@ -510,8 +510,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     for mc in comparison.models:
         key = (mc.base.arch, mc.img_size)
         joined.add(key)
-        note = ("its two published runs took different paths: "
-                + mc.path_change.phrase(comparison.base_name, comparison.target_name) if mc.path_change else "")
+        note = mc.path_change.clause(comparison.base_name, comparison.target_name) if mc.path_change else ""
         if not add(mc.model, mc.family, mc.profile, mc.base, mc.predicted_speedup, mc.speedup, mc.shares, note):
             missing += 1
     published = len(obs)

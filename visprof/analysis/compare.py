@@ -436,7 +436,7 @@ def witness_path_changes(models: list[ModelComparison], base_spec: GpuSpec | Non
         m.path_change = path_change(m.base.batch_size, m.target.batch_size, base_start, target_start,
                                     base_spec.memory_gb, target_spec.memory_gb)
         if m.path_change:
-            m.explanation += f"; its two runs took different paths: {m.path_change.phrase(base_name, target_name)}"
+            m.explanation += f"; {m.path_change.clause(base_name, target_name)}"
             changed.append((f"{m.model} at {m.img_size}px" if m.img_size else m.model, m.path_change))
     return changed
 
