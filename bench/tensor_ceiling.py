@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from visprof.analysis.gpus import gpu_table

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from recorded_results import recorded_result
-from saved_calibration import saved_calibration
+from saved_calibration import BASE_FILL, saved_calibration
 from visprof.analysis import sources
-from visprof.analysis.calibrate import COVARIATE_SCALE, buckets_of, make_fleet, profile_covariates, spec_at_own_batch
+from visprof.analysis.calibrate import (BASE_COVARIATE, COVARIATE_SCALE, buckets_of, make_fleet, profile_covariates,
+                                        spec_at_own_batch)
 from visprof.analysis.calibration_file import SCHEMA, SavedCalibration
 from visprof.analysis.gpus import gpu_table
 from visprof.base.errors import BadInputError
@@ -25,10 +26,11 @@ def saved_for(profile, fitted=("deit_small_patch16_224.fb_in1k",)) -> SavedCalib
     return saved_calibration(profile.result, fitted=fitted)
 
 
-def by_hand(saved: SavedCalibration, profile, spec: float) -> tuple[float, float, float]:
+def by_hand(saved: SavedCalibration, profile, spec: float, base_over: float = BASE_FILL) -> tuple[float, float, float]:
     shares = buckets_of(profile.result)
     time, intensity = profile_covariates(profile.result)
-    raw = {"spec": math.log(spec), "profile_time_per_sample": time, "profile_flops_per_byte": intensity}
+    raw = {"spec": math.log(spec), "profile_time_per_sample": time, "profile_flops_per_byte": intensity,
+           BASE_COVARIATE: base_over}
     x = [(raw[f[4:]] - saved.covariate_scales[f[4:]][0]) / saved.covariate_scales[f[4:]][1] * COVARIATE_SCALE
          if f.startswith("cov:") else shares.get(f, 0.0) for f in saved.fit.features]
     mid = math.log(spec) + saved.fit.intercept + float(np.dot(x, saved.fit.delta))
@@ -122,6 +124,8 @@ def test_a_file_saved_before_the_band_s_leverage_coefficient_keeps_its_band(prof
     (lambda d: d["delta"].pop(), "corrections"),
     (lambda d: d["covariate_scales"].pop("spec"), "covariate scales missing or invalid (cov:spec)"),
     (lambda d: d["covariate_scales"].update(spec=[0.0, -1.0]), "a spread <= 0"),
+    (lambda d: d.pop("covariate_fills"), f"covariate '{BASE_COVARIATE}' has no value for profiles without a published"),
+    (lambda d: d["covariate_fills"].update({BASE_COVARIATE: "median"}), "fill is not a finite number"),
     (lambda d: d.update(q_low="low"), "q_low is not a finite number"),
     (lambda d: d.update(q_low_seen=-0.1, q_high_seen="x", fitted_families=[]), "q_high_seen is not a finite number"),
     (lambda d: d.update(q_low_seen=-0.1, q_high_seen=0.1) or d.pop("fitted_families"), "fitted_families"),
@@ -139,3 +143,31 @@ def test_a_damaged_file_is_one_line_naming_it(profile, tmp_path, change, message
     text = str(caught.value)
     assert "\n" not in text and text.startswith(f"calibration file {path}") and message in text
     assert doc.get("schema") != SCHEMA or "not a visprof calibration" in text
+
+
+def test_the_published_base_number_moves_the_prediction_and_a_profile_alone_gets_the_median(profile, tmp_path):
+    saved = saved_for(profile)
+    assert saved.reads_base_number
+    alone = saved.predict(profile, gpu_table(), spec=1.5)
+    assert (alone.calibrated, alone.low, alone.high) == pytest.approx(by_hand(saved, profile, 1.5, BASE_FILL), rel=1e-12)
+    slow_base = saved.predict(profile, gpu_table(), spec=1.5, base_over=0.2)  # ran 22% slower than predicted there
+    assert (slow_base.calibrated, slow_base.low, slow_base.high) == pytest.approx(by_hand(saved, profile, 1.5, 0.2),
+                                                                                   rel=1e-12)
+    assert slow_base.calibrated > alone.calibrated  # its fitted correction is positive (0.3 per unit)
+    saved.save(tmp_path / "cal.json")
+    back = SavedCalibration.load(tmp_path / "cal.json")
+    assert back.covariate_fills == {BASE_COVARIATE: BASE_FILL}
+    again = back.predict(profile, gpu_table(), spec=1.5, base_over=0.2)
+    assert again.calibrated == pytest.approx(slow_base.calibrated, rel=1e-8)
+
+
+def test_a_file_of_the_method_before_the_base_number_still_predicts(profile, tmp_path):
+    old = saved_calibration(profile.result, base_covariate=False)
+    doc = old.to_dict()
+    del doc["covariate_fills"]  # files saved before it had none
+    (tmp_path / "old.json").write_text(json.dumps(doc))
+    back = SavedCalibration.load(tmp_path / "old.json")
+    assert not back.reads_base_number and back.covariate_fills == {}
+    got = back.predict(profile, gpu_table(), spec=1.5, base_over=0.2)  # a base number it does not read
+    assert got.calibrated == pytest.approx(by_hand(back, profile, 1.5)[0], rel=1e-12)
+    assert got.calibrated == pytest.approx(back.predict(profile, gpu_table(), spec=1.5).calibrated, rel=1e-12)

@@ -49,6 +49,8 @@ def test_names_select_models_and_labels_read_as_words():
     assert bucket_label("kf:memory/cast/at::native::unrolled_elementwise_kernel") == \
         "kernels memory/cast/at::native::unrolled_elementwise_kernel"
     assert bucket_label("cov:profile_time_per_sample") == "its profile time per sample (covariate)"
+    assert bucket_label("cov:base_time_over_predicted") == \
+        "its published base time over its profile's prediction there (covariate)"
     assert bucket_label("idle") == "idle (launch-bound) time"
 
 

@@ -285,3 +285,20 @@ def test_timm_csvs_and_profiles_carry_their_software():
     assert (profile.torch, profile.cuda, profile.software) == ("2.11.0", "13.0", "torch 2.11.0, CUDA 13.0")
     assert sources.versions({"cuda": "13.0"}) == {"torch": None, "cuda": "13.0"}
     assert m("resnet50", "a", 1, cuda="13.0").software is None
+
+
+def test_a_profiled_model_keeps_the_base_throughput_its_profile_predicts():
+    from visprof.analysis.predict import predict_result
+
+    table = gpu_table()
+    profile = sources.from_result(recorded_result("deit_small_patch16_224"), "h200.json", table)
+    ms = [profile, m("deit_small_patch16_224", "rtx3090", 4586.19, batch=1024),
+          m("deit_small_patch16_224", "rtx4090", 7688.09, batch=1024),
+          m("resnet50", "rtx3090", 3219.06, batch=1024), m("resnet50", "rtx4090", 4217.6, batch=1024)]
+    c = compare(ms, base="rtx3090", target="rtx4090")
+    deit = next(x for x in c.models if x.model == "deit_small_patch16_224")
+    on_base = predict_result(profile.result, table.get("rtx3090"), batch_size=1024, table=table, precision="fp16")
+    assert deit.predicted_base_samples_per_s == pytest.approx(on_base.samples_per_s, rel=1e-12)
+    assert deit.row()["predicted_base_samples_per_s"] == deit.predicted_base_samples_per_s
+    resnet = next(x for x in c.models if x.model == "resnet50")
+    assert resnet.predicted_base_samples_per_s is None and resnet.row()["predicted_base_samples_per_s"] is None

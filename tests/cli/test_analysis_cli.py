@@ -164,7 +164,8 @@ def test_predict_and_compare_with_a_saved_calibration(tmp_path, capsys, h200_res
                          "--json", tmp_path / "p.json", "--csv", tmp_path / "p.csv")
     assert code == 0, err
     section = out.split("Calibrated speed-up rtx3090 -> rtx4090 (calibration rtx3090 -> rtx4090, fitted on 1 ")[1]
-    assert section.splitlines()[0].endswith("; each profile at its own batch and the base table's precision):")
+    assert section.splitlines()[0].endswith("; each profile at its own batch and the base table's precision, without a "
+                                            "published base number (the fit's median)):")
     rows = [line for line in section.splitlines()[2:] if line.startswith("  ") and "x" in line]
     assert len(rows) == 4 and sum("(in the fit)" in r for r in rows) == 1  # deit, under its pretrained tag
     doc = json.loads((tmp_path / "p.json").read_text())["calibration"]
@@ -185,6 +186,21 @@ def test_predict_and_compare_with_a_saved_calibration(tmp_path, capsys, h200_res
     assert "  published inside the band, not in the fit: " in out
     header = (tmp_path / "c.csv").read_text().splitlines()[0]
     assert "calibrated,calibrated_low,calibrated_high,calibration_fitted,calibration_family_seen" in header
+    # compare gives the calibration each model's published base number, as log(published / predicted base time)
+    import math
+
+    from visprof.analysis import sources
+    from visprof.analysis.calibration_file import SavedCalibration
+
+    with open(tmp_path / "c.csv") as f:
+        deit = next(r for r in csv.DictReader(f) if r["model"] == "deit_small_patch16_224" and r["calibrated"])
+    over = math.log(float(deit["predicted_base_samples_per_s"]) / float(deit["base_samples_per_s"]))
+    profile = sources.from_result(recorded_result("deit_small_patch16_224"), "h200", sources.gpu_table())
+    saved = SavedCalibration.load(cal)
+    expected = saved.predict(profile, sources.gpu_table(), spec=float(deit["predicted_speedup"]), base_over=over)
+    assert float(deit["calibrated"]) == pytest.approx(expected.calibrated, rel=1e-3)  # the CSV's 4 digits
+    alone = saved.predict(profile, sources.gpu_table(), spec=float(deit["predicted_speedup"]))
+    assert abs(alone.calibrated / expected.calibrated - 1) > 1e-2
     # with the band of families the fit saw: the models of those families are marked and counted apart
     import dataclasses
 

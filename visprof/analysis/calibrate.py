@@ -15,11 +15,16 @@ spec ratios say, and predicts models that are not in the table:
   and, in profiles that record them, kernel families (``kf:...``). A model's correction for
   group norm is then ``d(cat:normalization) + d(op:normalization/-/group_norm)`` (+ its
   sub-category's and kernel families' where recorded), each fitted toward 0.
-* three covariates, ``cov:`` columns, fitted toward 0 like the buckets: the log spec prediction
+* four covariates, ``cov:`` columns, fitted toward 0 like the buckets: the log spec prediction
   itself (its slope 1 + its coefficient: where the spec ratios over- or under-state the spread),
   the log time per sample on the profile's GPU and the log FLOPs per byte of the profile (small,
-  low-intensity models gaining less or more than their buckets say). Each is standardized over
-  the fleet (no published number used) and scaled to COVARIATE_SCALE.
+  low-intensity models gaining less or more than their buckets say), and ``base_time_over_predicted``:
+  the log of the base GPU's published time per sample over the time the profile predicts there
+  (``base_time_over_predicted``), how the model really ran on the base GPU against what its
+  profile says; a model without a published base number gets the fleet's median
+  (``Fleet.covariate_fills``). It was adopted by a rule committed before its test
+  (bench/results/base-residual-2026-12-05/). Each is standardized over the fleet and scaled to
+  COVARIATE_SCALE.
 * ``d0``: one unpenalized offset (the pair's bias against its spec ratios, e.g. a newer driver).
 * every ``d_f`` has a ridge prior at 0, i.e. at the spec model: a bucket few models spend time in
   stays at its roofline prediction. Weighted least squares, each model weighted
@@ -71,6 +76,8 @@ MIN_MODELS_PER_FEATURE = 5
 # Covariates (``cov:`` columns) are standardized over the fleet and scaled to this spread, about a
 # bucket share's, so that one ridge strength suits both (fixed a priori, not fitted).
 COVARIATE_SCALE = 0.25
+# The covariate read from the base GPU's published number, which a model outside the base table lacks.
+BASE_COVARIATE = "base_time_over_predicted"
 
 
 @dataclass
@@ -90,6 +97,9 @@ class Fleet:
     # Each covariate's mean and standard deviation over the fleet, as its column was standardized:
     # a saved calibration applies the same to a profile it never saw.
     covariate_scales: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # The value a model without a covariate's input gets (e.g. no published base number): its median
+    # over the fleet's models that have one. Only covariates that can be missing have an entry.
+    covariate_fills: dict[str, float] = field(default_factory=dict)
     # Per model, what its sentence should add about its published numbers ("" for none): e.g. that
     # its two runs took different paths (visprof.analysis.batch_witness).
     notes: list[str] = field(default_factory=list)
@@ -196,11 +206,14 @@ def make_fleet(models: Sequence[str], families: Sequence[str], buckets: Sequence
                spec_speedups: Sequence[float], speedups: Sequence[float],
                baseline_features: dict[str, Sequence[float]] | None = None,
                features: Sequence[str] | None = None, covariates: dict[str, Sequence[float]] | None = None,
-               spec_variants: dict[str, Sequence[float]] | None = None, notes: Sequence[str] | None = None) -> Fleet:
+               spec_variants: dict[str, Sequence[float]] | None = None, notes: Sequence[str] | None = None,
+               covariate_fills: dict[str, float] | None = None) -> Fleet:
     """``covariates``: per model, values whose log-speed-up slope is fitted toward 0 too (e.g. the
     log spec prediction itself, whose slope is then 1 + its coefficient): standardized over the
-    fleet and scaled to COVARIATE_SCALE. ``spec_variants``: other spec models' speed-ups per model
-    (None or NaN where one has none), judged beside the default, not fitted."""
+    fleet and scaled to COVARIATE_SCALE. ``covariate_fills``: the value each covariate that can be
+    missing gave the models without it (kept for a saved calibration). ``spec_variants``: other
+    spec models' speed-ups per model (None or NaN where one has none), judged beside the default,
+    not fitted."""
     features = list(features) if features is not None else select_features(buckets)
     col = {f: j for j, f in enumerate(features)}
     X = np.zeros((len(models), len(features)))
@@ -231,7 +244,7 @@ def make_fleet(models: Sequence[str], families: Sequence[str], buckets: Sequence
             raise BadInputError(f"spec model {name!r}: one speed-up per model is needed")
         variants[name] = np.log(np.where(v > 0, v, np.nan))
     return Fleet(list(models), list(families), features, X, np.log(spec), np.log(np.where(obs > 0, obs, np.nan)), base,
-                 variants, scales, list(notes) if notes is not None else [""] * len(models))
+                 variants, scales, dict(covariate_fills or {}), list(notes) if notes is not None else [""] * len(models))
 
 
 # --- the fit ---------------------------------------------------------------------------------
@@ -473,8 +486,10 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     no speed-up (NaN): the fit predicts them; their spec prediction is made at the profile's own
     batch and the published base rows' most common precision. ``spec_excess``: other ways to
     scale time off the roof (``predict.EXCESS_MODES``) whose spec-only speed-ups the fleet carries
-    as ``spec_variants`` (needs ``table``). Returns it and how many joined models had no usable
-    profile."""
+    as ``spec_variants`` (needs ``table``). The ``base_time_over_predicted`` covariate is read from
+    each compared model's published base number and the base throughput its profile predicts
+    (``ModelComparison.predicted_base_samples_per_s``). Returns the fleet and how many joined models
+    had no usable profile."""
     from visprof.analysis.compare import on_base_and_target
 
     if spec_excess and table is None:
@@ -484,16 +499,17 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
         if m.result is not None:
             by_key[(m.arch, m.img_size)].append(m)
     names, fams, buckets, spec, obs, bounds, time, intensity, notes = [], [], [], [], [], [], [], [], []
+    base_over: list[float | None] = []
     variants: dict[str, list] = {mode: [] for mode in spec_excess}
 
-    def add(name, fam, chosen, base, predicted, speedup, shares, note="") -> bool:
+    def add(name, fam, chosen, base, predicted, speedup, shares, note="", over=None) -> bool:
         row = buckets_of(chosen.result) if chosen is not None else {}
         covs = profile_covariates(chosen.result) if row else None
         if not predicted or not row or covs is None:
             return False
         for mode, values in variants.items():
             values.append(on_base_and_target(chosen, base, comparison.base_spec, comparison.target_spec, table,
-                                             excess=mode)[2])
+                                             excess=mode).speedup)
         names.append(name)
         fams.append(fam)
         buckets.append(row)
@@ -503,6 +519,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
         time.append(covs[0])
         intensity.append(covs[1])
         notes.append(note)
+        base_over.append(over)
         return True
 
     missing = 0
@@ -511,7 +528,8 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
         key = (mc.base.arch, mc.img_size)
         joined.add(key)
         note = mc.path_change.clause(comparison.base_name, comparison.target_name) if mc.path_change else ""
-        if not add(mc.model, mc.family, mc.profile, mc.base, mc.predicted_speedup, mc.speedup, mc.shares, note):
+        over = base_time_over_predicted(mc.base.samples_per_s, mc.predicted_base_samples_per_s)
+        if not add(mc.model, mc.family, mc.profile, mc.base, mc.predicted_speedup, mc.speedup, mc.shares, note, over):
             missing += 1
     published = len(obs)
     if published < MIN_MODELS:
@@ -534,9 +552,22 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     bound_keys = sorted({b for s in bounds for b in s})
     extra = {f"bound:{b}": [s.get(b, 0.0) for s in bounds] for b in bound_keys}
     extra.update({"h200_time_per_sample": time, "flops_per_byte": intensity})
-    covariates = {"spec": np.log(spec), "profile_time_per_sample": time, "profile_flops_per_byte": intensity}
+    # the models without a published base number (the profiled models the fit predicts) at the median
+    known = [v for v in base_over if v is not None]
+    fill = float(np.median(known)) if known else 0.0
+    covariates = {"spec": np.log(spec), "profile_time_per_sample": time, "profile_flops_per_byte": intensity,
+                  BASE_COVARIATE: [fill if v is None else v for v in base_over]}
     return make_fleet(names, fams, buckets, spec, obs, baseline_features=extra, covariates=covariates,
-                      spec_variants=variants, notes=notes), missing
+                      spec_variants=variants, notes=notes, covariate_fills={BASE_COVARIATE: fill}), missing
+
+
+def base_time_over_predicted(published_samples_per_s: float | None, predicted_samples_per_s: float | None) -> float | None:
+    """The ``base_time_over_predicted`` covariate: log of the base GPU's published time per sample over
+    the time per sample the profile predicts there (both at the published batch); None without both."""
+    if not published_samples_per_s or not predicted_samples_per_s or published_samples_per_s <= 0 \
+            or predicted_samples_per_s <= 0:
+        return None
+    return math.log(predicted_samples_per_s / published_samples_per_s)
 
 
 def base_precision(comparison) -> str | None:
@@ -555,8 +586,8 @@ def spec_at_own_batch(profile, base_spec, target_spec, table, precision: str | N
 
     base = dataclasses.replace(profile, gpu_name=base_spec.id, gpu_id=base_spec.id, result=None, precision=precision,
                                kind="reference", samples_per_s=None)
-    shares, _, predicted, _ = on_base_and_target(profile, base, base_spec, target_spec, table)
-    return base, shares, predicted
+    on = on_base_and_target(profile, base, base_spec, target_spec, table)
+    return base, on.shares, on.speedup
 
 
 def unpublished_predictions(fit: Fit, fleet: Fleet) -> list[dict]:
@@ -580,8 +611,8 @@ def profile_covariates(result) -> tuple[float, float] | None:
     return math.log(1.0 / rate), math.log(flops / moved)
 
 
-__all__ = ["BucketRatio", "COVARIATE_SCALE", "Fit", "Fleet", "LAMBDAS", "MIN_MODELS",
-           "base_precision", "bucket_rates", "buckets_of", "covariate_column", "covariate_scale", "family_folds",
+__all__ = ["BASE_COVARIATE", "BucketRatio", "COVARIATE_SCALE", "Fit", "Fleet", "LAMBDAS", "MIN_MODELS",
+           "base_precision", "base_time_over_predicted", "bucket_rates", "buckets_of", "covariate_column", "covariate_scale", "family_folds",
            "fit_calibration", "fit_ridge", "fit_robust",
            "fleet_from_comparison", "format_ratio_table", "group_op_type", "make_fleet", "op_bucket",
            "parent_buckets", "profile_covariates", "random_folds", "ratio_table", "select_features",

@@ -8,7 +8,10 @@ buckets and covariates (``calibrate.buckets_of``, ``profile_covariates``), the s
 at the profile's own batch and the base table's precision (``spec_at_own_batch``), the fitted
 corrections on top, and the band widened by the ridge's leverage (``calibration_band``): the band of a model whose timm
 family the fit saw where it did, else that of a family it never saw. The covariates are
-standardized with the fitted fleet's own means and spreads, saved with the fit.
+standardized with the fitted fleet's own means and spreads, saved with the fit. The one read from
+the base GPU's published number (``calibrate.BASE_COVARIATE``) is given where the caller has that
+number (compare's published rows); a profile without one gets the fleet's median, saved with the
+fit too (``covariate_fills``).
 
 The file is JSON (``visprof.calibration/1``); a file that is not one, or does not fit the schema,
 is a one-line BadInputError naming the file.
@@ -25,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from visprof.analysis.calibrate import (Fit, Fleet, buckets_of, covariate_column, profile_covariates,
+from visprof.analysis.calibrate import (BASE_COVARIATE, Fit, Fleet, buckets_of, covariate_column, profile_covariates,
                                         spec_at_own_batch)
 from visprof.analysis.calibration_band import COVERAGE
 from visprof.analysis.families import architecture, family
@@ -60,6 +63,7 @@ class SavedCalibration:
     families: int = 0
     held_out: dict[str, Any] = field(default_factory=dict)  # the family-held-out figures of the run that saved it
     created_at: str = ""
+    covariate_fills: dict[str, float] = field(default_factory=dict)  # Fleet.covariate_fills
 
     @classmethod
     def of(cls, fit: Fit, fleet: Fleet, base: str, target: str, precision: str | None,
@@ -67,7 +71,7 @@ class SavedCalibration:
         published = [i for i in range(len(fleet.models)) if math.isfinite(fleet.log_obs[i])]
         return cls(base, target, precision, fit, dict(fleet.covariate_scales), [fleet.models[i] for i in published],
                    len({fleet.families[i] for i in published}), dict(held_out or {}),
-                   datetime.now(timezone.utc).isoformat(timespec="seconds"))
+                   datetime.now(timezone.utc).isoformat(timespec="seconds"), dict(fleet.covariate_fills))
 
     def to_dict(self) -> dict[str, Any]:
         from visprof import __version__
@@ -84,6 +88,7 @@ class SavedCalibration:
                 "band_c": fit.c, "band_c_seen": fit.c_seen,
                 "fitted_families": sorted(fit.families),
                 "covariate_scales": {k: list(v) for k, v in self.covariate_scales.items()},
+                "covariate_fills": dict(self.covariate_fills),
                 "fitted_models": self.fitted_models, "families": self.families, "held_out": self.held_out}
 
     def save(self, path: str | Path) -> None:
@@ -115,6 +120,9 @@ class SavedCalibration:
         unknown = [f for f in features if f.startswith("cov:") and f[4:] not in scales]
         if unknown or any(len(v) != 2 or v[1] <= 0 for v in scales.values()):
             raise ValueError(f"covariate scales missing or invalid ({', '.join(unknown) or 'a spread <= 0'})")
+        fills = {str(k): _number({"fill": v}, "fill") for k, v in dict(doc.get("covariate_fills") or {}).items()}
+        if f"cov:{BASE_COVARIATE}" in features and BASE_COVARIATE not in fills:
+            raise ValueError(f"covariate {BASE_COVARIATE!r} has no value for profiles without a published base number")
         fit = Fit(features, _number(doc, "lambda"), _number(doc, "intercept"), np.array(delta), a_inv,
                   _number(doc, "q_low"), _number(doc, "q_high"))
         # the band of models whose family the fit saw; files written before it predict every model
@@ -129,7 +137,7 @@ class SavedCalibration:
             raise ValueError(f"band_c {fit.c}, band_c_seen {fit.c_seen}: a band cannot narrow with the leverage")
         return cls(str(doc["base"]), str(doc["target"]), doc.get("precision"), fit, scales,
                    [str(m) for m in doc.get("fitted_models", [])], int(doc.get("families", 0)),
-                   dict(doc.get("held_out") or {}), str(doc.get("created_at", "")))
+                   dict(doc.get("held_out") or {}), str(doc.get("created_at", "")), fills)
 
     def describe(self) -> str:
         """One line: the pair, what it was fitted on and how it held up with families held out."""
@@ -140,11 +148,14 @@ class SavedCalibration:
         return (f"calibration {self.base} -> {self.target}, fitted on {len(self.fitted_models)} published models of "
                 f"{self.families} families{figures}")
 
-    def predict(self, profile, table, spec: float | None = None) -> CalibratedSpeedup | None:
+    def predict(self, profile, table, spec: float | None = None,
+                base_over: float | None = None) -> CalibratedSpeedup | None:
         """``profile`` (a measurement with a result) from the pair's base to its target; None where the
         profile lacks what the fit reads (roofline groups, timing, FLOPs and bytes) or the spec
         ratios cannot predict it. ``spec``: its spec-ratio speed-up where the caller has it (compare's,
-        at the published batch); else made at the profile's own batch and the base table's precision."""
+        at the published batch); else made at the profile's own batch and the base table's precision.
+        ``base_over``: its ``calibrate.base_time_over_predicted`` where the caller has its published
+        base number (compare's); else the fitted fleet's median."""
         result = profile.result
         shares = buckets_of(result) if result is not None else {}
         covs = profile_covariates(result) if shares else None
@@ -154,13 +165,19 @@ class SavedCalibration:
             _, _, spec = spec_at_own_batch(profile, table.get(self.base), table.get(self.target), table, self.precision)
         if not spec or spec <= 0:
             return None
-        values = {"spec": math.log(spec), "profile_time_per_sample": covs[0], "profile_flops_per_byte": covs[1]}
+        values = {"spec": math.log(spec), "profile_time_per_sample": covs[0], "profile_flops_per_byte": covs[1],
+                  BASE_COVARIATE: self.covariate_fills.get(BASE_COVARIATE) if base_over is None else base_over}
         x = np.array([[covariate_column(np.array([values[f[4:]]]), self.covariate_scales[f[4:]])[0]
                        if f.startswith("cov:") else shares.get(f, 0.0) for f in self.fit.features]])
         fam = family(profile.model)
         mid, low, high = (float(v[0]) for v in self.fit.predict(x, np.array([math.log(spec)]), [fam]))
         return CalibratedSpeedup(profile.model, spec, mid, low, high, architecture(profile.model) in self._fitted,
                                  self.fit.seen(fam))
+
+    @property
+    def reads_base_number(self) -> bool:
+        """Whether the fit reads the model's published base number (a profile alone gets the median)."""
+        return f"cov:{BASE_COVARIATE}" in self.fit.features
 
     @functools.cached_property
     def _fitted(self) -> set[str]:

@@ -27,9 +27,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from visprof.analysis.calibrate import Fit, Fleet, bucket_rates
+from visprof.analysis.calibrate import BASE_COVARIATE, Fit, Fleet, bucket_rates
 
 _KINDS = {"cat": "", "sub": "", "op": "", "kf": "kernels "}
+# A covariate whose name alone does not say what it is
+_COVARIATE_WORDS = {BASE_COVARIATE: "its published base time over its profile's prediction there"}
 
 
 def bucket_label(feature: str) -> str:
@@ -39,7 +41,7 @@ def bucket_label(feature: str) -> str:
         return "idle (launch-bound) time"
     kind, _, name = feature.partition(":")
     if kind == "cov":
-        return f"its {name.replace('_', ' ')} (covariate)"
+        return _COVARIATE_WORDS.get(name, f"its {name.replace('_', ' ')}") + " (covariate)"
     return _KINDS.get(kind, "") + name.replace("/-/", "/")
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from visprof.analysis.batch_witness import PathChange, decays_from, path_change, path_change_note
 from visprof.analysis.families import family
@@ -49,6 +49,9 @@ class ModelComparison:
     shares_from: str = ""  # "measured on rtx3090" / "predicted from h200"
     predicted_speedup: float | None = None  # from the profile's roofline groups and the two spec rows
     predicted_band: tuple[float, float] | None = None  # predict.speedup_band: over how off-roof time may scale
+    # the throughput the profile's groups predict on the base GPU, at the published batch: how the
+    # published base number departs from it is a calibration covariate (calibrate.base_time_over_predicted)
+    predicted_base_samples_per_s: float | None = None
     explanation: str = ""
     profile: Measurement | None = None  # the profile all of the above was read from (profile_for)
     # where the two published batches show that the runs held different memory per sample (batch_witness)
@@ -68,6 +71,7 @@ class ModelComparison:
                 "base_samples_per_s": self.base.samples_per_s, "target_samples_per_s": self.target.samples_per_s,
                 "base_batch": self.base.batch_size, "target_batch": self.target.batch_size,
                 "speedup": self.speedup, "predicted_speedup": self.predicted_speedup,
+                "predicted_base_samples_per_s": self.predicted_base_samples_per_s,
                 "predicted_low": self.predicted_band[0] if self.predicted_band else None,
                 "predicted_high": self.predicted_band[1] if self.predicted_band else None, "sensitivity": self.sensitivity,
                 "dominant_category": self.dominant_category,
@@ -241,20 +245,30 @@ def profile_for(candidates: list[Measurement], base_key: str, batch_size: int | 
     return min(reversed(pool), key=lambda m: batch_distance(m.batch_size, batch_size))
 
 
+class OnBaseAndTarget(NamedTuple):
+    """What a profile says of its model on a comparison's two GPUs (``on_base_and_target``)."""
+
+    shares: dict[str, float]  # time by bound on the base GPU
+    shares_from: str  # "measured on rtx3090" / "predicted from h200" ("" without a split)
+    speedup: float | None = None  # base to target, from the roofline groups and the two spec rows
+    band: tuple[float, float] | None = None  # predict.speedup_band
+    base_samples_per_s: float | None = None  # the throughput the groups predict on the base GPU
+
+
 def on_base_and_target(profile: Measurement, base: Measurement, base_spec: GpuSpec | None, target_spec: GpuSpec | None,
-                       table: GpuTable, excess: str = "clock") -> tuple[dict[str, float], str, float | None,
-                                                                    tuple[float, float] | None]:
+                       table: GpuTable, excess: str = "clock") -> OnBaseAndTarget:
     """From ``profile``: its model's time by bound on the base GPU (measured there, else
-    predicted), where that split comes from, and the speed-up its roofline groups predict
-    from base to target, at the base measurement's batch, with its band (``speedup_band``).
-    One prediction per GPU serves both. ``excess``: ``predict.predict_group``'s."""
+    predicted), where that split comes from, the speed-up its roofline groups predict from
+    base to target, at the base measurement's batch, with its band (``speedup_band``), and the
+    throughput they predict on the base. One prediction per GPU serves all of them.
+    ``excess``: ``predict.predict_group``'s."""
     result = profile.result
     roof = result.roofline if result else None
     if roof is None or not roof.groups:
-        return {}, "", None, None
+        return OnBaseAndTarget({}, "")
     measured = (dict(roof.shares), f"measured on {profile.gpu}") if roof.shares else ({}, "")
     if base_spec is None or profile.gpu_id is None or result.measurement != "gpu":
-        return (*measured, None, None)
+        return OnBaseAndTarget(*measured)
     from visprof.analysis.predict import predict_result, speedup_band
 
     options = {"batch_size": base.batch_size, "table": table, "excess": excess,
@@ -263,12 +277,11 @@ def on_base_and_target(profile: Measurement, base: Measurement, base_spec: GpuSp
         on_base = predict_result(result, base_spec, **options)
         on_target = predict_result(result, target_spec, **options) if target_spec else None
     except BadInputError:
-        return (*measured, None, None)
+        return OnBaseAndTarget(*measured)
     speedup = on_target.samples_per_s / on_base.samples_per_s if on_target else None
     band = speedup_band(on_base, on_target) if on_target else None
-    if profile.gpu == base.gpu and roof.shares:
-        return (*measured, speedup, band)
-    return on_base.shares, f"predicted from {profile.gpu}", speedup, band
+    split = measured if profile.gpu == base.gpu and roof.shares else (on_base.shares, f"predicted from {profile.gpu}")
+    return OnBaseAndTarget(*split, speedup, band, on_base.samples_per_s)
 
 
 def _unexplained(m: ModelComparison, bound: str, target_name: str, fp32_ratio: float) -> str:
@@ -365,8 +378,9 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
         m.profile = profile = profile_for(profiles.get((m.base.arch, m.img_size), []), base_key, m.base.batch_size)
         if profile is not None:
             m.dominant_category = dominant_category(profile.result)
-            m.shares, m.shares_from, m.predicted_speedup, m.predicted_band = on_base_and_target(
-                profile, m.base, base_spec, target_spec, table)
+            on = on_base_and_target(profile, m.base, base_spec, target_spec, table)
+            m.shares, m.shares_from, m.predicted_speedup, m.predicted_band = on.shares, on.shares_from, on.speedup, on.band
+            m.predicted_base_samples_per_s = on.base_samples_per_s
         m.explanation = explain(m, median, base_spec, target_spec, base_name, target_name, m.base.precision)
     models.sort(key=lambda m: -m.sensitivity)
     unmatched = {k: len(set(by_gpu[k]) - set(by_gpu[o])) for k, o in ((base_key, target_key), (target_key, base_key))}
@@ -446,5 +460,5 @@ def _dominant_bound(shares: dict[str, float]) -> str | None:
     return max(kernel, key=kernel.get) if kernel else None
 
 
-__all__ = ["Aggregate", "Comparison", "ModelComparison", "PredictionAgreement", "on_base_and_target", "profile_for", "busiest_pair", "compare", "explain", "gpu_keys",
+__all__ = ["Aggregate", "Comparison", "ModelComparison", "OnBaseAndTarget", "PredictionAgreement", "on_base_and_target", "profile_for", "busiest_pair", "compare", "explain", "gpu_keys",
            "pick_gpus", "witness_path_changes"]

@@ -3,6 +3,15 @@ FILE): a pair's fit saved once and applied to any profile (visprof.analysis.cali
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
+
+
+class PublishedRow(NamedTuple):
+    """What compare has of a profiled model beyond its profile, for calibrated_section."""
+
+    spec: float  # its spec-ratio speed-up at the published batch
+    speedup: float  # the published speed-up
+    base_over: float | None  # calibrate.base_time_over_predicted, from its published base number
 
 
 def add_calibration_option(parser) -> None:
@@ -44,9 +53,13 @@ def calibration_pair(saved, table, base: str | None, target: str | None, path) -
 def compare_calibrated(saved, comparison, table, top: int | None) -> dict:
     """compare --calibration: each compared model with a profile, calibrated from the profile compare
     read, at the published batch; printed with its published speed-up. id(model comparison) -> it."""
+    from visprof.analysis.calibrate import base_time_over_predicted
+
     chosen = [mc for mc in comparison.models if mc.profile is not None and mc.predicted_speedup]
-    text, rows = calibrated_section(saved, table, [mc.profile for mc in chosen],
-                                    [(mc.predicted_speedup, mc.speedup) for mc in chosen], top=top)
+    published = [PublishedRow(mc.predicted_speedup, mc.speedup,
+                              base_time_over_predicted(mc.base.samples_per_s, mc.predicted_base_samples_per_s))
+                 for mc in chosen]
+    text, rows = calibrated_section(saved, table, [mc.profile for mc in chosen], published, top=top)
     print(text, end="")
     return {id(mc): r for mc, r in zip(chosen, rows) if r is not None}
 
@@ -78,14 +91,16 @@ def load_calibration(args, table):
     return saved
 
 
-def calibrated_section(saved, table, profiles: list, published: list | None = None,
+def calibrated_section(saved, table, profiles: list, published: list[PublishedRow] | None = None,
                 top: int | None = None) -> tuple[str, list]:
     """A section of text and the calibrated speed-up of each profile (None where it cannot be
-    predicted). ``published``: per profile, (its spec-ratio speed-up, its published speed-up) where
-    the caller has them (compare's, at the published batch). ``top``: show the first and last
-    ``top`` rows only."""
-    rows = [saved.predict(p, table, spec=published[i][0] if published else None) for i, p in enumerate(profiles)]
-    at = "" if published else "; each profile at its own batch and the base table's precision"
+    predicted). ``published``: per profile, what the caller has of its published numbers (compare's,
+    at the published batch). ``top``: show the first and last ``top`` rows only."""
+    rows = [saved.predict(p, table, spec=published[i].spec, base_over=published[i].base_over) if published
+            else saved.predict(p, table) for i, p in enumerate(profiles)]
+    at = "" if published else ("; each profile at its own batch and the base table's precision"
+                               + (", without a published base number (the fit's median)" if saved.reads_base_number
+                                  else ""))
     lines = [f"\nCalibrated speed-up {saved.base} -> {saved.target} ({saved.describe()}{at}):",
              f"  {'model':<40} {'spec':>7} {'calibrated':>11} {'80% band':>14}" + ("  published" if published else "")]
     shown = [i for i, r in enumerate(rows) if r is not None]
@@ -99,14 +114,14 @@ def calibrated_section(saved, table, profiles: list, published: list | None = No
             r = rows[i]
             lines.append(f"  {r.model:<40} {times(r.spec_speedup):>7} {times(r.calibrated):>11} "
                          f"{times(r.low) + '-' + format(r.high, '.2f'):>14}"
-                         + (f" {times(published[i][1]):>10}" if published else "")
+                         + (f" {times(published[i].speedup):>10}" if published else "")
                          + ("  (in the fit)" if r.fitted else "  (family in the fit)" if r.family_seen else ""))
     missing = sum(r is None for r in rows)
     if missing:
         lines.append(f"  ({missing} profile(s) without what the calibration reads: roofline groups, timing, FLOPs and "
                      f"bytes, a GPU with a spec row)")
     if published:
-        judged = [(r, pub) for r, (_, pub) in zip(rows, published) if r is not None]
+        judged = [(r, pub.speedup) for r, pub in zip(rows, published) if r is not None]
         fresh = [(r, pub) for r, pub in judged if not r.fitted]
         kin = [(r, pub) for r, pub in fresh if r.family_seen]
         split = [("not in the fit, family in it", kin), ("not in the fit, family not in it",
@@ -118,5 +133,5 @@ def calibrated_section(saved, table, profiles: list, published: list | None = No
     return "\n".join(lines) + "\n", rows
 
 
-__all__ = ["add_calibration_option", "calibrated_section", "calibration_pair", "compare_calibrated", "csv_columns", "load_calibration",
+__all__ = ["PublishedRow", "add_calibration_option", "calibrated_section", "calibration_pair", "compare_calibrated", "csv_columns", "load_calibration",
            "save_calibration", "times"]

@@ -119,6 +119,8 @@ def _calibrated_section(calibration, profiles, table) -> str:
     caption = (f"{calibration.describe()}. Each profile at its own batch: the spec ratios' speed-up, the calibrated one "
                f"(the fitted per-bucket corrections on top) and its 80% band. A model the fit saw is in sample; "
                f"a model whose timm family the fit saw gets the narrower band of such models."
+               + (" A profile alone has no published base number, so the fit's correction from it is at its median."
+                  if calibration.reads_base_number else "")
                + (f" {missing} profile(s) lack what the calibration reads." if missing else ""))
     return (f"<section><h2>Calibrated speed-up {html.escape(calibration.base)} → {html.escape(calibration.target)}</h2>"
             f'<p class="caption">{html.escape(caption)}</p>'
