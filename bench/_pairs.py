@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Callable
 
 from visprof.analysis import sources
-from visprof.analysis.calibrate import Fleet, fleet_from_comparison
+from visprof.analysis.calibrate import Fleet
+from visprof.analysis.calibration_fleet import fleet_from_comparison
 from visprof.analysis.compare import compare
 from visprof.analysis.gpus import gpu_table
 from visprof.base.errors import BadInputError

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from visprof.analysis import sources
 from visprof.analysis.calibrate import (LAMBDAS, MIN_MODELS_PER_FEATURE, MIN_SHARE, BucketRatio, Fit, buckets_of,
-                                        fit_calibration, fleet_from_comparison, format_ratio_table, ratio_table,
-                                        unpublished_predictions)
+                                        fit_calibration, format_ratio_table, ratio_table, unpublished_predictions)
+from visprof.analysis.calibration_fleet import fleet_from_comparison
 from visprof.analysis.calibration_sentences import sentences
 from visprof.analysis.compare import compare
 from visprof.analysis.held_out import family_held_out, in_sample, model_held_out

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from visprof.analysis import sources
-from visprof.analysis.calibrate import fleet_from_comparison
+from visprof.analysis.calibration_fleet import fleet_from_comparison
 from visprof.analysis.compare import compare
 from visprof.analysis.gpus import gpu_table
 from visprof.analysis.held_out import held_out_split

@@ -6,7 +6,7 @@ model it corrects) at ``excess="fraction"`` instead of visprof's default ``clock
 
 Arguments: calibrate_check's own. Each model's spec prediction, and the ``spec`` covariate made from
 it, become its ``fraction`` prediction; a model without one keeps ``clock``. Its output's "spec
-only" line is then ``fraction``. It wraps `visprof.analysis.calibrate.fleet_from_comparison` for the
+only" line is then ``fraction``. It wraps `visprof.analysis.calibration_fleet.fleet_from_comparison` for the
 run instead of changing it, because it is a trial that did not gain on either pair
 (bench/results/calibrate-2026-12-04/README.md).
 """
@@ -19,12 +19,13 @@ from pathlib import Path
 import numpy as np
 
 import visprof.analysis.calibrate as calibrate
+import visprof.analysis.calibration_fleet as calibration_fleet
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibrate_check  # noqa: E402
 
 PRIOR = "fraction"
-_default_fleet = calibrate.fleet_from_comparison
+_default_fleet = calibration_fleet.fleet_from_comparison
 
 
 def anchored_at(fleet: calibrate.Fleet, mode: str) -> calibrate.Fleet:

@@ -7,7 +7,7 @@ of its own, ``group_norm [one group]``, instead of sharing ``group_norm`` with t
 
 Arguments: calibrate_check's own. The kernel rule is the one bench/calibrate_check.py names the
 cause by (GENERIC_APPLY). Profiles without kernel families keep the shared type. It wraps
-`visprof.analysis.calibrate.buckets_of` for the run instead of changing it, because it is a trial
+`buckets_of` as `visprof.analysis.calibration_fleet` reads it for the run instead of changing it, because it is a trial
 that gained nothing on either pair (bench/results/calibrate-2026-12-03/README.md, "Every variant
 tried"). The group-norm table of its output lists the multi-group models only.
 """
@@ -16,12 +16,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import visprof.analysis.calibrate as calibrate
+import visprof.analysis.calibration_fleet as calibration_fleet
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibrate_check  # noqa: E402
 
-_shared_buckets = calibrate.buckets_of
+_shared_buckets = calibration_fleet.buckets_of
 
 
 def buckets_by_group_norm_kind(result) -> dict[str, float]:
@@ -38,7 +38,7 @@ def buckets_by_group_norm_kind(result) -> dict[str, float]:
 
 
 def main(argv=None) -> int:
-    calibrate.buckets_of = buckets_by_group_norm_kind  # read by fleet_from_comparison
+    calibration_fleet.buckets_of = buckets_by_group_norm_kind  # read by fleet_from_comparison
     calibrate_check.buckets_of = buckets_by_group_norm_kind
     return calibrate_check.main(argv)
 

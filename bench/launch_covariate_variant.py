@@ -10,7 +10,7 @@ with launch sizes, at any batch or image size (`ProfileResult.launch_share_below
 the median over the fleet's rows that have it (no published number is read, as for the covariates'
 standardization). The prereg runs the test only once at least 95% of each pair's published rows have the
 share: below that, a pair is refused with its coverage unless --allow-partial is given. It wraps
-`visprof.analysis.calibrate.make_fleet` for the run instead of changing it, until the prereg's rule says
+`visprof.analysis.calibration_fleet.make_fleet` for the run instead of changing it, until the prereg's rule says
 whether the covariate is adopted.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-import visprof.analysis.calibrate as calibrate
+import visprof.analysis.calibration_fleet as calibration_fleet
 from visprof.analysis import sources
 from visprof.analysis.families import architecture
 from visprof.base.errors import BadInputError
@@ -79,7 +79,7 @@ def main(argv=None) -> int:
     if ours.store is None or not ours.store.is_file():
         print(f"launch_covariate_variant.py: --store: not found: {ours.store}", file=sys.stderr)
         return 2
-    calibrate.make_fleet = with_launch_covariate(calibrate.make_fleet, launch_shares(ours.store),
+    calibration_fleet.make_fleet = with_launch_covariate(calibration_fleet.make_fleet, launch_shares(ours.store),
                                                  ours.allow_partial)  # read by fleet_from_comparison
     return calibrate_check.main([*rest, "--store", str(ours.store)])
 

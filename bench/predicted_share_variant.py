@@ -12,7 +12,7 @@ pair. On the H200 a big GEMM runs far off its roof and a streaming op near its b
 the spec model's own group predictions (no published number, no constant). Per (category,
 sub-category) and per op type the H200 share is scaled by predicted / profiled share; a kernel family
 takes its sub-category's factor; the idle time its predicted share; the total stays 1. It wraps
-`visprof.analysis.calibrate.buckets_of` and `fleet_from_comparison` for the run instead of changing
+`buckets_of` as `visprof.analysis.calibration_fleet` reads it, and `fleet_from_comparison`, for the run instead of changing
 them, because it is a trial.
 """
 from __future__ import annotations
@@ -22,14 +22,15 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import visprof.analysis.calibrate as calibrate
+import visprof.analysis.calibration_fleet as calibration_fleet
 from visprof.analysis.predict import predict_result
 from visprof.base.errors import BadInputError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibrate_check  # noqa: E402
 
-_h200_buckets = calibrate.buckets_of
-_fleet_from_comparison = calibrate.fleet_from_comparison
+_h200_buckets = calibration_fleet.buckets_of
+_fleet_from_comparison = calibration_fleet.fleet_from_comparison
 _pair: dict = {}  # the pair being calibrated: base and target spec rows, batch, precision, table
 
 
@@ -104,7 +105,7 @@ def fleet_for_pair(comparison, profiles, table=None, spec_excess=()):
 
 
 def main(argv=None) -> int:
-    calibrate.buckets_of = buckets_by_predicted_share  # read by fleet_from_comparison
+    calibration_fleet.buckets_of = buckets_by_predicted_share  # read by fleet_from_comparison
     calibrate_check.buckets_of = buckets_by_predicted_share
     calibrate_check.fleet_from_comparison = fleet_for_pair
     return calibrate_check.main(argv)

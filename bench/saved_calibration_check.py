@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from visprof.analysis import sources
-from visprof.analysis.calibrate import fit_calibration, fleet_from_comparison
+from visprof.analysis.calibrate import fit_calibration
+from visprof.analysis.calibration_fleet import fleet_from_comparison
 from visprof.analysis.compare import compare
 from visprof.analysis.gpus import gpu_table
 

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from visprof.analysis import sources
-from visprof.analysis.calibrate import fleet_from_comparison
+from visprof.analysis.calibration_fleet import fleet_from_comparison
 from visprof.analysis.compare import compare
 from visprof.analysis.gpus import gpu_table
 from visprof.analysis.held_out import HeldOut, MethodFigures, family_held_out

@@ -1,4 +1,4 @@
-"""The calibration's covariate from the base GPU's published number (calibrate.BASE_COVARIATE):
+"""The calibration's covariate from the base GPU's published number (calibration_fleet.BASE_COVARIATE):
 how a model really ran on the base GPU against what its profile predicts there."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from recorded_results import recorded_result
 from visprof.analysis import sources
-from visprof.analysis.calibrate import (BASE_COVARIATE, COVARIATE_SCALE, MIN_MODELS, base_time_over_predicted,
-                                        fleet_from_comparison)
+from visprof.analysis.calibrate import COVARIATE_SCALE, MIN_MODELS
+from visprof.analysis.calibration_fleet import BASE_COVARIATE, base_time_over_predicted, fleet_from_comparison
 from visprof.analysis.compare import compare
 from visprof.analysis.gpus import gpu_table
 from visprof.analysis.sources import Measurement

@@ -10,8 +10,8 @@ import pytest
 from recorded_results import recorded_result
 from saved_calibration import BASE_FILL, saved_calibration
 from visprof.analysis import sources
-from visprof.analysis.calibrate import (BASE_COVARIATE, COVARIATE_SCALE, buckets_of, make_fleet, profile_covariates,
-                                        spec_at_own_batch)
+from visprof.analysis.calibrate import COVARIATE_SCALE, buckets_of, make_fleet
+from visprof.analysis.calibration_fleet import BASE_COVARIATE, profile_covariates, spec_at_own_batch
 from visprof.analysis.calibration_file import SCHEMA, SavedCalibration
 from visprof.analysis.gpus import gpu_table
 from visprof.base.errors import BadInputError

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from visprof.analysis.calibrate import BASE_COVARIATE, Fit, buckets_of
+from visprof.analysis.calibrate import Fit, buckets_of
+from visprof.analysis.calibration_fleet import BASE_COVARIATE
 from visprof.analysis.calibration_file import SavedCalibration
 
 COVARIATES = ["cov:spec", "cov:profile_time_per_sample", "cov:profile_flops_per_byte"]

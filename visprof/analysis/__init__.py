@@ -10,8 +10,10 @@ Modules, each small and importable on its own (nothing heavy loads at import):
     sources       results, stores and CSVs -> measurements
     families      a model's family from the timm module that defines it
     compare       speed-ups between two GPUs, sensitivity, aggregates, explanations
+    batch_witness what timm's published batches say of the memory each run held
     predict       a profile on one GPU -> latency on another (roofline scaling per group)
     calibrate     a GPU pair's spec-ratio prediction fitted to a published table, per op type
+    calibration_fleet  the models a calibration sees, from a comparison: buckets and covariates
     calibration_band  the calibration's 80% band: quantiles, and how fast it widens with leverage
     held_out      the calibration judged on models its fit did not see (families held out)
     calibration_sentences  each model's calibrated speed-up told from the fitted ratios

@@ -18,13 +18,12 @@ spec ratios say, and predicts models that are not in the table:
 * four covariates, ``cov:`` columns, fitted toward 0 like the buckets: the log spec prediction
   itself (its slope 1 + its coefficient: where the spec ratios over- or under-state the spread),
   the log time per sample on the profile's GPU and the log FLOPs per byte of the profile (small,
-  low-intensity models gaining less or more than their buckets say), and ``base_time_over_predicted``:
-  the log of the base GPU's published time per sample over the time the profile predicts there
-  (``base_time_over_predicted``), how the model really ran on the base GPU against what its
-  profile says; a model without a published base number gets the fleet's median
-  (``Fleet.covariate_fills``). It was adopted by a rule committed before its test
-  (bench/results/base-residual-2026-12-05/). Each is standardized over the fleet and scaled to
-  COVARIATE_SCALE.
+  low-intensity models gaining less or more than their buckets say), and the log of the base
+  GPU's published time per sample over the time the profile predicts there: how the model really
+  ran on the base GPU against what its profile says; a model without a published base number
+  gets the fleet's median (``Fleet.covariate_fills``). It was adopted by a rule committed before
+  its test (bench/results/base-residual-2026-12-05/). ``visprof.analysis.calibration_fleet``
+  makes them. Each is standardized over the fleet and scaled to COVARIATE_SCALE.
 * ``d0``: one unpenalized offset (the pair's bias against its spec ratios, e.g. a newer driver).
 * every ``d_f`` has a ridge prior at 0, i.e. at the spec model: a bucket few models spend time in
   stays at its roofline prediction. Weighted least squares, each model weighted
@@ -45,15 +44,15 @@ spec ratios say, and predicts models that are not in the table:
 ``visprof.analysis.held_out`` judges it on models the fit did not see (timm families held out,
 or a given test set) against baselines.
 
-Pure NumPy; nothing is read from disk here (``fleet_from_comparison`` takes what
-``visprof.analysis.compare`` and ``visprof.analysis.sources`` give).
+Pure NumPy; nothing is read from disk here (``calibration_fleet.fleet_from_comparison`` takes
+what ``visprof.analysis.compare`` and ``visprof.analysis.sources`` give).
 """
 from __future__ import annotations
 
 import math
 import re
 import zlib
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -76,8 +75,6 @@ MIN_MODELS_PER_FEATURE = 5
 # Covariates (``cov:`` columns) are standardized over the fleet and scaled to this spread, about a
 # bucket share's, so that one ridge strength suits both (fixed a priori, not fitted).
 COVARIATE_SCALE = 0.25
-# The covariate read from the base GPU's published number, which a model outside the base table lacks.
-BASE_COVARIATE = "base_time_over_predicted"
 
 
 @dataclass
@@ -476,120 +473,6 @@ def format_ratio_table(rows: list[BucketRatio], fit: Fit, top: int = 20) -> str:
     return "\n".join(lines) + "\n"
 
 
-# --- from a comparison -----------------------------------------------------------------------
-
-def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequence[str] = ()) -> tuple[Fleet, int]:
-    """The fleet of ``comparison``'s models (``visprof.analysis.compare``) that have a spec
-    prediction and a profile (the one compare read, ``ModelComparison.profile``).
-    Given the GPU ``table``, the models of ``profiles`` (measurements with a result) without both
-    published numbers join it too, with
-    no speed-up (NaN): the fit predicts them; their spec prediction is made at the profile's own
-    batch and the published base rows' most common precision. ``spec_excess``: other ways to
-    scale time off the roof (``predict.EXCESS_MODES``) whose spec-only speed-ups the fleet carries
-    as ``spec_variants`` (needs ``table``). The ``base_time_over_predicted`` covariate is read from
-    each compared model's published base number and the base throughput its profile predicts
-    (``ModelComparison.predicted_base_samples_per_s``). Returns the fleet and how many joined models
-    had no usable profile."""
-    from visprof.analysis.compare import on_base_and_target
-
-    if spec_excess and table is None:
-        raise BadInputError("spec-model variants need the GPU table")
-    by_key: dict[tuple, list] = defaultdict(list)
-    for m in profiles:
-        if m.result is not None:
-            by_key[(m.arch, m.img_size)].append(m)
-    names, fams, buckets, spec, obs, bounds, time, intensity, notes = [], [], [], [], [], [], [], [], []
-    base_over: list[float | None] = []
-    variants: dict[str, list] = {mode: [] for mode in spec_excess}
-
-    def add(name, fam, chosen, base, predicted, speedup, shares, note="", over=None) -> bool:
-        row = buckets_of(chosen.result) if chosen is not None else {}
-        covs = profile_covariates(chosen.result) if row else None
-        if not predicted or not row or covs is None:
-            return False
-        for mode, values in variants.items():
-            values.append(on_base_and_target(chosen, base, comparison.base_spec, comparison.target_spec, table,
-                                             excess=mode).speedup)
-        names.append(name)
-        fams.append(fam)
-        buckets.append(row)
-        spec.append(predicted)
-        obs.append(speedup)
-        bounds.append(shares)
-        time.append(covs[0])
-        intensity.append(covs[1])
-        notes.append(note)
-        base_over.append(over)
-        return True
-
-    missing = 0
-    joined = set()
-    for mc in comparison.models:
-        key = (mc.base.arch, mc.img_size)
-        joined.add(key)
-        note = mc.path_change.clause(comparison.base_name, comparison.target_name) if mc.path_change else ""
-        over = base_time_over_predicted(mc.base.samples_per_s, mc.predicted_base_samples_per_s)
-        if not add(mc.model, mc.family, mc.profile, mc.base, mc.predicted_speedup, mc.speedup, mc.shares, note, over):
-            missing += 1
-    published = len(obs)
-    if published < MIN_MODELS:
-        raise BadInputError(f"{published} model(s) have a profile, a spec prediction and both published numbers "
-                            f"for {comparison.base} -> {comparison.target}; calibration needs at least {MIN_MODELS}")
-    if table is not None and comparison.base_spec is not None and comparison.target_spec is not None:
-        from visprof.analysis.families import family
-
-        precision = base_precision(comparison)
-        for key, cands in sorted(by_key.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
-            if key in joined:
-                continue
-            with_spec = [m for m in cands if m.gpu_id]
-            if not with_spec:
-                continue
-            chosen = with_spec[-1]
-            base, shares, predicted = spec_at_own_batch(chosen, comparison.base_spec, comparison.target_spec, table,
-                                                        precision)
-            add(chosen.model, family(chosen.model), chosen, base, predicted, float("nan"), shares)
-    bound_keys = sorted({b for s in bounds for b in s})
-    extra = {f"bound:{b}": [s.get(b, 0.0) for s in bounds] for b in bound_keys}
-    extra.update({"h200_time_per_sample": time, "flops_per_byte": intensity})
-    # the models without a published base number (the profiled models the fit predicts) at the median
-    known = [v for v in base_over if v is not None]
-    fill = float(np.median(known)) if known else 0.0
-    covariates = {"spec": np.log(spec), "profile_time_per_sample": time, "profile_flops_per_byte": intensity,
-                  BASE_COVARIATE: [fill if v is None else v for v in base_over]}
-    return make_fleet(names, fams, buckets, spec, obs, baseline_features=extra, covariates=covariates,
-                      spec_variants=variants, notes=notes, covariate_fills={BASE_COVARIATE: fill}), missing
-
-
-def base_time_over_predicted(published_samples_per_s: float | None, predicted_samples_per_s: float | None) -> float | None:
-    """The ``base_time_over_predicted`` covariate: log of the base GPU's published time per sample over
-    the time per sample the profile predicts there (both at the published batch); None without both."""
-    if not published_samples_per_s or not predicted_samples_per_s or published_samples_per_s <= 0 \
-            or predicted_samples_per_s <= 0:
-        return None
-    return math.log(predicted_samples_per_s / published_samples_per_s)
-
-
-def base_precision(comparison) -> str | None:
-    """The precision most of the base GPU's published rows were measured at: a profile without a
-    published pair is predicted at it."""
-    return Counter(mc.base.precision for mc in comparison.models).most_common(1)[0][0]
-
-
-def spec_at_own_batch(profile, base_spec, target_spec, table, precision: str | None):
-    """A profile with no published pair: the base measurement it stands for (the profile's own
-    batch, the base table's ``precision``), its time by bound and its spec-predicted speed-up from
-    base to target (None where it cannot be predicted)."""
-    import dataclasses
-
-    from visprof.analysis.compare import on_base_and_target
-
-    base = dataclasses.replace(profile, gpu_name=base_spec.id, gpu_id=base_spec.id, result=None, precision=precision,
-                               kind="reference", samples_per_s=None)
-    on = on_base_and_target(profile, base, base_spec, target_spec, table)
-    return base, on.shares, on.speedup
-
-
 def unpublished_predictions(fit: Fit, fleet: Fleet) -> list[dict]:
     """The fit's speed-up and band for the fleet's models without a published speed-up."""
     idx = np.flatnonzero(~np.isfinite(fleet.log_obs))
@@ -600,21 +483,7 @@ def unpublished_predictions(fit: Fit, fleet: Fleet) -> list[dict]:
              "calibrated": float(a), "low": float(b), "high": float(c)} for i, a, b, c in zip(idx, p, lo, hi)]
 
 
-def profile_covariates(result) -> tuple[float, float] | None:
-    """log time per sample on the profile's GPU, log FLOPs per byte over its category rows; None
-    where the profile lacks either."""
-    rate = result.timing.samples_per_s if result.timing else None
-    flops = sum(r.flops or 0.0 for r in result.categories)
-    moved = sum(r.bytes or 0.0 for r in result.categories)
-    if not rate or rate <= 0 or flops <= 0 or moved <= 0:
-        return None
-    return math.log(1.0 / rate), math.log(flops / moved)
-
-
-__all__ = ["BASE_COVARIATE", "BucketRatio", "COVARIATE_SCALE", "Fit", "Fleet", "LAMBDAS", "MIN_MODELS",
-           "base_precision", "base_time_over_predicted", "bucket_rates", "buckets_of", "covariate_column", "covariate_scale", "family_folds",
-           "fit_calibration", "fit_ridge", "fit_robust",
-           "fleet_from_comparison", "format_ratio_table", "group_op_type", "make_fleet", "op_bucket",
-           "parent_buckets", "profile_covariates", "random_folds", "ratio_table", "select_features",
-           "spec_at_own_batch",
-           "unpublished_predictions"]
+__all__ = ["BucketRatio", "COVARIATE_SCALE", "Fit", "Fleet", "LAMBDAS", "MIN_MODELS",
+           "bucket_rates", "buckets_of", "covariate_column", "covariate_scale", "family_folds",
+           "fit_calibration", "fit_ridge", "fit_robust", "format_ratio_table", "group_op_type", "make_fleet", "op_bucket",
+           "parent_buckets", "random_folds", "ratio_table", "select_features", "unpublished_predictions"]

@@ -4,12 +4,12 @@
 --calibration CAL.json`` and ``visprof compare ... --calibration CAL.json`` then give each profiled
 model its calibrated speed-up from the pair's base to its target with the 80% band, the way
 ``visprof calibrate`` predicts the profiled models its published table lacks: the profile's time
-buckets and covariates (``calibrate.buckets_of``, ``profile_covariates``), the spec-ratio speed-up
+buckets and covariates (``calibrate.buckets_of``, ``calibration_fleet.profile_covariates``), the spec-ratio speed-up
 at the profile's own batch and the base table's precision (``spec_at_own_batch``), the fitted
 corrections on top, and the band widened by the ridge's leverage (``calibration_band``): the band of a model whose timm
 family the fit saw where it did, else that of a family it never saw. The covariates are
 standardized with the fitted fleet's own means and spreads, saved with the fit. The one read from
-the base GPU's published number (``calibrate.BASE_COVARIATE``) is given where the caller has that
+the base GPU's published number (``calibration_fleet.BASE_COVARIATE``) is given where the caller has that
 number (compare's published rows); a profile without one gets the fleet's median, saved with the
 fit too (``covariate_fills``).
 
@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from visprof.analysis.calibrate import (BASE_COVARIATE, Fit, Fleet, buckets_of, covariate_column, profile_covariates,
-                                        spec_at_own_batch)
+from visprof.analysis.calibrate import Fit, Fleet, buckets_of, covariate_column
+from visprof.analysis.calibration_fleet import BASE_COVARIATE, profile_covariates, spec_at_own_batch
 from visprof.analysis.calibration_band import COVERAGE
 from visprof.analysis.families import architecture, family
 from visprof.base.errors import BadInputError
@@ -154,7 +154,7 @@ class SavedCalibration:
         profile lacks what the fit reads (roofline groups, timing, FLOPs and bytes) or the spec
         ratios cannot predict it. ``spec``: its spec-ratio speed-up where the caller has it (compare's,
         at the published batch); else made at the profile's own batch and the base table's precision.
-        ``base_over``: its ``calibrate.base_time_over_predicted`` where the caller has its published
+        ``base_over``: its ``calibration_fleet.base_time_over_predicted`` where the caller has its published
         base number (compare's); else the fitted fleet's median."""
         result = profile.result
         shares = buckets_of(result) if result is not None else {}

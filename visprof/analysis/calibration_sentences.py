@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from visprof.analysis.calibrate import BASE_COVARIATE, Fit, Fleet, bucket_rates
+from visprof.analysis.calibrate import Fit, Fleet, bucket_rates
+from visprof.analysis.calibration_fleet import BASE_COVARIATE
 
 _KINDS = {"cat": "", "sub": "", "op": "", "kf": "kernels "}
 # A covariate whose name alone does not say what it is

@@ -50,7 +50,7 @@ class ModelComparison:
     predicted_speedup: float | None = None  # from the profile's roofline groups and the two spec rows
     predicted_band: tuple[float, float] | None = None  # predict.speedup_band: over how off-roof time may scale
     # the throughput the profile's groups predict on the base GPU, at the published batch: how the
-    # published base number departs from it is a calibration covariate (calibrate.base_time_over_predicted)
+    # published base number departs from it is a calibration covariate (calibration_fleet.base_time_over_predicted)
     predicted_base_samples_per_s: float | None = None
     explanation: str = ""
     profile: Measurement | None = None  # the profile all of the above was read from (profile_for)

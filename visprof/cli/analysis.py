@@ -206,8 +206,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     import numpy as np
 
     from visprof.analysis import sources
-    from visprof.analysis.calibrate import (fit_calibration, fleet_from_comparison, format_ratio_table, ratio_table,
-                                            unpublished_predictions)
+    from visprof.analysis.calibrate import fit_calibration, format_ratio_table, ratio_table, unpublished_predictions
+    from visprof.analysis.calibration_fleet import fleet_from_comparison
     from visprof.analysis.calibration_sentences import sentences
     from visprof.analysis.compare import compare
     from visprof.analysis.held_out import family_held_out

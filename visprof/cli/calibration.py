@@ -11,7 +11,7 @@ class PublishedRow(NamedTuple):
 
     spec: float  # its spec-ratio speed-up at the published batch
     speedup: float  # the published speed-up
-    base_over: float | None  # calibrate.base_time_over_predicted, from its published base number
+    base_over: float | None  # calibration_fleet.base_time_over_predicted, from its published base number
 
 
 def add_calibration_option(parser) -> None:
@@ -22,7 +22,7 @@ def add_calibration_option(parser) -> None:
 
 
 def save_calibration(path: Path, fit, fleet, comparison, held) -> None:
-    from visprof.analysis.calibrate import base_precision
+    from visprof.analysis.calibration_fleet import base_precision
     from visprof.analysis.calibration_file import SavedCalibration
     from visprof.base.errors import BadInputError
 
@@ -53,7 +53,7 @@ def calibration_pair(saved, table, base: str | None, target: str | None, path) -
 def compare_calibrated(saved, comparison, table, top: int | None) -> dict:
     """compare --calibration: each compared model with a profile, calibrated from the profile compare
     read, at the published batch; printed with its published speed-up. id(model comparison) -> it."""
-    from visprof.analysis.calibrate import base_time_over_predicted
+    from visprof.analysis.calibration_fleet import base_time_over_predicted
 
     chosen = [mc for mc in comparison.models if mc.profile is not None and mc.predicted_speedup]
     published = [PublishedRow(mc.predicted_speedup, mc.speedup,

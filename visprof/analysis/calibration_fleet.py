@@ -1,0 +1,150 @@
+"""The calibration's fleet from a comparison (``visprof.analysis.compare``): which models the fit
+sees, their time buckets, spec-ratio speed-ups, published speed-ups and covariates (issue 25).
+
+``fleet_from_comparison`` joins the compared models that have a profile and the profiled models
+without a published pair (which the fit predicts). Besides the buckets (``calibrate.buckets_of``)
+each model has four covariates: its log spec-ratio speed-up, log time per sample and log FLOPs
+per byte of its profile (``profile_covariates``), and ``BASE_COVARIATE``, how it really ran on the
+base GPU against its profile's prediction there (``base_time_over_predicted``), the fleet's median
+for a model without a published base number.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from typing import Sequence
+
+import numpy as np
+
+from visprof.analysis.calibrate import MIN_MODELS, Fleet, buckets_of, make_fleet
+from visprof.base.errors import BadInputError
+
+# The covariate read from the base GPU's published number, which a model outside the base table lacks.
+BASE_COVARIATE = "base_time_over_predicted"
+
+
+def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequence[str] = ()) -> tuple[Fleet, int]:
+    """The fleet of ``comparison``'s models (``visprof.analysis.compare``) that have a spec
+    prediction and a profile (the one compare read, ``ModelComparison.profile``).
+    Given the GPU ``table``, the models of ``profiles`` (measurements with a result) without both
+    published numbers join it too, with
+    no speed-up (NaN): the fit predicts them; their spec prediction is made at the profile's own
+    batch and the published base rows' most common precision. ``spec_excess``: other ways to
+    scale time off the roof (``predict.EXCESS_MODES``) whose spec-only speed-ups the fleet carries
+    as ``spec_variants`` (needs ``table``). The ``base_time_over_predicted`` covariate is read from
+    each compared model's published base number and the base throughput its profile predicts
+    (``ModelComparison.predicted_base_samples_per_s``). Returns the fleet and how many joined models
+    had no usable profile."""
+    from visprof.analysis.compare import on_base_and_target
+
+    if spec_excess and table is None:
+        raise BadInputError("spec-model variants need the GPU table")
+    by_key: dict[tuple, list] = defaultdict(list)
+    for m in profiles:
+        if m.result is not None:
+            by_key[(m.arch, m.img_size)].append(m)
+    names, fams, buckets, spec, obs, bounds, time, intensity, notes = [], [], [], [], [], [], [], [], []
+    base_over: list[float | None] = []
+    variants: dict[str, list] = {mode: [] for mode in spec_excess}
+
+    def add(name, fam, chosen, base, predicted, speedup, shares, note="", over=None) -> bool:
+        row = buckets_of(chosen.result) if chosen is not None else {}
+        covs = profile_covariates(chosen.result) if row else None
+        if not predicted or not row or covs is None:
+            return False
+        for mode, values in variants.items():
+            values.append(on_base_and_target(chosen, base, comparison.base_spec, comparison.target_spec, table,
+                                             excess=mode).speedup)
+        names.append(name)
+        fams.append(fam)
+        buckets.append(row)
+        spec.append(predicted)
+        obs.append(speedup)
+        bounds.append(shares)
+        time.append(covs[0])
+        intensity.append(covs[1])
+        notes.append(note)
+        base_over.append(over)
+        return True
+
+    missing = 0
+    joined = set()
+    for mc in comparison.models:
+        key = (mc.base.arch, mc.img_size)
+        joined.add(key)
+        note = mc.path_change.clause(comparison.base_name, comparison.target_name) if mc.path_change else ""
+        over = base_time_over_predicted(mc.base.samples_per_s, mc.predicted_base_samples_per_s)
+        if not add(mc.model, mc.family, mc.profile, mc.base, mc.predicted_speedup, mc.speedup, mc.shares, note, over):
+            missing += 1
+    published = len(obs)
+    if published < MIN_MODELS:
+        raise BadInputError(f"{published} model(s) have a profile, a spec prediction and both published numbers "
+                            f"for {comparison.base} -> {comparison.target}; calibration needs at least {MIN_MODELS}")
+    if table is not None and comparison.base_spec is not None and comparison.target_spec is not None:
+        from visprof.analysis.families import family
+
+        precision = base_precision(comparison)
+        for key, cands in sorted(by_key.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
+            if key in joined:
+                continue
+            with_spec = [m for m in cands if m.gpu_id]
+            if not with_spec:
+                continue
+            chosen = with_spec[-1]
+            base, shares, predicted = spec_at_own_batch(chosen, comparison.base_spec, comparison.target_spec, table,
+                                                        precision)
+            add(chosen.model, family(chosen.model), chosen, base, predicted, float("nan"), shares)
+    bound_keys = sorted({b for s in bounds for b in s})
+    extra = {f"bound:{b}": [s.get(b, 0.0) for s in bounds] for b in bound_keys}
+    extra.update({"h200_time_per_sample": time, "flops_per_byte": intensity})
+    # the models without a published base number (the profiled models the fit predicts) at the median
+    known = [v for v in base_over if v is not None]
+    fill = float(np.median(known)) if known else 0.0
+    covariates = {"spec": np.log(spec), "profile_time_per_sample": time, "profile_flops_per_byte": intensity,
+                  BASE_COVARIATE: [fill if v is None else v for v in base_over]}
+    return make_fleet(names, fams, buckets, spec, obs, baseline_features=extra, covariates=covariates,
+                      spec_variants=variants, notes=notes, covariate_fills={BASE_COVARIATE: fill}), missing
+
+
+def base_time_over_predicted(published_samples_per_s: float | None, predicted_samples_per_s: float | None) -> float | None:
+    """The ``base_time_over_predicted`` covariate: log of the base GPU's published time per sample over
+    the time per sample the profile predicts there (both at the published batch); None without both."""
+    if not published_samples_per_s or not predicted_samples_per_s or published_samples_per_s <= 0 \
+            or predicted_samples_per_s <= 0:
+        return None
+    return math.log(predicted_samples_per_s / published_samples_per_s)
+
+
+def base_precision(comparison) -> str | None:
+    """The precision most of the base GPU's published rows were measured at: a profile without a
+    published pair is predicted at it."""
+    return Counter(mc.base.precision for mc in comparison.models).most_common(1)[0][0]
+
+
+def spec_at_own_batch(profile, base_spec, target_spec, table, precision: str | None):
+    """A profile with no published pair: the base measurement it stands for (the profile's own
+    batch, the base table's ``precision``), its time by bound and its spec-predicted speed-up from
+    base to target (None where it cannot be predicted)."""
+    import dataclasses
+
+    from visprof.analysis.compare import on_base_and_target
+
+    base = dataclasses.replace(profile, gpu_name=base_spec.id, gpu_id=base_spec.id, result=None, precision=precision,
+                               kind="reference", samples_per_s=None)
+    on = on_base_and_target(profile, base, base_spec, target_spec, table)
+    return base, on.shares, on.speedup
+
+
+def profile_covariates(result) -> tuple[float, float] | None:
+    """log time per sample on the profile's GPU, log FLOPs per byte over its category rows; None
+    where the profile lacks either."""
+    rate = result.timing.samples_per_s if result.timing else None
+    flops = sum(r.flops or 0.0 for r in result.categories)
+    moved = sum(r.bytes or 0.0 for r in result.categories)
+    if not rate or rate <= 0 or flops <= 0 or moved <= 0:
+        return None
+    return math.log(1.0 / rate), math.log(flops / moved)
+
+
+__all__ = ["BASE_COVARIATE", "base_precision", "base_time_over_predicted", "fleet_from_comparison",
+           "profile_covariates", "spec_at_own_batch"]
