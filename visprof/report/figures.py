@@ -284,9 +284,11 @@ def _predicted_panel(ax, models, color, agreement) -> None:
     open_ = [m for m in models if m.predicted_band and not is_decided(m.predicted_band)]
     filled = [m for m in models if not m.predicted_band or is_decided(m.predicted_band)]
     if open_:
+        # the band is the range over the off-roof scalings and the prediction one of them, made by
+        # another route: it can sit a rounding error outside, which matplotlib refuses as a bar
         ax.errorbar([m.predicted_speedup for m in open_], [m.speedup for m in open_],
-                    xerr=[[m.predicted_speedup - m.predicted_band[0] for m in open_],
-                          [m.predicted_band[1] - m.predicted_speedup for m in open_]],
+                    xerr=[[max(0.0, m.predicted_speedup - m.predicted_band[0]) for m in open_],
+                          [max(0.0, m.predicted_band[1] - m.predicted_speedup) for m in open_]],
                     fmt="none", ecolor="#B5B5B5", elinewidth=0.7, alpha=0.6, zorder=2)
         ax.scatter([m.predicted_speedup for m in open_], [m.speedup for m in open_], s=30, facecolors="white",
                    edgecolors=[color(m) for m in open_], linewidths=1.1, zorder=3,
