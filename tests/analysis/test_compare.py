@@ -302,3 +302,22 @@ def test_a_profiled_model_keeps_the_base_throughput_its_profile_predicts():
     assert deit.row()["predicted_base_samples_per_s"] == deit.predicted_base_samples_per_s
     resnet = next(x for x in c.models if x.model == "resnet50")
     assert resnet.predicted_base_samples_per_s is None and resnet.row()["predicted_base_samples_per_s"] is None
+
+
+@pytest.mark.parametrize("bound, base, target, said", [
+    ("memory", "rtx3090", "rtx4090", "the RTX 4090 has only 1.08x the RTX 3090's bandwidth (2.33x its tensor throughput"),
+    ("memory", "rtx4090", "rtx5090", "the RTX 5090 has 1.78x the RTX 4090's bandwidth, more than its 1.27x tensor throughput"),
+    ("tensor", "rtx3090", "rtx4090", "the RTX 4090 has 2.33x the RTX 3090's tensor throughput but 1.08x its bandwidth"),
+    ("tensor", "rtx4090", "rtx5090", "the RTX 5090 has 1.27x the RTX 4090's tensor throughput, less than its 1.78x bandwidth"),
+])
+def test_an_explanation_says_which_ratio_is_the_larger(bound, base, target, said):
+    """The 5090's bandwidth is its largest gain over the 4090: "only 1.78x" misread it (issue 25)."""
+    from visprof.analysis.compare import ModelComparison, explain
+
+    table = gpu_table()
+    b, t = table.get(base), table.get(target)
+    mc = ModelComparison(model="x", img_size=224, family="f", base=m("x", base, 100.0), target=m("x", target, 150.0),
+                         speedup=1.5, shares={bound: 0.8, "launch": 0.05}, shares_from="predicted from h200")
+    names = [g.name.replace("NVIDIA ", "").replace("GeForce ", "") for g in (b, t)]
+    text = explain(mc, 1.4, b, t, names[0], names[1], "fp16")
+    assert said in text, text

@@ -328,15 +328,22 @@ def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: Gpu
     what = f"{m.shares[bound]:.0%} of its {base_name} time is {BOUND_LABELS[bound]} bound ({where} profile)"
     if tensor_ratio is None:
         return f"{head}: {what}"
+    # "only" and "but" where the bound's resource gains less than the other; where it gains more
+    # (the 5090's bandwidth, x1.78 of the 4090's against x1.27 tensor throughput), said so
     if bound == "tensor":
-        why = f"and the {target_name} has {tensor_ratio:.2f}x the {base_name}'s tensor throughput but {bandwidth_ratio:.2f}x its bandwidth"
+        why = (f"and the {target_name} has {tensor_ratio:.2f}x the {base_name}'s tensor throughput but "
+               f"{bandwidth_ratio:.2f}x its bandwidth" if tensor_ratio >= bandwidth_ratio else
+               f"and the {target_name} has {tensor_ratio:.2f}x the {base_name}'s tensor throughput, less than its "
+               f"{bandwidth_ratio:.2f}x bandwidth")
     elif bound == "memory":
         # The predictor keeps the share of activations the target's L2 holds off DRAM: a larger
         # L2 (the 4090's 72 MB against the 3090's 6 MB) is part of why memory-bound work gains.
         l2 = (f", {target.l2_mb / base.l2_mb:.1f}x its L2" if base.l2_mb and target.l2_mb
               and abs(target.l2_mb / base.l2_mb - 1) >= 0.25 else "")
         why = (f"and the {target_name} has only {bandwidth_ratio:.2f}x the {base_name}'s bandwidth "
-               f"({tensor_ratio:.2f}x its tensor throughput{l2})")
+               f"({tensor_ratio:.2f}x its tensor throughput{l2})" if bandwidth_ratio < tensor_ratio else
+               f"and the {target_name} has {bandwidth_ratio:.2f}x the {base_name}'s bandwidth, more than its "
+               f"{tensor_ratio:.2f}x tensor throughput{l2}")
     elif bound == "compute":
         why = f"and the {target_name} has {fp32_ratio:.2f}x the {base_name}'s FP32 throughput, {bandwidth_ratio:.2f}x its bandwidth"
     else:
