@@ -60,12 +60,18 @@ def test_the_cli_tells_named_models_and_says_which_it_does_not_hold():
     fleet = synthetic()
     fleet.models[0] = "resnetv2_50d_gn.a1h_in1k"  # a published row keeps its pretrained tag
     fit = fit_calibration(fleet, lam=0.3)
-    text = _explained(fit, fleet, ["resnetv2_50d_gn", "m1_0", "vit_nothing"])
+    text = _explained(fit, fleet, ["resnetv2_50d_gn", "m1_0", "vit_nothing", "vit_unprofiled"],
+                      {"resnetv2_50d_gn", "m1_0", "vit_unprofiled"})
     lines = text.splitlines()
-    assert len(lines) == 4 and lines[0].startswith("fitted on every model of the pair")
+    assert len(lines) == 5 and lines[0].startswith("told from the fit on all models of the pair (in sample")
     assert lines[1].strip().startswith("resnetv2_50d_gn.a1h_in1k: x") and lines[2].strip().startswith("m1_0: x")
-    assert lines[3].strip() == ("vit_nothing: not among the calibrated models (no profile at a published image size, "
-                                "no spec prediction or no published row)")
+    assert lines[3].strip() == "vit_nothing: not among the calibrated models (no published row on both GPUs under this name)"
+    assert lines[4].strip() == ("vit_unprofiled: not among the calibrated models (published on both GPUs, but no profile at "
+                                "a published image size or no spec prediction)")
+    # a tagged name finds the model under another tag, or none; an exact name only itself
+    for name in ("resnetv2_50d_gn.other_tag", "resnetv2_50d_gn.a1h_in1k"):
+        told = _explained(fit, fleet, [name], set()).splitlines()
+        assert len(told) == 2 and told[1].strip().startswith("resnetv2_50d_gn.a1h_in1k: x"), told
 
 
 def test_a_group_of_one_bucket_is_told_once():

@@ -29,6 +29,7 @@ import numpy as np
 
 from visprof.analysis.calibrate import Fit, Fleet, bucket_rates
 from visprof.analysis.calibration_fleet import BASE_COVARIATE
+from visprof.analysis.families import architecture
 
 _KINDS = {"cat": "", "sub": "", "op": "", "kf": "kernels "}
 # A covariate whose name alone does not say what it is
@@ -130,11 +131,16 @@ def model_sentence(fit: Fit, fleet: Fleet, index: int, top: int = 3) -> ModelSen
 
 def sentences(fit: Fit, fleet: Fleet, models: list[str] | None = None, top: int = 3) -> list[ModelSentence]:
     """Sentences for ``models`` (all of the fleet when None), in the fleet's order. A name matches
-    the model or its pretrained variants (``resnet50`` matches ``resnet50.a1_in1k``); a name
-    the fleet does not hold gives nothing (the caller says so)."""
-    wanted = None if models is None else set(models)
+    the fleet's model of that name; where there is none, every model of its architecture, with or
+    without a pretrained tag on either side (``resnet50`` and ``resnet50.tv_in1k`` both match
+    ``resnet50.a1_in1k``); a name the fleet does not hold gives nothing (the caller says so)."""
+    if models is None:
+        return [model_sentence(fit, fleet, i, top) for i in range(len(fleet.models))]
+    held = set(fleet.models)
+    exact = {name for name in models if name in held}
+    loose = {architecture(name) for name in models if name not in held}
     return [model_sentence(fit, fleet, i, top) for i, name in enumerate(fleet.models)
-            if wanted is None or name in wanted or name.split(".", 1)[0] in wanted]
+            if name in exact or architecture(name) in loose]
 
 
 __all__ = ["Contribution", "ModelSentence", "bucket_label", "group_of", "model_sentence", "sentences"]

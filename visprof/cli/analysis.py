@@ -208,6 +208,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from visprof.analysis import sources
     from visprof.analysis.calibrate import fit_calibration, format_ratio_table, ratio_table, unpublished_predictions
     from visprof.analysis.calibration_fleet import fleet_from_comparison
+    from visprof.analysis.families import architecture
     from visprof.analysis.calibration_sentences import sentences
     from visprof.analysis.compare import compare
     from visprof.analysis.held_out import family_held_out
@@ -246,7 +247,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
               + ", ".join(f"{p['model']} x{p['calibrated']:.2f} ({p['low']:.2f}-{p['high']:.2f})" for p in unpublished[:3])
               + (" ..." if len(unpublished) > 3 else ""))
     if args.explain:
-        print(_explained(fit, fleet, args.explain), end="")
+        print(_explained(fit, fleet, args.explain, {architecture(mc.model) for mc in comparison.models}), end="")
     if args.save is not None:
         save_calibration(args.save, fit, fleet, comparison, held)
     if args.json is not None:
@@ -262,17 +263,20 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _explained(fit, fleet, names: list[str]) -> str:
-    """The sentences of the named models, one line each, fitted on the whole pair; a name the
-    calibration does not hold is said so."""
+def _explained(fit, fleet, names: list[str], published: set[str]) -> str:
+    """The sentences of the named models, one line each, told from the fit on the whole pair; a name
+    the calibration does not hold is said so, and why: not published on both GPUs (``published``:
+    the architectures that are), or published without a usable profile."""
     from visprof.analysis.calibration_sentences import sentences
+    from visprof.analysis.families import architecture
 
-    lines = ["fitted on every model of the pair (held out, each model's figure is its fold's):"]
+    lines = ["told from the fit on all models of the pair (in sample; the held-out figures above come from fits "
+             "without the model's family):"]
     for name in names:
         told = sentences(fit, fleet, [name])
-        lines += [f"  {s.text()}" for s in told] or [
-            f"  {name}: not among the calibrated models (no profile at a published image size, no spec prediction "
-            "or no published row)"]
+        why = ("published on both GPUs, but no profile at a published image size or no spec prediction"
+               if architecture(name) in published else "no published row on both GPUs under this name")
+        lines += [f"  {s.text()}" for s in told] or [f"  {name}: not among the calibrated models ({why})"]
     return "\n".join(lines) + "\n"
 
 
