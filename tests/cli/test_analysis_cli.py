@@ -228,6 +228,9 @@ def test_a_calibration_of_another_pair_or_a_damaged_one_is_one_line(tmp_path, ca
                        "--target", "rtx4090")
     assert code == 2 and f"visprof: error: calibration file {cal} is for rtx4090 -> rtx5090; this comparison is " \
                           f"rtx3090 -> rtx4090" in err and "Traceback" not in err
+    code, _, err = run(capsys, "predict", "--from", h200_results, "--to", "rtx4090", "--calibration", cal)
+    assert code == 2 and f"visprof: error: calibration file {cal} is for rtx4090 -> rtx5090; --to is rtx4090" in err
+    assert len(err.strip().splitlines()) == 1
     cal.write_text('{"schema": "visprof.calibration/1"}')
     code, _, err = run(capsys, "predict", "--from", h200_results, "--to", "rtx4090", "--calibration", cal)
     assert code == 2 and f"calibration file {cal}: not a visprof calibration ('features')" in err

@@ -304,6 +304,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
     _check_outputs(args, json=args.json, csv=args.csv)
     table = _table(args)
     target = table.get(args.target)
+    saved = load_calibration(args, table)  # before minutes of loading
+    if saved is not None and saved.target != target.id:
+        raise BadInputError(f"calibration file {args.calibration} is for {saved.base} -> {saved.target}; --to is "
+                            f"{target.id} (predict onto its target, or give the calibration of this GPU)")
     loaded = sources.load(args.sources, table)
     results = [m.result for m in loaded.profiles if args.model is None or fnmatch.fnmatchcase(m.model, args.model)]
     if not results:
@@ -312,7 +316,6 @@ def cmd_predict(args: argparse.Namespace) -> int:
     left_out = 0
     if not args.every_profile:
         results, left_out = choose_profiles(results, args.batch_size)
-    saved = load_calibration(args, table)
     predictions, skipped = predict_many(results, target, batch_size=args.batch_size, precision=args.precision, table=table,
                                         excess=args.excess)
     if not predictions:
