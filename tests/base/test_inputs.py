@@ -165,3 +165,15 @@ def test_an_empty_toml_rules_file_adds_nothing(tmp_path):
     path.write_text("# nothing yet\n")
     table = CategoryTable.default()
     assert table.extend_from_file(path) == [] and len(table.rules) == len(CategoryTable.default().rules)
+
+
+def test_a_file_cut_inside_a_string_names_where_the_string_starts(tmp_path):
+    from visprof.base.inputs import load_json_file
+
+    path = tmp_path / "cal.json"
+    path.write_text('{"schema": "visprof.calibration/1", "base": "rtx40')
+    with pytest.raises(BadInputError) as info:
+        load_json_file(path, "calibration file")
+    message = str(info.value)
+    assert message.endswith("ends in the middle of its JSON (truncated?): Unterminated string starting at line 1 "
+                            "column 45"), message

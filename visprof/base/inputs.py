@@ -69,10 +69,11 @@ def load_json_file(path: str | Path, what: str) -> Any:
         # The text ran out: at the end, or inside a string that never closes (JSON strings
         # cannot span lines, so an unterminated one on the last line is the end of the file).
         unterminated = exc.msg.startswith("Unterminated string") and "\n" not in text[exc.pos:].rstrip()
+        msg = exc.msg.removesuffix(" at")  # "Unterminated string starting at", which the position follows
         if exc.pos >= len(text.rstrip()) or unterminated:
             raise BadInputError(f"{what} {path} ends in the middle of its JSON (truncated?): "
-                                f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
-        raise BadInputError(f"{what} {path} is not valid JSON: {exc.msg} at line {exc.lineno} "
+                                f"{msg} at line {exc.lineno} column {exc.colno}") from None
+        raise BadInputError(f"{what} {path} is not valid JSON: {msg} at line {exc.lineno} "
                             f"column {exc.colno}") from None
     except ValueError as exc:  # from _no_nan
         raise BadInputError(f"{what} {path} contains {exc}, which is not a JSON number") from None
