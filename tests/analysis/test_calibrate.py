@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from calibration_fleets import kin_fleet
-from visprof.analysis.calibrate import family_folds, fit_calibration, group_op_type, make_fleet, ratio_table
+from visprof.analysis.calibrate import (family_folds, fit_calibration, format_ratio_table, group_op_type, make_fleet,
+                                        ratio_table)
 from visprof.analysis.held_out import family_held_out, held_out_split, in_sample, model_held_out, within_family
 from visprof.base.errors import BadInputError
 
@@ -56,6 +57,10 @@ def test_known_ratios_are_recovered():
     # group norm: its own factor, its category's and the pair's offset
     assert table["sub:normalization/group"].ratio == pytest.approx(math.exp(OFFSET + TRUE["sub:normalization/group"]), rel=0.08)
     assert table["sub:normalization/group"].ratio < 0.5 < table["sub:convolution/depthwise"].ratio
+    text = format_ratio_table(ratio_table(fit, fleet), fit, top=3).splitlines()
+    assert text[0].startswith(f"pair offset x{math.exp(fit.intercept):.3f} of the spec-ratio prediction")
+    assert len(text) == 2 + 3 + 2 and text[5].startswith("  ... 4 more buckets")
+    assert text[6].startswith("  (own: the bucket's factor over its parent's; weight:")  # the columns said
 
 
 def test_prior_keeps_an_unseen_bucket_at_the_spec_model():

@@ -51,7 +51,7 @@ def test_speedup_sensitivity_and_aggregates_with_known_answers():
     assert c.unmatched == {"rtx3090": 1, "rtx4090": 0}
     families = {a.key: (a.count, a.median_speedup) for a in c.by_family}
     assert families == {"vision_transformer": (1, 2.0), "convnext": (1, 1.5), "resnet": (1, 1.2)}
-    assert "gains x2.00 against a median x1.50 (+33%); no profile of it" in c.models[0].explanation
+    assert "gains x2.00 against a median x1.50 (+33%); no profile of it at 224 px to say why" in c.models[0].explanation
     # the other direction: the reciprocal
     back = compare(ms, base="rtx4090", target="3090")
     assert {x.model: x.speedup for x in back.models}["resnet50"] == pytest.approx(1 / 1.2)

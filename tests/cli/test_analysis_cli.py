@@ -111,7 +111,8 @@ def test_predict_uses_one_profile_per_model_unless_asked(tmp_path, capsys):
         result.to_json(folder / f"{name}.json")
     code, out, err = run(capsys, "predict", "--from", folder, "--to", "rtx4090", "-b", "1024", "--json", tmp_path / "a.json")
     assert code == 0, err
-    assert "1 model(s)" in out and "(2 more profile(s) of the same models not used" in out
+    assert "1 model(s)" in out and out.startswith("(2 more profile(s) of the same models not used: per model, image "
+                                                  "size, GPU and precision the one nearest --batch-size")
     assert [p["source_batch"] for p in json.loads((tmp_path / "a.json").read_text())["predictions"]] == [256]
     code, out, err = run(capsys, "predict", "--from", folder, "--to", "rtx4090", "-b", "64", "--json", tmp_path / "b.json")
     chosen = json.loads((tmp_path / "b.json").read_text())["predictions"]
@@ -119,7 +120,8 @@ def test_predict_uses_one_profile_per_model_unless_asked(tmp_path, capsys):
     code, out, err = run(capsys, "predict", "--from", folder, "--to", "rtx4090", "--every-profile")
     assert code == 0 and "3 model(s)" in out and "not used" not in out
     code, out, err = run(capsys, "predict", "--from", folder, "--to", "rtx4090")  # each at its own batch, once
-    assert code == 0 and "2 model(s)" in out and "(1 more profile(s)" in out
+    assert code == 0 and "2 model(s)" in out and out.startswith("(1 more profile(s) of the same models not used: per "
+                                                                "model, image size, GPU, precision and batch the newest;")
 
 
 def test_report_writes_html_and_pngs(tmp_path, capsys, h200_results):

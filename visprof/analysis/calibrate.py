@@ -466,6 +466,8 @@ def format_ratio_table(rows: list[BucketRatio], fit: Fit, top: int = 20) -> str:
         lines.append(f"  {b.feature[:58]:<58} x{b.ratio:>6.3f} x{b.own:>6.3f} {b.weight:>7.1f} {b.models:>6}")
     if len(rows) > top:
         lines.append(f"  ... {len(rows) - top} more buckets, closer to the offset")
+    lines.append(f"  (own: the bucket's factor over its parent's; weight: the models' time in it, family-weighted; "
+                 f"models: those spending >= {MIN_SHARE:.0%} of their time in it)")
     covs = [(f, d) for f, d in zip(fit.features, fit.delta) if f.startswith("cov:")]
     if covs:
         lines.append("  covariates (x per standard deviation over the fleet): "

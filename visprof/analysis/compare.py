@@ -318,9 +318,11 @@ def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: Gpu
         bandwidth_ratio = target.memory_bandwidth_gbs / base.memory_bandwidth_gbs
         fp32_ratio = target.fp32_tflops / base.fp32_tflops
     if not m.shares:
-        tail = "; no profile of it to say why (profile it, or sweep it, on a GPU with a spec row)"
+        # profiles join on the image size: another size's profile does not say why this one gains
+        at = f" at {m.img_size} px" if m.img_size else ""
+        tail = f"; no profile of it{at} to say why (profile it, or sweep it, on a GPU with a spec row)"
         if m.intensity is not None:
-            tail = f"; no profile of it (it does {m.intensity:.0f} MACs per activation)"
+            tail = f"; no profile of it{at} (it does {m.intensity:.0f} MACs per activation)"
         return head + tail
     kernel = {b: v for b, v in m.shares.items() if b != "launch"}
     bound = max(kernel, key=kernel.get)

@@ -321,10 +321,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if not predictions:
         more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
         raise BadInputError(f"nothing could be predicted: {skipped[0]}{more}")
+    if left_out:  # first: the table below can run to thousands of lines
+        rule = ("per model, image size, GPU and precision the one nearest --batch-size, the newest among equals"
+                if args.batch_size else "per model, image size, GPU, precision and batch the newest")
+        print(f"({left_out} more profile(s) of the same models not used: {rule}; --every-profile predicts them all)")
     print(format_predictions(predictions, target.name, skipped), end="")
-    if left_out:
-        print(f"({left_out} more profile(s) of the same models not used: per model the one nearest the batch, the "
-              f"newest among equals; --every-profile predicts them all)")
     calibrated = {}  # (model, image size, batch, GPU) of the profile -> its calibrated speed-up
     if saved:
         used = {id(r) for r in results}
