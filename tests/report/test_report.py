@@ -437,3 +437,14 @@ def test_report_gives_kernel_families_their_work_and_launch_shape_and_the_time_i
             f"this GPU's 132 SMs; {per_sm.share * 100:.1f}% in launches of exactly 132 (persistent kernels") in text
     result.gpu = None  # without the GPU's SM count there is nothing to compare the launches with
     assert "Launch sizes" not in render(result)
+
+
+def test_a_rate_below_one_tflop_s_keeps_its_digits():
+    """On the CPU every category runs below 1 TFLOP/s: one decimal read 0.0 for all of them."""
+    from visprof.report.table import _category_cells
+    from visprof.result import CategoryRow
+
+    slow = CategoryRow("convolution", None, 465.0, 0.675, 20, 11.99e9, 0.0258)
+    fast = CategoryRow("linear", None, 1.0, 0.3, 4, 250e9, 250.04)
+    assert _category_cells("convolution", slow)[5] == "0.026"
+    assert _category_cells("linear", fast)[5] == "250.0"

@@ -48,7 +48,8 @@ def _category_cells(label: str, row: CategoryRow) -> list[str]:
         _share(row.share),
         _fmt(row.kernel_count, "g"),
         _fmt(row.flops or None, ".2f", 1e9),
-        _fmt(row.tflops, ".1f"),
+        # below 1 TFLOP/s (the CPU, a tiny op) three decimals, or every row would read 0.0
+        _fmt(row.tflops, ".1f" if (row.tflops or 0) >= 1 else ".3f"),
         _mib(row.live_bytes_at_peak),
         _mib(row.transient_peak_bytes),
         _mib(row.reserved_bytes_at_peak),
