@@ -20,6 +20,7 @@ from visprof.base.options import AUTOCAST_MODES, GRAD_MODES, PASSES, PRECISIONS
 from visprof.base.errors import BadInputError, VisprofError
 from visprof.cli import nsight as nsight_cli
 from visprof.cli.arguments import img_size, non_negative_int, pass_list, positive_int
+from visprof.cli.closed_stdout import pipe_safe_stdout
 
 EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT (128 + 2)
 
@@ -131,7 +132,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
         render = importlib.import_module("visprof.report.table").render
         table = render(result, top_modules=args.top) if args.top is not None else render(result)
-        _print_report(table)  # on screen before any file is written
+        print(table, flush=True)  # on screen before any file is written (a closed pipe: closed_stdout)
         if args.json is not None:
             writer.write("--json", lambda path: result.to_json(path))
         if args.trace is not None:
@@ -146,16 +147,6 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return writer.exit_code()
 
 
-def _print_report(text: str) -> None:
-    """Prints the report; a reader that went away (`visprof profile m --json r.json | head`)
-    does not cost the files still to write."""
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:
-        # Point stdout at /dev/null, so that the interpreter's flush at exit finds no pipe.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
 
 
 def _check_profile_inputs(args: argparse.Namespace) -> dict[str, Path]:
@@ -372,7 +363,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # --help, --version, or a usage error argparse printed
         return exit_.code if isinstance(exit_.code, int) else 0
     try:
-        return args.handler(args)
+        with pipe_safe_stdout():
+            return args.handler(args)
     except VisprofError as error:
         if os.environ.get("VISPROF_DEBUG"):
             raise

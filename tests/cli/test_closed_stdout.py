@@ -1,0 +1,39 @@
+"""A reader that goes away does not cost the files a command still has to write (a real process:
+its stdout is a pipe whose reading end is closed before it prints)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+TIMM = Path(__file__).resolve().parents[1] / "data" / "timm"
+
+
+def test_compare_writes_its_csv_and_json_when_stdout_is_closed(tmp_path):
+    csvs = sorted(TIMM.glob("*rtx3090.csv")) + sorted(TIMM.glob("*rtx4090.csv"))
+    child = subprocess.Popen([sys.executable, "-m", "visprof", "compare", *map(str, csvs), "--csv", str(tmp_path / "c.csv"),
+                              "--json", str(tmp_path / "c.json")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child.stdout.close()  # like `| head -0`: gone before the first line
+    _, err = child.communicate(timeout=300)
+    assert child.returncode == 0, err.decode()
+    assert b"Traceback" not in err and b"BrokenPipe" not in err
+    assert (tmp_path / "c.csv").read_text().startswith("model,") and (tmp_path / "c.json").stat().st_size > 100
+
+
+def test_the_wrapper_drops_what_follows_a_closed_pipe():
+    from visprof.cli.closed_stdout import _DropWhenClosed
+
+    class Closing:
+        calls = 0
+
+        def write(self, text):
+            Closing.calls += 1
+            raise BrokenPipeError
+
+        def flush(self):
+            raise BrokenPipeError
+
+    out = _DropWhenClosed(Closing())
+    assert out.write("a line\n") == 7 and out.write("another\n") == 8
+    out.flush()
+    assert Closing.calls == 1  # the first write found the pipe closed; nothing is tried after it
