@@ -238,3 +238,25 @@ def test_a_calibration_of_another_pair_or_a_damaged_one_is_one_line(tmp_path, ca
     assert code == 2 and f"calibration file {cal}: not a visprof calibration ('features')" in err
     code, _, err = run(capsys, "calibrate", h200_results, CSV_3090, CSV_4090, "--save", CSV_3090)
     assert code == 2 and f"--save {CSV_3090}: it is the input; writing it would overwrite that input" in err
+
+
+def test_a_file_of_an_input_folder_that_is_not_a_result_is_said(tmp_path, capsys):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    write_results(folder)
+    good = sorted(folder.glob("*.json"))[0]
+    (folder / "cut.json").write_text(good.read_text()[:200])  # a copy cut short
+    code, out, err = run(capsys, "compare", folder, CSV_3090, CSV_4090, "--base", "rtx3090", "--target", "rtx4090")
+    assert code == 0, err
+    assert f"[visprof] skipped 1 file(s) of the input folders: {folder / 'cut.json'} (not a profile result)" in err
+    code, out, err = run(capsys, "predict", "--from", folder, "--to", "rtx4090")
+    assert code == 0 and "skipped 1 file(s) of the input folders" in err
+
+
+def test_report_refuses_a_named_gpu_it_cannot_compare(tmp_path, capsys, h200_results):
+    pytest.importorskip("matplotlib")
+    code, _, err = run(capsys, "report", h200_results, CSV_3090, CSV_4090, "-o", tmp_path / "r.html",
+                       "--base", "nosuch")
+    errors = [line for line in err.splitlines() if not line.startswith("[visprof]")]  # progress lines aside
+    assert code == 2 and len(errors) == 1 and errors[0].startswith("visprof: error: ") and "nosuch" in errors[0]
+    assert not (tmp_path / "r.html").exists()

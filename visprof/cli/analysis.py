@@ -126,6 +126,18 @@ def _say(text: str) -> None:
     print(f"[visprof] {text}", file=sys.stderr, flush=True)
 
 
+def _load(paths, table):
+    """``sources.load``, saying which files inside the input folders it passed over (a JSON that is
+    not a profile result, e.g. one truncated or another tool's), so that none is left out unseen."""
+    from visprof.analysis import sources
+
+    loaded = sources.load(paths, table)
+    if loaded.skipped:
+        shown = "; ".join(loaded.skipped[:3]) + (f"; and {len(loaded.skipped) - 3} more" if len(loaded.skipped) > 3 else "")
+        _say(f"skipped {len(loaded.skipped)} file(s) of the input folders: {shown}")
+    return loaded
+
+
 def cmd_import_timm(args: argparse.Namespace) -> int:
     from visprof.analysis.sources import csv_gpu
     from visprof.analysis.store_adapter import open_store
@@ -173,7 +185,6 @@ def _check_outputs(args: argparse.Namespace, **paths) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from visprof.analysis import sources
     from visprof.analysis.compare import compare
     from visprof.base.outputs import atomic_write_text
     from visprof.report.compare_text import format_comparison, rows_to_csv
@@ -183,7 +194,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     saved = load_calibration(args, table)
     base, target = calibration_pair(saved, table, args.base, args.target, args.calibration) if saved else (args.base,
                                                                                                           args.target)
-    loaded = sources.load(args.sources, table)
+    loaded = _load(args.sources, table)
     _say(f"{len(loaded.measurements)} measurements; joining models (timm's registry gives their families)")
     comparison = compare(loaded.measurements, base, target, table)
     print(format_comparison(comparison, top=None if args.all else args.top), end="")
@@ -205,7 +216,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from visprof.analysis import sources
     from visprof.analysis.calibrate import fit_calibration, format_ratio_table, ratio_table, unpublished_predictions
     from visprof.analysis.calibration_fleet import fleet_from_comparison
     from visprof.analysis.families import architecture
@@ -221,7 +231,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise BadInputError(f"--folds must be at least 2, not {args.folds}")
     _check_outputs(args, json=args.json, save=args.save)
     table = _table(args)
-    loaded = sources.load(args.sources, table)
+    loaded = _load(args.sources, table)
     if not loaded.profiles:
         raise BadInputError("no profile results in the inputs (calibrate needs visprof profiles of some of the models)")
     _say(f"{len(loaded.measurements)} measurements ({len(loaded.profiles)} profiles); joining and predicting")
@@ -295,7 +305,6 @@ def prediction_row(p) -> dict:
 def cmd_predict(args: argparse.Namespace) -> int:
     import fnmatch
 
-    from visprof.analysis import sources
     from visprof.analysis.predict import choose_profiles, predict_many
     from visprof.base.errors import BadInputError
     from visprof.base.outputs import atomic_write_text
@@ -308,7 +317,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if saved is not None and saved.target != target.id:
         raise BadInputError(f"calibration file {args.calibration} is for {saved.base} -> {saved.target}; --to is "
                             f"{target.id} (predict onto its target, or give the calibration of this GPU)")
-    loaded = sources.load(args.sources, table)
+    loaded = _load(args.sources, table)
     results = [m.result for m in loaded.profiles if args.model is None or fnmatch.fnmatchcase(m.model, args.model)]
     if not results:
         raise BadInputError("no profile results in the inputs" + (f" match {args.model!r}" if args.model else "")
@@ -355,7 +364,6 @@ def _json_default(value):
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from visprof.analysis import sources
     from visprof.report.figures import require_matplotlib
     from visprof.report.html import build_report, check_report_outputs
 
@@ -364,7 +372,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     require_matplotlib()
     table = _table(args)
     calibration = load_calibration(args, table)
-    loaded = sources.load(args.sources, table)
+    loaded = _load(args.sources, table)
     _say(f"{len(loaded.measurements)} measurements ({len(loaded.profiles)} profiles); drawing")
     written = build_report(loaded, args.output, png_dir=args.png_dir, base=args.base, target=args.target,
                            title=args.title, table=table, calibration=calibration)

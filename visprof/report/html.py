@@ -177,7 +177,8 @@ def _comparison(loaded, base, target, table, notes):
     from visprof.analysis.compare import busiest_pair, compare, gpu_keys
 
     keys = gpu_keys(loaded.measurements)
-    if len(keys) < 2 and not (base or target):
+    named = bool(base or target)  # the user asked for this pair: a pair that fails is their mistake
+    if len(keys) < 2 and not named:
         return None
     if len(keys) > 2 and not (base and target):
         pair = busiest_pair(loaded.measurements)
@@ -190,6 +191,8 @@ def _comparison(loaded, base, target, table, notes):
     try:
         comparison = compare(loaded.measurements, base, target, table)
     except BadInputError as exc:
+        if named:
+            raise
         notes.append(f"no speed-up section: {exc}")
         return None
     notes.extend(n for n in (comparison.software, comparison.paths) if n)
