@@ -155,6 +155,10 @@ def test_cli_bad_lambda_is_a_one_line_error(tmp_path, capsys):
     code = main(["calibrate", str(tmp_path / "refs.db"), str(tmp_path / "profiles.db"), "--lambda", "-1"])
     err = capsys.readouterr().err.strip()
     assert code != 0 and "--lambda must be a positive number" in err and "\n" not in err
+    for folds in ("0", "1"):  # one wording for both: a single fold leaves nothing to fit on
+        code = main(["calibrate", str(tmp_path / "refs.db"), str(tmp_path / "profiles.db"), "--folds", folds])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and f"--folds: must be >= 2, got {folds}" in err and "\n" not in err
 
 
 def test_op_type_spellings_of_two_capture_levels_are_one_type():

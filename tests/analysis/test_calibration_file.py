@@ -129,7 +129,11 @@ def test_a_file_saved_before_the_band_s_leverage_coefficient_keeps_its_band(prof
     (lambda d: d.update(q_low="low"), "q_low is not a finite number"),
     (lambda d: d.update(q_low_seen=-0.1, q_high_seen="x", fitted_families=[]), "q_high_seen is not a finite number"),
     (lambda d: d.update(q_low_seen=-0.1, q_high_seen=0.1) or d.pop("fitted_families"), "fitted_families"),
-    (lambda d: d.pop("intercept"), "intercept"),
+    (lambda d: d.pop("intercept"), "not a visprof calibration (no 'intercept')"),
+    (lambda d: d.update(features=list(range(len(d["features"])))), "features are not all bucket names"),
+    (lambda d: d.update(covariate_scales=[[0.0, 1.0]]), "covariate_scales is not a table of covariates"),
+    (lambda d: d.clear() or d.update(ratios=[], held_out={}, sentences=[]),
+     "that is `visprof calibrate --json` output: the file to apply is the one --save writes"),
     (lambda d: d.update(band_c="wide"), "band_c is not a finite number"),
     (lambda d: d.update(band_c_seen=-1.0), "a band cannot narrow with the leverage"),
 ])

@@ -233,6 +233,9 @@ def test_a_calibration_of_another_pair_or_a_damaged_one_is_one_line(tmp_path, ca
     code, _, err = run(capsys, "predict", "--from", h200_results, "--to", "rtx4090", "--calibration", cal)
     assert code == 2 and f"visprof: error: calibration file {cal} is for rtx4090 -> rtx5090; --to is rtx4090" in err
     assert len(err.strip().splitlines()) == 1
+    # the pair taken from the file, which the inputs do not hold: the error says where the GPUs came from
+    code, _, err = run(capsys, "compare", h200_results, CSV_3090, CSV_4090, "--calibration", cal)
+    assert code == 2 and f"(the GPUs of the calibration file {cal}: rtx4090 -> rtx5090)" in err
     cal.write_text('{"schema": "visprof.calibration/1"}')
     code, _, err = run(capsys, "predict", "--from", h200_results, "--to", "rtx4090", "--calibration", cal)
     assert code == 2 and f"calibration file {cal}: not a visprof calibration ('features')" in err

@@ -103,20 +103,29 @@ class SavedCalibration:
         doc = load_json_file(path, "calibration file")
         try:
             return cls.from_dict(doc)
-        except (KeyError, TypeError, ValueError) as exc:
+        except KeyError as exc:
+            raise BadInputError(f"calibration file {path}: not a visprof calibration (no {exc.args[0]!r})") from None
+        except (TypeError, ValueError) as exc:
             raise BadInputError(f"calibration file {path}: not a visprof calibration ({exc})") from None
 
     @classmethod
     def from_dict(cls, doc: Any) -> "SavedCalibration":
         """Raises KeyError, TypeError or ValueError naming what does not fit."""
         if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-            raise ValueError(f"schema is {doc.get('schema') if isinstance(doc, dict) else None!r}, not {SCHEMA!r}")
-        features = [str(f) for f in _list(doc, "features")]
+            # calibrate --json writes the fit's tables and figures, --save the file to apply
+            hint = ("; that is `visprof calibrate --json` output: the file to apply is the one --save writes"
+                    if isinstance(doc, dict) and {"ratios", "held_out"} <= set(doc) else "")
+            raise ValueError(f"schema is {doc.get('schema') if isinstance(doc, dict) else None!r}, not {SCHEMA!r}{hint}")
+        features = _list(doc, "features")
+        if not all(isinstance(f, str) and f for f in features):
+            raise TypeError("features are not all bucket names")
         delta = _numbers(doc, "delta")
         a_inv = np.array([_numbers({"row": row}, "row") for row in _list(doc, "A_inv")], dtype=float)
         if len(delta) != len(features) or a_inv.shape != (len(features) + 1,) * 2:
             raise ValueError(f"{len(features)} features, {len(delta)} corrections and a {a_inv.shape} variance matrix")
-        scales = {str(k): tuple(_numbers({"scale": v}, "scale")) for k, v in dict(doc["covariate_scales"]).items()}
+        if not isinstance(doc["covariate_scales"], dict):
+            raise TypeError("covariate_scales is not a table of covariates")
+        scales = {str(k): tuple(_numbers({"scale": v}, "scale")) for k, v in doc["covariate_scales"].items()}
         unknown = [f for f in features if f.startswith("cov:") and f[4:] not in scales]
         if unknown or any(len(v) != 2 or v[1] <= 0 for v in scales.values()):
             raise ValueError(f"covariate scales missing or invalid ({', '.join(unknown) or 'a spread <= 0'})")

@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from visprof.cli.arguments import positive_int
+from visprof.cli.arguments import fold_count, positive_int
 from visprof.cli.calibration import (add_calibration_option, calibrated_section, calibration_pair, compare_calibrated,
                                      csv_columns, load_calibration, save_calibration)
 
@@ -87,7 +87,7 @@ def add_analysis_commands(commands) -> None:
     cal.add_argument("sources", nargs="+", metavar="SOURCE", help=_sources_help("published numbers and profiles"))
     cal.add_argument("--base", metavar="GPU", help="the GPU the speed-up is from (default: the first of two)")
     cal.add_argument("--target", metavar="GPU", help="the GPU it is to (default: the other)")
-    cal.add_argument("--folds", type=positive_int, default=5, metavar="K", help="family folds of the held-out test (default 5)")
+    cal.add_argument("--folds", type=fold_count, default=5, metavar="K", help="family folds of the held-out test (default 5)")
     cal.add_argument("--lambda", dest="lam", type=float, metavar="L",
                      help="ridge strength (default: chosen by family-held-out CV inside each training set)")
     cal.add_argument("--top", type=positive_int, default=20, metavar="N", help="buckets shown in the ratio table (default 20)")
@@ -186,6 +186,7 @@ def _check_outputs(args: argparse.Namespace, **paths) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from visprof.analysis.compare import compare
+    from visprof.base.errors import BadInputError
     from visprof.base.outputs import atomic_write_text
     from visprof.report.compare_text import format_comparison, rows_to_csv
 
@@ -196,7 +197,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                                                                                           args.target)
     loaded = _load(args.sources, table)
     _say(f"{len(loaded.measurements)} measurements; joining models (timm's registry gives their families)")
-    comparison = compare(loaded.measurements, base, target, table)
+    try:
+        comparison = compare(loaded.measurements, base, target, table)
+    except BadInputError as exc:
+        if saved and not (args.base and args.target):  # the pair came from the file, not the command line
+            raise BadInputError(f"{exc} (the GPUs of the calibration file {args.calibration}: {saved.base} -> "
+                                f"{saved.target})") from None
+        raise
     print(format_comparison(comparison, top=None if args.all else args.top), end="")
     calibrated = compare_calibrated(saved, comparison, table, None if args.all else args.top) if saved else {}
     if args.json is not None:
@@ -227,8 +234,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     if args.lam is not None and not (math.isfinite(args.lam) and args.lam > 0):
         raise BadInputError(f"--lambda must be a positive number, not {args.lam}")
-    if args.folds < 2:
-        raise BadInputError(f"--folds must be at least 2, not {args.folds}")
     _check_outputs(args, json=args.json, save=args.save)
     table = _table(args)
     loaded = _load(args.sources, table)

@@ -5,7 +5,7 @@ import argparse
 
 from visprof.base.options import PASSES
 
-__all__ = ["positive_int", "non_negative_int", "int_at_least", "img_size", "pass_list"]
+__all__ = ["positive_int", "non_negative_int", "int_at_least", "fold_count", "img_size", "pass_list"]
 
 
 def positive_int(text: str) -> int:
@@ -14,6 +14,11 @@ def positive_int(text: str) -> int:
 
 def non_negative_int(text: str) -> int:
     return int_at_least(text, 0)
+
+
+def fold_count(text: str) -> int:
+    """A number of cross-validation folds: one fold leaves nothing to fit on."""
+    return int_at_least(text, 2)
 
 
 def int_at_least(text: str, minimum: int) -> int:
