@@ -238,7 +238,7 @@ def test_a_calibration_of_another_pair_or_a_damaged_one_is_one_line(tmp_path, ca
     assert code == 2 and f"(the GPUs of the calibration file {cal}: rtx4090 -> rtx5090)" in err
     cal.write_text('{"schema": "visprof.calibration/1"}')
     code, _, err = run(capsys, "predict", "--from", h200_results, "--to", "rtx4090", "--calibration", cal)
-    assert code == 2 and f"calibration file {cal}: not a visprof calibration ('features')" in err
+    assert code == 2 and f"calibration file {cal}: not a visprof calibration (no 'features')" in err
     code, _, err = run(capsys, "calibrate", h200_results, CSV_3090, CSV_4090, "--save", CSV_3090)
     assert code == 2 and f"--save {CSV_3090}: it is the input; writing it would overwrite that input" in err
 
