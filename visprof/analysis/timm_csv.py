@@ -105,7 +105,8 @@ def parse_benchmark_csv(text: str, *, source: str, gpu_name: str, precision: str
     meta = parse_benchmark_filename(source)
     precision = precision or meta["precision"]
     if precision is None:
-        raise BadInputError(f"{source}: the file name does not say the precision (amp, fp32, ...); give --precision")
+        raise BadInputError(f"{source}: the file name does not say the precision (amp, fp32, ...): give it with "
+                            f"visprof import-timm FILE --precision P [--gpu GPU] --store STORE, and read the store")
     if precision.lower() not in PRECISION_WORDS:  # it is stored with every row: a typo would stay there
         raise BadInputError(f"{source}: unknown precision {precision!r}; choose from {', '.join(PRECISION_WORDS)}")
     precision = PRECISION_WORDS[precision.lower()]
