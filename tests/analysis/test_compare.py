@@ -275,6 +275,16 @@ def test_numbers_of_two_torch_versions_are_said_so(tmp_path):
     assert c.software.startswith("the RTX 3090 numbers were measured under torch 2.4.0, CUDA 12.4 and the "
                                  "RTX 5090's under torch 2.9.1, CUDA 13.0: ")
     assert c.software in c.notes
+    # and the odd row is said: the target's rows mix two versions
+    assert c.software.endswith("; the RTX 5090 rows mix PyTorch versions (2 under torch 2.9.1, 1 under torch 2.4.0): "
+                               "each model's row is the one that matches the other GPU's best, so the speed-ups mix "
+                               "software versions; give one table per GPU")
+    one_side = [m(name, gpu, 100 + i, torch=torch) for i, (name, gpu, torch) in enumerate([
+        ("resnet50", "rtx4090", "2.9.1"), ("resnet50", "rtx5090", "2.9.1"),
+        ("convnext_tiny", "rtx4090", "2.4.0"), ("convnext_tiny", "rtx5090", "2.9.1"),
+        ("vit_base_patch16_224", "rtx4090", "2.9.1"), ("vit_base_patch16_224", "rtx5090", "2.9.1")])]
+    assert compare(one_side).software.startswith("the RTX 4090 rows mix PyTorch versions (2 under torch 2.9.1, "
+                                                 "1 under torch 2.4.0)")
 
 
 def test_timm_csvs_and_profiles_carry_their_software():

@@ -416,17 +416,26 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
 
 
 def software_note(models: list[ModelComparison], base_name: str, target_name: str) -> str | None:
-    """A warning where most of the base GPU's numbers and most of the target's were measured under
-    different PyTorch versions (as the sources record them); None where they agree or either is not
-    known. A CUDA version alone is not warned of: a new GPU needs a newer one (the 5090 CUDA 12.8 or
+    """A warning where one GPU's compared rows mix PyTorch versions, or where most of the base GPU's
+    numbers and most of the target's were measured under different versions (as the sources record
+    them); None where they agree or either is not known. A CUDA version alone is not warned of: a new GPU needs a newer one (the 5090 CUDA 12.8 or
     later), and timm's tables cannot tell its effect from the GPU's."""
     def usual(values) -> str | None:
         known = Counter(v for v in values if v)
         return known.most_common(1)[0][0] if known else None
 
+    # one GPU's rows under two versions (its tables of two timm releases given together): each
+    # model's row is the one matching the other side best, so its speed-up may take either
+    mixed = []
+    for side, name in (("base", base_name), ("target", target_name)):
+        counts = Counter(getattr(m, side).torch for m in models if getattr(m, side).torch)
+        if len(counts) > 1:
+            mix = ", ".join(f"{n} under torch {v}" for v, n in counts.most_common())
+            mixed.append(f"the {name} rows mix PyTorch versions ({mix}): each model's row is the one that matches "
+                         f"the other GPU's best, so the speed-ups mix software versions; give one table per GPU")
     base_torch, target_torch = usual(m.base.torch for m in models), usual(m.target.torch for m in models)
     if not base_torch or not target_torch or base_torch == target_torch:
-        return None
+        return "; ".join(mixed) or None
     base_sw = usual(m.base.software for m in models if m.base.torch == base_torch)
     target_sw = usual(m.target.software for m in models if m.target.torch == target_torch)
     # bench/results/software-rows-2026-12-04: timm's RTX 4090 under torch 2.4.0 and 2.9.1 moved 206 of
@@ -436,7 +445,7 @@ def software_note(models: list[ModelComparison], base_name: str, target_name: st
     return (f"the {base_name} numbers were measured under {base_sw} and the {target_name}'s under {target_sw}: "
             f"the speed-ups carry the software's change as well as the GPUs', which no profile sees (on timm's "
             f"tables one GPU under torch 2.4 and 2.9.1 moved 1 model in 6 by more than 5%); a calibration fitted "
-            f"on them is noisier (docs/hardware-sensitivity.md)")
+            f"on them is noisier (docs/hardware-sensitivity.md)" + "".join(f"; {m}" for m in mixed))
 
 
 def witness_path_changes(models: list[ModelComparison], base_spec: GpuSpec | None, target_spec: GpuSpec | None,
