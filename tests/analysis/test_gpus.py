@@ -102,6 +102,10 @@ def test_environment_variable_extends_the_table(tmp_path, monkeypatch):
     path.write_text(USER_ROW.format(id="env-gpu"))
     monkeypatch.setenv("VISPROF_GPUS", str(path))
     assert gpu_table().get("env-gpu").sms == 10
+    monkeypatch.setenv("VISPROF_GPUS", str(tmp_path / "nonexist.toml"))
+    with pytest.raises(BadInputError) as caught:  # where the path came from is said
+        gpu_table()
+    assert str(caught.value).startswith("$VISPROF_GPUS: ") and "nonexist.toml" in str(caught.value)
 
 
 @pytest.mark.parametrize("edit, message", [

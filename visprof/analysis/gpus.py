@@ -249,7 +249,10 @@ def gpu_table(extra: str | Path | None = None) -> GpuTable:
     table = GpuTable.default()
     env = os.environ.get(ENV_FILE)
     if env:
-        table.extend_from_file(env)
+        try:
+            table.extend_from_file(env)
+        except BadInputError as exc:  # the user may not know where the path came from
+            raise BadInputError(f"${ENV_FILE}: {exc}") from None
     if extra is not None:
         table.extend_from_file(extra)
     return table
