@@ -330,3 +330,17 @@ def test_run_ncu_drops_what_this_ncu_rejects_and_runs_the_child_for_real(tmp_pat
     assert all(a["ascii"] == "1" for a in attempts)  # the child pushes its ranges' text
     last = attempts[-1]["args"]
     assert last[last.index("--nvtx-include") + 1] == "visprof@attention/" and "--clock-control" in last
+
+
+def test_no_gpu_here_has_the_exit_code_of_no_gpu_and_no_advice_to_use_the_cpu(monkeypatch, capsys):
+    from visprof.base import hardware
+
+    monkeypatch.setattr(hardware, "torch_cuda", lambda: None)  # a machine without a GPU, wherever this runs
+    for device in ([], ["--device", "cuda"], ["--device", "auto"]):
+        assert cli.main(["ncu", "resnet50", "-c", "attention", *device]) == 4  # docs/cli.md: no GPU visible
+        err = capsys.readouterr().err
+        assert err.startswith("visprof: error: visprof ncu needs a GPU: Nsight Compute measures GPU kernels, and no "
+                              "CUDA GPU is visible to PyTorch (") and err.endswith("); run it on a GPU machine\n")
+    assert cli.main(["ncu", "resnet50", "-c", "attention", "--device", "cpu"]) == 2  # asking for the CPU is the mistake
+    assert capsys.readouterr().err == ("visprof: error: visprof ncu needs a GPU: Nsight Compute measures GPU kernels, "
+                                       "not --device cpu\n")

@@ -335,3 +335,17 @@ def test_the_command_fails_in_one_line_on_a_bad_file(tmp_path, capsys):
     assert cli.main(["nsys", "import", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("visprof: error:") and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("damage", ["cut short", "overwritten in the middle"])
+def test_a_damaged_export_is_told_apart_from_a_file_that_is_not_sqlite(tmp_path, capsys, damage):
+    whole = unzip("resnet50.schema3.sqlite.gz", tmp_path).read_bytes()
+    middle = len(whole) // 2
+    damaged = tmp_path / "damaged.sqlite"
+    # an interrupted copy, or pages that SQLite reads only once a query reaches the NVTX and kernel tables
+    damaged.write_bytes(whole[:middle] if damage == "cut short" else
+                        whole[:middle] + b"\xff" * 65536 + whole[middle + 65536:])
+    assert cli.main(["nsys", "import", str(damaged)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"visprof: error: {damaged} is a damaged or truncated SQLite file (database disk image is "
+                   "malformed); export the report again with nsys export --type sqlite\n")

@@ -146,3 +146,21 @@ def test_a_real_nsys_records_visprofs_ranges(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "visprof", "nsys", "import", str(tmp_path / "r.sqlite")],
                           capture_output=True, text=True, env=env, cwd=tmp_path)
     assert proc.returncode == 2 and "no CUDA activity at all" in proc.stderr
+
+
+def test_a_tool_given_as_a_path_in_this_folder_runs_by_that_path(tmp_path, monkeypatch, capsys):
+    """`--nsys ./nsys` (or $VISPROF_NCU=./ncu): Path("./nsys") prints as "nsys", which subprocess
+    would look up on PATH, where there is none."""
+    nsys = stand_in(tmp_path, unzip("deit_small_patch16_224.schema3.sqlite.gz", tmp_path))
+    ncu = nsys.with_name("ncu")
+    ncu.write_text("#!/bin/sh\necho 'NVIDIA (R) Nsight Compute Command Line Profiler Version 2025.3.1.0'\n")
+    ncu.chmod(0o755)
+    monkeypatch.chdir(nsys.parent)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("VISPROF_NCU", "./ncu")
+    assert cli.main(["nsys", "run", "--nsys", "./nsys", "--no-import", "-o", str(tmp_path / "run"), "--",
+                     sys.executable, "-c", "pass"]) == 0, capsys.readouterr().err
+    assert [json.loads(line)[0] for line in (tmp_path / "nsys.log").read_text().splitlines()] == ["profile", "export"]
+    assert tools.find_tool("ncu") == ncu and tools.find_tool("ncu").is_absolute()
+    from visprof.nsight.ncu_run import ncu_version
+    assert ncu_version(tools.find_tool("ncu")) == "ncu 2025.3.1.0"

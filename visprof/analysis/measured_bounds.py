@@ -15,16 +15,20 @@ too coarse a key.
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from visprof.attribution.op_types import kernel_family
 from visprof.base.errors import BadInputError
+from visprof.base.inputs import describe_value, load_json_file
+from visprof.result import SCHEMA as RESULT_SCHEMA
 
 LATENCY_BOUND_PCT = 40.0  # neither SM nor DRAM past this share of peak: latency/launch bound
 FORMAT = "visprof.bounds/1"
+BOUNDS = ("compute", "memory", "latency")  # what counter_bound names
 
 
 def gpu_name(result) -> str | None:
@@ -73,15 +77,26 @@ class BoundLibrary:
         return {"format": FORMAT, "gpu": self.gpu, "tool": self.tool, "entries": [asdict(e) for e in self.entries]}
 
     @classmethod
-    def from_dict(cls, doc: dict) -> "BoundLibrary":
+    def from_dict(cls, doc: Any, source: str = "bound library") -> "BoundLibrary":
+        """The library of a parsed JSON document, every field checked: BadInputError starting with
+        ``source`` (``load`` names the file) and naming the first field that does not fit."""
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            raise BadInputError(f"not a visprof bound library (format={doc.get('format') if isinstance(doc, dict) else None!r})")
-        try:
-            entries = [BoundEntry(**{**e, "dram_pct_range": tuple(e["dram_pct_range"]) if e.get("dram_pct_range") else None})
-                       for e in doc["entries"]]
-            return cls(gpu=doc["gpu"], tool=doc["tool"], entries=entries)
-        except (KeyError, TypeError) as exc:
-            raise BadInputError(f"bound library: an entry does not fit ({type(exc).__name__}: {exc})") from None
+            raise BadInputError(f"{source} {_not_a_library(doc)}")
+        _check_fields(doc, _LIBRARY_FIELDS, source)
+        entries, seen = [], {}
+        for i, e in enumerate(doc["entries"]):
+            where = f"entries[{i}]"
+            if not isinstance(e, dict):
+                raise BadInputError(f"{source}: {where}: expected an object, got {describe_value(e)}")
+            _check_fields(e, _ENTRY_FIELDS, source, where + ".")
+            entry = BoundEntry(**{**{k: e[k] for k in _ENTRY_FIELDS},
+                                  "dram_pct_range": tuple(e["dram_pct_range"]) if e["dram_pct_range"] else None})
+            if entry.key in seen:  # lookup() would keep one of the two unseen
+                raise BadInputError(f"{source}: {where}: {entry.family} ({entry.category}) is listed twice "
+                                    f"(also entries[{seen[entry.key]}])")
+            seen[entry.key] = i
+            entries.append(entry)
+        return cls(gpu=doc["gpu"], tool=doc["tool"], entries=entries)
 
     def save(self, path: str | Path) -> None:
         from visprof.base.outputs import atomic_write_text
@@ -90,9 +105,64 @@ class BoundLibrary:
 
     @classmethod
     def load(cls, path: str | Path) -> "BoundLibrary":
-        from visprof.base.inputs import load_json_file
+        return cls.from_dict(load_json_file(path, "bound library"), f"bound library {path}")
 
-        return cls.from_dict(load_json_file(path, "bound library"))
+
+def _not_a_library(doc: Any) -> str:
+    """What a document that is not a bound library is instead, for its one-line refusal."""
+    if not isinstance(doc, dict):
+        return f"is not a visprof bound library (its JSON is {describe_value(doc)}, not an object)"
+    if doc.get("schema") == RESULT_SCHEMA:  # `bounds coverage` given its arguments the other way round
+        return ("is a visprof profile result, not a visprof bound library; the library comes first: "
+                "visprof bounds coverage LIBRARY SOURCE ...")
+    found = doc.get("format")
+    found = repr(found) if isinstance(found, str) else describe_value(found)
+    return f"is not a visprof bound library (its format is {found}, this visprof reads {FORMAT!r})"
+
+
+def _amount(value: Any) -> bool:
+    """A finite number >= 0 (JSON reads 1e999 as infinity)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+def _amount_or_null(value: Any) -> bool:
+    return value is None or _amount(value)
+
+
+def _name(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+# What each field of a library must hold, as (fits, what it must be). A damaged or hand-edited
+# file would otherwise print "weird 99%", or add a null weight as nothing.
+_LIBRARY_FIELDS = {
+    "gpu": (_name, "the GPU's name"),
+    "tool": (lambda v: isinstance(v, str), "a string (the ncu version)"),
+    "entries": (lambda v: isinstance(v, list), "a list of kernel families"),
+}
+_ENTRY_FIELDS = {
+    "family": (_name, "a kernel family name"),
+    "category": (_name, "a category name"),
+    "models": (lambda v: isinstance(v, list) and all(map(_name, v)), "a list of model names"),
+    "launches": (lambda v: isinstance(v, int) and _amount(v), "a whole number >= 0"),
+    "weight_ns": (_amount, "a number >= 0"),
+    "sm_pct": (_amount_or_null, "a number >= 0 or null"),
+    "dram_pct": (_amount_or_null, "a number >= 0 or null"),
+    "tensor_pct": (_amount_or_null, "a number >= 0 or null"),
+    "dram_pct_range": (lambda v: v is None or isinstance(v, list) and len(v) == 2 and all(map(_amount, v)),
+                       "[lowest, highest] or null"),
+    "bound": (lambda v: v is None or v in BOUNDS, f"one of {', '.join(BOUNDS)} or null"),
+}
+
+
+def _check_fields(doc: dict, fields: dict, source: str, prefix: str = "") -> None:
+    """BadInputError for the first of ``fields`` that ``doc`` lacks or holds in a form it cannot take,
+    its path written as visprof.base.typed_json writes it (``entries[3].bound``)."""
+    for key, (fits, what) in fields.items():
+        if key not in doc:
+            raise BadInputError(f"{source}: {prefix}{key}: missing ({what})")
+        if not fits(doc[key]):
+            raise BadInputError(f"{source}: {prefix}{key}: expected {what}, got {describe_value(doc[key])}")
 
 
 def weighted_mean(pairs: list[tuple[float, float | None]]) -> float | None:
@@ -116,7 +186,10 @@ def counter_set(result) -> CounterSet:
     """A `visprof ncu` result's counters; a profile without them is refused in one line."""
     if result.counters is None or not result.counters.kernels:
         raise BadInputError(f"{result.model.name}: no Nsight Compute counters (make it with `visprof ncu --json`)")
-    return CounterSet(model=result.model.name, gpu=gpu_name(result) or "", tool=result.counters.tool,
+    gpu = gpu_name(result)
+    if not gpu:  # a library is of one named GPU (load refuses one without)
+        raise BadInputError(f"{result.model.name}: the result names no GPU, and a bound library is of one GPU")
+    return CounterSet(model=result.model.name, gpu=gpu, tool=result.counters.tool,
                       kernels=list(result.counters.kernels))
 
 

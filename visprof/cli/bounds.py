@@ -9,6 +9,7 @@ See ``visprof.analysis.measured_bounds``. Registered by ``visprof.cli.app``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from collections import defaultdict
@@ -44,6 +45,7 @@ def cmd_bounds_build(args: argparse.Namespace) -> int:
     from visprof.result import ProfileResult
 
     check_output_paths({"-o": args.output}, inputs={"NCU_RESULT": args.results})
+    _refuse_repeats(args.results)
     library = build_library(counter_set(ProfileResult.load(path)) for path in args.results)
     library.save(args.output)
     kinds = defaultdict(int)
@@ -52,6 +54,24 @@ def cmd_bounds_build(args: argparse.Namespace) -> int:
     print(f"{args.output}: {len(library.entries)} kernel families x categories on {library.gpu} ({library.tool}), "
           + ", ".join(f"{n} {bound}-bound" for bound, n in sorted(kinds.items())))
     return 0
+
+
+def _refuse_repeats(paths: list[Path]) -> None:
+    """One ncu result given twice (the same name, ./x, a link, a copy) would count its launches
+    and weights twice without a word: refused, naming it. Compared by content, which no name hides."""
+    from visprof.base.errors import BadInputError
+
+    seen: dict[bytes, Path] = {}
+    for path in paths:
+        try:
+            digest = hashlib.sha256(path.read_bytes()).digest()
+        except OSError:
+            continue  # loading it says what is wrong with it
+        if digest in seen:
+            first = seen[digest]
+            how = "is given twice" if str(first) == str(path) else f"is the same result as {first}"
+            raise BadInputError(f"NCU_RESULT {path} {how}: its kernels would count twice in the library")
+        seen[digest] = path
 
 
 def cmd_bounds_coverage(args: argparse.Namespace) -> int:

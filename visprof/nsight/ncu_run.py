@@ -35,7 +35,7 @@ from typing import Any, Sequence
 
 from visprof import result as R
 from visprof.analysis.measured_bounds import counter_bound, weighted_mean
-from visprof.base.errors import BadInputError, ExternalToolError
+from visprof.base.errors import BadInputError, ExternalToolError, NoGPUError
 from visprof.base.outputs import atomic_write_text, check_output_paths
 from visprof.nsight import ncu_metrics as M
 from visprof.nsight.ncu_csv import NcuKernel, parse_ncu_csv
@@ -294,6 +294,16 @@ def fold(result: R.ProfileResult, ops: Sequence[TemplateOp], sample: Sample, mea
 
 # --- the whole command ------------------------------------------------------------------------
 
+class NoGPUForNcuError(NoGPUError):
+    """No GPU for `visprof ncu`: NoGPUError's exit code (4), without its advice to pass --device
+    cpu, which ncu cannot take."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.message = (f"visprof ncu needs a GPU: Nsight Compute measures GPU kernels, and no CUDA GPU is visible "
+                        f"to PyTorch ({reason}); run it on a GPU machine")
+
+
 def profile_with_ncu(model: str, categories: Sequence[str] | str = ("attention",), *,
                      samples: int = DEFAULT_SAMPLES, batch_size: int | None = None, img_size: Any = None,
                      precision: str | None = None, channels_last: bool = False, device: str | None = None,
@@ -321,8 +331,12 @@ def profile_with_ncu(model: str, categories: Sequence[str] | str = ("attention",
     if unknown:
         raise BadInputError(f"unknown categor{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; "
                             f"choose from {', '.join(known)} or all")
-    if not hardware.resolve_device(device).startswith("cuda"):
-        raise BadInputError("visprof ncu needs a GPU: Nsight Compute measures GPU kernels")
+    try:  # without --device, ncu's device is a GPU: a machine without one says so (exit code 4)
+        on_gpu = hardware.resolve_device("cuda" if device in (None, "auto") else device).startswith("cuda")
+    except NoGPUError as exc:
+        raise NoGPUForNcuError(exc.reason) from None
+    if not on_gpu:
+        raise BadInputError("visprof ncu needs a GPU: Nsight Compute measures GPU kernels, not --device cpu")
     tool = find_tool("ncu", ncu)
     with tempfile.TemporaryDirectory(prefix="visprof-ncu-") as scratch_dir:
         scratch = Path(scratch_dir)

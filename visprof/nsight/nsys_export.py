@@ -34,6 +34,10 @@ MEMSET = "CUPTI_ACTIVITY_KIND_MEMSET"
 NVTX = "NVTX_EVENTS"
 GPU_INFO = "TARGET_INFO_GPU"
 GPU_TABLES = (KERNEL, MEMCPY, MEMSET)
+_SQLITE_HEADER = b"SQLite format 3\x00"  # the first bytes of every SQLite database file
+# What SQLite says of a file it cannot read as a database: cut short, or overwritten in places.
+_DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+_DAMAGED_WORDS = ("malformed", "not a database")  # the same, in SQLite's messages
 
 # ENUM_NSYS_EVENT_TYPE ids (stable across 3.x schemas; read from the file when it has the enum).
 EVENT_TYPES = {"NvtxMark": 34, "NvtxPushPopRange": 59, "NvtxStartEndRange": 60, "NvtxDomainCreate": 75}
@@ -74,10 +78,18 @@ class Export:
         return {t: why for t, why in WHAT_IT_COSTS.items() if t not in self.tables}
 
     def columns(self, table: str) -> set[str]:
-        return {row[1] for row in self.connection.execute(f"PRAGMA table_info({table})")}
+        return {row[1] for row in self.query(f"PRAGMA table_info({table})")}
 
     def query(self, sql: str, params: tuple = ()) -> list[tuple]:
-        return self.connection.execute(sql, params).fetchall()
+        try:
+            return self.connection.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            # A damaged page shows only when a query reaches it; any other error is visprof's.
+            # (sqlite_errorname is Python 3.11's; 3.10 has the message only.)
+            name = getattr(exc, "sqlite_errorname", None)
+            if name not in _DAMAGED and not (name is None and any(w in str(exc) for w in _DAMAGED_WORDS)):
+                raise
+            raise _unreadable(self.path, exc) from None
 
     def close(self) -> None:
         self.connection.close()
@@ -105,17 +117,31 @@ def open_export(path: str | Path) -> Export:
         connection = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.DatabaseError as exc:
-        raise BadInputError(f"{path} is not an SQLite file ({exc}); give the output of nsys export --type sqlite") from None
+        raise _unreadable(path, exc) from None
     meta_table = next((t for t in META_TABLES if t in tables), None)
     if meta_table is None:
         connection.close()
         raise BadInputError(f"{path} is an SQLite file but not an nsys export (no {' or '.join(META_TABLES)} table)")
-    meta = dict(connection.execute(f"SELECT name, value FROM {meta_table}").fetchall())
-    export = Export(path, connection, meta, tables)
+    export = Export(path, connection, {}, tables)
+    export.meta = dict(export.query(f"SELECT name, value FROM {meta_table}"))
     if "ENUM_NSYS_EVENT_TYPE" in tables:
-        known = dict(connection.execute("SELECT name, id FROM ENUM_NSYS_EVENT_TYPE").fetchall())
+        known = dict(export.query("SELECT name, id FROM ENUM_NSYS_EVENT_TYPE"))
         export.event_types.update({name: known[name] for name in EVENT_TYPES if name in known})
     return export
+
+
+def _unreadable(path: Path, exc: sqlite3.DatabaseError) -> BadInputError:
+    """The error for a file SQLite cannot read: one that starts as an SQLite file does is damaged
+    or cut short (an interrupted copy or export), anything else is another kind of file."""
+    try:
+        with open(path, "rb") as fh:
+            damaged = fh.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
+    except OSError as os_error:
+        return BadInputError(f"{path} cannot be read: {os_error.strerror or os_error}")
+    if damaged:
+        return BadInputError(f"{path} is a damaged or truncated SQLite file ({exc}); export the report again "
+                             "with nsys export --type sqlite")
+    return BadInputError(f"{path} is not an SQLite file ({exc}); give the output of nsys export --type sqlite")
 
 
 # --- tables as columns ----------------------------------------------------------------------

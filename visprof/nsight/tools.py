@@ -32,7 +32,9 @@ def find_tool(tool: str, given: str | os.PathLike | None = None) -> Path:
     for candidate in candidates:
         path = Path(candidate)
         if path.is_file() and os.access(path, os.X_OK):
-            return path
+            # Absolute, so it runs by this path: Path("./nsys") prints as "nsys", a bare name
+            # that subprocess would look up on PATH instead.
+            return path.absolute()
     if given or os.environ.get(_ENV[tool]):
         raise ExternalToolError(tool, f"{candidates[0]} is not an executable file")
     raise ExternalToolError(tool, f"{_NAMES[tool]} is not installed here (looked on PATH, in "
