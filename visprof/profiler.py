@@ -23,8 +23,8 @@ from visprof.analysis import roofline
 from visprof.attribution.categories import CategoryTable
 from visprof.attribution.op_types import kernel_family_rows, launch_size_rows, op_type_rows
 from visprof.base import hardware
-from visprof.base.errors import BadInputError, BrokenDependencyError, CuptiUnavailableError, OutOfMemoryError, VisprofError
-from visprof.base.options import PASSES
+from visprof.base.errors import BrokenDependencyError, CuptiUnavailableError, OutOfMemoryError, VisprofError
+from visprof.base.options import passes_for
 from visprof.base.progress import Progress
 from visprof.base.timm_import import import_timm
 from visprof.native import native_info
@@ -97,7 +97,7 @@ def profile(
     check_count("warmup", warmup, 0)
     check_count("iterations", iterations, 1)
     device = hardware.resolve_device(device)
-    passes = _parse_passes(passes, "cuda" if device.startswith("cuda") else "cpu")
+    passes = passes_for(passes, "cuda" if device.startswith("cuda") else "cpu")
     trace_sink = _trace_sink(trace_path, recording_path, on_trace, category_file)
 
     build_start = time.perf_counter()  # building the model counts: in a sweep it is part of every cell
@@ -148,21 +148,6 @@ class _NoSampler:
 
     def mean_sm_clock(self, windows):
         return None
-
-
-def _parse_passes(passes: Sequence[str] | str | None, kind: str) -> tuple[str, ...]:
-    if passes is None:  # all that can run here: host memory is not measured (reported as such)
-        return tuple(p for p in PASSES if kind == "cuda" or p != "memory")
-    if isinstance(passes, str):
-        passes = [p.strip() for p in passes.split(",") if p.strip()]
-    unknown = [p for p in passes if p not in PASSES]
-    if unknown or not passes:
-        raise BadInputError(f"unknown pass(es) {unknown or passes!r}; choose from {', '.join(PASSES)}")
-    if kind == "cpu" and "memory" in passes:
-        others = ",".join(p for p in PASSES if p in passes and p != "memory") or "timing,attributed"
-        raise BadInputError("the memory pass needs a GPU: it measures CUDA allocations, and host memory is not "
-                            f"profiled; on the CPU, run --passes {others}")
-    return tuple(p for p in PASSES if p in passes)
 
 
 def _trace_sink(trace_path, recording_path, on_trace, category_file) -> Callable[[Any, Any], None] | None:

@@ -1,11 +1,36 @@
 """The choices a profile run takes, in one torch-free place (the CLI imports them without
-loading torch; the passes and visprof.profile validate against them)."""
+loading torch; the passes, visprof.profile and the sweep's plan validate against them)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from visprof.base.errors import BadInputError
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 REDUCED_PRECISIONS = ("bf16", "fp16")  # the ones that autocast or a model cast applies to
 PASSES = ("timing", "attributed", "memory")
 DEFAULT_BATCH = {"cuda": 64, "cpu": 2}
 DEFAULT_PRECISION = {"cuda": "bf16", "cpu": "fp32"}
+
+
+
+def passes_for(passes: Sequence[str] | str | None, kind: str) -> tuple[str, ...]:
+    """The passes to run on a device of ``kind`` ("cuda" or "cpu"), in the order profile() runs
+    them (so one set always makes one sweep key): None is every pass the device can run; a
+    comma-separated string or a sequence is checked, and the memory pass on the CPU refused."""
+    if passes is None:  # all that can run here: host memory is not measured (reported as such)
+        return tuple(p for p in PASSES if kind == "cuda" or p != "memory")
+    if isinstance(passes, str):
+        passes = [p.strip() for p in passes.split(",") if p.strip()]
+    unknown = [p for p in passes if p not in PASSES]
+    if unknown or not passes:
+        raise BadInputError(f"unknown pass(es) {unknown or list(passes)!r}; choose from {', '.join(PASSES)}")
+    if kind == "cpu" and "memory" in passes:
+        others = ",".join(p for p in PASSES if p in passes and p != "memory") or "timing,attributed"
+        raise BadInputError("the memory pass needs a GPU: it measures CUDA allocations, and host memory is not "
+                            f"profiled; on the CPU, run --passes {others}")
+    return tuple(p for p in PASSES if p in passes)
+
 
 # The latency regime (visprof/passes/runner.py). The defaults are what timm's benchmark.py
 # does, so visprof's latencies join the model zoo's published ones.

@@ -119,7 +119,8 @@ def add_sweep_commands(commands: argparse._SubParsersAction) -> None:
     config.add_argument("--channels-last", action="store_true", help="NHWC only (same as --memory-format channels_last)")
     config.add_argument("--memory-format", type=_list(_memory_format, "memory formats"), metavar="LIST",
                         help="nchw, channels_last or both (nchw,channels_last)")
-    config.add_argument("--passes", type=_list(_pass, "passes"), metavar="LIST", help=f"of {','.join(PASSES)} (default: all)")
+    config.add_argument("--passes", type=_list(_pass, "passes"), metavar="LIST",
+                        help=f"of {','.join(PASSES)} (default: all; on the CPU all but memory, which needs a GPU)")
     config.add_argument("--warmup", type=non_negative_int, metavar="N", help="warm-up iterations per pass")
     config.add_argument("--iterations", type=positive_int, metavar="N", help="timed iterations (default: until the median is stable)")
     config.add_argument("--compile", action="store_true", help="torch.compile each model first")
@@ -164,6 +165,7 @@ def add_sweep_commands(commands: argparse._SubParsersAction) -> None:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from visprof.sweep.run import run_sweep
 
+    _check_memory_formats(args.channels_last, args.memory_format)
     if not args.models and args.model_list is None and not args.all_models:
         from visprof.sweep.selection import STARTER_MODELS
 
@@ -196,7 +198,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         img_sizes=args.img_size or (),
         precisions=args.precision or (),
         channels_last=memory_formats,
-        passes=args.passes or PASSES,
+        passes=args.passes,  # None: all that the sweep's devices can run
         profile_options=options,
         device=args.device,
         gpus=args.gpus,
@@ -218,6 +220,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
         atomic_write_text(args.json, json.dumps(summary.to_dict(), indent=2) + "\n")
     return 0
+
+
+def _check_memory_formats(channels_last: bool, memory_formats: list[bool] | None) -> None:
+    """``--channels-last`` is ``--memory-format channels_last``: with a --memory-format that also
+    names nchw, the two contradict each other and are refused, not half obeyed."""
+    if channels_last and memory_formats and not all(memory_formats):
+        given = ",".join(dict.fromkeys("channels_last" if nhwc else "nchw" for nhwc in memory_formats))
+        raise BadInputError(f"--channels-last means channels_last only, and --memory-format {given} asks for nchw: "
+                            "give one of them (--memory-format nchw,channels_last sweeps both)")
 
 
 def cmd_export(args: argparse.Namespace) -> int:

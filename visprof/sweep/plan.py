@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from visprof.base.errors import BadInputError
-from visprof.base.options import DEFAULT_BATCH, DEFAULT_PRECISION, PASSES, PRECISIONS
+from visprof.base.options import DEFAULT_BATCH, DEFAULT_PRECISION, PRECISIONS, passes_for
 from visprof.store.cell import Cell, ImgSize, img_size_text
 
 __all__ = ["Cell", "SweepPlan", "img_size_text", "parse_img_size", "split_sized"]
@@ -64,7 +64,9 @@ class SweepPlan:
     """Models crossed with batch sizes, image sizes, precisions and layouts, model-major.
 
     Empty lists take visprof's defaults for ``device_kind`` ("cuda" or "cpu"): batch 64 and
-    bf16 on a GPU, batch 2 and fp32 on the CPU, the model's own image size, NCHW.
+    bf16 on a GPU, batch 2 and fp32 on the CPU, the model's own image size, NCHW. ``passes``
+    None takes every pass the device can run (on the CPU not the memory pass, which needs a
+    GPU); asking a CPU plan for the memory pass is a BadInputError, as ``visprof.profile``'s.
     """
 
     models: Sequence[str]
@@ -73,7 +75,7 @@ class SweepPlan:
     img_sizes: Sequence[ImgSize] = ()
     precisions: Sequence[str] = ()
     channels_last: Sequence[bool] = ()
-    passes: Sequence[str] = PASSES
+    passes: Sequence[str] | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -92,14 +94,14 @@ class SweepPlan:
         if bad:
             raise BadInputError(f"unknown precision {bad[0]!r}; choose from {', '.join(PRECISIONS)}")
         self.channels_last = _unique(bool(c) for c in self.channels_last) or [False]
-        passes = _unique(self.passes)
-        unknown = [p for p in passes if p not in PASSES]
-        if unknown or not passes:
-            raise BadInputError(f"unknown pass(es) {unknown or passes!r}; choose from {', '.join(PASSES)}")
-        # The order profile() runs them in, so the same set always makes the same key.
-        self.passes = tuple(p for p in PASSES if p in passes)
-        if self.device_kind == "cpu":  # the memory pass needs a GPU; profile() would drop it too
-            self.passes = tuple(p for p in self.passes if p != "memory") or ("timing",)
+        # As profile() takes them (None: all the device can run; memory refused on the CPU), in the
+        # order it runs them, so the same set always makes the same key.
+        try:
+            self.passes = passes_for(None if self.passes is None else _unique(self.passes), self.device_kind)
+        except BadInputError as exc:
+            if self.device_kind != "cpu" or "memory" not in self.passes:
+                raise
+            raise BadInputError(f"this sweep runs on the CPU (--device cpu, or no GPU visible), and {exc}") from None
         self.options = dict(sorted(self.options.items()))
 
     def cells(self) -> list[Cell]:

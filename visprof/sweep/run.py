@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from visprof.base.errors import BadInputError, DeviceNotFoundError, NoGPUError
-from visprof.base.options import PASSES
 from visprof.sweep.plan import SweepPlan
 from visprof.sweep.progress_bar import SweepProgress
 from visprof.sweep.selection import import_modules, select_models
@@ -72,7 +71,7 @@ def run_sweep(
     img_sizes: Sequence[Any] = (),
     precisions: Sequence[str] = (),
     channels_last: Sequence[bool] = (),
-    passes: Sequence[str] | str = PASSES,
+    passes: Sequence[str] | str | None = None,
     profile_options: Mapping[str, Any] | None = None,
     device: str | None = None,
     gpus: str | Sequence[int] | None = "all",
@@ -91,6 +90,8 @@ def run_sweep(
     """Runs a sweep into ``store`` and returns its summary (see the module docstring).
 
     ``device``: None/"auto" (every GPU of ``gpus``, else the CPU), "cuda" or "cpu".
+    ``passes``: None runs every pass the device can (on the CPU not the memory pass, which
+    needs a GPU: asking a CPU sweep for it is a BadInputError, before any cell runs).
     ``workers``: CPU worker processes (default 1: parallel CPU timings disturb each other).
     ``ray``: "auto" (a running cluster), "local" (start one here) or a cluster address.
     ``imports``: modules (names or .py paths) imported in the driver and every worker first,

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from visprof.base.errors import BadInputError
+from visprof.base.errors import BadInputError, UnknownModelError
 from visprof.base.timm_import import import_timm
 from visprof.sweep.plan import SIZE_MARK, img_size_text, split_sized
 
@@ -48,6 +48,16 @@ def split_names(items: Iterable[str] | str | None) -> list[str]:
 
 def read_model_list(path: str | Path) -> list[str]:
     """Names from a file, one a line (timm's ``--model-list`` format); ``#`` starts a comment."""
+    return [name for name, _ in _model_list_entries(path)]
+
+
+# What a name or pattern of a model list may hold: timm names and tags (letters, digits, _ . -),
+# hub prefixes (timm/, hf-hub:), patterns (* ? [!...]) and @SIZE (@160, @384x256).
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-/:*?[]!@")
+
+
+def _model_list_entries(path: str | Path) -> list[tuple[str, int]]:
+    """(entry, line number) for each name or pattern of a model-list file."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -57,14 +67,14 @@ def read_model_list(path: str | Path) -> list[str]:
         raise BadInputError(f"--model-list: {path} is a directory; give a file with one model name a line") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInputError(f"--model-list: cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    names = []
-    for line in text.splitlines():
+    entries = []
+    for number, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if line:
-            names.extend(split_names(line))
-    if not names:
+            entries.extend((name, number) for name in split_names(line))
+    if not entries:
         raise BadInputError(f"--model-list: {path} names no model (one name or pattern a line)")
-    return names
+    return entries
 
 
 def import_modules(modules: Sequence[str]) -> None:
@@ -117,11 +127,12 @@ def select_models(
     """The model names to sweep, in order, without repeats (see the module docstring)."""
     timm = import_timm()
 
-    requested = split_names(names)
+    # (entry, where it came from: None, or the model list's line number)
+    requested: list[tuple[str, int | None]] = [(name, None) for name in split_names(names)]
     if model_list is not None:
-        requested += read_model_list(model_list)
+        requested += _model_list_entries(model_list)
     if all_models:
-        requested += timm.list_models()
+        requested += [(name, None) for name in timm.list_models()]
     if not requested:
         raise BadInputError("no models given: name models or patterns ('resnet50,vit_*'), "
                             "or use --model-list FILE or --all")
@@ -130,13 +141,25 @@ def select_models(
     exclude_patterns = split_names(exclude)
 
     chosen: dict[str, None] = {}
-    for item in requested:
-        for name in _expand(item, timm):
+    for item, line in requested:
+        for name in _expand(item, timm) if line is None else _expand_listed(item, timm, model_list, line):
             chosen.setdefault(name, None)
     kept = [name for name in chosen if not any(fnmatch.fnmatchcase(name, p) for p in exclude_patterns)]
     if not kept:
         raise BadInputError(f"--exclude {','.join(exclude_patterns)} leaves none of the {len(chosen)} selected models")
     return kept[:limit] if limit is not None else kept
+
+
+def _expand_listed(item: str, timm, path: str | Path, line: int) -> list[str]:
+    """``_expand`` for an entry of a model-list file: an error names the file and the line."""
+    where = f"--model-list {path} line {line}"
+    if not set(item) <= _NAME_CHARS:  # a JSON or CSV file, a sentence: no name could hold these
+        raise BadInputError(f"{where}: {item!r} is not a timm model name (a model list has one name or pattern a "
+                            "line, # starts a comment)")
+    try:
+        return _expand(item, timm)
+    except (BadInputError, UnknownModelError) as exc:
+        raise BadInputError(f"{where}: {exc}") from None
 
 
 def _expand(item: str, timm) -> list[str]:

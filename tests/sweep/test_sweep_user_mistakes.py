@@ -1,0 +1,207 @@
+"""User mistakes of `visprof sweep` that used to run (or fail without saying where): each is
+one line, exit code 2, before the store is made; the requests next to them still run.
+
+- `--passes memory` on a sweep that runs on the CPU: was a timing-only cell, exit 0.
+- `--channels-last --memory-format nchw`: was resolved silently (an NHWC cell ran too).
+- `--model-list FILE` whose lines are not model names: was `unknown model '{'`, no file named.
+
+The accepted requests run through the real CLI entry with the worker loop replaced by one
+that records the cells it is given: no model is built, so a "GPU" can be faked on a CPU machine.
+"""
+from __future__ import annotations
+
+import pytest
+
+from visprof.base.errors import BadInputError
+from visprof.cli.app import main
+from visprof.sweep.plan import SweepPlan
+
+MEMORY_REFUSED = "the memory pass needs a GPU"
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def one_error_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("visprof: error: "), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+@pytest.fixture
+def recorded_cells(monkeypatch):
+    """The cells the sweep hands its workers, which run none of them."""
+    from visprof.sweep import local
+
+    cells = []
+
+    def run(self, source):
+        while (task := source.next_task()) is not None:
+            cells.append(task.cell)
+            source.in_flight -= 1
+
+    monkeypatch.setattr(local.LocalExecutor, "run", run)
+    return cells
+
+
+@pytest.fixture
+def fake_gpus(monkeypatch):
+    """Two visible "GPUs", as far as the sweep's choice of devices can tell."""
+    from visprof.base import hardware
+
+    class FakeCuda:
+        @staticmethod
+        def device_count():
+            return 2
+
+    monkeypatch.setattr(hardware, "torch_cuda", lambda: FakeCuda)
+    monkeypatch.setattr(hardware, "gpu_identity", lambda index=0: {"name": "Fake GPU", "uuid": f"GPU-fake-{index}"})
+
+
+def no_gpu_here():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the sweep runs there")
+
+
+# --- 1. the memory pass on a CPU sweep ------------------------------------------------------------
+
+@pytest.mark.parametrize("args, others", [
+    (["--passes", "memory"], "--passes timing,attributed"),
+    (["--passes", "timing,memory"], "--passes timing"),
+    (["--passes", "memory,attributed", "--device", "cpu"], "--passes attributed"),
+    (["--passes", "timing,attributed,memory", "--device", "cpu", "--workers", "2"], "--passes timing,attributed"),
+])
+def test_a_cpu_sweep_refuses_the_memory_pass_before_any_cell(tmp_path, capsys, recorded_cells, args, others):
+    if "--device" not in args:
+        no_gpu_here()  # without --device cpu, only a machine without a GPU sweeps on the CPU
+    store = tmp_path / "sw.db"
+    code, _, err = run_cli(capsys, "sweep", "resnet18", "--store", str(store), *args)
+    line = one_error_line(err)
+    assert code == 2
+    assert "this sweep runs on the CPU (--device cpu, or no GPU visible), and " + MEMORY_REFUSED in line
+    assert line.endswith(others)
+    assert recorded_cells == [] and not store.exists()
+
+
+def test_the_refusal_is_the_one_visprof_profile_gives(capsys):
+    no_gpu_here()
+    code, _, err = run_cli(capsys, "profile", "resnet18", "--passes", "memory")
+    assert code == 2 and MEMORY_REFUSED in one_error_line(err)
+
+
+def test_a_cpu_sweep_without_passes_still_runs_all_it_can(tmp_path, capsys, recorded_cells):
+    code, _, err = run_cli(capsys, "sweep", "resnet18", "--store", str(tmp_path / "sw.db"), "--device", "cpu", "-q")
+    assert code == 0, err
+    assert [c.key for c in recorded_cells] == ["resnet18|b2|img=default|fp32|nchw|timing+attributed"]
+
+
+@pytest.mark.parametrize("args, passes", [
+    (["--passes", "memory"], ("memory",)),
+    (["--passes", "timing,memory", "--gpus", "1"], ("timing", "memory")),
+    (["--device", "cuda"], ("timing", "attributed", "memory")),
+])
+def test_a_gpu_sweep_still_takes_the_memory_pass(tmp_path, capsys, fake_gpus, recorded_cells, args, passes):
+    code, out, err = run_cli(capsys, "sweep", "resnet18", "--store", str(tmp_path / "sw.db"), "-q", *args)
+    assert code == 0, err
+    assert [c.passes for c in recorded_cells] == [passes]
+    assert "local worker" in out and "cuda:" in out
+
+
+def test_the_plan_refuses_the_memory_pass_on_the_cpu_only():
+    with pytest.raises(BadInputError, match=MEMORY_REFUSED):
+        SweepPlan(["m"], "cpu", passes=["memory"])
+    assert SweepPlan(["m"], "cuda", passes=["memory"]).passes == ("memory",)
+    assert SweepPlan(["m"], "cpu").passes == ("timing", "attributed")
+    assert SweepPlan(["m"], "cuda").passes == ("timing", "attributed", "memory")
+
+
+# --- 2. --channels-last against --memory-format -------------------------------------------------
+
+@pytest.mark.parametrize("formats", ["nchw", "nchw,channels_last", "contiguous"])
+def test_channels_last_and_a_memory_format_with_nchw_contradict(tmp_path, capsys, recorded_cells, formats):
+    store = tmp_path / "sw.db"
+    code, _, err = run_cli(capsys, "sweep", "resnet18", "--store", str(store), "--device", "cpu",
+                           "--channels-last", "--memory-format", formats)
+    line = one_error_line(err)
+    assert code == 2
+    assert "--channels-last" in line and "--memory-format nchw" in line and "give one of them" in line
+    assert recorded_cells == [] and not store.exists()
+
+
+@pytest.mark.parametrize("args, layouts", [
+    (["--channels-last"], [True]),
+    (["--channels-last", "--memory-format", "channels_last"], [True]),  # the same thing twice: no contradiction
+    (["--memory-format", "nchw,nhwc"], [False, True]),
+    (["--memory-format", "nchw"], [False]),
+])
+def test_memory_formats_that_agree_are_swept(tmp_path, capsys, recorded_cells, args, layouts):
+    code, _, err = run_cli(capsys, "sweep", "resnet18", "--store", str(tmp_path / "sw.db"), "--device", "cpu",
+                           "-q", *args)
+    assert code == 0, err
+    assert [c.channels_last for c in recorded_cells] == layouts
+
+
+# --- 3. a model list whose lines are not model names ----------------------------------------------
+
+@pytest.mark.parametrize("name, text, message", [
+    ("r.json", '{\n  "models": ["resnet18"]\n}\n', "line 1: '{' is not a timm model name"),
+    ("r.json", '["resnet18", "resnet50"]\n', """line 1: '["resnet18"' is not a timm model name"""),
+    ("r.csv", "model,infer_img_size\nresnet18,224\n", "line 1: unknown model 'model'"),
+    ("m.txt", "# mine\nresnet18\n\nresnet50 and vit_tiny_patch16_224\n", "line 4: 'resnet50 and vit_tiny_patch16_224' "
+                                                                        "is not a timm model name"),
+    ("m.txt", "resnet18\nresnet5o  # typo\n", "line 2: unknown model 'resnet5o'; did you mean: resnet50"),
+    ("m.txt", "resnet18\n\nnosuchfamily_*\n", "line 3: model pattern 'nosuchfamily_*' matches no timm model"),
+    ("m.txt", "resnet18\nresnet50@abc\n", "line 2: model entry 'resnet50@abc'"),
+])
+def test_a_model_list_line_that_is_no_model_names_the_file_and_line(tmp_path, capsys, recorded_cells, name, text,
+                                                                    message):
+    listing = tmp_path / name
+    listing.write_text(text)
+    store = tmp_path / "sw.db"
+    code, _, err = run_cli(capsys, "sweep", "--model-list", str(listing), "--store", str(store), "--device", "cpu")
+    line = one_error_line(err)
+    assert code == 2
+    assert f"--model-list {listing} {message}" in line
+    assert recorded_cells == [] and not store.exists()
+
+
+def test_the_documented_model_list_formats_are_still_read(tmp_path, capsys, recorded_cells):
+    listing = tmp_path / "models.txt"
+    listing.write_text("# timm's benchmark.py format: one name a line\n"
+                       "resnet18\n"
+                       "\n"
+                       "   resnet50@160   # a model at its own size\n"
+                       "timm/resnet18.a1_in1k, hf-hub:timm/convnext_atto.d2_in1k\n"
+                       "vit_tiny_patch16_2*@384x256\n"
+                       "RESNET18\n")
+    code, _, err = run_cli(capsys, "sweep", "--model-list", str(listing), "--store", str(tmp_path / "sw.db"),
+                           "--device", "cpu", "-q", "--passes", "timing")
+    assert code == 0, err
+    assert [(c.model, c.img_size) for c in recorded_cells] == [
+        ("resnet18", None), ("resnet50", 160), ("resnet18.a1_in1k", None), ("convnext_atto.d2_in1k", None),
+        ("vit_tiny_patch16_224", (384, 256)),
+    ]
+
+
+def test_a_name_on_the_command_line_is_not_blamed_on_the_list(tmp_path, capsys):
+    listing = tmp_path / "models.txt"
+    listing.write_text("resnet18\n")
+    code, _, err = run_cli(capsys, "sweep", "resnet5o", "--model-list", str(listing),
+                           "--store", str(tmp_path / "sw.db"), "--device", "cpu")
+    line = one_error_line(err)
+    assert code == 2 and "unknown model 'resnet5o'" in line and "--model-list" not in line
+
+
+def test_the_model_list_reader_keeps_its_result(tmp_path):
+    from visprof.sweep.selection import read_model_list
+
+    listing = tmp_path / "models.txt"
+    listing.write_text("# c\nresnet18, vit_*@384\n\nresnet50  # x\n")
+    assert read_model_list(listing) == ["resnet18", "vit_*@384", "resnet50"]
