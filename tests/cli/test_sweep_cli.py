@@ -4,25 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from visprof.cli.app import main
+from cli_in_process import one_error_line, run_cli
 from visprof.sweep import open_store
 from visprof.store.result_store import ResultStore
 
 FAKE_MODELS = str(Path(__file__).resolve().parents[1] / "helpers" / "sweep_fake_models.py")
-
-
-def run_cli(capsys, *argv):
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def one_error_line(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert lines[0].startswith("visprof: error: "), err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 @pytest.mark.parametrize("args, code, message", [

@@ -13,24 +13,10 @@ from __future__ import annotations
 import pytest
 
 from visprof.base.errors import BadInputError
-from visprof.cli.app import main
+from cli_in_process import one_error_line, run_cli
 from visprof.sweep.plan import SweepPlan
 
 MEMORY_REFUSED = "the memory pass needs a GPU"
-
-
-def run_cli(capsys, *argv):
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def one_error_line(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert lines[0].startswith("visprof: error: "), err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 @pytest.fixture
