@@ -113,6 +113,8 @@ def test_cli_sweep_then_export(tmp_path, capsys):
     assert len(lines) == 3 and lines[0].startswith("id,run_id,cell_key,model,")
     code, out, _ = run_cli(capsys, "export", str(store), "--failures", "--format", "json")
     assert code == 0 and len(json.loads(out)["failures"]) == 2
+    code, out, err = run_cli(capsys, "export", str(store), "--model", "nosuch*")  # a filter that matches nothing
+    assert code == 0 and f"[visprof] no row of {store} matches --model 'nosuch*'" in err
 
 
 def test_a_sized_entry_sweeps_that_size_and_no_other(tmp_path, capsys):
