@@ -57,3 +57,30 @@ def test_each_compared_model_gets_its_own_and_a_profile_without_a_published_pair
     # the faster the base ran against its prediction, the lower the value
     published = [fleet.models.index(n) for n in names[:-1]]
     assert np.all(np.diff(got[published]) < 0)
+
+
+def test_a_model_measured_on_the_base_only_is_predicted_from_that_number():
+    """The user's case: a model's number on the GPU they have, none on the target. Its spec speed-up is
+    made at that row's batch and its base covariate from that number, not the fleet's median."""
+    from visprof.analysis.compare import on_base_and_target
+
+    table = gpu_table()
+    profile = sources.from_result(recorded_result("deit_small_patch16_224"), "h200.json", table)
+    names = [f"deit_small_patch16_224_v{i}" for i in range(MIN_MODELS + 2)]
+    profiles = [dataclasses.replace(profile, model=name) for name in names]
+    base_rates = [3000.0 + 100.0 * i for i in range(MIN_MODELS + 1)]  # the last model: on neither table
+    refs = [reference(n, "rtx4090", r) for n, r in zip(names, base_rates)]
+    refs += [reference(n, "rtx5090", 1.3 * r) for n, r in zip(names[:MIN_MODELS], base_rates)]  # v20: base only
+    comparison = compare([*profiles, *refs], base="rtx4090", target="rtx5090", table=table)
+    assert set(comparison.base_only) == {(names[MIN_MODELS], 224)}
+    fleet, _ = fleet_from_comparison(comparison, profiles, table)
+    base_only, neither = fleet.models.index(names[MIN_MODELS]), fleet.models.index(names[MIN_MODELS + 1])
+    assert np.isnan(fleet.log_obs[base_only]) and np.isnan(fleet.log_obs[neither])
+    on = on_base_and_target(profiles[MIN_MODELS], comparison.base_only[(names[MIN_MODELS], 224)],
+                            comparison.base_spec, comparison.target_spec, table)
+    assert fleet.log_spec[base_only] == pytest.approx(math.log(on.speedup), rel=1e-12)  # at the row's batch 1024
+    mean, sd = fleet.covariate_scales[BASE_COVARIATE]
+    column = fleet.X[:, fleet.features.index(f"cov:{BASE_COVARIATE}")] / COVARIATE_SCALE * sd + mean
+    assert column[base_only] == pytest.approx(math.log(on.base_samples_per_s / base_rates[MIN_MODELS]), rel=1e-9)
+    assert column[neither] == pytest.approx(fleet.covariate_fills[BASE_COVARIATE], rel=1e-9)
+    assert len(fleet.models) == MIN_MODELS + 2  # both are predicted by the fit (no published speed-up)

@@ -28,14 +28,16 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     prediction and a profile (the one compare read, ``ModelComparison.profile``).
     Given the GPU ``table``, the models of ``profiles`` (measurements with a result) without both
     published numbers join it too, with
-    no speed-up (NaN): the fit predicts them; their spec prediction is made at the profile's own
-    batch and the published base rows' most common precision. ``spec_excess``: other ways to
+    no speed-up (NaN): the fit predicts them. One measured on the base GPU only is predicted from
+    that measurement (``Comparison.base_only``: its batch, precision and base number), as a user
+    predicts a new GPU from numbers of the one they have; any other at the profile's own batch and
+    the published base rows' most common precision, the base covariate at the fleet's median. ``spec_excess``: other ways to
     scale time off the roof (``predict.EXCESS_MODES``) whose spec-only speed-ups the fleet carries
     as ``spec_variants`` (needs ``table``). The ``base_time_over_predicted`` covariate is read from
     each compared model's published base number and the base throughput its profile predicts
     (``ModelComparison.predicted_base_samples_per_s``). Returns the fleet and how many joined models
     had no usable profile."""
-    from visprof.analysis.compare import on_base_and_target
+    from visprof.analysis.compare import on_base_and_target, profile_for
 
     if spec_excess and table is None:
         raise BadInputError("spec-model variants need the GPU table")
@@ -90,6 +92,13 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
             with_spec = [m for m in cands if m.gpu_id]
             if not with_spec:
                 continue
+            base_row = comparison.base_only.get(key)
+            if base_row is not None:  # measured on the base only: the target predicted from that number
+                chosen = profile_for(with_spec, comparison.base, base_row.batch_size)
+                on = on_base_and_target(chosen, base_row, comparison.base_spec, comparison.target_spec, table)
+                add(chosen.model, family(chosen.model), chosen, base_row, on.speedup, float("nan"), on.shares,
+                    over=base_time_over_predicted(base_row.samples_per_s, on.base_samples_per_s))
+                continue
             chosen = with_spec[-1]
             base, shares, predicted = spec_at_own_batch(chosen, comparison.base_spec, comparison.target_spec, table,
                                                         precision)
@@ -97,7 +106,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     bound_keys = sorted({b for s in bounds for b in s})
     extra = {f"bound:{b}": [s.get(b, 0.0) for s in bounds] for b in bound_keys}
     extra.update({"h200_time_per_sample": time, "flops_per_byte": intensity})
-    # the models without a published base number (the profiled models the fit predicts) at the median
+    # the models without a base number (profiled, measured on neither GPU) at the median
     known = [v for v in base_over if v is not None]
     fill = float(np.median(known)) if known else 0.0
     covariates = {"spec": np.log(spec), "profile_time_per_sample": time, "profile_flops_per_byte": intensity,

@@ -154,6 +154,9 @@ class Comparison:
     paths: str | None = None  # the models whose two published runs took different paths (batch_witness; a note too)
     base_name: str = ""  # the GPUs as sentences name them ("RTX 4090")
     target_name: str = ""
+    # (architecture, image size) -> its base GPU measurement, for models measured on the base only:
+    # what a calibration predicts the target from (a reference row where there is one)
+    base_only: dict[tuple, Measurement] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"base": self.base, "target": self.target,
@@ -393,6 +396,8 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
         m.explanation = explain(m, median, base_spec, target_spec, base_name, target_name, m.base.precision)
     models.sort(key=lambda m: -m.sensitivity)
     unmatched = {k: len(set(by_gpu[k]) - set(by_gpu[o])) for k, o in ((base_key, target_key), (target_key, base_key))}
+    base_only = {key: max(rows, key=lambda m: m.kind == "reference") for key, rows in by_gpu[base_key].items()
+                 if key not in by_gpu[target_key]}
     notes = []
     mixed = sum(1 for m in models if m.base.kind != m.target.kind)
     if mixed:
@@ -412,7 +417,7 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
                       by_category=_aggregate(models, lambda m: m.dominant_category or "(no profile)"),
                       by_bound=_aggregate(models, lambda m: _dominant_bound(m.shares) or "(no profile)"),
                       unmatched=unmatched, notes=notes, prediction=prediction, software=software, paths=paths,
-                      base_name=base_name, target_name=target_name)
+                      base_name=base_name, target_name=target_name, base_only=base_only)
 
 
 def software_note(models: list[ModelComparison], base_name: str, target_name: str) -> str | None:
