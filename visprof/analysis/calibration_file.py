@@ -163,7 +163,7 @@ class SavedCalibration:
         profile lacks what the fit reads (roofline groups, timing, FLOPs and bytes) or the spec
         ratios cannot predict it. ``spec``: its spec-ratio speed-up where the caller has it (compare's,
         at the published batch); else made at the profile's own batch and the base table's precision.
-        ``base_over``: its ``calibration_fleet.base_time_over_predicted`` where the caller has its published
+        ``base_over``: its ``compare.base_time_over_predicted`` where the caller has its published
         base number (compare's); else the fitted fleet's median."""
         result = profile.result
         shares = buckets_of(result) if result is not None else {}

@@ -17,6 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from visprof.analysis.calibrate import MIN_MODELS, Fleet, buckets_of, make_fleet
+from visprof.analysis.compare import base_time_over_predicted, on_base_and_target, profile_for
 from visprof.base.errors import BadInputError
 
 # The covariate read from the base GPU's published number, which a model outside the base table lacks.
@@ -27,18 +28,13 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     """The fleet of ``comparison``'s models (``visprof.analysis.compare``) that have a spec
     prediction and a profile (the one compare read, ``ModelComparison.profile``).
     Given the GPU ``table``, the models of ``profiles`` (measurements with a result) without both
-    published numbers join it too, with
-    no speed-up (NaN): the fit predicts them. One measured on the base GPU only is predicted from
-    that measurement (``Comparison.base_only``: its batch, precision and base number), as a user
-    predicts a new GPU from numbers of the one they have; any other at the profile's own batch and
-    the published base rows' most common precision, the base covariate at the fleet's median. ``spec_excess``: other ways to
-    scale time off the roof (``predict.EXCESS_MODES``) whose spec-only speed-ups the fleet carries
-    as ``spec_variants`` (needs ``table``). The ``base_time_over_predicted`` covariate is read from
-    each compared model's published base number and the base throughput its profile predicts
-    (``ModelComparison.predicted_base_samples_per_s``). Returns the fleet and how many joined models
-    had no usable profile."""
-    from visprof.analysis.compare import on_base_and_target, profile_for
-
+    published numbers join it too, with no speed-up (NaN): the fit predicts them. One measured on
+    the base GPU only is predicted from that measurement (``Comparison.base_only``: its batch,
+    precision and base number), as a user predicts a new GPU from the one they have; any other at
+    the profile's own batch and the published base rows' most common precision, its base covariate
+    at the fleet's median. ``spec_excess``: other ways to scale time off the roof
+    (``predict.EXCESS_MODES``) whose spec-only speed-ups the fleet carries as ``spec_variants``
+    (needs ``table``). Returns the fleet and how many joined models had no usable profile."""
     if spec_excess and table is None:
         raise BadInputError("spec-model variants need the GPU table")
     by_key: dict[tuple, list] = defaultdict(list)
@@ -75,8 +71,8 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
         key = (mc.base.arch, mc.img_size)
         joined.add(key)
         note = mc.path_change.clause(comparison.base_name, comparison.target_name) if mc.path_change else ""
-        over = base_time_over_predicted(mc.base.samples_per_s, mc.predicted_base_samples_per_s)
-        if not add(mc.model, mc.family, mc.profile, mc.base, mc.predicted_speedup, mc.speedup, mc.shares, note, over):
+        if not add(mc.model, mc.family, mc.profile, mc.base, mc.predicted_speedup, mc.speedup, mc.shares, note,
+                   mc.base_time_over_predicted):
             missing += 1
     published = len(obs)
     if published < MIN_MODELS:
@@ -115,15 +111,6 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
                       spec_variants=variants, notes=notes, covariate_fills={BASE_COVARIATE: fill}), missing
 
 
-def base_time_over_predicted(published_samples_per_s: float | None, predicted_samples_per_s: float | None) -> float | None:
-    """The ``base_time_over_predicted`` covariate: log of the base GPU's published time per sample over
-    the time per sample the profile predicts there (both at the published batch); None without both."""
-    if not published_samples_per_s or not predicted_samples_per_s or published_samples_per_s <= 0 \
-            or predicted_samples_per_s <= 0:
-        return None
-    return math.log(predicted_samples_per_s / published_samples_per_s)
-
-
 def base_precision(comparison) -> str | None:
     """The precision most of the base GPU's published rows were measured at: a profile without a
     published pair is predicted at it."""
@@ -135,8 +122,6 @@ def spec_at_own_batch(profile, base_spec, target_spec, table, precision: str | N
     batch, the base table's ``precision``), its time by bound and its spec-predicted speed-up from
     base to target (None where it cannot be predicted)."""
     import dataclasses
-
-    from visprof.analysis.compare import on_base_and_target
 
     base = dataclasses.replace(profile, gpu_name=base_spec.id, gpu_id=base_spec.id, result=None, precision=precision,
                                kind="reference", samples_per_s=None)

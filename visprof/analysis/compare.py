@@ -18,6 +18,7 @@
 """
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
@@ -50,12 +51,18 @@ class ModelComparison:
     predicted_speedup: float | None = None  # from the profile's roofline groups and the two spec rows
     predicted_band: tuple[float, float] | None = None  # predict.speedup_band: over how off-roof time may scale
     # the throughput the profile's groups predict on the base GPU, at the published batch: how the
-    # published base number departs from it is a calibration covariate (calibration_fleet.base_time_over_predicted)
+    # published base number departs from it is a calibration covariate (base_time_over_predicted)
     predicted_base_samples_per_s: float | None = None
     explanation: str = ""
     profile: Measurement | None = None  # the profile all of the above was read from (profile_for)
     # where the two published batches show that the runs held different memory per sample (batch_witness)
     path_change: PathChange | None = None
+
+    @property
+    def base_time_over_predicted(self) -> float | None:
+        """log(published base time per sample / the time the profile predicts there): the calibration's
+        covariate from the base GPU's own number (calibration_fleet.BASE_COVARIATE)."""
+        return base_time_over_predicted(self.base.samples_per_s, self.predicted_base_samples_per_s)
 
     @property
     def intensity(self) -> float | None:
@@ -248,6 +255,15 @@ def profile_for(candidates: list[Measurement], base_key: str, batch_size: int | 
     return min(reversed(pool), key=lambda m: batch_distance(m.batch_size, batch_size))
 
 
+def base_time_over_predicted(published_samples_per_s: float | None, predicted_samples_per_s: float | None) -> float | None:
+    """log of the base GPU's published time per sample over the time per sample a profile predicts
+    there (both at the published batch); None without both."""
+    if not published_samples_per_s or not predicted_samples_per_s or published_samples_per_s <= 0 \
+            or predicted_samples_per_s <= 0:
+        return None
+    return math.log(predicted_samples_per_s / published_samples_per_s)
+
+
 class OnBaseAndTarget(NamedTuple):
     """What a profile says of its model on a comparison's two GPUs (``on_base_and_target``)."""
 
@@ -423,8 +439,9 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
 def software_note(models: list[ModelComparison], base_name: str, target_name: str) -> str | None:
     """A warning where one GPU's compared rows mix PyTorch versions, or where most of the base GPU's
     numbers and most of the target's were measured under different versions (as the sources record
-    them); None where they agree or either is not known. A CUDA version alone is not warned of: a new GPU needs a newer one (the 5090 CUDA 12.8 or
-    later), and timm's tables cannot tell its effect from the GPU's."""
+    them); None where they agree or either is not known. A CUDA version alone is not warned of: a
+    new GPU needs a newer one (the 5090 CUDA 12.8 or later), and timm's tables cannot tell its
+    effect from the GPU's."""
     def usual(values) -> str | None:
         known = Counter(v for v in values if v)
         return known.most_common(1)[0][0] if known else None
@@ -483,5 +500,5 @@ def _dominant_bound(shares: dict[str, float]) -> str | None:
     return max(kernel, key=kernel.get) if kernel else None
 
 
-__all__ = ["Aggregate", "Comparison", "ModelComparison", "OnBaseAndTarget", "PredictionAgreement", "on_base_and_target", "profile_for", "busiest_pair", "compare", "explain", "gpu_keys",
+__all__ = ["Aggregate", "Comparison", "ModelComparison", "OnBaseAndTarget", "PredictionAgreement", "base_time_over_predicted", "on_base_and_target", "profile_for", "busiest_pair", "compare", "explain", "gpu_keys",
            "pick_gpus", "witness_path_changes"]

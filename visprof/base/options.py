@@ -13,7 +13,6 @@ DEFAULT_BATCH = {"cuda": 64, "cpu": 2}
 DEFAULT_PRECISION = {"cuda": "bf16", "cpu": "fp32"}
 
 
-
 def passes_for(passes: Sequence[str] | str | None, kind: str) -> tuple[str, ...]:
     """The passes to run on a device of ``kind`` ("cuda" or "cpu"), in the order profile() runs
     them (so one set always makes one sweep key): None is every pass the device can run; a

@@ -147,8 +147,6 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return writer.exit_code()
 
 
-
-
 def _check_profile_inputs(args: argparse.Namespace) -> dict[str, Path]:
     """Everything about the command line that can be checked before minutes of profiling:
     output paths (writable, distinct, not an input), the rules file, the option mix."""

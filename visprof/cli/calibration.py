@@ -11,7 +11,7 @@ class PublishedRow(NamedTuple):
 
     spec: float  # its spec-ratio speed-up at the published batch
     speedup: float  # the published speed-up
-    base_over: float | None  # calibration_fleet.base_time_over_predicted, from its published base number
+    base_over: float | None  # ModelComparison.base_time_over_predicted, from its published base number
 
 
 def add_calibration_option(parser) -> None:
@@ -53,12 +53,8 @@ def calibration_pair(saved, table, base: str | None, target: str | None, path) -
 def compare_calibrated(saved, comparison, table, top: int | None) -> dict:
     """compare --calibration: each compared model with a profile, calibrated from the profile compare
     read, at the published batch; printed with its published speed-up. id(model comparison) -> it."""
-    from visprof.analysis.calibration_fleet import base_time_over_predicted
-
     chosen = [mc for mc in comparison.models if mc.profile is not None and mc.predicted_speedup]
-    published = [PublishedRow(mc.predicted_speedup, mc.speedup,
-                              base_time_over_predicted(mc.base.samples_per_s, mc.predicted_base_samples_per_s))
-                 for mc in chosen]
+    published = [PublishedRow(mc.predicted_speedup, mc.speedup, mc.base_time_over_predicted) for mc in chosen]
     text, rows = calibrated_section(saved, table, [mc.profile for mc in chosen], published, top=top)
     print(text, end="")
     return {id(mc): r for mc, r in zip(chosen, rows) if r is not None}
