@@ -280,6 +280,11 @@ def _gpu_count(text: str) -> int | str:
     return int(text)
 
 
+def _pass_list(passes: str | None) -> list[str] | None:
+    """--passes as SweepPlan takes it: None (every pass the device can run) or the named ones."""
+    return None if passes is None else [p.strip() for p in passes.split(",") if p.strip()]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", type=Path, default=DEFAULT_MODELS, help="model list (default: %(default)s)")
@@ -289,7 +294,8 @@ def main() -> int:
     parser.add_argument("--ray", help="run the sweep on Ray instead (auto, local or an address)")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--precision", default="bf16")
-    parser.add_argument("--passes", default="timing,attributed,memory")
+    parser.add_argument("--passes", help="comma-separated passes (default: every pass the device can run; "
+                                         "the memory pass needs a GPU)")
     parser.add_argument("--timeout", type=float, default=120.0,
                         help="seconds per cell (default %(default)s: a hang must not eat a whole call)")
     parser.add_argument("--time-budget", type=float, default=480.0, help="seconds for this call (default %(default)s)")
@@ -321,7 +327,7 @@ def main() -> int:
                       args.precision, deadline)
         return 0
     if args.report_only:
-        plan = SweepPlan(models, "cuda", [args.batch_size], [], [args.precision], [], args.passes.split(","))
+        plan = SweepPlan(models, "cuda", [args.batch_size], [], [args.precision], [], _pass_list(args.passes))
         timm_state = json.loads(args.timm_state.read_text()) if args.timm_state.exists() else None
         result = report(args.store, [c.key for c in plan.cells()], models, None, timm_state)
         if args.json is not None:
@@ -336,7 +342,7 @@ def main() -> int:
     import torch
 
     kind = "cuda" if torch.cuda.is_available() or args.ray else "cpu"  # as the sweep chose (--ray: a GPU cluster)
-    plan = SweepPlan(models, kind, [args.batch_size], [], [args.precision], [], args.passes.split(","))
+    plan = SweepPlan(models, kind, [args.batch_size], [], [args.precision], [], _pass_list(args.passes))
     timm_state = None
     if args.timm_loop:
         if not torch.cuda.is_available():
