@@ -74,7 +74,8 @@ for step in "${steps[@]}"; do
       fi
       python3 bench/sweep_scale.py --store ".sweep/$name.db" --gpus "${GPUS:-all}" --time-budget "${BUDGET:-420}" --batch-size "${BATCH:-64}" \
         ${PASSES:+--passes $PASSES} $timm_args $models_args ${LIMIT:+--limit $LIMIT} --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.txt" | tail -30
-      cp .sweep/"$name"* "$OUT/" ;;
+      # what this call wrote to $OUT (its log, its report) wins over a same-named file carried in .sweep/
+      for f in .sweep/"$name"*; do [ -e "$OUT/$(basename "$f")" ] || cp "$f" "$OUT/"; done ;;
     sweep-ray)
       mkdir -p .sweep
       python3 -m visprof sweep --model-list bench/sweep_models_300.txt --limit 20 --ray local \
