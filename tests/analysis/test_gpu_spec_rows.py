@@ -243,11 +243,14 @@ def test_same_sm_design_decides_the_rate_scaling(table):
 @pytest.mark.parametrize("gpu_id", sorted(HEADLINE))
 def test_device_check_on_consistent_and_on_wrong_facts(table, gpu_id):
     """NVML reports memory in GiB less what ECC reserves (1/16 on GDDR6 cards): that passes; a
-    different SM count or a clock capped 10% below the row's boost is flagged."""
+    different SM count, a clock capped 10% below the row's boost or an L2 a fifth larger than the
+    row's is flagged."""
     spec = table.get(gpu_id)
     device = NEW_ROWS[gpu_id][1][0]
     facts = {"name": device, "sm_count": spec.sms, "memory_total_bytes": spec.memory_gb * 2**30 * 15 / 16,
-             "max_sm_clock_mhz": spec.boost_clock_mhz}
+             "max_sm_clock_mhz": spec.boost_clock_mhz, "l2_cache_bytes": spec.l2_mb * 2**20}
     assert device_warnings(table.for_device(device), facts) == []
     assert len(device_warnings(spec, {**facts, "sm_count": spec.sms - 2})) == 1
     assert len(device_warnings(spec, {**facts, "max_sm_clock_mhz": 0.9 * spec.boost_clock_mhz})) == 1
+    wrong_l2 = device_warnings(spec, {**facts, "l2_cache_bytes": 1.2 * spec.l2_mb * 2**20})
+    assert len(wrong_l2) == 1 and "L2" in wrong_l2[0], wrong_l2

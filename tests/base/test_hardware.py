@@ -102,6 +102,7 @@ class FakeCuda:
                     minor=0,
                     total_memory=150_000_000_000,
                     multi_processor_count=132,
+                    L2_cache_size=50 * 2**20,
                 )
             )
 
@@ -198,6 +199,7 @@ def test_gpu_identity_maps_through_visible_devices(fake_gpus):
     assert (first["max_sm_clock_mhz"], first["max_mem_clock_mhz"]) == (1980, 3201)
     assert first["compute_capability"] == "9.0"
     assert first["memory_total_bytes"] == 150_754_820_096
+    assert first["l2_cache_bytes"] == 50 * 2**20  # torch's, which NVML does not give
     assert hardware.gpu_identity(1)["nvml_index"] == 1
     assert hardware.gpu_identity(2) is None
 

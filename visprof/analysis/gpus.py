@@ -40,6 +40,7 @@ ROW_KEYS = {*NUMBERS, *TEXT, *LISTS, "tensor_tflops", "source"}
 # The device check's tolerances (module doc of device_warnings).
 MEMORY_TOLERANCE = 0.08
 CLOCK_TOLERANCE = 0.05
+L2_TOLERANCE = 0.10
 # Precisions visprof runs at, and the tensor rate each uses.
 PRECISION_TENSOR_KEY = {"fp16": "fp16", "bf16": "bf16", "tf32": "tf32", "fp32": None, "fp8": "fp8"}
 
@@ -267,7 +268,10 @@ def device_warnings(spec: GpuSpec | None, gpu: Mapping[str, Any] | None) -> list
     * memory differs by more than 8% (``memory_gb`` read as GiB: NVML reports GiB less
       reserved/ECC memory);
     * the maximum SM clock NVML reports is more than 5% below the row's boost clock (a
-      power-limited variant or a capped clock). A higher maximum is normal on GeForce cards.
+      power-limited variant or a capped clock). A higher maximum is normal on GeForce cards;
+    * the L2 cache torch reports differs by more than 10% from the row's ``l2_mb`` (read as MiB:
+      the datasheets' "50 MB" is the 50 MiB the driver reports on an H100). Predictions read it
+      to decide how much of a model's traffic stays on chip.
     """
     if not gpu:
         return []
@@ -288,6 +292,10 @@ def device_warnings(spec: GpuSpec | None, gpu: Mapping[str, Any] | None) -> list
     if clock and clock < (1 - CLOCK_TOLERANCE) * spec.boost_clock_mhz:
         out.append(f"GPU {name!r}: max SM clock {clock} MHz, below the spec row {spec.id!r}'s boost clock "
                    f"{spec.boost_clock_mhz:g} MHz: its peak rates are not reachable here")
+    l2 = gpu.get("l2_cache_bytes")
+    if l2 and spec.l2_mb and abs(l2 / 2**20 - spec.l2_mb) > L2_TOLERANCE * spec.l2_mb:
+        out.append(f"GPU {name!r}: torch reports {l2 / 2**20:g} MiB of L2 cache, the spec row {spec.id!r} says "
+                   f"{spec.l2_mb:g} MB")
     return out
 
 

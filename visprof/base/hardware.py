@@ -177,6 +177,8 @@ def _torch_device_facts(index: int) -> dict | None:
         "compute_capability": f"{props.major}.{props.minor}",
         "memory_total_bytes": int(props.total_memory),
         "sm_count": props.multi_processor_count,
+        # Bytes, as the driver reports it (None where this torch has no such property).
+        "l2_cache_bytes": int(getattr(props, "L2_cache_size", 0) or 0) or None,
     }
 
 
@@ -217,6 +219,7 @@ def gpu_identity(index: int = 0) -> dict | None:
         "compute_capability": facts["compute_capability"],
         "sm_count": facts["sm_count"],
         "memory_total_bytes": facts["memory_total_bytes"],
+        "l2_cache_bytes": facts["l2_cache_bytes"],
         "driver_version": None,
         "cuda_driver_version": None,
         "power_limit_w": None,
