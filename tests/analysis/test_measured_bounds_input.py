@@ -3,6 +3,7 @@ and what is wrong with it. A damaged library used to be taken as it was (and pri
 and one ncu result given twice was pooled twice."""
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from pathlib import Path
@@ -89,11 +90,12 @@ def test_a_profile_given_as_the_library_is_named_and_the_order_told(tmp_path):
                     "the library comes first: visprof bounds coverage LIBRARY SOURCE ...")
 
 
-@pytest.mark.parametrize("again", ["vit.json", "./vit.json", "link.json", "copy.json"])
+@pytest.mark.parametrize("again", ["vit.json", "./vit.json", "link.json", "copy.json", "copy.json.gz"])
 def test_one_ncu_result_given_twice_is_refused_not_pooled_twice(tmp_path, again):
     (tmp_path / "vit.json").write_bytes(PROFILE.read_bytes())
     (tmp_path / "link.json").symlink_to("vit.json")
     (tmp_path / "copy.json").write_bytes(PROFILE.read_bytes())
+    (tmp_path / "copy.json.gz").write_bytes(gzip.compress(PROFILE.read_bytes()))
     line = refused(visprof(tmp_path, "bounds", "build", "vit.json", again, "-o", "lib.json"))
     how = "is given twice" if Path(again) == Path("vit.json") else "is the same result as vit.json"
     assert line == f"visprof: error: NCU_RESULT {Path(again)} {how}: its kernels would count twice in the library"

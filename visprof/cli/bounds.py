@@ -57,15 +57,17 @@ def cmd_bounds_build(args: argparse.Namespace) -> int:
 
 
 def _refuse_repeats(paths: list[Path]) -> None:
-    """One ncu result given twice (the same name, ./x, a link, a copy) would count its launches
-    and weights twice without a word: refused, naming it. Compared by content, which no name hides."""
+    """One ncu result given twice (the same name, ./x, a link, a copy, a gzipped copy) would count
+    its launches and weights twice without a word: refused, naming it. Compared by content,
+    decompressed, which no name or compression hides."""
     from visprof.base.errors import BadInputError
+    from visprof.base.inputs import read_input_bytes
 
     seen: dict[bytes, Path] = {}
     for path in paths:
         try:
-            digest = hashlib.sha256(path.read_bytes()).digest()
-        except OSError:
+            digest = hashlib.sha256(read_input_bytes(path, "NCU_RESULT")).digest()
+        except BadInputError:
             continue  # loading it says what is wrong with it
         if digest in seen:
             first = seen[digest]
