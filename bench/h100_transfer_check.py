@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import sqlite3
 import statistics
 import subprocess
@@ -123,7 +124,7 @@ def main() -> int:
         t_fast = grouped_times(args.h200, ids_fast, table, key)
         t_slow = grouped_times(args.h100, ids_slow, table, key)
         total = sum(t_fast.values())
-        library = _library_dram() if table == "result_kernel_families" else {}
+        library = library_dram(LIBRARY) if table == "result_kernel_families" else {}
         ratios, drams = [], []
         print(f"\nper {title} with >= 1% of the H200 kernel time (summed over the {len(keys)} models):")
         print(f"  {'name':<76}{'H200 share':>11}{'H100/H200':>11}{'  library DRAM %' if library else ''}")
@@ -158,16 +159,14 @@ def main() -> int:
     return 0
 
 
-def _library_dram() -> dict[str, float]:
+def library_dram(path: Path) -> dict[str, float]:
     """The bound library's measured DRAM throughput (% of peak, H200) per kernel family, over all the
     categories it has the family in, weighted by their kernel time. Not per (family, category): a
     profile names a family's category by where most of its time went, and for a kernel shared by two
     kinds of op that flips between runs (focalnet_xlarge_fl3's vectorized_elementwise_kernel: activation
     on the H200, elementwise on the H100, the same 615 calls)."""
-    import json
-
     weighted, weights = defaultdict(float), defaultdict(float)
-    for e in json.loads(LIBRARY.read_text())["entries"]:
+    for e in json.loads(path.read_text())["entries"]:
         if e.get("dram_pct") is not None and e.get("weight_ns"):
             weighted[e["family"]] += e["dram_pct"] * e["weight_ns"]
             weights[e["family"]] += e["weight_ns"]
