@@ -74,7 +74,7 @@ def test_compare_marks_the_witnessed_rows_and_says_so_once():
     notes = [n for n in c.notes if "no single memory footprint" in n]
     assert len(notes) == 1
     assert notes[0].startswith("1 model(s) ran at batches")
-    assert "efficientnet_b3_gn at 224px: the RTX 5090 run held >= x2.00 the RTX 4090 run's memory per sample" in notes[0]
+    assert "efficientnet_b3_gn at 224px (x2.00 on the RTX 5090)" in notes[0]
 
 
 def test_profiles_are_not_witnesses():
@@ -93,3 +93,16 @@ def test_a_table_of_hand_picked_batches_is_no_witness():
           m("vit_base_patch16_224", "rtx4090", 1000, 100), m("vit_base_patch16_224", "rtx5090", 1400, 1024)]
     c = compare(ms, "rtx4090", "rtx5090")  # the 4090's 100 is no step of timm's decay from 1024
     assert all(x.path_change is None for x in c.models) and c.paths is None
+
+
+def test_the_path_change_note_is_one_short_line_naming_the_largest_first():
+    from visprof.analysis.batch_witness import PathChange, path_change_note
+
+    changes = [(f"model_{i:02d}_with_a_long_timm_name_at_384px", PathChange("target", 1.2 + i / 10, 512, 256))
+               for i in range(12)]
+    note = path_change_note(changes, "RTX 4090", "RTX 5090")
+    assert note.startswith("12 model(s) ran at batches")
+    assert "model_11_with_a_long_timm_name_at_384px (x2.30 on the RTX 5090), model_10" in note
+    assert "and 7 more" in note and "model_06" not in note
+    assert "\n" not in note and len(note) < 650, len(note)  # five names of 44 characters
+    assert path_change_note([], "RTX 4090", "RTX 5090") is None

@@ -185,7 +185,7 @@ def test_two_runs_that_took_different_paths_are_noted_in_the_report(loaded, tmp_
     build_report(sources.Loaded(hungrier, []), tmp_path / "r.html")
     html = (tmp_path / "r.html").read_text()
     assert ("1 model(s) ran at batches that no single memory footprint per sample explains" in html
-            and f"{first.model} at {first.img_size}px: the RTX 4090 run held &gt;= x1.33" in html)
+            and f"{first.model} at {first.img_size}px (x1.33 on the RTX 4090)" in html)
     build_report(loaded, tmp_path / "same.html")  # timm's 3090 -> 4090 rows: one software, no such row
     assert "no single memory footprint" not in (tmp_path / "same.html").read_text()
 

@@ -108,10 +108,13 @@ def path_change_note(changes: list[tuple[str, PathChange]], base_name: str, targ
     if not changes:
         return None
     ranked = sorted(changes, key=lambda c: -c[1].factor)
-    named = "; ".join(f"{model}: {change.phrase(base_name, target_name)}" for model, change in ranked[:shown])
-    more = f"; and {len(ranked) - shown} more (--csv and --json: path_change_run)" if len(ranked) > shown else ""
+    # Short on purpose: a warning line, with each model's whole phrase in its own sentence and the outputs.
+    named = ", ".join(f"{model} (x{change.factor:.2f} on the "
+                      f"{target_name if change.hungrier == 'target' else base_name})" for model, change in ranked[:shown])
+    more = f" and {len(ranked) - shown} more" if len(ranked) > shown else ""
     return (f"{len(ranked)} model(s) ran at batches that no single memory footprint per sample explains, so their two "
-            f"runs took different paths and their speed-ups carry that change as well as the GPUs' ({named}{more})")
+            f"runs took different paths and their speed-ups carry that change as well as the GPUs': {named}{more} "
+            f"(memory per sample, at least that many times the other run's; more in each model's sentence, --csv, --json)")
 
 
 __all__ = ["WITNESS_FACTOR", "PathChange", "decays_from", "footprint_factor", "path_change", "path_change_note",
