@@ -45,6 +45,9 @@ DAMAGED = {  # what was done to the library: (the change, what the error says af
                               ": entries[0]: expected an object, got an integer (5)"),
     "no GPU": (lambda d: d.update(gpu=None), ": gpu: expected the GPU's name, got null"),
     "no entries": (lambda d: d.pop("entries"), ": entries: missing (a list of kernel families)"),
+    "empty entries": (lambda d: d.update(entries=[]),
+                      " has no entries: nothing measured to look up (visprof bounds build NCU_RESULT ... -o LIBRARY "
+                      "makes one from visprof ncu results)"),
     "entries as text": (lambda d: d.update(entries="abc"),
                         ": entries: expected a list of kernel families, got a string ('abc')"),
     "another format": (lambda d: d.update(format="visprof.bounds/9"),

@@ -83,6 +83,9 @@ class BoundLibrary:
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise BadInputError(f"{source} {_not_a_library(doc)}")
         _check_fields(doc, _LIBRARY_FIELDS, source)
+        if not doc["entries"]:  # every profile would read 0% measured, as if no family matched
+            raise BadInputError(f"{source} has no entries: nothing measured to look up (visprof bounds build "
+                                f"NCU_RESULT ... -o LIBRARY makes one from visprof ncu results)")
         entries, seen = [], {}
         for i, e in enumerate(doc["entries"]):
             where = f"entries[{i}]"
