@@ -23,9 +23,10 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from scipy.stats import spearmanr
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from visprof.analysis.metrics import spearman  # noqa: E402
 EXCESS = ("clock", "fraction", "bound", "compute", "none")
 BANDWIDTH_RATIO = 4800 / 3350  # gpus.toml: H200 over H100 SXM
 LIBRARY = REPO / "bench/results/bounds-2026-12-03/h200-bounds.json"
@@ -64,7 +65,7 @@ def predicted_busy(h200_store: Path, excess: str, out: Path) -> dict[tuple, floa
 
 
 def score(predicted: list[float], measured: list[float]) -> tuple[float | None, float]:
-    rho = spearmanr(predicted, measured).statistic if len(set(predicted)) > 1 else None
+    rho = spearman(predicted, measured) if len(set(predicted)) > 1 else None
     error = statistics.median(abs(p / m - 1) for p, m in zip(predicted, measured))
     return rho, error
 
@@ -97,7 +98,7 @@ def main() -> int:
     print(f"measured H100/H200 GPU busy time: median x{statistics.median(measured):.3f}, 10-90% x{q[0]:.3f}-x{q[-1]:.3f}, "
           f"range x{min(measured):.3f}-x{max(measured):.3f}; kernel time median x{statistics.median(kernel):.3f}; "
           f"latency median x{statistics.median(latency):.3f} (Spearman latency vs busy "
-          f"{spearmanr(latency, measured).statistic:.3f})")
+          f"{spearman(latency, measured):.3f})")
     clocks = sorted({(r["sm_clock_mhz_median"], r["mem_clock_mhz_median"]) for r in slow.values()})
     print(f"H100 clocks (SM, memory MHz, medians per row): {clocks[:4]}{' ...' if len(clocks) > 4 else ''}")
 
@@ -138,7 +139,7 @@ def main() -> int:
                 drams.append(library[name])
         if len(ratios) > 2:
             print(f"  Spearman of the library's DRAM % and the H100/H200 ratio over these {len(ratios)} families: "
-                  f"{spearmanr(drams, ratios).statistic:.3f}")
+                  f"{spearman(drams, ratios):.3f}")
 
     ranked = sorted(zip(measured, keys))
     for label, part in (("smallest", ranked[:10]), ("largest", ranked[-10:][::-1])):
