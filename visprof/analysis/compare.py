@@ -4,7 +4,8 @@
 
 * **speed-up**: the model's throughput on the target over its throughput on the base, both
   at the same image size (measurements are joined on architecture and image size; where a
-  GPU has several, the one whose precision and batch match the other side's best);
+  GPU has several, the one whose precision and batch match the other side's best); end to
+  end, or with ``time="gpu"`` of profiles' GPU busy time (``visprof.analysis.time_basis``);
 * **sensitivity**: speed-up / the median speed-up of all joined models - 1. +0.26 means the
   model gains 26% more from the upgrade than the typical model does;
 * **family**: the timm module that defines the model (``visprof.analysis.families``);
@@ -28,6 +29,7 @@ from visprof.analysis.batch_witness import PathChange, decays_from, path_change,
 from visprof.analysis.families import family
 from visprof.analysis.gpus import GpuSpec, GpuTable, gpu_table
 from visprof.analysis.metrics import ratio_errors, spearman
+from visprof.analysis.time_basis import END_TO_END, GPU, host_note, on_gpu_time
 from visprof.analysis.roofline import BOUND_LABELS, dominant_category
 from visprof.analysis.sources import Measurement
 from visprof.base.errors import BadInputError
@@ -164,9 +166,10 @@ class Comparison:
     # (architecture, image size) -> its base GPU measurement, for models measured on the base only:
     # what a calibration predicts the target from (a reference row where there is one)
     base_only: dict[tuple, Measurement] = field(default_factory=dict)
+    time: str = END_TO_END  # which time the speed-ups divide (time_basis.TIME_BASES)
 
     def to_dict(self) -> dict:
-        return {"base": self.base, "target": self.target,
+        return {"base": self.base, "target": self.target, "time": self.time,
                 "base_spec": self.base_spec.as_dict() if self.base_spec else None,
                 "target_spec": self.target_spec.as_dict() if self.target_spec else None,
                 "median_speedup": self.median_speedup, "models": [m.row() for m in self.models],
@@ -275,12 +278,13 @@ class OnBaseAndTarget(NamedTuple):
 
 
 def on_base_and_target(profile: Measurement, base: Measurement, base_spec: GpuSpec | None, target_spec: GpuSpec | None,
-                       table: GpuTable, excess: str = "clock") -> OnBaseAndTarget:
+                       table: GpuTable, excess: str = "clock", gpu_time: bool = False) -> OnBaseAndTarget:
     """From ``profile``: its model's time by bound on the base GPU (measured there, else
     predicted), where that split comes from, the speed-up its roofline groups predict from
     base to target, at the base measurement's batch, with its band (``speedup_band``), and the
     throughput they predict on the base. One prediction per GPU serves all of them.
-    ``excess``: ``predict.predict_group``'s."""
+    ``excess``: ``predict.predict_group``'s. ``gpu_time``: the speed-up and band of GPU busy time
+    (``compare(time="gpu")``), not of end-to-end time."""
     result = profile.result
     roof = result.roofline if result else None
     if roof is None or not roof.groups:
@@ -297,8 +301,12 @@ def on_base_and_target(profile: Measurement, base: Measurement, base_spec: GpuSp
         on_target = predict_result(result, target_spec, **options) if target_spec else None
     except BadInputError:
         return OnBaseAndTarget(*measured)
-    speedup = on_target.samples_per_s / on_base.samples_per_s if on_target else None
-    band = speedup_band(on_base, on_target) if on_target else None
+    if on_target is None:
+        speedup = None
+    else:
+        speedup = (on_base.busy_ms / on_target.busy_ms if gpu_time and on_target.busy_ms > 0
+                   else on_target.samples_per_s / on_base.samples_per_s)
+    band = speedup_band(on_base, on_target, gpu_time) if on_target else None
     split = measured if profile.gpu == base.gpu and roof.shares else (on_base.shares, f"predicted from {profile.gpu}")
     return OnBaseAndTarget(*split, speedup, band, on_base.samples_per_s)
 
@@ -377,8 +385,16 @@ def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: Gpu
 
 
 def compare(measurements: list[Measurement], base: str | None = None, target: str | None = None,
-            table: GpuTable | None = None) -> Comparison:
+            table: GpuTable | None = None, time: str = END_TO_END) -> Comparison:
+    """``time``: END_TO_END (throughput as measured or published) or GPU (profiles only, each
+    at its timing pass's GPU busy time: ``visprof.analysis.time_basis``)."""
     table = table or gpu_table()
+    left_out = 0
+    if time == GPU:
+        measurements, left_out = on_gpu_time(measurements)
+        if not measurements:
+            raise BadInputError(f"--time gpu compares visprof profiles' GPU busy time, and none of the inputs is such "
+                                f"a profile ({left_out} published or untimed measurement(s) have no GPU time)")
     measurements = [m for m in measurements if m.samples_per_s]
     base_key, target_key = pick_gpus(measurements, base, target, table)
     by_gpu: dict[str, dict[tuple, list[Measurement]]] = {base_key: defaultdict(list), target_key: defaultdict(list)}
@@ -406,7 +422,7 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
         m.profile = profile = profile_for(profiles.get((m.base.arch, m.img_size), []), base_key, m.base.batch_size)
         if profile is not None:
             m.dominant_category = dominant_category(profile.result)
-            on = on_base_and_target(profile, m.base, base_spec, target_spec, table)
+            on = on_base_and_target(profile, m.base, base_spec, target_spec, table, gpu_time=time == GPU)
             m.shares, m.shares_from, m.predicted_speedup, m.predicted_band = on.shares, on.shares_from, on.speedup, on.band
             m.predicted_base_samples_per_s = on.base_samples_per_s
         m.explanation = explain(m, median, base_spec, target_spec, base_name, target_name, m.base.precision)
@@ -415,6 +431,12 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
     base_only = {key: max(rows, key=lambda m: m.kind == "reference") for key, rows in by_gpu[base_key].items()
                  if key not in by_gpu[target_key]}
     notes = []
+    if time == GPU:
+        notes.append("speed-ups of GPU busy time per sample (each profile's timing pass; the GPU's idle time left out)"
+                     + (f"; {left_out} measurement(s) without one left out (published rows have no GPU time)"
+                        if left_out else ""))
+    elif (host := host_note((m.base, m.target) for m in models)):
+        notes.append(host)
     mixed = sum(1 for m in models if m.base.kind != m.target.kind)
     if mixed:
         notes.append(f"{mixed} model(s) compare a visprof profile with a reference measurement (different loops and settings)")
@@ -428,7 +450,7 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
     prediction = PredictionAgreement.of(models)
     if prediction:
         notes.append(prediction.sentence())
-    return Comparison(base_key, target_key, base_spec, target_spec, models, median,
+    return Comparison(base_key, target_key, base_spec, target_spec, models, median, time=time,
                       by_family=_aggregate(models, lambda m: m.family),
                       by_category=_aggregate(models, lambda m: m.dominant_category or "(no profile)"),
                       by_bound=_aggregate(models, lambda m: _dominant_bound(m.shares) or "(no profile)"),

@@ -394,16 +394,20 @@ def speedup(result: ProfileResult, base: GpuSpec | str, target: GpuSpec | str, *
     return a, b, b.samples_per_s / a.samples_per_s
 
 
-def speedup_band(on_base: Prediction, on_target: Prediction) -> tuple[float, float] | None:
+def speedup_band(on_base: Prediction, on_target: Prediction, gpu_time: bool = False) -> tuple[float, float] | None:
     """The lowest and highest throughput ratio target / base over ``RATE_SCALINGS``, each
     applied to both GPUs (one physics for one kernel), or None without them. Its width says
     how much the predicted speed-up hinges on what limits the kernels far below their roof:
-    EfficientFormer-V2-S0's x1.46 (clock) spans x1.03-2.20, ViT-B/16's hardly moves."""
+    EfficientFormer-V2-S0's x1.46 (clock) spans x1.03-2.20, ViT-B/16's hardly moves.
+    ``gpu_time``: of GPU busy time, each latency less its predicted idle time."""
     common = [s for s in RATE_SCALINGS if s in on_base.latency_by_scaling and s in on_target.latency_by_scaling]
     if not common:
         return None
-    ratios = [(on_target.batch_size / on_target.latency_by_scaling[s]) / (on_base.batch_size / on_base.latency_by_scaling[s])
-              for s in common]
+
+    def rate(p: Prediction, scaling: str) -> float:
+        return p.batch_size / (p.latency_by_scaling[scaling] - (p.idle_ms if gpu_time else 0.0))
+
+    ratios = [rate(on_target, s) / rate(on_base, s) for s in common]
     return min(ratios), max(ratios)
 
 

@@ -48,3 +48,9 @@ def regime_label(config) -> str:
     kind = {"per-forward": "autocast per forward", "whole-loop": "autocast around the loop",
             "model-cast": "model cast", "off": ""}.get(config.autocast, config.autocast)
     return f"{config.precision} {kind}".strip() + f", {config.grad_mode}"
+
+
+# Which time a speed-up between two GPUs divides (visprof.analysis.time_basis): end to end, as
+# measured or published, or a profile's GPU busy time, which leaves the host's idle time out.
+TIME_END_TO_END, TIME_GPU = "end-to-end", "gpu"
+TIME_BASES = (TIME_END_TO_END, TIME_GPU)

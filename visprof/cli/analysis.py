@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+from visprof.base.options import TIME_BASES, TIME_END_TO_END, TIME_GPU
 from visprof.cli.arguments import fold_count, positive_int
 from visprof.cli.calibration import (add_calibration_option, calibrated_section, calibration_pair, compare_calibrated,
                                      csv_columns, load_calibration, save_calibration)
@@ -49,6 +50,9 @@ def add_analysis_commands(commands) -> None:
     cmp_.add_argument("--target", metavar="GPU", help="the GPU to compare to (default: the other)")
     cmp_.add_argument("--top", type=positive_int, default=15, metavar="N", help="show the N most and N least sensitive (default 15)")
     cmp_.add_argument("--all", action="store_true", help="show every model")
+    cmp_.add_argument("--time", choices=TIME_BASES, default=TIME_END_TO_END,
+                      help="which time a speed-up divides: end-to-end (default: throughput as measured or published) "
+                           "or gpu (visprof profiles only: GPU busy time per sample, without the host's idle time)")
     add_calibration_option(cmp_)
     _add_files(cmp_, "the whole comparison")
     cmp_.set_defaults(handler=cmd_compare)
@@ -191,6 +195,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from visprof.report.compare_text import format_comparison, rows_to_csv
 
     _check_outputs(args, json=args.json, csv=args.csv)
+    if args.time == TIME_GPU and args.calibration:
+        raise BadInputError("--time gpu compares visprof's GPU busy time; a calibration is fitted to end-to-end "
+                            "published numbers: leave out one of --time gpu and --calibration")
     table = _table(args)
     saved = load_calibration(args, table)
     base, target = calibration_pair(saved, table, args.base, args.target, args.calibration) if saved else (args.base,
@@ -198,7 +205,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     loaded = _load(args.sources, table)
     _say(f"{len(loaded.measurements)} measurements; joining models (timm's registry gives their families)")
     try:
-        comparison = compare(loaded.measurements, base, target, table)
+        comparison = compare(loaded.measurements, base, target, table, time=args.time)
     except BadInputError as exc:
         if saved and not (args.base and args.target):  # the pair came from the file, not the command line
             raise BadInputError(f"{exc} (the GPUs of the calibration file {args.calibration}: {saved.base} -> "

@@ -23,7 +23,7 @@ def format_comparison(comparison, top: int | None = 15, width: int | None = None
     """Header, the most and least sensitive models, then the aggregates."""
     c = comparison
     lines = [f"visprof compare: {c.base} -> {c.target}: {len(c.models)} models measured on both "
-             f"(median speed-up x{c.median_speedup:.3f})"]
+             f"(median speed-up x{c.median_speedup:.3f}{' in GPU busy time' if c.time == 'gpu' else ''})"]
     if c.base_spec and c.target_spec:
         b, t = c.base_spec, c.target_spec
         key = c.models[0].base.precision if c.models and c.models[0].base.precision in ("fp16", "bf16", "tf32") else "fp16"
