@@ -60,8 +60,9 @@ def test_gpu_time_divides_busy_time_and_leaves_published_rows_out(fleet):
     deit = next(m for m in e2e.models if m.model == MODEL)
     assert deit.speedup == pytest.approx(h100.timing.samples_per_s / h200.timing.samples_per_s)
     assert deit.speedup < 0.5 < c.models[0].speedup
-    assert any(n.startswith("1 of the 1 model(s) profiled on both GPUs left the GPU idle more than 10%") and
-               f"(e.g. {MODEL})" in n and "--time gpu" in n for n in e2e.notes), e2e.notes
+    assert e2e.host.startswith("1 of the 1 model(s) profiled on both GPUs left the GPU idle more than 10%")
+    assert f"(e.g. {MODEL})" in e2e.host and "--time gpu" in e2e.host and e2e.host in e2e.notes
+    assert c.host is None
 
 
 def test_no_host_note_where_neither_profile_waited_on_its_host():
@@ -70,7 +71,7 @@ def test_no_host_note_where_neither_profile_waited_on_its_host():
     h200.timing = replace(h200.timing, idle_ms=0.0)
     h100 = on_h100(h200, busy_factor=1.07, idle_ms=0.0)
     c = compare([sources.from_result(h200, "a", table), sources.from_result(h100, "b", table)], "h200", "h100-sxm", table)
-    assert not any("idle" in n for n in c.notes), c.notes
+    assert c.host is None and not any("idle" in n for n in c.notes), c.notes
 
 
 def test_the_predicted_speed_up_of_gpu_time_is_the_ratio_of_predicted_busy_times(fleet):
@@ -112,3 +113,14 @@ def test_cli_refusals_are_one_line(tmp_path, capsys):
     assert code == 2 and one_error_line(err) == (
         "visprof: error: --time gpu compares visprof's GPU busy time; a calibration is fitted to end-to-end "
         "published numbers: leave out one of --time gpu and --calibration")
+
+
+def test_the_html_report_carries_the_host_note(fleet):
+    from types import SimpleNamespace
+
+    from visprof.report.html import _comparison
+
+    table, measurements = fleet
+    notes: list[str] = []
+    c = _comparison(SimpleNamespace(measurements=measurements), "h200", "h100-sxm", table, notes)
+    assert c.host is not None and c.host in notes

@@ -161,6 +161,7 @@ class Comparison:
     prediction: PredictionAgreement | None = None  # also the last note
     software: str | None = None  # where the two GPUs' numbers come from different software: why it matters (a note too)
     paths: str | None = None  # the models whose two published runs took different paths (batch_witness; a note too)
+    host: str | None = None  # profiles on both sides whose end-to-end time carries their hosts (time_basis; a note too)
     base_name: str = ""  # the GPUs as sentences name them ("RTX 4090")
     target_name: str = ""
     # (architecture, image size) -> its base GPU measurement, for models measured on the base only:
@@ -435,7 +436,8 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
         notes.append("speed-ups of GPU busy time per sample (each profile's timing pass; the GPU's idle time left out)"
                      + (f"; {left_out} measurement(s) without one left out (published rows have no GPU time)"
                         if left_out else ""))
-    elif (host := host_note((m.base, m.target) for m in models)):
+    host = host_note((m.base, m.target) for m in models) if time != GPU else None
+    if host:
         notes.append(host)
     mixed = sum(1 for m in models if m.base.kind != m.target.kind)
     if mixed:
@@ -454,7 +456,7 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
                       by_family=_aggregate(models, lambda m: m.family),
                       by_category=_aggregate(models, lambda m: m.dominant_category or "(no profile)"),
                       by_bound=_aggregate(models, lambda m: _dominant_bound(m.shares) or "(no profile)"),
-                      unmatched=unmatched, notes=notes, prediction=prediction, software=software, paths=paths,
+                      unmatched=unmatched, notes=notes, prediction=prediction, software=software, paths=paths, host=host,
                       base_name=base_name, target_name=target_name, base_only=base_only)
 
 

@@ -195,7 +195,7 @@ def _comparison(loaded, base, target, table, notes):
             raise
         notes.append(f"no speed-up section: {exc}")
         return None
-    notes.extend(n for n in (comparison.software, comparison.paths) if n)
+    notes.extend(n for n in (comparison.software, comparison.paths, comparison.host) if n)
     return comparison
 
 
