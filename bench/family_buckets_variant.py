@@ -1,5 +1,5 @@
 """A variant of `visprof calibrate`'s buckets, judged by bench/calibrate_check.py: a kernel family's time
-counts in ``kf:FAMILY``, whatever category its row names, instead of ``kf:CATEGORY/SUB/FAMILY``.
+counts in ``kff:FAMILY``, whatever category its row names, instead of ``kf:CATEGORY/SUB/FAMILY``.
 
     python bench/family_buckets_variant.py --pair /tmp/pair1.db rtx3090 rtx4090 \\
         --pair /tmp/pair2.db rtx4090 rtx5090 --store /tmp/profiles.db --model-held-out 0 --out DIR
@@ -27,7 +27,9 @@ def buckets_by_family(result) -> dict[str, float]:
     out: dict[str, float] = {}
     for key, share in _labelled_buckets(result).items():
         if key.startswith("kf:"):
-            key = "kf:" + key.split("/", 2)[2]  # kf:CATEGORY/SUB/FAMILY -> kf:FAMILY (a family may hold '/')
+            # kf:CATEGORY/SUB/FAMILY -> kff:FAMILY (a family may hold '/'). Not "kf:": the ratio table
+            # and the sentences read a kf: bucket's category and sub-category from its name.
+            key = "kff:" + key.split("/", 2)[2]
         out[key] = out.get(key, 0.0) + share
     return out
 
