@@ -280,11 +280,6 @@ def _gpu_count(text: str) -> int | str:
     return int(text)
 
 
-def _pass_list(passes: str | None) -> list[str] | None:
-    """--passes as SweepPlan takes it: None (every pass the device can run) or the named ones."""
-    return None if passes is None else [p.strip() for p in passes.split(",") if p.strip()]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", type=Path, default=DEFAULT_MODELS, help="model list (default: %(default)s)")
@@ -312,6 +307,7 @@ def main() -> int:
                         help="modules that register models (as visprof sweep --import)")
     args = parser.parse_args()
 
+    from visprof.base.options import passes_for
     from visprof.base.outputs import atomic_write_text, check_output_paths
     from visprof.sweep import run_sweep
     from visprof.sweep.plan import SweepPlan
@@ -327,7 +323,7 @@ def main() -> int:
                       args.precision, deadline)
         return 0
     if args.report_only:
-        plan = SweepPlan(models, "cuda", [args.batch_size], [], [args.precision], [], _pass_list(args.passes))
+        plan = SweepPlan(models, "cuda", [args.batch_size], [], [args.precision], [], passes_for(args.passes, "cuda"))
         timm_state = json.loads(args.timm_state.read_text()) if args.timm_state.exists() else None
         result = report(args.store, [c.key for c in plan.cells()], models, None, timm_state)
         if args.json is not None:
@@ -342,7 +338,7 @@ def main() -> int:
     import torch
 
     kind = "cuda" if torch.cuda.is_available() or args.ray else "cpu"  # as the sweep chose (--ray: a GPU cluster)
-    plan = SweepPlan(models, kind, [args.batch_size], [], [args.precision], [], _pass_list(args.passes))
+    plan = SweepPlan(models, kind, [args.batch_size], [], [args.precision], [], passes_for(args.passes, kind))
     timm_state = None
     if args.timm_loop:
         if not torch.cuda.is_available():

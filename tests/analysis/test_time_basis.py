@@ -84,6 +84,7 @@ def test_the_predicted_speed_up_of_gpu_time_is_the_ratio_of_predicted_busy_times
     a = predict_result(profile.result, table.get("h200"), **options)
     b = predict_result(profile.result, table.get("h100-sxm"), **options)
     assert on.speedup == pytest.approx(a.busy_ms / b.busy_ms)
+    assert on.base_samples_per_s == pytest.approx(a.batch_size / a.busy_ms * 1e3)  # the base rate in GPU time too
     end_to_end = on_base_and_target(profile, base, table.get("h200"), table.get("h100-sxm"), table)
     assert end_to_end.speedup == pytest.approx(b.samples_per_s / a.samples_per_s)
     low, high = on.band

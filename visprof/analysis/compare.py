@@ -309,7 +309,10 @@ def on_base_and_target(profile: Measurement, base: Measurement, base_spec: GpuSp
                    else on_target.samples_per_s / on_base.samples_per_s)
     band = speedup_band(on_base, on_target, gpu_time) if on_target else None
     split = measured if profile.gpu == base.gpu and roof.shares else (on_base.shares, f"predicted from {profile.gpu}")
-    return OnBaseAndTarget(*split, speedup, band, on_base.samples_per_s)
+    # the base throughput in the time the comparison divides, as its base measurement is
+    base_rate = (on_base.batch_size / on_base.busy_ms * 1e3 if gpu_time and on_base.busy_ms > 0
+                 else on_base.samples_per_s)
+    return OnBaseAndTarget(*split, speedup, band, base_rate)
 
 
 def _unexplained(m: ModelComparison, bound: str, target_name: str, fp32_ratio: float) -> str:

@@ -327,9 +327,10 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
             by_scaling[other] = sum(_busy_and_idle(result, others, measured=True)[1:])
     timing = result.timing
     notes = []
-    if timing and timing.idle_ms and timing.latency_ms.median and timing.idle_ms / timing.latency_ms.median > HOST_BOUND_IDLE:
+    idle_on_own = idle_share(timing)
+    if idle_on_own and idle_on_own > HOST_BOUND_IDLE:
         kept = "kept as is" if idle >= timing.idle_ms else f"{idle:.3f} ms here, where the GPU has more work to hide it"
-        notes.append(f"host-bound on its own GPU ({timing.idle_ms / timing.latency_ms.median:.0%} idle): the host's "
+        notes.append(f"host-bound on its own GPU ({idle_on_own:.0%} idle): the host's "
                      f"{timing.idle_ms:.3f} ms of idle GPU per iteration is {kept}")
     if scale != 1:
         notes.append(f"batch {own_batch} -> {batch}: FLOPs and activation bytes x{scale:g}, weight bytes kept")
@@ -394,6 +395,13 @@ def speedup(result: ProfileResult, base: GpuSpec | str, target: GpuSpec | str, *
     return a, b, b.samples_per_s / a.samples_per_s
 
 
+def idle_share(timing) -> float | None:
+    """The share of an iteration the GPU sat idle in a timing pass (``Timing``); None without one."""
+    if timing is None or timing.idle_ms is None or not timing.latency_ms.median:
+        return None
+    return timing.idle_ms / timing.latency_ms.median
+
+
 def speedup_band(on_base: Prediction, on_target: Prediction, gpu_time: bool = False) -> tuple[float, float] | None:
     """The lowest and highest throughput ratio target / base over ``RATE_SCALINGS``, each
     applied to both GPUs (one physics for one kernel), or None without them. Its width says
@@ -451,5 +459,5 @@ def predict_many(results: Iterable[ProfileResult], target: GpuSpec | str, **kwar
 
 
 __all__ = ["ACHIEVABLE", "EXCESS_MODES", "HELPER_TRAFFIC", "KERNEL_FLOOR_MS", "RATE_SCALINGS", "GroupPrediction", "Prediction",
-           "batch_distance", "choose_profiles", "default_rate_scaling", "l2_hit_share", "predict_group", "predict_many", "predict_result",
+           "batch_distance", "choose_profiles", "default_rate_scaling", "idle_share", "l2_hit_share", "predict_group", "predict_many", "predict_result",
            "rate_ratio", "source_spec", "speedup", "speedup_band", "target_precision"]

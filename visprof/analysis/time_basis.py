@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable
 
-from visprof.analysis.predict import HOST_BOUND_IDLE
+from visprof.analysis.predict import HOST_BOUND_IDLE, idle_share
 from visprof.analysis.sources import Measurement
 from visprof.base.options import TIME_BASES, TIME_END_TO_END as END_TO_END, TIME_GPU as GPU
 
@@ -41,20 +41,12 @@ def on_gpu_time(measurements: Iterable[Measurement]) -> tuple[list[Measurement],
     return kept, left
 
 
-def idle_share(m: Measurement) -> float | None:
-    """The share of an iteration a profile's GPU sat idle (timing pass); None without one."""
-    timing = m.result.timing if m.result is not None else None
-    if timing is None or timing.idle_ms is None or not timing.latency_ms.median:
-        return None
-    return timing.idle_ms / timing.latency_ms.median
-
-
 def host_note(pairs: Iterable[tuple[Measurement, Measurement]]) -> str | None:
     """A note where an end-to-end comparison joins two profiles of which one left its GPU idle
     more than HOST_BOUND_IDLE of an iteration: their speed-up carries the two hosts as well."""
     profiled = [(a, b) for a, b in pairs if a.result is not None and b.result is not None]
     host_bound = [a.model for a, b in profiled
-                  if max(idle_share(a) or 0.0, idle_share(b) or 0.0) > HOST_BOUND_IDLE]
+                  if max(idle_share(a.result.timing) or 0.0, idle_share(b.result.timing) or 0.0) > HOST_BOUND_IDLE]
     if not host_bound:
         return None
     return (f"{len(host_bound)} of the {len(profiled)} model(s) profiled on both GPUs left the GPU idle more than "
@@ -62,5 +54,4 @@ def host_note(pairs: Iterable[tuple[Measurement, Measurement]]) -> str | None:
             f"speed-ups carry the two hosts as well as the GPUs; --time gpu compares GPU busy time")
 
 
-__all__ = ["END_TO_END", "GPU", "TIME_BASES", "gpu_samples_per_s", "host_note", "idle_share",
-           "on_gpu_time"]
+__all__ = ["END_TO_END", "GPU", "TIME_BASES", "gpu_samples_per_s", "host_note", "on_gpu_time"]

@@ -5,6 +5,7 @@ import csv
 import io
 from typing import Iterable, Sequence
 
+from visprof.base.options import TIME_GPU
 from visprof.report.text_table import format_table
 
 BOUND_SHORT = {"tensor": "tensor", "memory": "memory", "compute": "compute", "unknown": "unknown", "launch": "launch"}
@@ -23,7 +24,7 @@ def format_comparison(comparison, top: int | None = 15, width: int | None = None
     """Header, the most and least sensitive models, then the aggregates."""
     c = comparison
     lines = [f"visprof compare: {c.base} -> {c.target}: {len(c.models)} models measured on both "
-             f"(median speed-up x{c.median_speedup:.3f}{' in GPU busy time' if c.time == 'gpu' else ''})"]
+             f"(median speed-up x{c.median_speedup:.3f}{' in GPU busy time' if c.time == TIME_GPU else ''})"]
     if c.base_spec and c.target_spec:
         b, t = c.base_spec, c.target_spec
         key = c.models[0].base.precision if c.models and c.models[0].base.precision in ("fp16", "bf16", "tf32") else "fp16"
