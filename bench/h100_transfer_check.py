@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import sqlite3
 import statistics
@@ -27,22 +28,30 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from visprof.analysis.metrics import spearman  # noqa: E402
+from visprof.base.outputs import atomic_write_text  # noqa: E402
 EXCESS = ("clock", "fraction", "bound", "compute", "none")
 BANDWIDTH_RATIO = 4800 / 3350  # gpus.toml: H200 over H100 SXM
 LIBRARY = REPO / "bench/results/bounds-2026-12-03/h200-bounds.json"
 
 
-def h100_rows(path: Path) -> dict[tuple, dict]:
-    conn = sqlite3.connect(path)
+def read_only(path: Path) -> sqlite3.Connection:
+    """The store at ``path``, read only: a missing one is not created empty (sqlite3.connect would)."""
+    if not path.is_file():
+        raise SystemExit(f"h100_transfer_check.py: not found: {path}")
+    conn = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
     conn.row_factory = sqlite3.Row
+    return conn
+
+
+def h100_rows(path: Path) -> dict[tuple, dict]:
+    conn = read_only(path)
     rows = conn.execute("SELECT * FROM results WHERE busy_ms IS NOT NULL ORDER BY id").fetchall()
     return {(r["model"], r["img_height"], r["precision"], r["batch_size"]): dict(r) for r in rows}
 
 
 def h200_rows(path: Path, keys) -> dict[tuple, dict]:
     """The newest H200 row of each key (what visprof predict reads at the row's own batch)."""
-    conn = sqlite3.connect(path)
-    conn.row_factory = sqlite3.Row
+    conn = read_only(path)
     found = {}
     for model, img, precision, batch in keys:
         row = conn.execute("SELECT * FROM results WHERE model=? AND img_height=? AND precision=? AND batch_size=? "
@@ -71,7 +80,7 @@ def score(predicted: list[float], measured: list[float]) -> tuple[float | None, 
 
 
 def grouped_times(path: Path, ids: list[int], table: str, key: str) -> dict[str, float]:
-    conn = sqlite3.connect(path)
+    conn = read_only(path)
     marks = ",".join("?" * len(ids))
     totals = defaultdict(float)
     for name, ms in conn.execute(f"SELECT {key}, time_ms FROM {table} WHERE result_id IN ({marks})", ids):
@@ -149,14 +158,15 @@ def main() -> int:
             print(f"  {k[0]:<36}{k[1]:>5}px  measured x{m:.3f}  clock x{row.get('clock', float('nan')):.3f}  "
                   f"fraction x{row.get('fraction', float('nan')):.3f}")
 
-    with (args.out / "per-model.csv").open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["model", "img_size", "precision", "batch", "h200_busy_ms", "h100_busy_ms", "measured",
-                         "latency_ratio", *EXCESS])
-        for k, lat in zip(keys, latency):
-            row = per_model[k]
-            writer.writerow([*k, f"{fast[k]['busy_ms']:.4f}", f"{slow[k]['busy_ms']:.4f}", f"{row['measured']:.4f}",
-                             f"{lat:.4f}", *(f"{row[e]:.4f}" if e in row else "" for e in EXCESS)])
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\r\n")  # csv's own line ends, as before
+    writer.writerow(["model", "img_size", "precision", "batch", "h200_busy_ms", "h100_busy_ms", "measured",
+                     "latency_ratio", *EXCESS])
+    for k, lat in zip(keys, latency):
+        row = per_model[k]
+        writer.writerow([*k, f"{fast[k]['busy_ms']:.4f}", f"{slow[k]['busy_ms']:.4f}", f"{row['measured']:.4f}",
+                         f"{lat:.4f}", *(f"{row[e]:.4f}" if e in row else "" for e in EXCESS)])
+    atomic_write_text(args.out / "per-model.csv", text.getvalue())  # whole or not at all
     return 0
 
 

@@ -70,3 +70,10 @@ def test_library_dram_is_weighted_by_kernel_time_over_categories(tmp_path):
         {"family": "j", "category": "linear", "dram_pct": None, "weight_ns": 5.0},   # no reading: left out
     ]}))
     assert check.library_dram(path) == {"k": pytest.approx(70.0)}
+
+
+def test_a_missing_store_is_one_line_and_not_created(tmp_path):
+    with pytest.raises(SystemExit) as stop:
+        check.h100_rows(tmp_path / "h100.db")
+    assert str(stop.value) == f"h100_transfer_check.py: not found: {tmp_path / 'h100.db'}"
+    assert not (tmp_path / "h100.db").exists()  # sqlite3.connect would have made an empty one
