@@ -254,3 +254,15 @@ def test_device_check_on_consistent_and_on_wrong_facts(table, gpu_id):
     assert len(device_warnings(spec, {**facts, "max_sm_clock_mhz": 0.9 * spec.boost_clock_mhz})) == 1
     wrong_l2 = device_warnings(spec, {**facts, "l2_cache_bytes": 1.2 * spec.l2_mb * 2**20})
     assert len(wrong_l2) == 1 and "L2" in wrong_l2[0], wrong_l2
+
+
+@pytest.mark.parametrize("device, l2_bytes", [
+    ("NVIDIA H200", 62_914_560),           # torch on the lent H200 (bench/results/h200-sizes-2026-12-05/l2-check.txt)
+    ("NVIDIA H100 80GB HBM3", 52_428_800),  # torch on a lent H100 (the device library's machine notes)
+])
+def test_hopper_rows_hold_the_l2_the_lent_gpus_report(table, device, l2_bytes):
+    """The H200 enables 60 MiB of GH100's L2 where the H100 has 50: the rows follow the devices."""
+    spec = table.for_device(device)
+    facts = {"name": device, "sm_count": spec.sms, "memory_total_bytes": spec.memory_gb * 2**30 * 0.98,
+             "max_sm_clock_mhz": spec.boost_clock_mhz, "l2_cache_bytes": l2_bytes}
+    assert device_warnings(spec, facts) == []
