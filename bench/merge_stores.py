@@ -4,9 +4,10 @@
     python bench/merge_stores.py /tmp/profiles.db .sweep/optypes557.db
     xz -9e -T2 -c /tmp/profiles.db > bench/results/h200-profiles/profiles.db.xz
 
-Rows keep their columns and child rows (categories, memory, op types, kernel families); a column a
-later visprof added (``visprof.store.schema.ADDED_COLUMNS``) is added to the target first, as a
-visprof store opened for writing adds it, so that no source column is dropped; ids and
+Rows keep their columns and child rows (categories, memory, op types, kernel families and their
+time by category); a table or column a later visprof added (``visprof.store.schema.DDL``,
+``ADDED_COLUMNS``) is added to the target first, as a visprof store opened for writing adds it,
+so that no source column is dropped (a source older than a table has no rows of it); ids and
 run ids are renumbered after the target's. Runs that measured nothing are not copied. Each
 ``result_json`` is re-written at zlib level 0 (stored), as the consolidated store keeps them, so
 that xz compresses across rows (``bench/results/h200-profiles/README.md``). Nothing is dropped:
@@ -22,9 +23,10 @@ import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from visprof.store.schema import ADDED_COLUMNS  # noqa: E402
+from visprof.store.schema import ADDED_COLUMNS, DDL  # noqa: E402
 
-CHILD_TABLES = ("result_categories", "result_memory", "result_op_types", "result_kernel_families")
+CHILD_TABLES = ("result_categories", "result_memory", "result_op_types", "result_kernel_families",
+                "result_kernel_family_categories")
 
 
 def columns(conn: sqlite3.Connection, table: str, schema: str = "main") -> list[str]:
@@ -34,6 +36,9 @@ def columns(conn: sqlite3.Connection, table: str, schema: str = "main") -> list[
 def merge(target: Path, source: Path) -> tuple[int, int]:
     """(runs, results) copied from ``source`` into ``target``, in one transaction."""
     conn = sqlite3.connect(target)
+    # the tables newer visprof added (every one IF NOT EXISTS), before the source is attached so
+    # that the DDL's unqualified names can only mean the target's
+    conn.executescript(DDL)
     conn.execute("ATTACH DATABASE ? AS src", (str(source),))
     with conn:  # the columns newer visprof added (no WAL here: the file is compressed and read as is)
         for table, column, sql_type in ADDED_COLUMNS:
@@ -41,9 +46,12 @@ def merge(target: Path, source: Path) -> tuple[int, int]:
                 conn.execute(f'ALTER TABLE main."{table}" ADD COLUMN "{column}" {sql_type}')
     run_columns = [c for c in columns(conn, "runs") if c != "id"]
     result_columns = [c for c in columns(conn, "results") if c not in ("id", "run_id", "result_json")]
-    # a source older than a column has none of it: the target's rows from it read NULL there
-    child_columns = {table: [c for c in columns(conn, table) if c != "result_id" and c in columns(conn, table, "src")]
-                     for table in CHILD_TABLES}
+    child_columns = {}
+    for table in CHILD_TABLES:
+        source_columns = columns(conn, table, "src")
+        if source_columns:  # a source older than a table has no rows of it to copy
+            # a source older than a column has none of it: the target's rows from it read NULL there
+            child_columns[table] = [c for c in columns(conn, table) if c != "result_id" and c in source_columns]
     runs = results = 0
     with conn:
         measured = conn.execute("SELECT DISTINCT run_id FROM src.results ORDER BY run_id").fetchall()

@@ -386,6 +386,14 @@ class KernelFamilyRow:
     # Launch shape, the median over its launches weighted by their time; None for copies.
     blocks: float | None = None  # thread blocks per launch (grid x * y * z)
     threads: float | None = None  # threads per block
+    # Its ms per iteration by the class each of its kernels was attributed to, keyed "category" or
+    # "category/subcategory" (as MemorySummary's keys), most first; the values add up to time_ms.
+    # A shared kernel (ATen's vectorized_elementwise_kernel) is an activation in one model, a copy
+    # or an add in another: ``category`` names only the class with most of its time, this keeps
+    # the rest. That class's key is usually the first here, not always: classes of one key matched
+    # by different rules (attention/core by "sdpa" and by "inside-attention-module") add up here
+    # and can outweigh it. None in older results.
+    by_category: dict[str, float] | None = None
 
 
 @dataclass

@@ -195,3 +195,79 @@ def test_results_made_before_the_kernel_family_work_load_with_none():
     result = ProfileResult.from_dict(doc)
     (row,) = result.kernel_families
     assert (row.gflop, row.mb, row.blocks, row.threads) == (None, None, None, None) and result.launch_sizes == []
+
+
+def _shared_elementwise(iterations: int = 2) -> TraceBuilder:
+    """ATen's elementwise kernel launched by a GELU (activation) and a residual add (elementwise),
+    and the GEMM of a linear layer (one class)."""
+    b = TraceBuilder(iterations=iterations)
+    root = b.module("", "Net")
+    fc = b.module("fc", "Linear", root)
+    for it in range(iterations):
+        b.iteration = it
+        b.op("aten.addmm.default", fc, [("nvjet_tst_128x256_64x4_2x1_v_bz_TNT", 5_000)], flops=1e9)
+        b.op("aten.gelu.default", root, [(BIAS_ADD, 3_000)])
+        b.op("aten.add.Tensor", root, [(BIAS_ADD, 1_000)])
+    return b
+
+
+def test_a_shared_kernel_family_keeps_its_time_by_category_and_its_dominant_category():
+    attr = attribute(_shared_elementwise().build())
+    rows = {r.family: r for r in kernel_family_rows(attr)}
+    shared, gemm = rows["at::native::vectorized_elementwise_kernel"], rows["nvjet_tst"]
+    # the row is as before: the class with most of its time
+    assert (shared.category, shared.subcategory, shared.time_ms) == ("activation", None, pytest.approx(0.004))
+    # per iteration: 3 us of GELU, 1 us of add, costliest first
+    assert list(shared.by_category) == ["activation", "elementwise"]
+    assert shared.by_category == {"activation": pytest.approx(0.003), "elementwise": pytest.approx(0.001)}
+    assert gemm.by_category == {"linear": pytest.approx(0.005)}
+
+
+@pytest.mark.parametrize("name", RECORDED)
+def test_kernel_families_time_by_category_adds_up_and_names_the_classes_of_their_kernels(name):
+    attr = attribute(CapturedTrace.load(DATA / f"{name}.trace.json.gz"))
+    keys = {c.key for c in attr.classes}
+    families = kernel_family_rows(attr)
+    for row in families:
+        assert sum(row.by_category.values()) == pytest.approx(row.time_ms, rel=1e-12, abs=1e-15)
+        assert set(row.by_category) <= keys and all(v > 0 for v in row.by_category.values())
+        assert list(row.by_category.values()) == sorted(row.by_category.values(), reverse=True)
+        key = f"{row.category}/{row.subcategory}" if row.subcategory else row.category
+        assert key in row.by_category or not row.time_ms
+    # every recorded model runs ATen's elementwise kernel for more than one category
+    elementwise = next(r for r in families if r.family == "at::native::vectorized_elementwise_kernel")
+    assert len(elementwise.by_category) > 1
+    # summed over families, each key's time is the category table's
+    by_key: dict[str, float] = {}
+    for row in families:
+        for key, ms in row.by_category.items():
+            by_key[key] = by_key.get(key, 0.0) + ms
+    table = {f"{r.category}/{r.subcategory}" if r.subcategory else r.category: r.time_ms for r in attr.category_rows()}
+    assert by_key == pytest.approx({k: v for k, v in table.items() if v > 0})
+
+
+def test_time_by_category_survives_the_result_json_and_older_results_load_without_it(tmp_path):
+    result = ProfileResult.load(DATA / "h200-result-vit_base_patch16_224.json")
+    result.kernel_families = kernel_family_rows(attribute(_shared_elementwise().build()))
+    result.to_json(tmp_path / "r.json")
+    back = ProfileResult.load(tmp_path / "r.json")
+    assert back.kernel_families == result.kernel_families
+    assert [r.by_category for r in back.kernel_families] == [r.by_category for r in result.kernel_families]
+    doc = result.to_dict()
+    del doc["kernel_families"][0]["by_category"]  # as results made before it
+    assert ProfileResult.from_dict(doc).kernel_families[0].by_category is None
+
+
+@pytest.mark.parametrize("value, expected", [
+    ({"activation": "0.003"}, "kernel_families[0].by_category.activation: expected a number"),
+    ("activation", "kernel_families[0].by_category: expected"),
+])
+def test_a_malformed_time_by_category_is_one_line_naming_the_field(value, expected):
+    from visprof.base.errors import BadInputError
+
+    doc = ProfileResult.load(DATA / "h200-result-vit_base_patch16_224.json").to_dict()
+    doc["kernel_families"] = [{"family": "nvjet_tst", "category": "linear", "subcategory": None, "calls": 48.0,
+                               "time_ms": 2.1, "share": 0.28, "by_category": value}]
+    with pytest.raises(BadInputError) as info:
+        ProfileResult.from_dict(doc)
+    assert expected in str(info.value) and "\n" not in str(info.value)

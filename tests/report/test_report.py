@@ -448,3 +448,33 @@ def test_a_rate_below_one_tflop_s_keeps_its_digits():
     fast = CategoryRow("linear", None, 1.0, 0.3, 4, 250e9, 250.04)
     assert _category_cells("convolution", slow)[5] == "0.026"
     assert _category_cells("linear", fast)[5] == "250.0"
+
+
+def test_a_kernel_family_of_several_categories_shows_the_share_of_its_own():
+    result = ProfileResult.load(DATA / "h200-result-vit_base_patch16_224.json")
+    attr = attribute(CapturedTrace.load(DATA / "coatnet_0_rw_224.trace.json.gz"))
+    result.kernel_families = kernel_family_rows(attr)
+    for width in (None, 100):
+        lines = render(result, width=width).splitlines()
+        for row in result.kernel_families[:10]:
+            (line,) = [x for x in lines if x.startswith(row.family[:20]) and f" {row.time_ms:.3f} " in x]
+            key = f"{row.category}/{row.subcategory}" if row.subcategory else row.category
+            if len(row.by_category) > 1:
+                assert f" {key} {round(100 * row.by_category[key] / row.time_ms)}% " in line
+            else:
+                assert f" {key} " in line and f" {key} {row.calls:g} " in " ".join(line.split())
+            assert width is None or len(line) <= width
+    assert sum(len(r.by_category) > 1 for r in result.kernel_families[:10]) >= 3  # ATen's elementwise kernels, GEMMs
+
+
+def test_a_family_category_cell_never_reads_all_of_a_shared_kernel():
+    from visprof.report.table import _family_category
+    from visprof.result import KernelFamilyRow
+
+    def cell(by_category, subcategory=None):
+        return _family_category(KernelFamilyRow("k", "activation", subcategory, 1, 1.0, 0.1, by_category=by_category))
+
+    assert cell({"activation": 0.72, "memory/cast": 0.28}) == "activation 72%"
+    assert cell({"activation": 0.999, "elementwise": 0.001}) == "activation 99%"  # not 100%: the other has time
+    assert cell({"normalization/group": 0.6, "activation/gelu": 0.4}, "gelu") == "activation/gelu 40%"
+    assert cell({"activation": 1.0}) == cell(None) == "activation"  # one category, or a result made before it

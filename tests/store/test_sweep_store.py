@@ -362,3 +362,59 @@ def test_kernel_family_columns_missing_from_a_read_only_store_read_as_none(tmp_p
     with open_store(path) as reader:
         rows = reader.kernel_family_rows()
     assert [(r["family"], r["calls"], r["gflop"], r["blocks"]) for r in rows] == [("nvjet_tst", 48, None, None)]
+
+
+def _with_family_categories(vit_doc):
+    doc = json.loads(json.dumps(vit_doc))
+    doc["kernel_families"] = [
+        {"family": "at::native::vectorized_elementwise_kernel", "category": "activation", "subcategory": None,
+         "calls": 60, "time_ms": 1.0, "share": 0.1, "by_category": {"activation": 0.7, "memory/cast": 0.3}},
+        {"family": "nvjet_tst", "category": "linear", "subcategory": None, "calls": 48, "time_ms": 2.1,
+         "share": 0.28, "by_category": {"linear": 2.1}},
+        {"family": "old_kernel", "category": "other", "subcategory": None, "calls": 1, "time_ms": 0.5,
+         "share": 0.05},  # as results made before the field: no rows
+        {"family": "nvjet_tst", "category": "linear", "subcategory": None, "calls": 1, "time_ms": 9.0,
+         "share": 0.9, "by_category": {"linear": 9.0}},  # a repeated family: its first row counts, as in the table
+    ]
+    return doc
+
+
+def test_kernel_family_time_by_category_is_stored_in_long_form(store, cell, vit_doc):
+    store.add_result(cell, _with_family_categories(vit_doc))
+    store.add_result(SweepPlan(["other_model"], "cuda").cells()[0], vit_doc)  # an older result: no rows
+    rows = store.kernel_family_category_rows()
+    assert [(r["model"], r["family"], r["category"], r["subcategory"], r["time_ms"]) for r in rows] == [
+        (cell.model, "at::native::vectorized_elementwise_kernel", "activation", "", 0.7),
+        (cell.model, "at::native::vectorized_elementwise_kernel", "memory", "cast", 0.3),
+        (cell.model, "nvjet_tst", "linear", "", 2.1)]
+
+
+def test_malformed_time_by_category_is_skipped_not_an_error():
+    from visprof.store.flatten import kernel_family_category_rows
+
+    doc = {"kernel_families": [
+        {"family": "a", "by_category": "activation"},  # not a mapping
+        {"family": "b", "by_category": {"": 1.0, "linear": "x", "linear/": 2.0, "memory/cast": 0.5}},
+        "not a row", {"by_category": {"linear": 1.0}}]}  # a string; a row without a family
+    assert kernel_family_category_rows(doc) == [
+        {"family": "b", "category": "linear", "subcategory": "", "time_ms": None},  # "linear/" is the same row
+        {"family": "b", "category": "memory", "subcategory": "cast", "time_ms": 0.5}]
+    assert kernel_family_category_rows({}) == []
+
+
+def test_a_store_made_before_the_family_category_table_reads_it_empty_and_gains_it(tmp_path, cell, vit_doc):
+    path = tmp_path / "old.db"
+    with open_store(path, write=True) as store:  # as stores made before the table: the rest of the schema
+        store.add_result(SweepPlan(["other_model"], "cuda").cells()[0], _with_family_categories(vit_doc))
+        store.conn.execute("DROP TABLE result_kernel_family_categories")
+        store.conn.commit()
+    with open_store(path) as reader:  # read-only: no table, no rows, nothing written
+        assert reader.kernel_family_category_rows() == [] and len(reader.kernel_family_rows()) == 3
+    assert "result_kernel_family_categories" not in {
+        r[0] for r in sqlite3.connect(path).execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    with open_store(path, write=True) as store:
+        store.add_result(cell, _with_family_categories(vit_doc))
+        rows = store.kernel_family_category_rows()
+    assert [(r["model"], r["family"], r["category"]) for r in rows] == [
+        (cell.model, "at::native::vectorized_elementwise_kernel", "activation"),
+        (cell.model, "at::native::vectorized_elementwise_kernel", "memory"), (cell.model, "nvjet_tst", "linear")]

@@ -10,8 +10,9 @@ both "convolution"). These tables keep what each model runs, as ``torch.profiler
   ``high``), with calls, kernels, GPU time, FLOPs, bytes and category per iteration;
 * kernel families: the kernel name with template arguments, parameter lists and tile
   configurations stripped (``nvjet_tst_128x256_64x4_2x1_v_bz_TNT`` -> ``nvjet_tst``), with
-  calls, GPU time, the category most of its time went to, the FLOPs and bytes of the ops that
-  launched it, and its launch shape (thread blocks per launch, threads per block);
+  calls, GPU time, the category most of its time went to and its time by category (a kernel
+  such as ATen's elementwise one serves several), the FLOPs and bytes of the ops that launched
+  it, and its launch shape (thread blocks per launch, threads per block);
 * launch sizes: kernel time by thread blocks per launch. How a kernel's time moves with a
   GPU's SM count depends on it: a launch of fewer blocks than the GPU has SMs cannot use them all.
 """
@@ -185,12 +186,27 @@ def kernel_family_rows(attr: Attribution) -> list[KernelFamilyRow]:
     launched = _is_launch(trace)
     blocks = _weighted_medians(ids, launched, trace.kernels["grid"], dur, len(keys))
     threads = _weighted_medians(ids, launched, trace.kernels["block"], dur, len(keys))
+    by_category = _ms_by_class_key(attr, ids, dur, len(keys))
     out = [KernelFamilyRow(family=key, category=attr.classes[cls].category, subcategory=attr.classes[cls].subcategory,
                            calls=kernels / iterations, time_ms=ns / iterations / 1e6, share=share,
-                           gflop=float(gflop[i]), mb=float(mb[i]), blocks=blocks[i], threads=threads[i])
+                           gflop=float(gflop[i]), mb=float(mb[i]), blocks=blocks[i], threads=threads[i],
+                           by_category=by_category[i])
            for i, (key, (kernels, ns, share, cls)) in enumerate(zip(keys, groups))]
     out.sort(key=lambda r: (-r.time_ms, r.family))
     return out
+
+
+def _ms_by_class_key(attr: Attribution, ids: np.ndarray, dur: np.ndarray, groups: int) -> list[dict[str, float]]:
+    """Per group of rows (``ids``), its ms per iteration by the key ("category" or
+    "category/subcategory") of the class each row was attributed to: the keys with time, most
+    first (ties by key). Classes of one key (matched by different rules) are summed."""
+    names = list(dict.fromkeys(c.key for c in attr.classes))
+    key_of_class = np.array([names.index(c.key) for c in attr.classes], dtype=np.int64)
+    ns = np.zeros((groups, len(names)))
+    np.add.at(ns, (ids, key_of_class[attr.kernel_class]), dur)
+    ms = ns / max(attr.trace.iterations, 1) / 1e6
+    return [dict(sorted(((names[j], float(row[j])) for j in np.flatnonzero(row > 0)), key=lambda kv: (-kv[1], kv[0])))
+            for row in ms]
 
 
 def launch_size_rows(attr: Attribution, sm_count: int | None = None) -> list[LaunchSizeRow]:

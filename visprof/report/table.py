@@ -9,7 +9,7 @@ from __future__ import annotations
 import textwrap
 
 from visprof.base.options import regime_label
-from visprof.result import CategoryRow, MemorySummary, ProfileResult, category_totals
+from visprof.result import CategoryRow, KernelFamilyRow, MemorySummary, ProfileResult, category_totals
 from visprof.report.roofline_text import roofline_section
 from visprof.report.text_table import format_table
 
@@ -136,13 +136,13 @@ def _op_types(result: ProfileResult, width: int | None, cpu: bool) -> list[str]:
     lines: list[str] = []
     unit = "host ms" if cpu else "GPU ms"
     if result.op_types:
-        rows = [[r.op_type, f"{r.category}/{r.subcategory}" if r.subcategory else r.category, _fmt(r.calls, "g"),
+        rows = [[r.op_type, _key(r.category, r.subcategory), _fmt(r.calls, "g"),
                  _fmt(r.time_ms, ".3f"), _share(r.share), _fmt(r.gflop or None, ".2f"), _fmt(r.mb or None, ".1f")]
                 for r in result.op_types[:TOP_OP_TYPES]]
         lines += ["", f"Top {len(rows)} of {len(result.op_types)} op types, per iteration",
                   *format_table(["op type", "category", "calls", unit, "share", "GFLOP", "MB"], rows, width)]
     if result.kernel_families and not cpu:
-        rows = [[r.family, f"{r.category}/{r.subcategory}" if r.subcategory else r.category, _fmt(r.calls, "g"),
+        rows = [[r.family, _family_category(r), _fmt(r.calls, "g"),
                  _fmt(r.time_ms, ".3f"), _share(r.share), _fmt(r.gflop or None, ".2f"), _fmt(r.mb or None, ".1f"),
                  _fmt(r.blocks, ".0f"), _fmt(r.threads, ".0f")]
                 for r in result.kernel_families[:TOP_OP_TYPES]]
@@ -152,6 +152,20 @@ def _op_types(result: ProfileResult, width: int | None, cpu: bool) -> list[str]:
                                  "threads"], rows, width)]
         lines += _launch_sizes(result)
     return lines
+
+
+def _key(category: str, subcategory: str | None) -> str:
+    return f"{category}/{subcategory}" if subcategory else category
+
+
+def _family_category(row: KernelFamilyRow) -> str:
+    """The family's category; with its share of the family's time where its kernels went to
+    several (a shared kernel such as ATen's elementwise one), e.g. ``activation 72%``."""
+    key = _key(row.category, row.subcategory)
+    if not row.by_category or len(row.by_category) < 2 or not row.time_ms:
+        return key
+    # at most 99%: the others have time, and "100%" would read as all of it
+    return f"{key} {min(round(100 * row.by_category.get(key, 0.0) / row.time_ms), 99)}%"
 
 
 def _launch_sizes(result: ProfileResult) -> list[str]:

@@ -6,12 +6,12 @@ from an older or newer visprof (or a pass that did not run) gives NULLs, never a
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from visprof.store.schema import RESULT_FIGURES
 
-__all__ = ["flatten_result", "category_rows", "memory_rows", "op_type_rows", "kernel_family_rows", "normalize_gpu_uuid",
-           "total_flops"]
+__all__ = ["flatten_result", "category_rows", "memory_rows", "op_type_rows", "kernel_family_rows",
+           "kernel_family_category_rows", "normalize_gpu_uuid", "total_flops"]
 
 
 def _get(data: Any, *path: str) -> Any:
@@ -130,16 +130,39 @@ def kernel_family_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
                        ("calls", "time_ms", "share", "gflop", "mb", "blocks", "threads"))
 
 
+def kernel_family_category_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each kernel family's time by category key (its ``by_category``), one row per (family,
+    category, subcategory); subcategory "" when there is none. No rows for results made before it."""
+    rows = []
+    for family in _unique_rows(doc, "kernel_families", "family"):
+        by_category = family.get("by_category")
+        if not isinstance(by_category, Mapping):
+            continue
+        seen = set()
+        for key, time_ms in by_category.items():
+            category, _, subcategory = str(key).partition("/")
+            if not category or (category, subcategory) in seen:  # "a" and "a/" are one row of the table
+                continue
+            seen.add((category, subcategory))
+            rows.append({"family": str(family["family"]), "category": category, "subcategory": subcategory,
+                         "time_ms": _number(time_ms)})
+    return rows
+
+
 def _table_rows(doc: Mapping[str, Any], field: str, key: str, numbers: tuple[str, ...]) -> list[dict[str, Any]]:
-    rows, seen = [], set()
+    return [{key: str(row[key]), "category": str(row.get("category") or ""),
+             "subcategory": str(row.get("subcategory") or ""), **{name: _number(row.get(name)) for name in numbers}}
+            for row in _unique_rows(doc, field, key)]
+
+
+def _unique_rows(doc: Mapping[str, Any], field: str, key: str) -> Iterator[Mapping[str, Any]]:
+    """The rows of the list ``doc[field]`` that have ``key``, the first of each (the table's primary key)."""
+    seen = set()
     for row in doc.get(field) or []:
         if not isinstance(row, Mapping) or not row.get(key) or row[key] in seen:
             continue
         seen.add(row[key])
-        rows.append({key: str(row[key]), "category": str(row.get("category") or ""),
-                     "subcategory": str(row.get("subcategory") or ""),
-                     **{name: _number(row.get(name)) for name in numbers}})
-    return rows
+        yield row
 
 
 def memory_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from visprof.base.errors import BadInputError, OutputWriteError
-from visprof.store.flatten import (category_rows, compact_json, flatten_result, kernel_family_rows, memory_rows,
-                                   normalize_gpu_uuid, op_type_rows)
+from visprof.store.flatten import (category_rows, compact_json, flatten_result, kernel_family_category_rows,
+                                   kernel_family_rows, memory_rows, normalize_gpu_uuid, op_type_rows)
 from visprof.store.cell import Cell, img_size_text
 from visprof.store.schema import ADDED_COLUMNS, DDL, IDENTITY, SCHEMA_VERSION
 from visprof.store.sqlite_guard import DamagedStoreError, StoreBusyError, StoreConnection, lock_for_writing
@@ -301,6 +301,8 @@ class ResultStore:
             _insert_many(conn, "result_op_types", [{"result_id": result_id, **r} for r in op_type_rows(doc)])
             _insert_many(conn, "result_kernel_families",
                          [{"result_id": result_id, **r} for r in kernel_family_rows(doc)])
+            _insert_many(conn, "result_kernel_family_categories",
+                         [{"result_id": result_id, **r} for r in kernel_family_category_rows(doc)])
             conn.execute(f"DELETE FROM failures WHERE {' AND '.join(f'{c} = ?' for c in IDENTITY)}",
                          [identity[c] for c in IDENTITY])
         return result_id
@@ -402,6 +404,11 @@ class ResultStore:
         """result_kernel_families joined with each result's identity columns (long form)."""
         return self._long_rows("result_kernel_families", ("family", "category", "subcategory", "calls", "time_ms",
                                                           "share", "gflop", "mb", "blocks", "threads"))
+
+    def kernel_family_category_rows(self) -> list[dict[str, Any]]:
+        """result_kernel_family_categories (each kernel family's time by the category of its
+        kernels) joined with each result's identity columns (long form)."""
+        return self._long_rows("result_kernel_family_categories", ("family", "category", "subcategory", "time_ms"))
 
     def _long_rows(self, table: str, columns: Sequence[str]) -> list[dict[str, Any]]:
         """Rows of a per-result table; a column the store does not have yet (a store written

@@ -10,13 +10,17 @@ Tables:
     result_op_types    per result, one row per aten op type: calls, kernels, time, FLOPs, bytes, category
     result_kernel_families  per result, one row per kernel family: calls, time, category, FLOPs,
                        bytes, launch shape
+    result_kernel_family_categories  per result, a kernel family's time by (category,
+                       subcategory) of its kernels (a shared kernel serves several)
     failures           one row per failed (cell, GPU, versions): class, message, attempts
     references         measurements imported from elsewhere (timm benchmark CSV rows)
 
-Compatibility: a reader opens any store whose schema_version it knows. Columns may be added
-within version 1 (readers select columns by name, and ADDED_COLUMNS lists them so that a store
-made before them gains them when opened for writing); renaming or removing a column, or
-changing its unit, makes version 2, and this module then migrates older stores on open.
+Compatibility: a reader opens any store whose schema_version it knows. Tables and columns may
+be added within version 1: every table is created IF NOT EXISTS, so a store made before one
+gains it when opened for writing (and reads it as empty before that); readers select columns by
+name, and ADDED_COLUMNS lists the added ones so that a store made before them gains them too.
+Renaming or removing a column, or changing its unit, makes version 2, and this module then
+migrates older stores on open.
 """
 from __future__ import annotations
 
@@ -181,6 +185,14 @@ CREATE TABLE IF NOT EXISTS result_kernel_families (
     blocks      REAL,
     threads     REAL,
     PRIMARY KEY (result_id, family)
+);
+CREATE TABLE IF NOT EXISTS result_kernel_family_categories (
+    result_id   INTEGER NOT NULL REFERENCES results(id) ON DELETE CASCADE,
+    family      TEXT    NOT NULL,
+    category    TEXT    NOT NULL,
+    subcategory TEXT    NOT NULL,
+    time_ms     REAL,
+    PRIMARY KEY (result_id, family, category, subcategory)
 );
 CREATE INDEX IF NOT EXISTS op_types_op ON result_op_types(op_type);
 CREATE TABLE IF NOT EXISTS failures (
