@@ -219,4 +219,14 @@ def test_op_types_and_kernel_families_account_for_the_attributed_kernels():
     assert all(r.blocks_min == r.blocks_max == sms for r in result.launch_sizes if r.one_per_sm)
     launched = next(c for c in result.checks if c.name == "kernels launched: attributed vs tracer-only")
     assert launched.passed and launched.value == 0
+    # each family's time by the category of its kernels adds up to the family's, and per key to the
+    # category table's: ATen's elementwise kernel serves more than one category in ResNet-50
+    by_key: dict[str, float] = {}
+    for row in result.kernel_families:
+        assert sum(row.by_category.values()) == pytest.approx(row.time_ms, rel=1e-9)
+        for key, ms in row.by_category.items():
+            by_key[key] = by_key.get(key, 0.0) + ms
+    table = {f"{r.category}/{r.subcategory}" if r.subcategory else r.category: r.time_ms for r in result.categories}
+    assert by_key == pytest.approx({k: v for k, v in table.items() if v > 0}, rel=1e-6)
+    assert any(len(r.by_category) > 1 for r in result.kernel_families if "elementwise" in r.family)
 
