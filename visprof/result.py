@@ -389,10 +389,9 @@ class KernelFamilyRow:
     # Its ms per iteration by the class each of its kernels was attributed to, keyed "category" or
     # "category/subcategory" (as MemorySummary's keys), most first; the values add up to time_ms.
     # A shared kernel (ATen's vectorized_elementwise_kernel) is an activation in one model, a copy
-    # or an add in another: ``category`` names only the class with most of its time, this keeps
-    # the rest. That class's key is usually the first here, not always: classes of one key matched
-    # by different rules (attention/core by "sdpa" and by "inside-attention-module") add up here
-    # and can outweigh it. None in older results.
+    # or an add in another: ``category`` names only the key with most of its time (the first here;
+    # in older results, the class with most, which two rules of one key could split),
+    # this keeps the rest. None in older results.
     by_category: dict[str, float] | None = None
 
 

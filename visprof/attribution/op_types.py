@@ -199,11 +199,8 @@ def kernel_family_rows(attr: Attribution) -> list[KernelFamilyRow]:
 def _ms_by_class_key(attr: Attribution, ids: np.ndarray, dur: np.ndarray, groups: int) -> list[dict[str, float]]:
     """Per group of rows (``ids``), its ms per iteration by the key ("category" or
     "category/subcategory") of the class each row was attributed to: the keys with time, most
-    first (ties by key). Classes of one key (matched by different rules) are summed."""
-    names = list(dict.fromkeys(c.key for c in attr.classes))
-    key_of_class = np.array([names.index(c.key) for c in attr.classes], dtype=np.int64)
-    ns = np.zeros((groups, len(names)))
-    np.add.at(ns, (ids, key_of_class[attr.kernel_class]), dur)
+    first (ties by key)."""
+    names, _, ns = _ns_by_key(attr, ids, dur, groups)
     ms = ns / max(attr.trace.iterations, 1) / 1e6
     return [dict(sorted(((names[j], float(row[j])) for j in np.flatnonzero(row > 0)), key=lambda kv: (-kv[1], kv[0])))
             for row in ms]
@@ -310,16 +307,30 @@ def _row_families(trace) -> np.ndarray:
 
 def _grouped(attr: Attribution, labels: np.ndarray, extra_keys=()):
     """Rows grouped by label: the keys (first seen first, then ``extra_keys`` not seen), and per key
-    (rows, ns, share of all rows' time, the class that took most of its time or None without rows)."""
+    (rows, ns, share of all rows' time, a class of the category key that took most of its time or
+    None without rows)."""
     dur = durations_ns(attr.trace).astype(np.float64)
     index = {key: i for i, key in enumerate(dict.fromkeys([*labels.tolist(), *extra_keys]))}
     keys = list(index)
     ids = np.fromiter((index[k] for k in labels), dtype=np.int64, count=len(labels))
     counts = np.bincount(ids, minlength=len(keys))
     ns = np.bincount(ids, weights=dur, minlength=len(keys))
-    by_class = np.zeros((len(keys), len(attr.classes)))
-    np.add.at(by_class, (ids, attr.kernel_class), dur)
+    _, first_class, by_key = _ns_by_key(attr, ids, dur, len(keys))
     total = float(dur.sum()) or 1.0
-    # ties go to the lower class index, the table's order
-    return keys, [(int(counts[i]), float(ns[i]), float(ns[i]) / total, int(by_class[i].argmax()) if counts[i] else None)
-                  for i in range(len(keys))]
+    # ties go to the key seen first in the class table
+    return keys, [(int(counts[i]), float(ns[i]), float(ns[i]) / total,
+                   int(first_class[by_key[i].argmax()]) if counts[i] else None) for i in range(len(keys))]
+
+
+def _ns_by_key(attr: Attribution, ids: np.ndarray, dur: np.ndarray, groups: int):
+    """Per group of rows (``ids``), its ns by the key ("category" or "category/subcategory") of
+    the class each row was attributed to: (the keys in the class table's order, the first class of
+    each key, a groups x keys matrix). Classes of one key matched by different rules (attention/core
+    by "sdpa" and by "inside-attention-module") are one key: a row's category is where most of its
+    time went, not which rule took most of it."""
+    names = list(dict.fromkeys(c.key for c in attr.classes))
+    key_of_class = np.array([names.index(c.key) for c in attr.classes], dtype=np.int64)
+    first_class = np.array([[c.key for c in attr.classes].index(n) for n in names], dtype=np.int64)
+    ns = np.zeros((groups, len(names)))
+    np.add.at(ns, (ids, key_of_class[attr.kernel_class]), dur)
+    return names, first_class, ns
