@@ -22,6 +22,7 @@ import ctypes
 import ctypes.util
 import re
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -148,7 +149,7 @@ def op_type_rows(attr: Attribution) -> list[OpTypeRow]:
     labels = np.asarray(op_types + [""], dtype=object)[attr.op_index]
     unowned = attr.op_index < 0
     labels[unowned] = ["[kernel] " + f if f[0] != "[" else f for f in _row_families(trace)[unowned]]
-    keys, groups = _grouped(attr, labels, extra_keys=op_types)
+    keys, groups = _grouped(attr, labels, extra_keys=op_types)[:2]
     calls = np.zeros(len(keys)); flops = np.zeros(len(keys)); nbytes = np.zeros(len(keys))
     index = {key: i for i, key in enumerate(keys)}
     for op, key in zip(trace.ops, op_types):
@@ -175,18 +176,14 @@ def kernel_family_rows(attr: Attribution) -> list[KernelFamilyRow]:
     """One row per kernel family (memcpy and memset as their own rows), costliest first, per
     iteration, with the FLOPs and bytes of the ops that launched it and its launch shape."""
     trace, iterations = attr.trace, max(attr.trace.iterations, 1)
-    families = _row_families(trace)
-    keys, groups = _grouped(attr, families)
-    index = {key: i for i, key in enumerate(keys)}
-    ids = np.fromiter((index[f] for f in families), dtype=np.int64, count=len(families))
-    dur = durations_ns(trace).astype(np.float64)
+    keys, groups, ids, dur, key_names, ns_by_key = _grouped(attr, _row_families(trace))
     flops, nbytes = _row_work(attr, dur)
     gflop = np.bincount(ids, weights=flops, minlength=len(keys)) / iterations / 1e9
     mb = np.bincount(ids, weights=nbytes, minlength=len(keys)) / iterations / 1e6
     launched = _is_launch(trace)
     blocks = _weighted_medians(ids, launched, trace.kernels["grid"], dur, len(keys))
     threads = _weighted_medians(ids, launched, trace.kernels["block"], dur, len(keys))
-    by_category = _ms_by_class_key(attr, ids, dur, len(keys))
+    by_category = _ms_by_key(key_names, ns_by_key / iterations / 1e6)
     out = [KernelFamilyRow(family=key, category=attr.classes[cls].category, subcategory=attr.classes[cls].subcategory,
                            calls=kernels / iterations, time_ms=ns / iterations / 1e6, share=share,
                            gflop=float(gflop[i]), mb=float(mb[i]), blocks=blocks[i], threads=threads[i],
@@ -196,12 +193,9 @@ def kernel_family_rows(attr: Attribution) -> list[KernelFamilyRow]:
     return out
 
 
-def _ms_by_class_key(attr: Attribution, ids: np.ndarray, dur: np.ndarray, groups: int) -> list[dict[str, float]]:
-    """Per group of rows (``ids``), its ms per iteration by the key ("category" or
-    "category/subcategory") of the class each row was attributed to: the keys with time, most
-    first (ties by key)."""
-    names, _, ns = _ns_by_key(attr, ids, dur, groups)
-    ms = ns / max(attr.trace.iterations, 1) / 1e6
+def _ms_by_key(names: list[str], ms: np.ndarray) -> list[dict[str, float]]:
+    """Per group (a row of the groups x keys matrix ``ms``), its keys with time, most first (ties
+    by key)."""
     return [dict(sorted(((names[j], float(row[j])) for j in np.flatnonzero(row > 0)), key=lambda kv: (-kv[1], kv[0])))
             for row in ms]
 
@@ -305,21 +299,31 @@ def _row_families(trace) -> np.ndarray:
     return families
 
 
-def _grouped(attr: Attribution, labels: np.ndarray, extra_keys=()):
-    """Rows grouped by label: the keys (first seen first, then ``extra_keys`` not seen), and per key
-    (rows, ns, share of all rows' time, a class of the category key that took most of its time or
-    None without rows)."""
+class _Grouping(NamedTuple):
+    keys: list[str]  # the labels, first seen first, then ``extra_keys`` not seen
+    # per key: (rows, ns, share of all rows' time, a class of the category key that took most of
+    # its time or None without rows)
+    groups: list[tuple[int, float, float, int | None]]
+    ids: np.ndarray  # each trace row's key index
+    dur: np.ndarray  # each trace row's ns
+    key_names: list[str]  # the category keys, in the class table's order
+    ns_by_key: np.ndarray  # keys x category keys
+
+
+def _grouped(attr: Attribution, labels: np.ndarray, extra_keys=()) -> _Grouping:
+    """The trace's rows grouped by label (``_Grouping``)."""
     dur = durations_ns(attr.trace).astype(np.float64)
     index = {key: i for i, key in enumerate(dict.fromkeys([*labels.tolist(), *extra_keys]))}
     keys = list(index)
     ids = np.fromiter((index[k] for k in labels), dtype=np.int64, count=len(labels))
     counts = np.bincount(ids, minlength=len(keys))
     ns = np.bincount(ids, weights=dur, minlength=len(keys))
-    _, first_class, by_key = _ns_by_key(attr, ids, dur, len(keys))
+    names, first_class, by_key = _ns_by_key(attr, ids, dur, len(keys))
     total = float(dur.sum()) or 1.0
     # ties go to the key seen first in the class table
-    return keys, [(int(counts[i]), float(ns[i]), float(ns[i]) / total,
-                   int(first_class[by_key[i].argmax()]) if counts[i] else None) for i in range(len(keys))]
+    groups = [(int(counts[i]), float(ns[i]), float(ns[i]) / total,
+               int(first_class[by_key[i].argmax()]) if counts[i] else None) for i in range(len(keys))]
+    return _Grouping(keys, groups, ids, dur, names, by_key)
 
 
 def _ns_by_key(attr: Attribution, ids: np.ndarray, dur: np.ndarray, groups: int):
@@ -328,9 +332,10 @@ def _ns_by_key(attr: Attribution, ids: np.ndarray, dur: np.ndarray, groups: int)
     each key, a groups x keys matrix). Classes of one key matched by different rules (attention/core
     by "sdpa" and by "inside-attention-module") are one key: a row's category is where most of its
     time went, not which rule took most of it."""
-    names = list(dict.fromkeys(c.key for c in attr.classes))
-    key_of_class = np.array([names.index(c.key) for c in attr.classes], dtype=np.int64)
-    first_class = np.array([[c.key for c in attr.classes].index(n) for n in names], dtype=np.int64)
+    class_keys = [c.key for c in attr.classes]
+    names = list(dict.fromkeys(class_keys))
+    key_of_class = np.array([names.index(k) for k in class_keys], dtype=np.int64)
+    first_class = np.array([class_keys.index(n) for n in names], dtype=np.int64)
     ns = np.zeros((groups, len(names)))
     np.add.at(ns, (ids, key_of_class[attr.kernel_class]), dur)
     return names, first_class, ns
