@@ -82,6 +82,25 @@ def test_a_profile_takes_the_measured_bound_of_each_family_the_library_has():
                           "12% estimated from tensor sizes")
 
 
+def test_a_family_launched_with_fewer_blocks_than_sms_is_latency_bound_without_counters():
+    library = build_library([recorded_vit()])
+    profile = vit_profile()
+    unmeasured = profile.kernel_families[-1]
+    unmeasured.blocks = 131.0  # one fewer than the H200's 132 SMs
+    profile.kernel_families.append(KernelFamilyRow("at::native::upsample_bilinear2d_out_frame", "pooling", None,
+                                                    2.0, 1.0, 0.2, blocks=132.0))  # fills every SM: estimated
+    profile.kernel_families.append(KernelFamilyRow("nvjet_sm90_tst", "linear", None, 1.0, 0.5, 0.1, blocks=1.0))
+    cov = coverage(library, profile)  # a family ncu measured keeps its counters' bound, whatever its launch size
+    assert cov.sm_count == 132 and cov.kernel_ms == pytest.approx(5.5)
+    assert cov.measured_ms == pytest.approx(4.0) and cov.under_filled_ms == pytest.approx(0.5)
+    assert cov.unmeasured == [("at::native::upsample_bilinear2d_out_frame", "pooling", 1.0)]
+    assert cov.line() == ("bounds: 73% of kernel time on bounds measured by Nsight Compute (compute 73%), "
+                          "9% latency-bound by launch size (fewer thread blocks than the GPU's 132 SMs), "
+                          "18% estimated from tensor sizes")
+    profile.gpu = {k: v for k, v in profile.gpu.items() if k != "sm_count"}  # an older record: no SM count
+    assert coverage(library, profile).under_filled_ms == 0.0
+
+
 def test_bounds_do_not_carry_to_another_gpu():
     library = build_library([recorded_vit()])
     profile = vit_profile()

@@ -10,8 +10,9 @@ from visprof.result import CounterSummary, KernelCounters, KernelFamilyRow, Prof
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 
-def ncu_result(tmp_path: Path) -> Path:
-    """The recorded H200 ViT-B/16 profile with the counters `visprof ncu` measured on it."""
+def ncu_result(tmp_path: Path, depthwise_blocks: float | None = None) -> Path:
+    """The recorded H200 ViT-B/16 profile with the counters `visprof ncu` measured on it; its
+    depthwise kernels (which ncu did not measure) launched with ``depthwise_blocks`` blocks."""
     recorded = json.loads((DATA / "ncu" / "h200-vit_base_patch16_224.kernel-counters.json").read_text())
     result = ProfileResult.load(DATA / "h200-result-vit_base_patch16_224.json")
     kernels = [KernelCounters(**k) for k in recorded["kernels"]]
@@ -19,7 +20,8 @@ def ncu_result(tmp_path: Path) -> Path:
                                      nvtx_filters=[], clock_control="none", samples_per_kind=2,
                                      kernels_profiled=sum(k.launches for k in kernels), kernels=kernels)
     result.kernel_families = [KernelFamilyRow("nvjet_sm90_tst", "linear", None, 49.0, 3.0, 0.75),
-                              KernelFamilyRow("conv_depthwise2d_forward_kernel", "convolution", "depthwise", 4.0, 1.0, 0.25)]
+                              KernelFamilyRow("conv_depthwise2d_forward_kernel", "convolution", "depthwise", 4.0, 1.0, 0.25,
+                                              blocks=depthwise_blocks)]
     path = tmp_path / "vit-ncu.json"
     result.to_json(path)
     return path
@@ -40,6 +42,19 @@ def test_a_library_is_built_and_tells_each_profiles_measured_share(tmp_path):
     assert "25.0%  conv_depthwise2d_forward_kernel (convolution)" in told.stdout
     doc = json.loads((tmp_path / "coverage.json").read_text())
     assert doc["profiles"][0]["measured_ms"] == 3.0 and doc["profiles"][0]["by_bound_ms"] == {"compute": 3.0}
+
+
+def test_time_in_launches_too_small_for_the_gpu_is_told_apart_from_the_estimate(tmp_path):
+    result = ncu_result(tmp_path, depthwise_blocks=64.0)  # of the H200's 132 SMs
+    assert visprof(tmp_path, "bounds", "build", result.name, "-o", "lib.json").returncode == 0
+    told = visprof(tmp_path, "bounds", "coverage", "lib.json", result.name, "--json", "coverage.json")
+    assert told.returncode == 0, told.stderr
+    assert ("latency-bound by launch size (fewer thread blocks than the GPU has SMs), not measured: 25.0% of all "
+            "kernel time; estimated from tensor sizes: 0.0%") in told.stdout
+    assert ("bounds: 75% of kernel time on bounds measured by Nsight Compute (compute 75%), 25% latency-bound by "
+            "launch size (fewer thread blocks than the GPU's 132 SMs), 0% estimated from tensor sizes") in told.stdout
+    assert "conv_depthwise2d_forward_kernel" not in told.stdout  # its bound is known: ncu need not measure it
+    assert json.loads((tmp_path / "coverage.json").read_text())["profiles"][0]["under_filled_ms"] == 1.0
 
 
 def test_the_library_never_overwrites_what_it_was_given(tmp_path):

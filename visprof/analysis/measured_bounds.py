@@ -8,6 +8,12 @@ models are pooled into a library keyed by what a profile records of every kernel
 GPU then takes the measured bound for every family the library has, and keeps the estimate for
 the rest. ``coverage()`` says how much of the profile's kernel time rests on which.
 
+A family the library lacks can still have a bound that needs no counters: one whose launches have
+fewer thread blocks than the GPU has SMs (the profile's recorded launch shape, median by time)
+leaves SMs idle, so neither bandwidth nor compute peak can bind it. Its time counts as
+latency-bound from its launch size (e.g. efficientformerv2's bilinear upsample, one block a launch:
+85% of its H200 time).
+
 A family's kernels differ by shape (a GEMM tile runs compute- or memory-bound by its sizes); an
 entry keeps the range of its measured DRAM throughput, so a wide range shows where the family is
 too coarse a key.
@@ -230,25 +236,37 @@ class Coverage:
     kernel_ms: float  # the profile's kernel-family time per iteration
     measured_ms: float  # of it, in families the library measured
     by_bound_ms: dict[str, float]  # measured time by its measured bound
-    unmeasured: list[tuple[str, str, float]]  # (family, category, ms), costliest first
+    unmeasured: list[tuple[str, str, float]]  # (family, category, ms), costliest first; not under_filled
+    under_filled_ms: float = 0.0  # in families the library lacks, launched with fewer blocks than SMs
+    sm_count: int | None = None  # of the profile's GPU; None where it did not record it
 
     @property
     def measured_share(self) -> float:
         return self.measured_ms / self.kernel_ms if self.kernel_ms > 0 else 0.0
 
+    @property
+    def under_filled_share(self) -> float:
+        return self.under_filled_ms / self.kernel_ms if self.kernel_ms > 0 else 0.0
+
     def line(self) -> str:
         bounds = ", ".join(f"{b} {ms / self.kernel_ms:.0%}" for b, ms in sorted(self.by_bound_ms.items(), key=lambda x: -x[1]))
+        under = (f", {self.under_filled_share:.0%} latency-bound by launch size (fewer thread blocks than the "
+                 f"GPU's {self.sm_count} SMs)" if self.under_filled_ms > 0 else "")
+        estimated = 1 - self.measured_share - self.under_filled_share
         return (f"bounds: {self.measured_share:.0%} of kernel time on bounds measured by Nsight Compute"
-                + (f" ({bounds})" if bounds else "") + f", {1 - self.measured_share:.0%} estimated from tensor sizes")
+                + (f" ({bounds})" if bounds else "") + under + f", {estimated:.0%} estimated from tensor sizes")
 
 
 def coverage(library: BoundLibrary, result) -> Coverage:
-    """The share of ``result``'s kernel-family time whose bound the library measured, on the same GPU."""
+    """The share of ``result``'s kernel-family time whose bound the library measured, on the same GPU;
+    of the rest, the time in families launched with fewer thread blocks than the GPU has SMs
+    (where the counters would say the same, the counters are what it reports)."""
     if gpu_name(result) != library.gpu:
         raise BadInputError(f"the bound library was measured on {library.gpu or 'no GPU'}; the profile ran on "
                             f"{gpu_name(result) or 'no GPU'}: bounds do not carry across GPUs")
     entries = library.lookup()
-    total = measured = 0.0
+    sm_count = (result.gpu or {}).get("sm_count") or None
+    total = measured = under_filled = 0.0
     by_bound: dict[str, float] = defaultdict(float)
     unmeasured = []
     for row in result.kernel_families or []:
@@ -257,7 +275,10 @@ def coverage(library: BoundLibrary, result) -> Coverage:
         if entry is not None and entry.bound is not None:
             measured += row.time_ms
             by_bound[entry.bound] += row.time_ms
+        elif sm_count and row.blocks is not None and row.blocks < sm_count:
+            under_filled += row.time_ms
         else:
             unmeasured.append((row.family, row.category, row.time_ms))
     unmeasured.sort(key=lambda x: -x[2])
-    return Coverage(kernel_ms=total, measured_ms=measured, by_bound_ms=dict(by_bound), unmeasured=unmeasured)
+    return Coverage(kernel_ms=total, measured_ms=measured, by_bound_ms=dict(by_bound), unmeasured=unmeasured,
+                    under_filled_ms=under_filled, sm_count=sm_count)

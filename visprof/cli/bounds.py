@@ -100,6 +100,11 @@ def cmd_bounds_coverage(args: argparse.Namespace) -> int:
     shares = sorted(c.measured_share for _, c in rows)
     print(f"measured bounds: {measured_ms / kernel_ms:.1%} of all kernel time; per profile median "
           f"{shares[len(shares) // 2]:.1%} (lowest {shares[0]:.1%}, highest {shares[-1]:.1%})")
+    under_ms = sum(c.under_filled_ms for _, c in rows)
+    if round(under_ms / kernel_ms, 3) > 0:  # a line reading 0.0% would only be noise
+        print(f"latency-bound by launch size (fewer thread blocks than the GPU has SMs), not measured: "
+              f"{under_ms / kernel_ms:.1%} of all kernel time; estimated from tensor sizes: "
+              f"{1 - (measured_ms + under_ms) / kernel_ms:.1%}")
     print(f"the {min(args.top, len(rows))} profiles with the least measured time:")
     for m, c in sorted(rows, key=lambda r: r[1].measured_share)[:args.top]:
         print(f"  {m.model} @{m.img_size}: {c.line()}")
@@ -112,6 +117,6 @@ def cmd_bounds_coverage(args: argparse.Namespace) -> int:
         print(f"  {share:6.1%}  {family} ({category})")
     if args.json is not None:
         doc = [{"model": m.model, "img_size": m.img_size, "kernel_ms": c.kernel_ms, "measured_ms": c.measured_ms,
-                "by_bound_ms": c.by_bound_ms} for m, c in rows]
+                "by_bound_ms": c.by_bound_ms, "under_filled_ms": c.under_filled_ms} for m, c in rows]
         atomic_write_text(args.json, json.dumps({"gpu": library.gpu, "profiles": doc}, indent=1) + "\n")
     return 0
