@@ -100,18 +100,28 @@ def cached_segments() -> list[list[int]]:
     return [[s["total_size"], s["stream"], s["allocated_size"]] for s in torch.cuda.memory_snapshot()]
 
 
+def benchmark_input(model, batch: int):
+    """A batch at the size timm's benchmark.py feeds the model (its pretrained config's test size
+    where it has one, as timm's own resolve_data_config says), which is also visprof's default:
+    the loop and visprof.profile() must see the same input."""
+    import torch
+    from timm.data import resolve_data_config
+
+    return torch.randn(batch, *resolve_data_config({}, model=model, use_test_size=True)["input_size"], device="cuda")
+
+
 def plain_memory(name: str, batch: int, dtype) -> dict:
     """A plain per-forward loop's peaks, alone on the GPU, cache emptied first."""
     import timm
     import torch
 
     model = timm.create_model(name).cuda().eval()
-    x = torch.randn(batch, *model.pretrained_cfg["input_size"], device="cuda")
+    x = benchmark_input(model, batch)
     gc.collect()
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     plain_loop_ms(model, x, "per-forward", dtype, warmup=2, steps=3, warmup_s=0.0)
-    out = {"max_memory_allocated": torch.cuda.max_memory_allocated(),
+    out = {"input_shape": list(x.shape), "max_memory_allocated": torch.cuda.max_memory_allocated(),
            "max_memory_reserved": torch.cuda.max_memory_reserved(), "segments": cached_segments()}
     del model, x
     gc.collect()
@@ -133,6 +143,10 @@ def one_model(name: str, batch: int, rounds: int, memory_only: bool = False) -> 
     result = visprof.profile(name, batch_size=batch, precision="bf16", progress=False)
     wall = {"regime": "per-forward", "wall_s": time.perf_counter() - start,
             "passes": {k: round(v.wall_s, 3) for k, v in result.passes.items()}}
+    if list(result.model.input_shape) != plain["input_shape"]:  # the comparison would be of two workloads
+        raise RuntimeError(f"{name}: visprof profiled input {result.model.input_shape}, the plain loop ran "
+                           f"{plain['input_shape']}")
+    row["input_shape"] = plain["input_shape"]
     mem = result.memory
     visprof_segments = cached_segments()
     row["memory"] = {
@@ -162,7 +176,7 @@ def one_model(name: str, batch: int, rounds: int, memory_only: bool = False) -> 
         return row
     # 2. latency, alternating, and 3. the wall time of every whole profile
     model = timm.create_model(name).cuda().eval()
-    x = torch.randn(batch, *model.pretrained_cfg["input_size"], device="cuda")
+    x = benchmark_input(model, batch)
     cast = copy.deepcopy(model).to(dtype)
     x16 = x.to(dtype)
     per_regime = {regime: {"loop_ms": [], "visprof_ms": [], "ratio": []} for regime in REGIMES}
