@@ -28,6 +28,8 @@
 #             bench/results/bounds-2026-12-03/coverage.txt names, not yet measured; NCU_TIMEOUT s each, default 240), then
 #             `visprof bounds build` of them (h200-bounds-new.json; bench/bound_library.py pools them with the older recording)
 # VISPROF_COMMIT names the commit in the results (the device copy has no .git).
+# REQUIRE_GPU (e.g. H200): stop before building unless nvidia-smi's GPU name contains it. A call for the
+# nvidia-h200 kind may be served by an H100, whose rows must never enter the H200 store.
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:${PYTHONPATH:-}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -36,6 +38,10 @@ if ls .whl/*.whl >/dev/null 2>&1; then
     && export PYTHONPATH=$PYTHONPATH:/tmp/site
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit --format=csv | tee "$OUT/gpu.txt"
+if [ -n "${REQUIRE_GPU:-}" ] && ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q "$REQUIRE_GPU"; then
+  echo "h200_session.sh: REQUIRE_GPU=$REQUIRE_GPU, but this machine's GPU is $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1): nothing run"
+  exit 3
+fi
 python3 setup.py -q build_ext --inplace > /tmp/build.log 2>&1 || { tail -40 /tmp/build.log; exit 1; }
 python3 -c "import visprof.native as n, json; print(json.dumps(n.native_info()))"
 # Compile the runtime modules once, before tests start processes that would each wait for them.
