@@ -450,7 +450,7 @@ class ProfileResult:
         sms = (self.gpu or {}).get("sm_count")
         if not self.launch_sizes or not isinstance(sms, int) or sms < 2:
             return None
-        return self._launches_below(sms)
+        return self.launches_below(sms)
 
     def launch_share_below(self, blocks: int) -> float | None:
         """The share of kernel time in launches of fewer than ``blocks`` thread blocks, one-per-SM
@@ -458,9 +458,11 @@ class ProfileResult:
         Bins are counted whole, so ``blocks`` is meant to be a power of two (a bin edge)."""
         if not self.launch_sizes:
             return None
-        return sum(r.share for r in self._launches_below(blocks))
+        return sum(r.share for r in self.launches_below(blocks))
 
-    def _launches_below(self, blocks: int) -> list[LaunchSizeRow]:
+    def launches_below(self, blocks: int) -> list[LaunchSizeRow]:
+        """The launch-size bins wholly below ``blocks`` thread blocks (a bin that straddles it is
+        left out), one-per-SM launches left out; empty without launch sizes."""
         return [r for r in self.launch_sizes if r.blocks_max < blocks and not r.one_per_sm]
 
     def category_totals(self) -> dict[str, CategoryRow]:

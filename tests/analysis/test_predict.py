@@ -11,7 +11,7 @@ from visprof.analysis.gpus import GpuTable
 from visprof.analysis.predict import (ACHIEVABLE, RATE_SCALINGS, default_rate_scaling, l2_hit_share, predict_group,
                                       predict_result, rate_ratio, speedup, speedup_band)
 from visprof.base.errors import BadInputError
-from visprof.result import LatencyStats, RooflineGroup, Timing
+from visprof.result import LatencyStats, LaunchSizeRow, RooflineGroup, Timing
 
 FAST_MATH = dataclasses.replace(SPEC, id="fast-math", name="Fast math", match=(), tensor_tflops={"bf16": 200, "fp16": 200},
                                 fp32_tflops=20)
@@ -209,6 +209,25 @@ def test_a_host_bound_profile_is_not_faster_with_more_gpu_work():
     assert double.latency_ms == pytest.approx(0.4) and double.idle_ms == pytest.approx(0.4 - double.busy_ms)
     big = predict_result(result, SPEC, table=TABLE, batch_size=320)
     assert big.busy_ms > 0.4 and big.idle_ms == pytest.approx(0.32 * 0.08 / big.busy_ms)
+
+
+def test_time_in_launches_smaller_than_the_target_is_named_not_modelled():
+    result = toy_result(toy_trace())
+    assert not any("thread block" in n for n in predict_result(result, SPEC, table=TABLE).notes)  # none recorded
+    wide = dataclasses.replace(SPEC, id="wide", name="Wide GPU", match=(), sms=100)
+    result.launch_sizes = [LaunchSizeRow(1, 1, 2.0, 0.004, 0.08), LaunchSizeRow(8, 15, 3.0, 0.002, 0.04),
+                           LaunchSizeRow(10, 10, 1.0, 0.01, 0.2, one_per_sm=True),  # sized to the GPU it runs on
+                           LaunchSizeRow(64, 127, 4.0, 0.034, 0.68)]  # straddles 100 SMs: not counted
+    before = predict_result(result, SPEC, table=TABLE)  # 10 SMs: only the one-block launches are below
+    assert not any("thread block" in n for n in before.notes)  # 8% of the time, under the note's 10%
+    on_wide = predict_result(result, wide, table=GpuTable([SPEC, wide]))
+    assert ("12% of its kernel time ran in launches of at most 15 thread blocks, fewer than the wide's 100 SMs: "
+            "they leave SMs idle there, which the prediction does not model") in on_wide.notes
+    assert on_wide.latency_ms == pytest.approx(predict_result(dataclasses.replace(result, launch_sizes=[]), wide,
+                                                              table=GpuTable([SPEC, wide])).latency_ms)
+    result.launch_sizes[0] = LaunchSizeRow(1, 1, 2.0, 0.006, 0.12)
+    assert any(n.startswith("12% of its kernel time ran in launches of at most 1 thread block, fewer than the "
+                            "toy's 10 SMs") for n in predict_result(result, SPEC, table=TABLE).notes)
 
 
 def test_precision_switch_and_errors():
