@@ -444,11 +444,17 @@ class ProfileResult:
     def failed_checks(self) -> list[Check]:
         return [c for c in self.checks if not c.passed]
 
+    @property
+    def sm_count(self) -> int | None:
+        """The SM count of the GPU it ran on, as its GPU record holds it; None without one."""
+        sms = self.gpu.get("sm_count") if isinstance(self.gpu, dict) else None
+        return sms if isinstance(sms, int) and sms > 0 else None
+
     def small_launches(self) -> list[LaunchSizeRow] | None:
         """The launch-size bins wholly below the GPU's SM count, one-per-SM launches left out: the
         launches that cannot give every SM a block. None without launch sizes or the SM count."""
-        sms = (self.gpu or {}).get("sm_count")
-        if not self.launch_sizes or not isinstance(sms, int) or sms < 2:
+        sms = self.sm_count
+        if not self.launch_sizes or sms is None or sms < 2:
             return None
         return self.launches_below(sms)
 

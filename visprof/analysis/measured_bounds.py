@@ -265,7 +265,7 @@ def coverage(library: BoundLibrary, result) -> Coverage:
         raise BadInputError(f"the bound library was measured on {library.gpu or 'no GPU'}; the profile ran on "
                             f"{gpu_name(result) or 'no GPU'}: bounds do not carry across GPUs")
     entries = library.lookup()
-    sm_count = (result.gpu.get("sm_count") if isinstance(result.gpu, dict) else None) or None
+    sm_count = result.sm_count
     total = measured = under_filled = 0.0
     by_bound: dict[str, float] = defaultdict(float)
     unmeasured = []

@@ -149,7 +149,8 @@ def op_type_rows(attr: Attribution) -> list[OpTypeRow]:
     labels = np.asarray(op_types + [""], dtype=object)[attr.op_index]
     unowned = attr.op_index < 0
     labels[unowned] = ["[kernel] " + f if f[0] != "[" else f for f in _row_families(trace)[unowned]]
-    keys, groups = _grouped(attr, labels, extra_keys=op_types)[:2]
+    grouping = _grouped(attr, labels, extra_keys=op_types)
+    keys, groups = grouping.keys, grouping.groups
     calls = np.zeros(len(keys)); flops = np.zeros(len(keys)); nbytes = np.zeros(len(keys))
     index = {key: i for i, key in enumerate(keys)}
     for op, key in zip(trace.ops, op_types):

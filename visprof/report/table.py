@@ -174,7 +174,7 @@ def _launch_sizes(result: ProfileResult) -> list[str]:
     under = result.small_launches()
     if under is None:
         return []
-    sms = result.gpu["sm_count"]
+    sms = result.sm_count
     largest = max((r.blocks_max for r in under), default=0)
     line = (f"Launch sizes: {_share(sum(r.share for r in under))} of kernel time in launches of at most "
             f"{largest or sms - 1} thread blocks, fewer than this GPU's {sms} SMs")
