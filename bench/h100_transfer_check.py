@@ -1,6 +1,9 @@
 """H200 profiles against a measured H100: spec-only prediction of each model's slow-down, per --excess.
 
-    python bench/h100_transfer_check.py --h100 h100.db --h200 /tmp/profiles.db --out DIR
+    python bench/h100_transfer_check.py --h100 h100.db --h200 /tmp/profiles.db --out DIR [--models FILE]
+
+--models scores only the H100 rows of the models a list names (one a line, as a sweep's model
+list): the consolidated H100 store holds more than one sample, each its own record's list.
 
 The rule is bench/results/h100-transfer-2026-12-05/prereg.md, committed before the H100 run. The
 truth is the ratio of GPU busy time per iteration (timing pass), H100 over H200, of the same model,
@@ -43,10 +46,13 @@ def read_only(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def h100_rows(path: Path) -> dict[tuple, dict]:
+def h100_rows(path: Path, models: set[str] | None = None) -> dict[tuple, dict]:
+    """The H100 rows with a timing pass, of ``models`` only where given, by (model, image size,
+    precision, batch)."""
     conn = read_only(path)
     rows = conn.execute("SELECT * FROM results WHERE busy_ms IS NOT NULL ORDER BY id").fetchall()
-    return {(r["model"], r["img_height"], r["precision"], r["batch_size"]): dict(r) for r in rows}
+    return {(r["model"], r["img_height"], r["precision"], r["batch_size"]): dict(r) for r in rows
+            if models is None or r["model"] in models}
 
 
 def h200_rows(path: Path, keys) -> dict[tuple, dict]:
@@ -93,10 +99,20 @@ def main() -> int:
     parser.add_argument("--h100", type=Path, required=True, help="the H100 sweep store")
     parser.add_argument("--h200", type=Path, required=True, help="the consolidated H200 store (uncompressed)")
     parser.add_argument("--out", type=Path, required=True, help="folder for the per-model CSV")
+    parser.add_argument("--models", type=Path, help="score only these models (a sweep model list)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
-    slow = h100_rows(args.h100)
+    models = None
+    if args.models is not None:
+        from visprof.base.errors import BadInputError
+        from visprof.sweep.selection import read_model_list
+
+        try:
+            models = {entry.split("@")[0] for entry in read_model_list(args.models)}  # a row's size is its own
+        except BadInputError as exc:
+            raise SystemExit(f"h100_transfer_check.py: {exc}") from None
+    slow = h100_rows(args.h100, models)
     fast = h200_rows(args.h200, slow)
     keys = [k for k in slow if k in fast]
     print(f"{len(slow)} H100 rows, {len(keys)} with an H200 row of the same model, image size, precision and batch")

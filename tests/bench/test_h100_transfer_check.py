@@ -39,6 +39,15 @@ def test_the_newest_h200_row_of_the_same_cell_is_paired(tmp_path):
     assert found[("resnet50", 224, "bf16", 64)]["id"] == 2
 
 
+def test_a_model_list_keeps_only_its_models_rows(tmp_path):
+    store = small_store(tmp_path / "h100.db", [(1, "resnet50", 224, "bf16", 64, 10.0, 11.0, 10.0),
+                                               (2, "vit_base_patch16_224", 224, "bf16", 64, 9.0, 9.5, 9.0),
+                                               (3, "deit_small_patch16_224", 224, "bf16", 64, None, 4.0, 3.0)], [])
+    assert len(check.h100_rows(store)) == 2  # the row without a timing pass is never scored
+    assert list(check.h100_rows(store, {"vit_base_patch16_224", "convnext_tiny"})) == [
+        ("vit_base_patch16_224", 224, "bf16", 64)]
+
+
 def test_a_kernel_family_is_summed_over_the_categories_each_run_named(tmp_path):
     """The same kernel is 'activation' in one run and 'elementwise' in the other: per family both
     sides count it, so no ratio comes from one side only."""
