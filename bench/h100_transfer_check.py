@@ -111,7 +111,8 @@ def main() -> int:
         try:
             models = {entry.split("@")[0] for entry in read_model_list(args.models)}  # a row's size is its own
         except BadInputError as exc:
-            raise SystemExit(f"h100_transfer_check.py: {exc}") from None
+            # the reader names the sweep's option; this script's is --models
+            raise SystemExit(f"h100_transfer_check.py: --models: {str(exc).removeprefix('--model-list: ')}") from None
     slow = h100_rows(args.h100, models)
     fast = h200_rows(args.h200, slow)
     keys = [k for k in slow if k in fast]
