@@ -1,5 +1,8 @@
 """The share of each roofline group key's time that scales with DRAM bandwidth, measured from
-H100 / H200 profile pairs (bench/results/measured-bandwidth-2026-12-05/prereg.md).
+H100 / H200 profile pairs (bench/results/measured-bandwidth-2026-12-05/).
+
+A spec-only model that scaled these shares by the bandwidth ratio (`predict --excess measured`) was
+rejected by its prereg there: the table is a measurement, read by nothing in visprof.
 
     python bench/measured_bandwidth_table.py --h100 /tmp/h100.db --h200 /tmp/profiles.db -o TABLE.json
 

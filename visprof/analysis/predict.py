@@ -42,11 +42,8 @@ A to the target's row B:
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
-from pathlib import Path
 from typing import Iterable
 
 from visprof.analysis.gpus import GpuSpec, GpuTable, gpu_table
@@ -125,20 +122,7 @@ def target_precision(tensor_core: str | None, precision: str | None) -> str | No
     return tensor_core
 
 
-EXCESS_MODES = ("clock", "bound", "compute", "none", "fraction", "measured")
-# "measured": the share of a group's time that scales with DRAM bandwidth, measured per roofline
-# group key (category, sub-category, aten op) from the same models profiled on an H100 SXM and an
-# H200, one chip at two bandwidths (bench/measured_bandwidth_table.py, the prereg in
-# bench/results/measured-bandwidth-2026-12-05/).
-BANDWIDTH_SHARES_PATH = Path(__file__).resolve().parent.parent / "data" / "measured_bandwidth.json"
-
-
-@lru_cache(maxsize=1)
-def measured_bandwidth_shares() -> dict[tuple, float]:
-    """{(category, sub-category, op): share of its time that scales with DRAM bandwidth}."""
-    with open(BANDWIDTH_SHARES_PATH, encoding="utf-8") as fh:
-        table = json.load(fh)
-    return {(k["category"], k["subcategory"], k["op"]): float(k["bandwidth_share"]) for k in table["keys"]}
+EXCESS_MODES = ("clock", "bound", "compute", "none", "fraction")
 # How time above the roof (a rate-limited group) scales between GPUs with ``excess="clock"``:
 # "clock" by the boost clocks (the default: pipelines and dependent loads run at the clock),
 # "latency" not at all (a kernel waiting on DRAM latency, about the same in ns on every
@@ -234,7 +218,7 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
     flops_b = g.flops * scale
     bytes_b = activations * scale + g.param_bytes
     # DRAM traffic on B (clock): the share of the activations B's L2 holds does not go to DRAM.
-    in_l2 = activations * scale * l2_hit_share(activations * scale, target) if excess in ("clock", "fraction", "measured") else 0.0
+    in_l2 = activations * scale * l2_hit_share(activations * scale, target) if excess in ("clock", "fraction") else 0.0
     dram_b = bytes_b - in_l2
     compute_b, memory_b, kind = roofline_ms(target, flops_b, dram_b, target_precision(g.tensor_core, precision))
     if excess == "clock":
@@ -242,7 +226,7 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
         if kind == "tensor":
             compute_b /= max(ACHIEVABLE["tensor"], min(efficiency or 0.0, 1.0))
     roof_b = g.count * max(compute_b, memory_b)
-    if excess in ("clock", "compute", "fraction", "measured") and measured:
+    if excess in ("clock", "compute", "fraction") and measured:
         # Time off the roof grows with the group's work at the new batch (on A's roofline:
         # x scale for FLOPs and activations, x1 for a weight-only cast).
         growth = g.count * max(*roofline_ms(source, flops_b, bytes_b, g.tensor_core)[:2]) / roof_a if roof_a > 0 else scale
@@ -258,7 +242,7 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
             helper_roof = (g.count * HELPER_TRAFFIC * activations * scale
                            / (target.memory_bandwidth_gbs * 1e6 * ACHIEVABLE["memory"]))
             helper = max(helper_roof, helper_a * scale * time_ratio)
-    elif excess in ("fraction", "measured") and measured:
+    elif excess == "fraction" and measured:
         # The share of the group's time that is its roofline time (its efficiency e on A) moves
         # with the roof's resource (roof_b); the rest, time off every roof, with the rate
         # scaling. Nsight Compute reads the H200's "memory-bound" kernels at 10-50% of its
@@ -269,23 +253,9 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
         time_ratio = rate_ratio(source, target, rate_scaling or default_rate_scaling(source, target))
         grown = max(main_a - floor, 0.0) * growth
         hits_a = activations * scale * l2_hit_share(activations * scale, source)
-        compute_a_b, memory_a_b = roofline_ms(source, flops_b, bytes_b - hits_a, g.tensor_core)[:2]
-        share = measured_bandwidth_shares().get((g.category, g.subcategory, g.op)) if excess == "measured" else None
-        if share is None:
-            roof_a_b = g.count * max(compute_a_b, memory_a_b)
-            on_roof = min(roof_a_b, grown)
-            main_b = floor + (on_roof * roof_b / roof_a_b if roof_a_b > 0 else 0.0) + (grown - on_roof) * time_ratio
-        else:
-            # The measured share moves with the bandwidth, the compute roofline time of the rest
-            # with the compute roof, what is left with the rate; never below the target's roof
-            # (its own L2 hits counted). A ratio of DRAM roofs would be unbounded where the
-            # source's L2 held nearly all of a group's activations and the target's does not
-            # (regnety_040_sgn at 288 px to the H100: x1.40 for a measured x1.17).
-            on_dram = share * grown
-            on_compute = min(g.count * compute_a_b, grown - on_dram)
-            compute_ratio = compute_b / compute_a_b if compute_a_b > 0 else 0.0
-            scaled = on_dram * bandwidth_ratio + on_compute * compute_ratio + (grown - on_dram - on_compute) * time_ratio
-            main_b = floor + max(scaled, roof_b)
+        roof_a_b = g.count * max(*roofline_ms(source, flops_b, bytes_b - hits_a, g.tensor_core)[:2])
+        on_roof = min(roof_a_b, grown)
+        main_b = floor + (on_roof * roof_b / roof_a_b if roof_a_b > 0 else 0.0) + (grown - on_roof) * time_ratio
     elif excess == "compute" and measured:
         above = max(main_a - floor - roof_a, 0.0)
         main_b = floor + roof_b + above * growth * source.fp32_tflops / target.fp32_tflops
