@@ -5,8 +5,10 @@ model's share of kernel time in launches of fewer than 256 thread blocks as a fo
         --pair /tmp/pair2.db rtx4090 rtx5090 --pair /tmp/pair3.db rtx3090 rtx5090 \\
         --store /tmp/profiles.db --out bench/results/launch-covariate-2026-12-05/after
 
-Arguments: calibrate_check's own, and --allow-partial. The share is read from the model's newest profile
-with launch sizes, at any batch or image size (`ProfileResult.launch_share_below`); a row without one gets
+Arguments: calibrate_check's own, --allow-partial and --launch-fallback STORE. The share is read from the
+model's newest profile with launch sizes, at any batch or image size (`ProfileResult.launch_share_below`);
+where --store has none, from --launch-fallback's (an H100 SXM store: the H200's chip and SM count, so the
+same grids; the prereg's second amendment); a row without one gets
 the median over the fleet's rows that have it (no published number is read, as for the covariates'
 standardization). The prereg runs the test only once at least 95% of each pair's published rows have the
 share: below that, a pair is refused with its coverage unless --allow-partial is given. It wraps
@@ -47,6 +49,12 @@ def launch_shares(store: Path) -> dict[str, float]:
     return {arch: share for arch, (_, share) in newest.items()}
 
 
+def shares_with_fallback(store: Path, fallback: Path | None) -> dict[str, float]:
+    """``launch_shares(store)``, and ``fallback``'s for the architectures ``store`` has none of."""
+    own = launch_shares(store)
+    return {**launch_shares(fallback), **own} if fallback is not None else own
+
+
 def with_launch_covariate(make_fleet, shares: dict[str, float], allow_partial: bool = False, log=print):
     """``make_fleet`` with the small-launch share as one more covariate (module doc)."""
 
@@ -75,11 +83,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--store", type=Path)
     parser.add_argument("--allow-partial", action="store_true")
+    parser.add_argument("--launch-fallback", type=Path)
     ours, rest = parser.parse_known_args(argv)
-    if ours.store is None or not ours.store.is_file():
-        print(f"launch_covariate_variant.py: --store: not found: {ours.store}", file=sys.stderr)
-        return 2
-    calibration_fleet.make_fleet = with_launch_covariate(calibration_fleet.make_fleet, launch_shares(ours.store),
+    for flag, path in (("--store", ours.store), ("--launch-fallback", ours.launch_fallback)):
+        if (flag == "--store" or path is not None) and (path is None or not path.is_file()):
+            print(f"launch_covariate_variant.py: {flag}: not found: {path}", file=sys.stderr)
+            return 2
+    shares = shares_with_fallback(ours.store, ours.launch_fallback)
+    calibration_fleet.make_fleet = with_launch_covariate(calibration_fleet.make_fleet, shares,
                                                  ours.allow_partial)  # read by fleet_from_comparison
     return calibrate_check.main([*rest, "--store", str(ours.store)])
 

@@ -65,3 +65,19 @@ def test_a_missing_store_is_one_line(tmp_path, capsys):
     assert variant.main(["--pair", "r.db", "a", "b", "--store", str(tmp_path / "none.db"), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("launch_covariate_variant.py: --store: not found")
+
+
+def test_the_fallback_store_fills_only_architectures_the_store_lacks(monkeypatch, tmp_path):
+    own, other = tmp_path / "h200.db", tmp_path / "h100.db"
+    by_store = {own: {"a": 0.3, "b": 0.2}, other: {"a": 0.9, "c": 0.5}}
+    monkeypatch.setattr(variant, "launch_shares", lambda store: by_store[store])
+    assert variant.shares_with_fallback(own, other) == {"a": 0.3, "b": 0.2, "c": 0.5}
+    assert variant.shares_with_fallback(own, None) == {"a": 0.3, "b": 0.2}
+
+
+def test_a_missing_fallback_store_is_one_line(tmp_path, capsys):
+    store = tmp_path / "s.db"
+    store.write_bytes(b"")
+    assert variant.main(["--store", str(store), "--launch-fallback", str(tmp_path / "none.db"), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("launch_covariate_variant.py: --launch-fallback: not found")
