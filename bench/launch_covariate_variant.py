@@ -55,8 +55,11 @@ def shares_with_fallback(store: Path, fallback: Path | None) -> dict[str, float]
     return {**launch_shares(fallback), **own} if fallback is not None else own
 
 
-def with_launch_covariate(make_fleet, shares: dict[str, float], allow_partial: bool = False, log=print):
-    """``make_fleet`` with the small-launch share as one more covariate (module doc)."""
+def with_launch_covariate(make_fleet, shares: dict[str, float], allow_partial: bool = False, log=print,
+                          name: str = COVARIATE, what: str = "launch sizes", needed: float = COVERAGE_NEEDED):
+    """``make_fleet`` with one more covariate, ``shares`` by architecture (module doc): by default the
+    small-launch share; ``name``, ``what`` (as the log names the data) and ``needed`` (the coverage of
+    published rows below which it refuses) serve other per-architecture covariates."""
 
     def wrapped(models, families, buckets, spec_speedups, speedups, *args, covariates=None, **kwargs):
         values = [shares.get(architecture(m)) for m in models]
@@ -64,17 +67,17 @@ def with_launch_covariate(make_fleet, shares: dict[str, float], allow_partial: b
         obs = np.asarray(speedups, dtype=float)
         published = np.isfinite(obs) & (obs > 0)
         coverage = float(have[published].mean()) if published.any() else 0.0
-        log(f"launch sizes: {int(have[published].sum())} of {int(published.sum())} published rows "
+        log(f"{what}: {int(have[published].sum())} of {int(published.sum())} published rows "
             f"({coverage:.1%}), {int(have.sum())} of {len(models)} fleet rows")
-        if coverage < COVERAGE_NEEDED and not allow_partial:
-            raise BadInputError(f"launch sizes for {coverage:.1%} of the published rows; the prereg runs the test "
-                                f"at {COVERAGE_NEEDED:.0%} or more (--allow-partial to run it anyway)")
+        if coverage < needed and not allow_partial:
+            raise BadInputError(f"{what} for {coverage:.1%} of the published rows; the prereg runs the test "
+                                f"at {needed:.0%} or more (--allow-partial to run it anyway)")
         if not have.any():
-            raise BadInputError("no model of this fleet has a profile with launch sizes")
+            raise BadInputError(f"no model of this fleet has a profile with {what}")
         fill = float(np.median([v for v in values if v is not None]))
         column = [fill if v is None else v for v in values]
         return make_fleet(models, families, buckets, spec_speedups, speedups, *args,
-                          covariates={**(covariates or {}), COVARIATE: column}, **kwargs)
+                          covariates={**(covariates or {}), name: column}, **kwargs)
 
     return wrapped
 
