@@ -20,11 +20,10 @@ import sys
 from pathlib import Path
 
 import visprof.analysis.calibration_fleet as calibration_fleet
-from visprof.analysis import sources
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibrate_check  # noqa: E402
-from launch_covariate_variant import with_launch_covariate  # noqa: E402
+from launch_covariate_variant import newest_per_architecture, with_launch_covariate  # noqa: E402
 
 TABLE = Path(__file__).resolve().parent / "results/measured-bandwidth-2026-12-05/bandwidth-shares.json"
 COVARIATE = "measured_bandwidth_share"
@@ -46,16 +45,10 @@ def bandwidth_share(groups, table: dict[tuple, float]) -> float | None:
 
 def bandwidth_shares(store: Path, table: dict[tuple, float]) -> dict[str, float]:
     """Per architecture, the share of its newest profile with roofline groups."""
-    newest: dict[str, tuple[str, float]] = {}
-    for m in sources.load([str(store)]).profiles:
-        roofline = m.result.roofline if m.result is not None else None
-        share = bandwidth_share(roofline.groups, table) if roofline and roofline.groups else None
-        if share is None:
-            continue
-        made = m.result.created_at or ""
-        if m.arch not in newest or made >= newest[m.arch][0]:
-            newest[m.arch] = (made, share)
-    return {arch: share for arch, (_, share) in newest.items()}
+    def share_of(result):
+        return bandwidth_share(result.roofline.groups, table) if result.roofline and result.roofline.groups else None
+
+    return newest_per_architecture(store, share_of)
 
 
 def main(argv=None) -> int:

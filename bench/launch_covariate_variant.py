@@ -36,17 +36,22 @@ COVERAGE_NEEDED = 0.95  # of a pair's published rows, before the test runs
 COVARIATE = "launch_share_below_256"
 
 
-def launch_shares(store: Path) -> dict[str, float]:
-    """Per architecture, the small-launch share of its newest profile that has launch sizes."""
+def newest_per_architecture(store: Path, value_of) -> dict[str, float]:
+    """Per architecture, ``value_of(result)`` of its newest profile for which it is not None."""
     newest: dict[str, tuple[str, float]] = {}
     for m in sources.load([str(store)]).profiles:
-        share = m.result.launch_share_below(LAUNCH_BOUND) if m.result is not None else None
-        if share is None:
+        value = value_of(m.result) if m.result is not None else None
+        if value is None:
             continue
         made = m.result.created_at or ""
         if m.arch not in newest or made >= newest[m.arch][0]:
-            newest[m.arch] = (made, share)
-    return {arch: share for arch, (_, share) in newest.items()}
+            newest[m.arch] = (made, value)
+    return {arch: value for arch, (_, value) in newest.items()}
+
+
+def launch_shares(store: Path) -> dict[str, float]:
+    """Per architecture, the small-launch share of its newest profile that has launch sizes."""
+    return newest_per_architecture(store, lambda result: result.launch_share_below(LAUNCH_BOUND))
 
 
 def shares_with_fallback(store: Path, fallback: Path | None) -> dict[str, float]:
