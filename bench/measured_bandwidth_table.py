@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 import zlib
 from collections import defaultdict
@@ -33,9 +34,9 @@ MIN_MODELS = 10  # fixed by the prereg, not tuned
 FORMAT = "visprof.measured-bandwidth/1"
 
 
-def groups_by_identity(store: Path, result_id: int) -> dict[tuple, dict]:
+def groups_by_identity(store: sqlite3.Connection, result_id: int) -> dict[tuple, dict]:
     """A result's roofline groups by (category, sub-category, op, FLOPs, bytes, tensor core)."""
-    blob = read_only(store).execute("SELECT result_json FROM results WHERE id=?", (result_id,)).fetchone()[0]
+    blob = store.execute("SELECT result_json FROM results WHERE id=?", (result_id,)).fetchone()[0]
     doc = json.loads(zlib.decompress(blob))
     groups = ((doc.get("roofline") or {}).get("groups")) or []
     return {(g["category"], g.get("subcategory"), g["op"], g["flops"], g["bytes"], g.get("tensor_core")): g
@@ -48,9 +49,10 @@ def share_table(h100: Path, h200: Path) -> dict:
     slow = h100_rows(h100)
     fast = h200_rows(h200, slow.keys())
     totals: dict[tuple, list] = defaultdict(lambda: [0.0, 0.0, set()])
+    h200_conn, h100_conn = read_only(h200), read_only(h100)  # one connection each for every result
     for key, fast_row in fast.items():
-        on_h200 = groups_by_identity(h200, fast_row["id"])
-        on_h100 = groups_by_identity(h100, slow[key]["id"])
+        on_h200 = groups_by_identity(h200_conn, fast_row["id"])
+        on_h100 = groups_by_identity(h100_conn, slow[key]["id"])
         for ident, group in on_h200.items():
             partner = on_h100.get(ident)
             if partner is None:
@@ -77,6 +79,13 @@ def main() -> int:
     parser.add_argument("--h200", type=Path, required=True, help="the consolidated H200 store (uncompressed)")
     parser.add_argument("-o", "--output", type=Path, required=True, help="the table (JSON)")
     args = parser.parse_args()
+    for path in (args.h100, args.h200):
+        if not path.is_file():
+            print(f"measured_bandwidth_table.py: not found: {path}", file=sys.stderr)
+            return 2
+        if args.output.resolve() == path.resolve():
+            print(f"measured_bandwidth_table.py: -o {args.output} is an input store; it is not overwritten", file=sys.stderr)
+            return 2
     table = share_table(args.h100, args.h200)
     atomic_write_text(args.output, json.dumps(table, indent=1) + "\n")
     covered = sum(k["h200_ms"] for k in table["keys"])

@@ -4,11 +4,13 @@
 
 A cell is (model, image size, precision, batch). Each output keeps, per cell that both inputs have,
 the newest row of its input (what visprof predict and the calibration read at that batch), and
-nothing else. The inputs are not changed; an output that exists is refused.
+nothing else. The inputs are not changed; an output that exists is refused, and one is
+written whole or not at all.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sqlite3
 import sys
@@ -52,6 +54,9 @@ def main(argv=None) -> int:
         if not path.is_file():
             print(f"same_cells.py: not found: {path}", file=sys.stderr)
             return 2
+    if args.first_out.resolve() == args.second_out.resolve():
+        print(f"same_cells.py: both outputs are {args.first_out}; name two files", file=sys.stderr)
+        return 2
     for path in (args.first_out, args.second_out):
         if path.exists():
             print(f"same_cells.py: {path} exists; it is not overwritten", file=sys.stderr)
@@ -63,8 +68,13 @@ def main(argv=None) -> int:
         conn.close()
     shared = cells[0].keys() & cells[1].keys()
     for source, out, by_cell in ((args.first, args.first_out, cells[0]), (args.second, args.second_out, cells[1])):
-        shutil.copyfile(source, out)
-        left = keep_only(out, {by_cell[c] for c in shared})
+        partial = out.with_name(out.name + ".partial")  # renamed into place only when whole
+        try:
+            shutil.copyfile(source, partial)
+            left = keep_only(partial, {by_cell[c] for c in shared})
+            os.replace(partial, out)
+        finally:
+            partial.unlink(missing_ok=True)
         print(f"{out}: {left} results, one per shared cell (of {len(by_cell)} cells in {source})")
     return 0
 

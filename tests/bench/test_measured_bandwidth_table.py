@@ -63,3 +63,14 @@ def test_the_table_is_written_whole_and_read_back(tmp_path, monkeypatch):
     doc = json.loads(out.read_text())
     assert doc["format"] == table.FORMAT and doc["pairs"] == table.MIN_MODELS
     assert doc["keys"][0]["bandwidth_share"] == 1.0  # x2.0 is past the bandwidth ratio: clipped
+
+
+def test_an_input_named_as_the_output_is_refused_and_left_as_it_was(tmp_path, monkeypatch, capsys):
+    fast = store(tmp_path / "h200.db", [(1, "m", [group("memory", "aten.to.dtype", 1.0)])])
+    slow = store(tmp_path / "h100.db", [(1, "m", [group("memory", "aten.to.dtype", 2.0)])])
+    before = slow.read_bytes()
+    monkeypatch.setattr(sys, "argv", ["measured_bandwidth_table.py", "--h100", str(slow), "--h200", str(fast), "-o", str(slow)])
+    assert table.main() == 2
+    assert slow.read_bytes() == before
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is an input store" in err[0]

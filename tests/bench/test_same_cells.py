@@ -46,3 +46,12 @@ def test_an_existing_output_is_refused_in_one_line(tmp_path, capsys):
     assert taken.read_text() == "mine"
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is not overwritten" in err[0]
+
+
+def test_one_file_named_for_both_outputs_is_refused(tmp_path, capsys):
+    first = store(tmp_path / "h100.db", [(1, "a", 224, "bf16", 64)])
+    out = tmp_path / "out.db"
+    assert same_cells.main([str(first), str(first), str(out), str(out)]) == 2
+    assert not out.exists()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "name two files" in err[0]
