@@ -34,16 +34,11 @@ def buckets_by_family(result) -> dict[str, float]:
     return out
 
 
-def run_with_buckets(buckets, argv=None) -> int:
-    """bench/calibrate_check.py with ``buckets`` in place of ``buckets_of`` wherever the run reads it."""
-    calibration_fleet.buckets_of = buckets  # read by fleet_from_comparison
-    calibrate_check.buckets_of = buckets
-    calibration_file.buckets_of = buckets  # a saved fit predicts with the same buckets
-    return calibrate_check.main(argv)
-
-
 def main(argv=None) -> int:
-    return run_with_buckets(buckets_by_family, argv)
+    calibration_fleet.buckets_of = buckets_by_family  # read by fleet_from_comparison
+    calibrate_check.buckets_of = buckets_by_family
+    calibration_file.buckets_of = buckets_by_family  # a saved fit predicts with the same buckets
+    return calibrate_check.main(argv)
 
 
 if __name__ == "__main__":

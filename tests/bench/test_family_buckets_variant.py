@@ -17,7 +17,8 @@ def result(families):
     cats = [SimpleNamespace(category="activation", subcategory=None, time_ms=2.0),
             SimpleNamespace(category="elementwise", subcategory=None, time_ms=2.0)]
     return SimpleNamespace(categories=cats, timing=SimpleNamespace(idle_ms=0.0), roofline=SimpleNamespace(groups=[]),
-                           kernel_families=[SimpleNamespace(family=f, category=c, subcategory=s, time_ms=ms)
+                           kernel_families=[SimpleNamespace(family=f, category=c, subcategory=s, time_ms=ms,
+                                                            by_category=None)
                                             for f, c, s, ms in families])
 
 

@@ -19,7 +19,7 @@ def result(kernels):
                               flops=0.0, bytes=1e6, time_ms=3.0)]
     return SimpleNamespace(categories=cats, timing=SimpleNamespace(idle_ms=0.0), roofline=SimpleNamespace(groups=groups),
                            kernel_families=[SimpleNamespace(category="normalization", subcategory="group", family=f,
-                                                            time_ms=1.5) for f in kernels])
+                                                            time_ms=1.5, by_category=None) for f in kernels])
 
 
 def test_a_group_norm_without_the_generic_apply_kernel_is_one_group():

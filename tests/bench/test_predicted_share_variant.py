@@ -27,7 +27,7 @@ def result():
     return SimpleNamespace(categories=cats, timing=SimpleNamespace(idle_ms=1.0),
                            roofline=SimpleNamespace(groups=[GEMM, NORM]),
                            kernel_families=[SimpleNamespace(category="normalization", subcategory="layer",
-                                                            family="layer_norm_kernel", time_ms=2.0)])
+                                                            family="layer_norm_kernel", time_ms=2.0, by_category=None)])
 
 
 def prediction(gemm_ms, norm_ms, idle_ms):

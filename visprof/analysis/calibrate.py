@@ -172,8 +172,19 @@ def buckets_of(result) -> dict[str, float]:
             out[op_bucket(g)] += g.time_ms / total
     for k in result.kernel_families or []:
         if k.time_ms and k.time_ms > 0:
-            out[f"kf:{k.category}/{k.subcategory or '-'}/{k.family}"] += k.time_ms / total
+            for label, ms in _family_parts(k):
+                out[f"kf:{label}/{k.family}"] += ms / total
     return dict(out)
+
+
+def _family_parts(row) -> list[tuple[str, float]]:
+    """A kernel-family row's time as (``CATEGORY/SUB``, ms) by the class each of its kernels was
+    attributed to (``by_category``), so that a kernel many kinds of op launch counts as each of them
+    (bench/results/split-family-buckets-2026-12-05/); all under the row's one label where the
+    profile predates that split."""
+    if row.by_category:
+        return [(key if "/" in key else f"{key}/-", ms) for key, ms in row.by_category.items() if ms > 0]
+    return [(f"{row.category}/{row.subcategory or '-'}", row.time_ms)]
 
 
 def select_features(rows: Sequence[dict[str, float]]) -> list[str]:
