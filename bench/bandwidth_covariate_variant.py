@@ -23,7 +23,7 @@ import visprof.analysis.calibration_fleet as calibration_fleet
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibrate_check  # noqa: E402
-from launch_covariate_variant import newest_per_architecture, with_launch_covariate  # noqa: E402
+from launch_covariate_variant import newest_per_architecture, with_covariate  # noqa: E402
 
 TABLE = Path(__file__).resolve().parent / "results/measured-bandwidth-2026-12-05/bandwidth-shares.json"
 COVARIATE = "measured_bandwidth_share"
@@ -59,7 +59,7 @@ def main(argv=None) -> int:
         print(f"bandwidth_covariate_variant.py: --store: not found: {ours.store}", file=sys.stderr)
         return 2
     shares = bandwidth_shares(ours.store, read_table())
-    calibration_fleet.make_fleet = with_launch_covariate(  # read by fleet_from_comparison
+    calibration_fleet.make_fleet = with_covariate(  # read by fleet_from_comparison
         calibration_fleet.make_fleet, shares, name=COVARIATE, what="measured bandwidth shares", needed=0.0)
     return calibrate_check.main([*rest, "--store", str(ours.store)])
 

@@ -31,7 +31,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from visprof.analysis.metrics import spearman  # noqa: E402
+from visprof.base.errors import BadInputError  # noqa: E402
 from visprof.base.outputs import atomic_write_text  # noqa: E402
+from visprof.sweep.selection import read_model_list  # noqa: E402
 EXCESS = ("clock", "fraction", "bound", "compute", "none")
 BANDWIDTH_RATIO = 4800 / 3350  # gpus.toml: H200 over H100 SXM
 LIBRARY = REPO / "bench/results/bounds-2026-12-03/h200-bounds.json"
@@ -101,13 +103,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True, help="folder for the per-model CSV")
     parser.add_argument("--models", type=Path, help="score only these models (a sweep model list)")
     args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
 
     models = None
     if args.models is not None:
-        from visprof.base.errors import BadInputError
-        from visprof.sweep.selection import read_model_list
-
         try:
             models = {entry.split("@")[0] for entry in read_model_list(args.models)}  # a row's size is its own
         except BadInputError as exc:
@@ -115,6 +113,7 @@ def main() -> int:
             raise SystemExit(f"h100_transfer_check.py: --models: {str(exc).removeprefix('--model-list: ')}") from None
     slow = h100_rows(args.h100, models)
     fast = h200_rows(args.h200, slow)
+    args.out.mkdir(parents=True, exist_ok=True)  # once the inputs are read: a refused run leaves no folder
     keys = [k for k in slow if k in fast]
     print(f"{len(slow)} H100 rows, {len(keys)} with an H200 row of the same model, image size, precision and batch")
     measured = [slow[k]["busy_ms"] / fast[k]["busy_ms"] for k in keys]

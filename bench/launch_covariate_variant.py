@@ -60,8 +60,8 @@ def shares_with_fallback(store: Path, fallback: Path | None) -> dict[str, float]
     return {**launch_shares(fallback), **own} if fallback is not None else own
 
 
-def with_launch_covariate(make_fleet, shares: dict[str, float], allow_partial: bool = False, log=print,
-                          name: str = COVARIATE, what: str = "launch sizes", needed: float = COVERAGE_NEEDED):
+def with_covariate(make_fleet, shares: dict[str, float], allow_partial: bool = False, log=print,
+                   name: str = COVARIATE, what: str = "launch sizes", needed: float = COVERAGE_NEEDED):
     """``make_fleet`` with one more covariate, ``shares`` by architecture (module doc): by default the
     small-launch share; ``name``, ``what`` (as the log names the data) and ``needed`` (the coverage of
     published rows below which it refuses) serve other per-architecture covariates."""
@@ -98,7 +98,7 @@ def main(argv=None) -> int:
             print(f"launch_covariate_variant.py: {flag}: not found: {path}", file=sys.stderr)
             return 2
     shares = shares_with_fallback(ours.store, ours.launch_fallback)
-    calibration_fleet.make_fleet = with_launch_covariate(calibration_fleet.make_fleet, shares,
+    calibration_fleet.make_fleet = with_covariate(calibration_fleet.make_fleet, shares,
                                                  ours.allow_partial)  # read by fleet_from_comparison
     return calibrate_check.main([*rest, "--store", str(ours.store)])
 

@@ -40,7 +40,7 @@ def test_the_share_joins_the_fleet_as_a_named_covariate():
     models = [f"m{i}" for i in range(n)]
     buckets = [{"cat:linear": s, "idle": 1 - s} for s in rng.uniform(0, 1, n)]
     lines = []
-    make = variant.with_launch_covariate(make_fleet, {f"m{i}": 0.1 * (i % 5) for i in range(n)}, log=lines.append,
+    make = variant.with_covariate(make_fleet, {f"m{i}": 0.1 * (i % 5) for i in range(n)}, log=lines.append,
                                          name=variant.COVARIATE, what="measured bandwidth shares", needed=0.0)
     fleet = make(models, [f"f{i % 6}" for i in range(n)], buckets, spec, spec * 1.01, features=["cat:linear", "idle"])
     assert fleet.features[-1] == f"cov:{variant.COVARIATE}"

@@ -29,7 +29,7 @@ def test_the_share_joins_as_a_covariate_and_missing_rows_get_the_fleet_median():
     models, families, buckets, spec, obs = fleet_args()
     shares = {f"m{i}": 0.01 * i for i in range(38)}  # every published row; the two unpublished have none
     lines = []
-    make = variant.with_launch_covariate(make_fleet, shares, log=lines.append)
+    make = variant.with_covariate(make_fleet, shares, log=lines.append)
     fleet = make(models, families, buckets, spec, obs, features=["cat:linear", "idle"], covariates={"spec": np.log(spec)})
     assert fleet.features == ["cat:linear", "idle", "cov:spec", f"cov:{variant.COVARIATE}"]
     want = np.array([0.01 * i for i in range(38)] + [np.median([0.01 * i for i in range(38)])] * 2)
@@ -41,10 +41,10 @@ def test_the_share_joins_as_a_covariate_and_missing_rows_get_the_fleet_median():
 def test_a_pair_below_the_coverage_is_refused_unless_allowed():
     models, families, buckets, spec, obs = fleet_args()
     shares = {f"m{i}": 0.1 for i in range(30)}  # 30 of 38 published rows
-    make = variant.with_launch_covariate(make_fleet, shares, log=lambda line: None)
+    make = variant.with_covariate(make_fleet, shares, log=lambda line: None)
     with pytest.raises(BadInputError, match="78.9% of the published rows"):
         make(models, families, buckets, spec, obs, features=["cat:linear", "idle"])
-    allowed = variant.with_launch_covariate(make_fleet, shares, allow_partial=True, log=lambda line: None)
+    allowed = variant.with_covariate(make_fleet, shares, allow_partial=True, log=lambda line: None)
     fleet = allowed(models, families, buckets, spec, obs, features=["cat:linear", "idle"])
     assert fleet.features[-1] == f"cov:{variant.COVARIATE}"
 
