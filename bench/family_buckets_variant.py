@@ -23,9 +23,9 @@ import calibrate_check  # noqa: E402
 _labelled_buckets = calibration_fleet.buckets_of
 
 
-def buckets_by_family(result) -> dict[str, float]:
+def buckets_by_family(result, split_families: bool = True) -> dict[str, float]:
     out: dict[str, float] = {}
-    for key, share in _labelled_buckets(result).items():
+    for key, share in _labelled_buckets(result, split_families).items():
         if key.startswith("kf:"):
             # kf:CATEGORY/SUB/FAMILY -> kff:FAMILY (a family may hold '/'). Not "kf:": the ratio table
             # and the sentences read a kf: bucket's category and sub-category from its name.

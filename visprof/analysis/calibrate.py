@@ -100,6 +100,10 @@ class Fleet:
     # Per model, what its sentence should add about its published numbers ("" for none): e.g. that
     # its two runs took different paths (visprof.analysis.batch_witness).
     notes: list[str] = field(default_factory=list)
+    # Whether the fitted models' kernel-family time was split by the category each kernel ran as
+    # (``buckets_of``): a profile the fit predicts must be bucketed the same way, or a split part
+    # lands in a bucket the fit never saw and loses its correction.
+    split_families: bool = True
 
     def __post_init__(self):
         n = len(self.models)
@@ -153,8 +157,11 @@ def op_bucket(group) -> str:
     return f"op:{group.category}/{group.subcategory or '-'}/{group_op_type(group.op, group.flops, group.bytes)}"
 
 
-def buckets_of(result) -> dict[str, float]:
-    """A profile's time buckets as shares of its profiled time (kernel rows plus idle time)."""
+def buckets_of(result, split_families: bool = True) -> dict[str, float]:
+    """A profile's time buckets as shares of its profiled time (kernel rows plus idle time).
+    ``split_families``: count a kernel family's time by the category each of its kernels ran as,
+    where the profile keeps that (``_family_parts``); False: all under the row's one label, as a fit
+    of profiles without that split saw it (``Fleet.split_families``)."""
     rows = [r for r in result.categories if r.time_ms and r.time_ms > 0]
     idle = result.timing.idle_ms if result.timing and result.timing.idle_ms and result.timing.idle_ms > 0 else 0.0
     total = sum(r.time_ms for r in rows) + idle
@@ -172,19 +179,24 @@ def buckets_of(result) -> dict[str, float]:
             out[op_bucket(g)] += g.time_ms / total
     for k in result.kernel_families or []:
         if k.time_ms and k.time_ms > 0:
-            for label, ms in _family_parts(k):
+            for label, ms in _family_parts(k, split_families):
                 out[f"kf:{label}/{k.family}"] += ms / total
     return dict(out)
 
 
-def _family_parts(row) -> list[tuple[str, float]]:
+def _family_parts(row, split: bool = True) -> list[tuple[str, float]]:
     """A kernel-family row's time as (``CATEGORY/SUB``, ms) by the class each of its kernels was
     attributed to (``by_category``), so that a kernel many kinds of op launch counts as each of them
     (bench/results/split-family-buckets-2026-12-05/); all under the row's one label where the
     profile predates that split."""
-    if row.by_category:
+    if split and row.by_category:
         return [(key if "/" in key else f"{key}/-", ms) for key, ms in row.by_category.items() if ms > 0]
     return [(f"{row.category}/{row.subcategory or '-'}", row.time_ms)]
+
+
+def splits_families(result) -> bool:
+    """Whether ``buckets_of`` splits any of this profile's kernel families (it keeps ``by_category``)."""
+    return any(k.by_category for k in result.kernel_families or [])
 
 
 def select_features(rows: Sequence[dict[str, float]]) -> list[str]:
@@ -499,4 +511,5 @@ def unpublished_predictions(fit: Fit, fleet: Fleet) -> list[dict]:
 __all__ = ["BucketRatio", "COVARIATE_SCALE", "Fit", "Fleet", "LAMBDAS", "MIN_MODELS",
            "bucket_rates", "buckets_of", "covariate_column", "covariate_scale", "family_folds",
            "fit_calibration", "fit_ridge", "fit_robust", "format_ratio_table", "group_op_type", "make_fleet", "op_bucket",
-           "parent_buckets", "random_folds", "ratio_table", "select_features", "unpublished_predictions"]
+           "parent_buckets", "random_folds", "ratio_table", "select_features", "splits_families",
+           "unpublished_predictions"]

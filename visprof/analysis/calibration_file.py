@@ -64,6 +64,7 @@ class SavedCalibration:
     held_out: dict[str, Any] = field(default_factory=dict)  # the family-held-out figures of the run that saved it
     created_at: str = ""
     covariate_fills: dict[str, float] = field(default_factory=dict)  # Fleet.covariate_fills
+    split_families: bool = False  # Fleet.split_families: how a profile's kernel families are bucketed
 
     @classmethod
     def of(cls, fit: Fit, fleet: Fleet, base: str, target: str, precision: str | None,
@@ -71,7 +72,8 @@ class SavedCalibration:
         published = [i for i in range(len(fleet.models)) if math.isfinite(fleet.log_obs[i])]
         return cls(base, target, precision, fit, dict(fleet.covariate_scales), [fleet.models[i] for i in published],
                    len({fleet.families[i] for i in published}), dict(held_out or {}),
-                   datetime.now(timezone.utc).isoformat(timespec="seconds"), dict(fleet.covariate_fills))
+                   datetime.now(timezone.utc).isoformat(timespec="seconds"), dict(fleet.covariate_fills),
+                   fleet.split_families)
 
     def to_dict(self) -> dict[str, Any]:
         from visprof import __version__
@@ -88,7 +90,7 @@ class SavedCalibration:
                 "band_c": fit.c, "band_c_seen": fit.c_seen,
                 "fitted_families": sorted(fit.families),
                 "covariate_scales": {k: list(v) for k, v in self.covariate_scales.items()},
-                "covariate_fills": dict(self.covariate_fills),
+                "covariate_fills": dict(self.covariate_fills), "split_families": self.split_families,
                 "fitted_models": self.fitted_models, "families": self.families, "held_out": self.held_out}
 
     def save(self, path: str | Path) -> None:
@@ -144,9 +146,14 @@ class SavedCalibration:
         fit.c_seen = _number(doc, "band_c_seen") if doc.get("band_c_seen") is not None else 1.0
         if fit.c < 0 or fit.c_seen < 0:
             raise ValueError(f"band_c {fit.c}, band_c_seen {fit.c_seen}: a band cannot narrow with the leverage")
+        # files written before the key was kept: from profiles whose families were not split, as no
+        # H200 profile's is (the split came with c543069)
+        split = doc.get("split_families", False)
+        if not isinstance(split, bool):
+            raise TypeError("split_families is not true or false")
         return cls(str(doc["base"]), str(doc["target"]), doc.get("precision"), fit, scales,
                    [str(m) for m in doc.get("fitted_models", [])], int(doc.get("families", 0)),
-                   dict(doc.get("held_out") or {}), str(doc.get("created_at", "")), fills)
+                   dict(doc.get("held_out") or {}), str(doc.get("created_at", "")), fills, split)
 
     def describe(self) -> str:
         """One line: the pair, what it was fitted on and how it held up with families held out."""
@@ -166,7 +173,8 @@ class SavedCalibration:
         ``base_over``: its ``compare.base_time_over_predicted`` where the caller has its published
         base number (compare's); else the fitted fleet's median."""
         result = profile.result
-        shares = buckets_of(result) if result is not None else {}
+        # bucketed as the fitted models were: a kernel family split where theirs were
+        shares = buckets_of(result, self.split_families) if result is not None else {}
         covs = profile_covariates(result) if shares else None
         if covs is None or profile.gpu_id is None:
             return None

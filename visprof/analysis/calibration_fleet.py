@@ -16,7 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
-from visprof.analysis.calibrate import MIN_MODELS, Fleet, buckets_of, make_fleet
+from visprof.analysis.calibrate import MIN_MODELS, Fleet, buckets_of, make_fleet, splits_families
 from visprof.analysis.compare import base_time_over_predicted, on_base_and_target, profile_for
 from visprof.base.errors import BadInputError
 
@@ -43,6 +43,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
             by_key[(m.arch, m.img_size)].append(m)
     names, fams, buckets, spec, obs, bounds, time, intensity, notes = [], [], [], [], [], [], [], [], []
     base_over: list[float | None] = []
+    split: list[bool] = []
     variants: dict[str, list] = {mode: [] for mode in spec_excess}
 
     def add(name, fam, chosen, base, predicted, speedup, shares, note="", over=None) -> bool:
@@ -63,6 +64,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
         intensity.append(covs[1])
         notes.append(note)
         base_over.append(over)
+        split.append(splits_families(chosen.result))
         return True
 
     missing = 0
@@ -107,8 +109,11 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     fill = float(np.median(known)) if known else 0.0
     covariates = {"spec": np.log(spec), "profile_time_per_sample": time, "profile_flops_per_byte": intensity,
                   BASE_COVARIATE: [fill if v is None else v for v in base_over]}
-    return make_fleet(names, fams, buckets, spec, obs, baseline_features=extra, covariates=covariates,
-                      spec_variants=variants, notes=notes, covariate_fills={BASE_COVARIATE: fill}), missing
+    fleet = make_fleet(names, fams, buckets, spec, obs, baseline_features=extra, covariates=covariates,
+                       spec_variants=variants, notes=notes, covariate_fills={BASE_COVARIATE: fill})
+    # the published models are what the fit reads; none with a split family: neither is a new profile's
+    fleet.split_families = any(split[:published])
+    return fleet, missing
 
 
 def base_precision(comparison) -> str | None:
