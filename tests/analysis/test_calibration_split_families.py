@@ -103,7 +103,8 @@ def reference(model, gpu, samples):
 
 @pytest.mark.parametrize("split_published, expected", [(0, False), (1, True)])
 def test_the_fleet_says_whether_its_published_models_were_split(split_published, expected):
-    """Only the published models count: a split profile the fit merely predicts does not make it split."""
+    """Only the published models count: a split profile the fit merely predicts does not make it split,
+    and is bucketed as they were (as a saved fit would bucket it)."""
     table = gpu_table()
     profile = sources.from_result(unsplit(vit()), "h100.json", table)
     split_profile = sources.from_result(vit(), "h100.json", table)
@@ -116,3 +117,7 @@ def test_the_fleet_says_whether_its_published_models_were_split(split_published,
     fleet, missing = fleet_from_comparison(comparison, profiles, table)
     assert missing == 0 and len(fleet.models) == MIN_MODELS + 1
     assert fleet.split_families is expected
+    shares = buckets_of(vit(), split_families=expected)
+    unpublished = fleet.models.index(names[-1])
+    assert np.isnan(fleet.log_obs[unpublished])
+    assert fleet.X[unpublished, fleet.features.index(AS_LINEAR)] == pytest.approx(shares[AS_LINEAR], rel=1e-12)

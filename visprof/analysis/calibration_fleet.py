@@ -45,9 +45,12 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     base_over: list[float | None] = []
     split: list[bool] = []
     variants: dict[str, list] = {mode: [] for mode in spec_excess}
+    # Each published model's kernel families are bucketed as its profile has them; the models the fit
+    # only predicts, as the published ones were (set below, before they are added), as a saved fit does.
+    split_families = True
 
     def add(name, fam, chosen, base, predicted, speedup, shares, note="", over=None) -> bool:
-        row = buckets_of(chosen.result) if chosen is not None else {}
+        row = buckets_of(chosen.result, split_families) if chosen is not None else {}
         covs = profile_covariates(chosen.result) if row else None
         if not predicted or not row or covs is None:
             return False
@@ -80,6 +83,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     if published < MIN_MODELS:
         raise BadInputError(f"{published} model(s) have a profile, a spec prediction and both published numbers "
                             f"for {comparison.base} -> {comparison.target}; calibration needs at least {MIN_MODELS}")
+    split_families = any(split)
     if table is not None and comparison.base_spec is not None and comparison.target_spec is not None:
         from visprof.analysis.families import family
 
@@ -111,8 +115,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
                   BASE_COVARIATE: [fill if v is None else v for v in base_over]}
     fleet = make_fleet(names, fams, buckets, spec, obs, baseline_features=extra, covariates=covariates,
                        spec_variants=variants, notes=notes, covariate_fills={BASE_COVARIATE: fill})
-    # the published models are what the fit reads; none with a split family: neither is a new profile's
-    fleet.split_families = any(split[:published])
+    fleet.split_families = split_families
     return fleet, missing
 
 
