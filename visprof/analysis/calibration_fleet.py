@@ -119,6 +119,19 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     return fleet, missing
 
 
+def profiling_gpus_note(profiles) -> str | None:
+    """A line for a fleet whose profiles come from more than one GPU, else None. Each model reads one
+    profile (``compare.profile_for``), so such a fit mixes shares of time measured on different GPUs:
+    a consistent fleet is one GPU's."""
+    counts = Counter(m.gpu_name for m in profiles)
+    if len(counts) < 2:
+        return None
+    listed = ", ".join(f"{name}: {n:,}" for name, n in counts.most_common())
+    return (f"the profiles come from {len(counts)} GPUs ({listed}); each model reads one of its profiles (nearest "
+            f"the published batch, the newest of equals), so the fit mixes their time shares: give one GPU's "
+            f"profiles for one consistent fleet")
+
+
 def base_precision(comparison) -> str | None:
     """The precision most of the base GPU's published rows were measured at: a profile without a
     published pair is predicted at it."""
@@ -148,5 +161,5 @@ def profile_covariates(result) -> tuple[float, float] | None:
     return math.log(1.0 / rate), math.log(flops / moved)
 
 
-__all__ = ["BASE_COVARIATE", "base_precision", "base_time_over_predicted", "fleet_from_comparison",
-           "profile_covariates", "spec_at_own_batch"]
+__all__ = ["BASE_COVARIATE", "base_precision", "base_time_over_predicted", "fleet_from_comparison", "profile_covariates",
+           "profiling_gpus_note", "spec_at_own_batch"]

@@ -231,7 +231,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     import numpy as np
 
     from visprof.analysis.calibrate import fit_calibration, format_ratio_table, ratio_table, unpublished_predictions
-    from visprof.analysis.calibration_fleet import fleet_from_comparison
+    from visprof.analysis.calibration_fleet import fleet_from_comparison, profiling_gpus_note
     from visprof.analysis.families import architecture
     from visprof.analysis.calibration_sentences import sentences
     from visprof.analysis.compare import compare
@@ -247,6 +247,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if not loaded.profiles:
         raise BadInputError("no profile results in the inputs (calibrate needs visprof profiles of some of the models)")
     _say(f"{len(loaded.measurements)} measurements ({len(loaded.profiles)} profiles); joining and predicting")
+    mixed = profiling_gpus_note(loaded.profiles)
+    if mixed:
+        _say(f"note: {mixed}")
     comparison = compare(loaded.measurements, args.base, args.target, table)
     if comparison.software:
         _say(f"warning: {comparison.software}")
