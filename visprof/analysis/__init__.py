@@ -30,8 +30,10 @@ from typing import Any
 
 __all__ = ["compare", "gpu_table", "predict_result", "roofline"]
 
+# A name that is also a module's is that module: importing the module binds its name on this package,
+# so a function of that name would be what the first read returns and the module every later one.
 _LAZY = {
-    "compare": ("visprof.analysis.compare", "compare"),
+    "compare": ("visprof.analysis.compare", None),
     "gpu_table": ("visprof.analysis.gpus", "gpu_table"),
     "predict_result": ("visprof.analysis.predict", "predict_result"),
     "roofline": ("visprof.analysis.roofline", None),
