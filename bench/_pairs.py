@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 from typing import Callable
@@ -39,3 +40,13 @@ def per_pair_main(argv, doc: str, prog: str, run: Callable[[Path, str, str, Path
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def run_visprof(prog: str, *args: str) -> str:
+    """``python -m visprof ARGS`` as a user runs it, from the repository; its stdout. A failure ends
+    the calling script with visprof's last words."""
+    done = subprocess.run([sys.executable, "-m", "visprof", *args], cwd=Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{prog}: visprof {args[0]} failed: {done.stderr.strip()[-400:]}")
+    return done.stdout

@@ -19,21 +19,20 @@ import argparse
 import csv
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+from _pairs import run_visprof  # noqa: E402
 from visprof.analysis.metrics import spearman  # noqa: E402
 from visprof.base.outputs import atomic_write_text  # noqa: E402
 
 
 def visprof(*args: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "visprof", *args], cwd=REPO, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"saved_fit_buckets_check.py: visprof {args[0]} failed: {done.stderr.strip()[-400:]}")
+    run_visprof("saved_fit_buckets_check.py", *args)
 
 
 def export_profiles(store: Path, out: Path) -> tuple[Path, Path, int]:

@@ -63,6 +63,20 @@ def test_without_a_spec_speed_up_it_is_made_at_the_profile_s_batch(profile):
     assert got.calibrated == pytest.approx(by_hand(saved, profile, spec)[0], rel=1e-12)
 
 
+def test_at_a_batch_the_user_names_the_spec_speed_up_is_made_there(profile):
+    """predict --batch-size N --calibration: the calibrated speed-up at N, not at the profile's batch
+    (64), which the fit's published rows (mostly 1024) were not measured at."""
+    table = gpu_table()
+    saved = saved_for(profile)
+    _, _, at_1024 = spec_at_own_batch(profile, table.get("rtx4090"), table.get("rtx5090"), table, "fp16", 1024)
+    _, _, at_own = spec_at_own_batch(profile, table.get("rtx4090"), table.get("rtx5090"), table, "fp16")
+    assert profile.batch_size == 64 and at_1024 != pytest.approx(at_own, rel=1e-3)
+    got = saved.predict(profile, table, batch_size=1024)
+    assert got.spec_speedup == pytest.approx(at_1024, rel=1e-12)
+    assert got.calibrated == pytest.approx(by_hand(saved, profile, at_1024)[0], rel=1e-12)
+    assert saved.predict(profile, table, batch_size=None).spec_speedup == pytest.approx(at_own, rel=1e-12)
+
+
 def test_a_profile_without_roofline_groups_is_not_predicted(profile):
     import copy
 

@@ -5,7 +5,7 @@
 model its calibrated speed-up from the pair's base to its target with the 80% band, the way
 ``visprof calibrate`` predicts the profiled models its published table lacks: the profile's time
 buckets and covariates (``calibrate.buckets_of``, ``calibration_fleet.profile_covariates``), the spec-ratio speed-up
-at the profile's own batch and the base table's precision (``spec_at_own_batch``), the fitted
+at the profile's own batch (or the one the user asks for) and the base table's precision (``spec_at_own_batch``), the fitted
 corrections on top, and the band widened by the ridge's leverage (``calibration_band``): the band of a model whose timm
 family the fit saw where it did, else that of a family it never saw. The covariates are
 standardized with the fitted fleet's own means and spreads, saved with the fit. The one read from
@@ -164,12 +164,13 @@ class SavedCalibration:
         return (f"calibration {self.base} -> {self.target}, fitted on {len(self.fitted_models)} published models of "
                 f"{self.families} families{figures}")
 
-    def predict(self, profile, table, spec: float | None = None,
-                base_over: float | None = None) -> CalibratedSpeedup | None:
+    def predict(self, profile, table, spec: float | None = None, base_over: float | None = None,
+                batch_size: int | None = None) -> CalibratedSpeedup | None:
         """``profile`` (a measurement with a result) from the pair's base to its target; None where the
         profile lacks what the fit reads (roofline groups, timing, FLOPs and bytes) or the spec
         ratios cannot predict it. ``spec``: its spec-ratio speed-up where the caller has it (compare's,
-        at the published batch); else made at the profile's own batch and the base table's precision.
+        at the published batch); else made at ``batch_size`` (predict's --batch-size), or the profile's
+        own batch without one, and the base table's precision.
         ``base_over``: its ``compare.base_time_over_predicted`` where the caller has its published
         base number (compare's); else the fitted fleet's median."""
         result = profile.result
@@ -179,7 +180,8 @@ class SavedCalibration:
         if covs is None or profile.gpu_id is None:
             return None
         if spec is None:
-            _, _, spec = spec_at_own_batch(profile, table.get(self.base), table.get(self.target), table, self.precision)
+            _, _, spec = spec_at_own_batch(profile, table.get(self.base), table.get(self.target), table, self.precision,
+                                           batch_size)
         if not spec or spec <= 0:
             return None
         values = {"spec": math.log(spec), "profile_time_per_sample": covs[0], "profile_flops_per_byte": covs[1],

@@ -138,14 +138,14 @@ def base_precision(comparison) -> str | None:
     return Counter(mc.base.precision for mc in comparison.models).most_common(1)[0][0]
 
 
-def spec_at_own_batch(profile, base_spec, target_spec, table, precision: str | None):
+def spec_at_own_batch(profile, base_spec, target_spec, table, precision: str | None, batch_size: int | None = None):
     """A profile with no published pair: the base measurement it stands for (the profile's own
-    batch, the base table's ``precision``), its time by bound and its spec-predicted speed-up from
-    base to target (None where it cannot be predicted)."""
+    batch, or ``batch_size`` where the user names one; the base table's ``precision``), its time by
+    bound and its spec-predicted speed-up from base to target (None where it cannot be predicted)."""
     import dataclasses
 
     base = dataclasses.replace(profile, gpu_name=base_spec.id, gpu_id=base_spec.id, result=None, precision=precision,
-                               kind="reference", samples_per_s=None)
+                               kind="reference", samples_per_s=None, batch_size=batch_size or profile.batch_size)
     on = on_base_and_target(profile, base, base_spec, target_spec, table)
     return base, on.shares, on.speedup
 

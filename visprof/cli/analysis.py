@@ -354,7 +354,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if saved:
         used = {id(r) for r in results}
         profiles = [m for m in loaded.profiles if id(m.result) in used]
-        text, rows = calibrated_section(saved, table, profiles)
+        text, rows = calibrated_section(saved, table, profiles, batch_size=args.batch_size)
         print(text, end="")
         calibrated = {(m.model, m.img_size, m.batch_size, m.gpu_id): r for m, r in zip(profiles, rows) if r is not None}
     if args.json is not None:

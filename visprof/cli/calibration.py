@@ -88,13 +88,16 @@ def load_calibration(args, table):
 
 
 def calibrated_section(saved, table, profiles: list, published: list[PublishedRow] | None = None,
-                top: int | None = None) -> tuple[str, list]:
+                top: int | None = None, batch_size: int | None = None) -> tuple[str, list]:
     """A section of text and the calibrated speed-up of each profile (None where it cannot be
     predicted). ``published``: per profile, what the caller has of its published numbers (compare's,
-    at the published batch). ``top``: show the first and last ``top`` rows only."""
+    at the published batch). ``top``: show the first and last ``top`` rows only. ``batch_size``: the
+    batch the speed-ups are at where no number is published (predict's --batch-size; else each
+    profile's own)."""
     rows = [saved.predict(p, table, spec=published[i].spec, base_over=published[i].base_over) if published
-            else saved.predict(p, table) for i, p in enumerate(profiles)]
-    at = "" if published else ("; each profile at its own batch and the base table's precision"
+            else saved.predict(p, table, batch_size=batch_size) for i, p in enumerate(profiles)]
+    batch = f"at batch {batch_size}" if batch_size else "each profile at its own batch"
+    at = "" if published else (f"; {batch} and the base table's precision"
                                + (", without a published base number (the fit's median)" if saved.reads_base_number
                                   else ""))
     lines = [f"\nCalibrated speed-up {saved.base} -> {saved.target} ({saved.describe()}{at}):",
