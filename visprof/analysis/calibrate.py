@@ -368,11 +368,12 @@ def family_folds(families: Sequence[str], k: int, salt: str = "") -> list[int]:
     return [fold_of[f] for f in families]
 
 
-def _cv_residuals(fleet: Fleet, idx: np.ndarray, lam: float, k: int,
-                  folds: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _cv_residuals(fleet: Fleet, idx: np.ndarray, lam: float, k: int, folds: np.ndarray | None = None,
+                  fill_column: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Out-of-fold log residuals over ``idx`` (family folds unless ``folds`` is given), their
     leverages h under their fold's fit, and whether each held-out model had a model of its family
-    in its fit."""
+    in its fit. ``fill_column``: a covariate column of X that each held-out model is predicted with
+    at its training fold's median instead of its own value, as a model without that input is."""
     if folds is None:
         folds = np.array(family_folds([fleet.families[i] for i in idx], k, salt="inner"))
     res = np.full(len(idx), np.nan)
@@ -384,8 +385,12 @@ def _cv_residuals(fleet: Fleet, idx: np.ndarray, lam: float, k: int,
         if len(te) == 0 or len(tr) < 2:
             continue
         f = fit_robust(fleet.X[tr], y[tr], fleet.weights(tr), lam, fleet.features)
-        res[folds == j] = y[te] - f.correction(fleet.X[te])
-        h[folds == j] = f.leverage(fleet.X[te])
+        x = fleet.X[te]
+        if fill_column is not None:
+            x = x.copy()
+            x[:, fill_column] = np.median(fleet.X[tr, fill_column])
+        res[folds == j] = y[te] - f.correction(x)
+        h[folds == j] = f.leverage(x)
         fitted = {fleet.families[i] for i in tr}
         seen[folds == j] = [fleet.families[i] in fitted for i in te]
     return res, h, seen
