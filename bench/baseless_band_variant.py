@@ -8,7 +8,8 @@ whole families (the folds of `family_held_out`) and then by models at random (se
 model is predicted as `visprof predict --calibration` predicts a profile alone: its base covariate
 at its training fold's median. Each prediction's 80% band is judged two ways: today's (estimated with
 every model's own base number) and the variant's (the same inner cross-validations, their held-out
-models predicted with the covariate filled the same way; ``calibrate._cv_residuals(fill_column=...)``).
+models predicted with the covariate filled the same way). The trial ran at `8e5ec86` with its own copy of
+those bands; adopted, they are `Fit.filled_bands`, which this reads, with the same figures.
 """
 from __future__ import annotations
 
@@ -18,32 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-import visprof.analysis.calibrate as calibrate
 from visprof.analysis.calibrate import family_folds, fit_calibration, random_folds
-from visprof.analysis.calibration_band import band_from_residuals
 from visprof.analysis.calibration_fleet import BASE_COVARIATE
 from visprof.analysis.held_out import MethodFigures
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _pairs import pair_fleet, per_pair_main  # noqa: E402
-
-INNER_FOLDS = 5  # fit_calibration's default, which the bands it adopts were estimated with
-
-
-def baseless_bands(fleet, tr: np.ndarray, lam: float, column: int) -> dict[bool, tuple[float, float, float]]:
-    """(c, low, high) of the two bands, by whether the model's family was in the fit, from the inner
-    cross-validations `fit_calibration` runs on ``tr``, their held-out models' base covariate filled."""
-    k = min(INNER_FOLDS, len({fleet.families[i] for i in tr}))
-    w = fleet.weights(tr)
-    res, h, _ = calibrate._cv_residuals(fleet, tr, lam, k, fill_column=column)
-    ok = np.isfinite(res)
-    bands = {False: band_from_residuals(res[ok], h[ok], w[ok])}
-    res, h, seen = calibrate._cv_residuals(fleet, tr, lam, k, folds=random_folds(len(tr), k, seed=0),
-                                           fill_column=column)
-    ok = np.isfinite(res) & seen
-    bands[True] = band_from_residuals(res[ok], h[ok], w[ok]) if ok.any() else bands[False]
-    return bands
-
 
 def judge(fleet, idx: np.ndarray, fold: np.ndarray, column: int) -> dict:
     """Per held-out model: its base-less prediction, today's band and the variant's, its leverage."""
@@ -58,7 +39,7 @@ def judge(fleet, idx: np.ndarray, fold: np.ndarray, column: int) -> dict:
         mid, low, high = fit.predict(x, fleet.log_spec[te], families)
         h = fit.leverage(x)
         seen = np.array([fit.seen(f) for f in families], dtype=bool)
-        bands = baseless_bands(fleet, tr, fit.lam, column)
+        bands = fit.filled_bands  # adopted by the rule: fit_calibration estimates them as the trial did
         vlow, vhigh = np.empty(len(te)), np.empty(len(te))
         for m in range(len(te)):
             c, q_low, q_high = bands[bool(seen[m])]

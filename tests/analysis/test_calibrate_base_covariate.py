@@ -50,6 +50,7 @@ def test_each_compared_model_gets_its_own_and_a_profile_without_a_published_pair
     assert fleet.covariate_fills == {BASE_COVARIATE: pytest.approx(fill, rel=1e-12)}
     column = np.array([raw[names.index(n)] if n in by_model else fill for n in fleet.models])
     assert np.isnan(fleet.log_obs[fleet.models.index(names[-1])])  # the unpublished one, at the fill
+    assert fleet.covariate_filled == [n == names[-1] for n in fleet.models]  # so it gets the filled band
     mean, sd = fleet.covariate_scales[BASE_COVARIATE]
     assert (mean, sd) == pytest.approx((column.mean(), column.std()), rel=1e-12)
     got = fleet.X[:, fleet.features.index(f"cov:{BASE_COVARIATE}")]
@@ -83,4 +84,5 @@ def test_a_model_measured_on_the_base_only_is_predicted_from_that_number():
     column = fleet.X[:, fleet.features.index(f"cov:{BASE_COVARIATE}")] / COVARIATE_SCALE * sd + mean
     assert column[base_only] == pytest.approx(math.log(on.base_samples_per_s / base_rates[MIN_MODELS]), rel=1e-9)
     assert column[neither] == pytest.approx(fleet.covariate_fills[BASE_COVARIATE], rel=1e-9)
+    assert not fleet.covariate_filled[base_only] and fleet.covariate_filled[neither]
     assert len(fleet.models) == MIN_MODELS + 2  # both are predicted by the fit (no published speed-up)

@@ -88,6 +88,8 @@ class SavedCalibration:
                 "A_inv": [[float(f"{v:.9g}") for v in row] for row in fit.A_inv],
                 "q_low": fit.q_low, "q_high": fit.q_high, "q_low_seen": fit.q_low_seen, "q_high_seen": fit.q_high_seen,
                 "band_c": fit.c, "band_c_seen": fit.c_seen,
+                # the bands of a profile predicted without its published base number: (c, q_low, q_high)
+                "filled_bands": {("seen" if seen else "unseen"): list(band) for seen, band in fit.filled_bands.items()},
                 "fitted_families": sorted(fit.families),
                 "covariate_scales": {k: list(v) for k, v in self.covariate_scales.items()},
                 "covariate_fills": dict(self.covariate_fills), "split_families": self.split_families,
@@ -146,6 +148,13 @@ class SavedCalibration:
         fit.c_seen = _number(doc, "band_c_seen") if doc.get("band_c_seen") is not None else 1.0
         if fit.c < 0 or fit.c_seen < 0:
             raise ValueError(f"band_c {fit.c}, band_c_seen {fit.c_seen}: a band cannot narrow with the leverage")
+        # files written before it give a profile without a base number the band of one with it
+        filled = doc.get("filled_bands") or {}
+        if not isinstance(filled, dict) or not set(filled) <= {"seen", "unseen"}:
+            raise TypeError("filled_bands is not a table of the seen and unseen bands")
+        fit.filled_bands = {key == "seen": tuple(_numbers(filled, key)) for key in filled}
+        if any(len(b) != 3 or b[0] < 0 for b in fit.filled_bands.values()):
+            raise ValueError("filled_bands: each band is (c >= 0, q_low, q_high)")
         # files written before the key was kept: from profiles whose families were not split, as no
         # H200 profile's is (the split came with c543069)
         split = doc.get("split_families", False)
@@ -189,7 +198,8 @@ class SavedCalibration:
         x = np.array([[covariate_column(np.array([values[f[4:]]]), self.covariate_scales[f[4:]])[0]
                        if f.startswith("cov:") else shares.get(f, 0.0) for f in self.fit.features]])
         fam = family(profile.model)
-        mid, low, high = (float(v[0]) for v in self.fit.predict(x, np.array([math.log(spec)]), [fam]))
+        filled = base_over is None and self.reads_base_number
+        mid, low, high = (float(v[0]) for v in self.fit.predict(x, np.array([math.log(spec)]), [fam], [filled]))
         return CalibratedSpeedup(profile.model, spec, mid, low, high, architecture(profile.model) in self._fitted,
                                  self.fit.seen(fam))
 

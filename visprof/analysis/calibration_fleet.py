@@ -116,6 +116,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     fleet = make_fleet(names, fams, buckets, spec, obs, baseline_features=extra, covariates=covariates,
                        spec_variants=variants, notes=notes, covariate_fills={BASE_COVARIATE: fill})
     fleet.split_families = split_families
+    fleet.covariate_filled = [v is None for v in base_over]
     return fleet, missing
 
 
