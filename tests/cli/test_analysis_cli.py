@@ -248,6 +248,9 @@ def test_a_calibration_of_another_pair_or_a_damaged_one_is_one_line(tmp_path, ca
     assert code == 2 and f"calibration file {cal}: not a visprof calibration (no 'features')" in err
     code, _, err = run(capsys, "calibrate", h200_results, CSV_3090, CSV_4090, "--save", CSV_3090)
     assert code == 2 and f"--save {CSV_3090}: it is the input; writing it would overwrite that input" in err
+    code, _, err = run(capsys, "report", h200_results, "-o", tmp_path / "r.html", "-b", "1024")
+    assert code == 2 and "--batch-size sets the batch of the calibrated speed-ups: it needs --calibration FILE" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "r.html").exists()
 
 
 def test_a_file_of_an_input_folder_that_is_not_a_result_is_said(tmp_path, capsys):

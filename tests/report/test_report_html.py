@@ -213,6 +213,25 @@ def test_a_saved_calibration_adds_each_profile_s_calibrated_speed_up(loaded, tmp
     assert "Calibrated speed-up" not in (tmp_path / "plain.html").read_text()
 
 
+def test_the_calibrated_speed_ups_are_at_the_batch_asked_for(loaded, tmp_path):
+    """As predict --batch-size: the spec speed-up the fit corrects is made at that batch."""
+    from recorded_results import recorded_result
+    from saved_calibration import saved_calibration
+
+    from visprof.analysis.gpus import gpu_table
+
+    cal = saved_calibration(recorded_result("deit_small_patch16_224"), "rtx3090", "rtx4090")
+    build_report(loaded, tmp_path / "own.html", calibration=cal)
+    build_report(loaded, tmp_path / "at.html", calibration=cal, batch_size=1024)
+    own, at = ((tmp_path / f"{name}.html").read_text().split("<h2>Calibrated speed-up rtx3090 → rtx4090</h2>")[1]
+               .split("</section>")[0] for name in ("own", "at"))
+    assert "Each profile at its own batch:" in own and "At batch 1024:" in at
+    first = sorted(loaded.profiles, key=lambda m: (m.model, m.batch_size or 0))[0]
+    expected = cal.predict(first, gpu_table(), batch_size=1024)
+    assert f"<td>x{expected.spec_speedup:.2f}</td><td>x{expected.calibrated:.2f}</td>" in at
+    assert re.findall(r"<td>x(\d\.\d\d)</td>", own) != re.findall(r"<td>x(\d\.\d\d)</td>", at)
+
+
 def test_html_is_self_contained(report):
     path, written = report
     html = path.read_text()

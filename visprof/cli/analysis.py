@@ -116,6 +116,8 @@ def add_analysis_commands(commands) -> None:
     rep.add_argument("--target", metavar="GPU", help="speed-up scatter: to this GPU")
     rep.add_argument("--title", default="visprof report", help="the report's title")
     add_calibration_option(rep)
+    rep.add_argument("--batch-size", "-b", type=positive_int, metavar="N",
+                     help="with --calibration: the batch the calibrated speed-ups are at (default: each profile's own)")
     rep.add_argument("--gpus", type=Path, metavar="FILE", help="extra GPU spec rows")
     rep.set_defaults(handler=cmd_report)
 
@@ -379,17 +381,20 @@ def _json_default(value):
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from visprof.base.errors import BadInputError
     from visprof.report.figures import require_matplotlib
     from visprof.report.html import build_report, check_report_outputs
 
     # Both before minutes of loading: the outputs (never an input), then the plotting library.
     check_report_outputs(args.output, args.png_dir, _inputs(args))
+    if args.batch_size and args.calibration is None:
+        raise BadInputError("--batch-size sets the batch of the calibrated speed-ups: it needs --calibration FILE")
     require_matplotlib()
     table = _table(args)
     calibration = load_calibration(args, table)
     loaded = _load(args.sources, table)
     _say(f"{len(loaded.measurements)} measurements ({len(loaded.profiles)} profiles); drawing")
     written = build_report(loaded, args.output, png_dir=args.png_dir, base=args.base, target=args.target,
-                           title=args.title, table=table, calibration=calibration)
+                           title=args.title, table=table, calibration=calibration, batch_size=args.batch_size)
     print(f"wrote {args.output}" + (f" and {len(written)} PNGs in {args.png_dir}" if args.png_dir else ""))
     return 0

@@ -105,18 +105,20 @@ def _what_they_run(profiles) -> str:
                       "launches < SMs"], rows, text_columns=(0, 1, 2, 3)) + "</section>")
 
 
-def _calibrated_section(calibration, profiles, table) -> str:
-    """Each profiled model's calibrated speed-up over a saved calibration's pair, with its 80% band."""
+def _calibrated_section(calibration, profiles, table, batch_size: int | None = None) -> str:
+    """Each profiled model's calibrated speed-up over a saved calibration's pair, with its 80% band,
+    at ``batch_size`` (else each profile's own batch)."""
     rows, missing = [], 0
     for m in sorted(profiles, key=lambda m: (m.model, m.batch_size or 0)):
-        got = calibration.predict(m, table)
+        got = calibration.predict(m, table, batch_size=batch_size)
         if got is None:
             missing += 1
             continue
         rows.append([m.model, str(m.batch_size), f"x{got.spec_speedup:.2f}", f"x{got.calibrated:.2f}",
                      f"x{got.low:.2f} – x{got.high:.2f}",
                      "yes (in sample)" if got.fitted else "its family" if got.family_seen else "no"])
-    caption = (f"{calibration.describe()}. Each profile at its own batch: the spec ratios' speed-up, the calibrated one "
+    at = f"At batch {batch_size}" if batch_size else "Each profile at its own batch"
+    caption = (f"{calibration.describe()}. {at}: the spec ratios' speed-up, the calibrated one "
                f"(the fitted per-bucket corrections on top) and its 80% band. A model the fit saw is in sample; "
                f"a model whose timm family the fit saw gets the narrower band of such models."
                + (" A profile alone has no published base number, so the fit's correction from it is at its median."
@@ -234,12 +236,13 @@ def check_report_outputs(output: str | Path, png_dir: str | Path | None = None, 
 
 
 def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = None, base: str | None = None,
-                 target: str | None = None, title: str = "visprof report", table=None, calibration=None) -> list[Path]:
+                 target: str | None = None, title: str = "visprof report", table=None, calibration=None,
+                 batch_size: int | None = None) -> list[Path]:
     """Writes the HTML report and, given ``png_dir``, each figure as a PNG there; returns the
     PNGs written. Every target is checked before any work (none may be one of the files
     ``loaded`` was read from), and the files are written all together or not at all.
     ``calibration`` (``calibration_file.SavedCalibration``): a section of each profile's calibrated
-    speed-up over its pair."""
+    speed-up over its pair, at ``batch_size`` (else each profile's own batch)."""
     from visprof.analysis.gpus import gpu_table
     from visprof.base.outputs import atomic_write_all
     from visprof.result import visprof_version
@@ -285,7 +288,7 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
     if comparison is not None:
         parts += _comparison_section(comparison, figures)
     if calibration is not None and loaded.profiles:
-        parts.append(_calibrated_section(calibration, loaded.profiles, table))
+        parts.append(_calibrated_section(calibration, loaded.profiles, table, batch_size))
     parts.append("</main></body></html>")
     pngs = {Path(png_dir) / f"{name}.png": png for name, png in figures.items()} if png_dir is not None else {}
     atomic_write_all({Path(output): "\n".join(parts) + "\n", **pngs}, make_folders=True)
