@@ -22,6 +22,14 @@ def pair_fleet(refs: Path, base: str, target: str, store: Path) -> Fleet:
     return fleet_from_comparison(compare(loaded.measurements, base, target, table), loaded.profiles, table)[0]
 
 
+def not_found(prog: str, paths) -> bool:
+    """Whether any of ``paths`` is not a file; those are named on one line on stderr."""
+    missing = [str(p) for p in paths if not Path(p).is_file()]
+    if missing:
+        print(f"{prog}: not found: {', '.join(missing)}", file=sys.stderr)
+    return bool(missing)
+
+
 def per_pair_main(argv, doc: str, prog: str, run: Callable[[Path, str, str, Path], str]) -> int:
     """``--pair REFS BASE TARGET`` (one or more) and ``--store``; prints ``run(refs, base, target, store)`` per
     pair. A missing input or a BadInputError is one line on stderr, exit status 2."""
@@ -29,9 +37,7 @@ def per_pair_main(argv, doc: str, prog: str, run: Callable[[Path, str, str, Path
     parser.add_argument("--pair", nargs=3, action="append", required=True, metavar=("REFS_DB", "BASE", "TARGET"))
     parser.add_argument("--store", type=Path, required=True)
     args = parser.parse_args(argv)
-    missing = [str(p) for p in [args.store, *(Path(p[0]) for p in args.pair)] if not p.is_file()]
-    if missing:
-        print(f"{prog}: not found: {', '.join(missing)}", file=sys.stderr)
+    if not_found(prog, [args.store, *(Path(p[0]) for p in args.pair)]):
         return 2
     try:
         for refs, base, target in args.pair:

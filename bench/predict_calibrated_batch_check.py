@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
-from _pairs import run_visprof  # noqa: E402
+from _pairs import not_found, run_visprof  # noqa: E402
 from visprof.analysis.families import architecture  # noqa: E402
 from visprof.analysis.metrics import spearman  # noqa: E402
 from visprof.base.outputs import atomic_write_text  # noqa: E402
@@ -64,9 +64,7 @@ def main(argv=None) -> int:
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    missing = [str(p) for p in (args.refs, args.fit_store, args.profiles) if not p.is_file()]
-    if missing:
-        print(f"{PROG}: not found: {', '.join(missing)}", file=sys.stderr)
+    if not_found(PROG, (args.refs, args.fit_store, args.profiles)):
         return 2
     pair = ("--base", args.base, "--target", args.target)
     with tempfile.TemporaryDirectory() as tmp:

@@ -26,20 +26,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
-from _pairs import run_visprof  # noqa: E402
+from _pairs import not_found, run_visprof  # noqa: E402
 from visprof.analysis.metrics import spearman  # noqa: E402
 from visprof.base.outputs import atomic_write_text  # noqa: E402
 
-
-def visprof(*args: str) -> None:
-    run_visprof("saved_fit_buckets_check.py", *args)
+PROG = "saved_fit_buckets_check.py"
 
 
 def export_profiles(store: Path, out: Path) -> tuple[Path, Path, int]:
     """The store's results as two folders of ProfileResult JSON: as recorded, and without ``by_category``.
     Returns both and how many kernel-family rows had it."""
     dump = out / "export.json"
-    visprof("export", str(store), "--format", "json", "--output", str(dump))
+    run_visprof(PROG, "export", str(store), "--format", "json", "--output", str(dump))
     split, whole, rows = out / "split", out / "unsplit", 0
     split.mkdir()
     whole.mkdir()
@@ -69,8 +67,8 @@ def scored(path: Path) -> tuple[dict, dict]:
 
 def run_pair(refs: Path, base: str, target: str, fit_store: Path, folders: tuple[Path, Path], work: Path) -> list[str]:
     saved = work / f"{base}-{target}.json"
-    visprof("calibrate", str(refs), str(fit_store), "--base", base, "--target", target, "--folds", "2",
-            "--save", str(saved))
+    run_visprof(PROG, "calibrate", str(refs), str(fit_store), "--base", base, "--target", target, "--folds", "2",
+                "--save", str(saved))
     doc = json.loads(saved.read_text())
     forced = work / f"{base}-{target}-forced.json"
     forced.write_text(json.dumps({**doc, "split_families": True}))
@@ -80,8 +78,8 @@ def run_pair(refs: Path, base: str, target: str, fit_store: Path, folders: tuple
         got = {}
         for name, folder in zip(("split", "unsplit"), folders):
             out = work / f"{base}-{target}-{cal.stem}-{name}.csv"
-            visprof("compare", str(refs), str(folder), "--base", base, "--target", target, "--calibration", str(cal),
-                    "--csv", str(out))
+            run_visprof(PROG, "compare", str(refs), str(folder), "--base", base, "--target", target,
+                        "--calibration", str(cal), "--csv", str(out))
             got[name] = scored(out)
         moved = [got["split"][1][k] / got["unsplit"][1][k] for k in got["unsplit"][1]]
         lines.append(f"  file {label}:")
@@ -95,15 +93,13 @@ def run_pair(refs: Path, base: str, target: str, fit_store: Path, folders: tuple
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="saved_fit_buckets_check.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("--pair", nargs=3, action="append", required=True, metavar=("REFS_DB", "BASE", "TARGET"))
     parser.add_argument("--fit-store", type=Path, required=True, help="the profiles the calibration is fitted on")
     parser.add_argument("--profiles", type=Path, required=True, help="the profiles it predicts (with by_category)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    missing = [str(p) for p in [args.fit_store, args.profiles, *(Path(p[0]) for p in args.pair)] if not p.is_file()]
-    if missing:
-        print(f"saved_fit_buckets_check.py: not found: {', '.join(missing)}", file=sys.stderr)
+    if not_found(PROG, [args.fit_store, args.profiles, *(Path(p[0]) for p in args.pair)]):
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -205,7 +205,8 @@ def _judge(fleet: Fleet, idx: np.ndarray, fold: np.ndarray, tests, lam: float | 
     lambdas, chosen = [], []
     for j in tests:
         tr, te = idx[fold != j], idx[fold == j]
-        fit = fit_calibration(fleet, tr, lam=lam, inner_folds=inner_folds)
+        # its test models are published, each with its base number: no prediction needs a filled band
+        fit = fit_calibration(fleet, tr, lam=lam, inner_folds=inner_folds, filled_bands=False)
         families = [fleet.families[i] for i in te]
         p, lo, hi = fit.predict(fleet.X[te], fleet.log_spec[te], families)
         cal[fold == j], low[fold == j], high[fold == j] = p, lo, hi
