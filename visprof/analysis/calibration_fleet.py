@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -22,13 +22,9 @@ from visprof.base.errors import BadInputError
 
 # The covariate read from the base GPU's published number, which a model outside the base table lacks.
 BASE_COVARIATE = "base_time_over_predicted"
-# The covariate read from a third GPU's published number of the model (neither base nor target):
-# log(its time per sample / the base GPU's). Trial of bench/results/other-gpu-covariate-2026-12-05/prereg.md.
-OTHER_COVARIATE = "other_gpu_time_over_base"
 
 
-def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequence[str] = (),
-                          other: Mapping[tuple, float] | None = None) -> tuple[Fleet, int]:
+def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequence[str] = ()) -> tuple[Fleet, int]:
     """The fleet of ``comparison``'s models (``visprof.analysis.compare``) that have a spec
     prediction and a profile (the one compare read, ``ModelComparison.profile``).
     Given the GPU ``table``, the models of ``profiles`` (measurements with a result) without both
@@ -38,9 +34,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     the profile's own batch and the published base rows' most common precision, its base covariate
     at the fleet's median. ``spec_excess``: other ways to scale time off the roof
     (``predict.EXCESS_MODES``) whose spec-only speed-ups the fleet carries as ``spec_variants``
-    (needs ``table``). ``other``: per (architecture, image size), the published samples per second
-    on a third GPU; with it the fleet has ``OTHER_COVARIATE`` too. Returns the fleet and how many
-    joined models had no usable profile."""
+    (needs ``table``). Returns the fleet and how many joined models had no usable profile."""
     if spec_excess and table is None:
         raise BadInputError("spec-model variants need the GPU table")
     by_key: dict[tuple, list] = defaultdict(list)
@@ -49,7 +43,6 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
             by_key[(m.arch, m.img_size)].append(m)
     names, fams, buckets, spec, obs, bounds, time, intensity, notes = [], [], [], [], [], [], [], [], []
     base_over: list[float | None] = []
-    other_over: list[float | None] = []
     split: list[bool] = []
     variants: dict[str, list] = {mode: [] for mode in spec_excess}
     # Each published model's kernel families are bucketed as its profile has them; the models the fit
@@ -74,7 +67,6 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
         intensity.append(covs[1])
         notes.append(note)
         base_over.append(over)
-        other_over.append(other_time_over_base(other, base))
         split.append(splits_families(chosen.result))
         return True
 
@@ -121,29 +113,11 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     fill = float(np.median(known)) if known else 0.0
     covariates = {"spec": np.log(spec), "profile_time_per_sample": time, "profile_flops_per_byte": intensity,
                   BASE_COVARIATE: [fill if v is None else v for v in base_over]}
-    fills = {BASE_COVARIATE: fill}
-    if other is not None:
-        known_other = [v for v in other_over if v is not None]
-        if not known_other:
-            raise BadInputError("no model of the fleet has a published number on the other GPU")
-        fills[OTHER_COVARIATE] = float(np.median(known_other))
-        covariates[OTHER_COVARIATE] = [fills[OTHER_COVARIATE] if v is None else v for v in other_over]
     fleet = make_fleet(names, fams, buckets, spec, obs, baseline_features=extra, covariates=covariates,
-                       spec_variants=variants, notes=notes, covariate_fills=fills)
+                       spec_variants=variants, notes=notes, covariate_fills={BASE_COVARIATE: fill})
     fleet.split_families = split_families
-    fleet.covariate_filled = [v is None or (other is not None and w is None) for v, w in zip(base_over, other_over)]
+    fleet.covariate_filled = [v is None for v in base_over]
     return fleet, missing
-
-
-def other_time_over_base(other: Mapping[tuple, float] | None, base) -> float | None:
-    """log(the other GPU's published time per sample / the base GPU's) for the base measurement
-    ``base``'s (architecture, image size); None where either number is missing."""
-    if other is None or base is None or not base.samples_per_s or base.samples_per_s <= 0:
-        return None
-    rate = other.get((base.arch, base.img_size))
-    if not rate or rate <= 0:
-        return None
-    return math.log(base.samples_per_s / rate)
 
 
 def profiling_gpus_note(profiles) -> str | None:
@@ -188,5 +162,5 @@ def profile_covariates(result) -> tuple[float, float] | None:
     return math.log(1.0 / rate), math.log(flops / moved)
 
 
-__all__ = ["BASE_COVARIATE", "OTHER_COVARIATE", "other_time_over_base", "base_precision", "base_time_over_predicted", "fleet_from_comparison", "profile_covariates",
+__all__ = ["BASE_COVARIATE", "base_precision", "base_time_over_predicted", "fleet_from_comparison", "profile_covariates",
            "profiling_gpus_note", "spec_at_own_batch"]
