@@ -24,7 +24,8 @@ moved to the GPU here), and a separate whole `visprof.profile()` call:
      whole-loop           with torch.inference_mode(), torch.autocast(...): for ...: m(x)
      model-cast           m16 = m.to(bf16); with torch.inference_mode(): for ...: m16(x16)
      whole-loop/no_grad   with torch.no_grad(), torch.autocast(...): for ...: m(x)   (casts cached)
-   The memory pass is compared with the per-forward loop under inference_mode, visprof's default.
+   The memory pass is compared with the per-forward loop under inference_mode, visprof's default,
+   and again under no_grad (a memory-only profile), where autocast holds the weights' cast copies.
 3. Speed: the wall time of every whole visprof.profile() call (all three passes).
 
     python bench/latency_check.py --json bench/results/h200-memory-2/latency-regimes-h200.json --deadline-s 480
@@ -122,9 +123,9 @@ def benchmark_input(model, batch: int):
     return torch.randn(batch, *resolve_data_config({}, model=model, use_test_size=True)["input_size"], device="cuda")
 
 
-def plain_memory(name: str, batch: int, dtype) -> dict:
-    """A plain per-forward loop's peaks under inference_mode (visprof's default), alone on the GPU,
-    cache emptied first."""
+def plain_memory(name: str, batch: int, dtype, grad_mode: str = "inference_mode") -> dict:
+    """A plain per-forward loop's peaks under ``grad_mode`` (default inference_mode, visprof's), alone
+    on the GPU, cache emptied first."""
     import timm
     import torch
 
@@ -133,7 +134,7 @@ def plain_memory(name: str, batch: int, dtype) -> dict:
     gc.collect()
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
-    plain_loop_ms(model, x, "per-forward", dtype, warmup=2, steps=3, warmup_s=0.0)
+    plain_loop_ms(model, x, "per-forward", dtype, warmup=2, steps=3, warmup_s=0.0, grad_mode=grad_mode)
     out = {"input_shape": list(x.shape), "max_memory_allocated": torch.cuda.max_memory_allocated(),
            "max_memory_reserved": torch.cuda.max_memory_reserved(), "segments": cached_segments()}
     del model, x
@@ -180,6 +181,19 @@ def one_model(name: str, batch: int, rounds: int, memory_only: bool = False) -> 
         "failed_checks": [c.name for c in result.failed_checks],
         "warnings": [w for w in result.warnings if w.startswith("memory pass")],
     }
+    del result
+    gc.collect()
+    torch.cuda.empty_cache()
+    # The same under no_grad, where autocast holds a cast copy of each weight it casts until the
+    # forward's autocast exits (a transformer's peak, at its end, holds them all): visprof's memory
+    # pass must book those copies as the plain loop's max_memory_allocated counts them.
+    plain_ng = plain_memory(name, batch, dtype, grad_mode="no_grad")
+    result = visprof.profile(name, batch_size=batch, precision="bf16", grad_mode="no_grad", passes="memory",
+                             progress=False)
+    row["memory_no_grad"] = {"plain_max_memory_allocated": plain_ng["max_memory_allocated"],
+                             "visprof_peak_held_by_tensors": result.memory.peak_bytes,
+                             "allocated_vs_plain": result.memory.peak_bytes / plain_ng["max_memory_allocated"] - 1,
+                             "failed_checks": [c.name for c in result.failed_checks]}
     del result
     gc.collect()
     torch.cuda.empty_cache()
@@ -284,6 +298,11 @@ def summary_line(row: dict) -> str:
                                                    "OFF, clock moved" if not entry.get("clock_steady", True) else "OFF")
         parts.append(f"{regime} {entry['visprof_vs_loop']:+.2%} (spreads {entry['loop_spread']:.1%}/"
                      f"{entry['visprof_spread']:.1%}) {flag}")
+    no_grad = row.get("memory_no_grad")
+    if no_grad:
+        flag = "ok" if abs(no_grad["allocated_vs_plain"]) <= TOLERANCE else "OFF"
+        parts.append(f"no_grad peak {no_grad['visprof_peak_held_by_tensors'] / (1 << 20):.1f} vs plain "
+                     f"{no_grad['plain_max_memory_allocated'] / (1 << 20):.1f} MiB {no_grad['allocated_vs_plain']:+.2%} {flag}")
     return (f"{row['model']:36s} " + " | ".join(parts + [memory_part(row["memory"])])
             + f" | profile {row['median_profile_wall_s']:.2f} s")
 
