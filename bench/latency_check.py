@@ -19,7 +19,8 @@ moved to the GPU here), and a separate whole `visprof.profile()` call:
    (timm's benchmark.py), and no_grad for the one regime where the two differ, autocast around
    the loop (under no_grad autocast caches each weight's cast; under inference_mode it caches
    none). Until 2026-12-05 every loop ran under no_grad against visprof's inference_mode: on an
-   H100 that read whole-loop as +1.8-4.6% and the peak of ViTs as -12-20% (the cached casts).
+   H100 that read whole-loop as +1.8-12.8% on 14 of 16 models and the peak of four ViT-like models
+   as -12-20% (the cached casts; bench/results/h100-latency-2026-12-05).
      per-forward          with torch.inference_mode(): for ...: with torch.autocast(...): m(x)   (timm's benchmark.py)
      whole-loop           with torch.inference_mode(), torch.autocast(...): for ...: m(x)
      model-cast           m16 = m.to(bf16); with torch.inference_mode(): for ...: m16(x16)
