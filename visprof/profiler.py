@@ -48,6 +48,8 @@ MAX_UNATTRIBUTED = 0.005
 BOOKS_TOLERANCE = 0.01
 # A regime note when weight casts take this share of GPU time or more.
 CAST_NOTE_SHARE = 0.02
+CAST_COPIES_NOTE_SHARE = 0.01  # of the peak: the cast copies a no_grad loop would also hold
+MIB = 1 << 20
 
 
 def profile(
@@ -301,6 +303,7 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
         result.passes["attributed"] = R.PassInfo(sum(walls) / 1e9, attributed.trace.iterations)
         result.warnings.extend(attributed.warnings)
         result.notes.extend(_weight_cast_note(result))
+        result.notes.extend(_cast_copies_note(result))
         if trace_sink is not None:
             trace_sink(attributed.trace, attr)
         if recording_path is not None:
@@ -341,6 +344,24 @@ def _weight_cast_note(result: R.ProfileResult) -> list[str]:
             f"{a.weight_cast_ms:.3f} ms per iteration ({share:.1%} of {'GPU' if result.measurement == 'gpu' else 'op'} "
             f"time). {cached_by[0].upper() + cached_by[1:]}, and a model cast to {config.precision} has none "
             "(--autocast model-cast)."]
+
+
+def _cast_copies_note(result: R.ProfileResult) -> list[str]:
+    """How much higher a no_grad loop's peak can be than this inference_mode one: under no_grad
+    autocast keeps a copy of each weight it casts until its context exits, so a transformer, whose
+    peak comes at the end of the forward, holds them all there (ViT-B/16 at batch 64: 168.7 MiB on
+    an H100, bench/results/h100-latency-2026-12-05). Said where they are 1% of the peak or more."""
+    config, memory = result.config, result.memory
+    if (memory is None or not memory.peak_bytes or result.roofline is None or config.grad_mode != "inference_mode"
+            or config.autocast not in ("per-forward", "whole-loop") or config.precision not in ("bf16", "fp16")):
+        return []
+    copies = roofline.weight_cast_copy_bytes(result.roofline.groups, itemsize=2)
+    if copies < CAST_COPIES_NOTE_SHARE * memory.peak_bytes:
+        return []
+    return [f"the peak is under inference_mode, where autocast keeps no cast weight; under no_grad it keeps each "
+            f"weight's {config.precision} copy until the autocast context exits, so a no_grad loop's peak can be up to "
+            f"{copies / MIB:.1f} MiB higher ({copies / memory.peak_bytes:.0%} of this one; --grad-mode no_grad "
+            f"measures it)."]
 
 
 def _self_checks(result, trace_only, attributed, timing, memory, sm_clock_mhz: dict) -> list[R.Check]:

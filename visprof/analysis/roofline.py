@@ -251,6 +251,19 @@ def _builtin_table() -> "GpuTable":
     return GpuTable.default()
 
 
+# The ops autocast casts a weight with (_to_copy under no_grad, to.dtype under inference_mode).
+CAST_OPS = ("aten.to.dtype", "aten._to_copy.default")
+FP32_BYTES = 4
+
+
+def weight_cast_copy_bytes(groups: Iterable[RooflineGroup], itemsize: int) -> float:
+    """Bytes per iteration of the weight copies autocast makes: its casts of parameters (every byte
+    they move is weights) from fp32 to ``itemsize``-byte elements, each counted once per call. Under
+    no_grad autocast keeps such copies until its context exits; under inference_mode it keeps none."""
+    return sum(g.count * g.bytes * itemsize / (FP32_BYTES + itemsize) for g in groups
+               if g.op in CAST_OPS and g.bytes > 0 and g.param_bytes >= g.bytes)
+
+
 def dominant_category(result: ProfileResult) -> str | None:
     """The category with the largest share of the result's time."""
     totals = result.category_totals()
@@ -259,5 +272,5 @@ def dominant_category(result: ProfileResult) -> str | None:
     return max(totals.values(), key=lambda r: r.time_ms).category
 
 
-__all__ = ["BOUNDS", "BOUND_LABELS", "HELPER_KERNEL", "attach", "bound_shares", "category_points", "classify",
-           "compute_peak", "dominant_category", "group_bound_ms", "op_groups", "roofline_ms", "summarize"]
+__all__ = ["BOUNDS", "BOUND_LABELS", "CAST_OPS", "HELPER_KERNEL", "attach", "bound_shares", "category_points", "classify",
+           "compute_peak", "dominant_category", "group_bound_ms", "op_groups", "roofline_ms", "summarize", "weight_cast_copy_bytes"]
