@@ -29,9 +29,9 @@ def test_the_band_comes_from_one_fit_per_left_out_family(monkeypatch):
     calls = []
     real = calibrate._cv_residuals
 
-    def spy(fleet_, idx, lam, k, folds=None):
+    def spy(fleet_, idx, lam, k, folds=None, **options):
         calls.append((k, None if folds is None else np.asarray(folds).copy(), idx))
-        return real(fleet_, idx, lam, k, folds=folds)
+        return real(fleet_, idx, lam, k, folds=folds, **options)
 
     monkeypatch.setattr(calibrate, "_cv_residuals", spy)
     variant.fit_with_lofo_band(fleet)

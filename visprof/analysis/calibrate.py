@@ -319,8 +319,8 @@ class Fit:
         seen = np.array([self.seen(f) for f in (() if families is None else families)], dtype=bool)
         if seen.any():
             q_low[seen], q_high[seen], c[seen] = self.q_low_seen, self.q_high_seen, self.c_seen
-        for m, is_filled in enumerate(() if filled is None else filled):
-            band = self.filled_bands.get(bool(seen[m]) if len(seen) else False) if is_filled else None
+        for m in np.flatnonzero(np.asarray(filled if filled is not None else [], dtype=bool)):
+            band = self.filled_bands.get(bool(seen[m]) if len(seen) else False)
             if band is not None:
                 c[m], q_low[m], q_high[m] = band
         scale = np.sqrt(1.0 + c * h)
@@ -444,19 +444,31 @@ def fit_calibration(fleet: Fleet, idx: np.ndarray | None = None, lam: float | No
     _, lam, res, h = best
     y = fleet.log_obs - fleet.log_spec
     fit = fit_robust(fleet.X[idx], y[idx], w, lam, fleet.features)
-    ok = np.isfinite(res)
-    fit.c, fit.q_low, fit.q_high = band_from_residuals(res[ok], h[ok], w[ok])
-    # A model with relatives in the fit is predicted better than one without (the 253 models
-    # profiled last, most with relatives: 86-90% inside the families-held-out band). Its band
-    # comes from models held out at random, those of them with relatives in their inner fit
-    # (bench/results/band-relatives-2026-12-05).
-    res, h, seen = _cv_residuals(fleet, idx, lam, k, folds=random_folds(len(idx), k, seed=0))
-    ok = np.isfinite(res) & seen
-    if ok.any():
-        fit.c_seen, fit.q_low_seen, fit.q_high_seen = band_from_residuals(res[ok], h[ok], w[ok])
+    bands = _bands(fleet, idx, lam, k, w, family_cv=(res, h))
+    fit.c, fit.q_low, fit.q_high = bands[False]
+    if True in bands:
+        fit.c_seen, fit.q_low_seen, fit.q_high_seen = bands[True]
     fit.families = frozenset(fleet.families[i] for i in idx)
     fit.filled_bands = _filled_bands(fleet, idx, lam, k, w) if filled_bands else {}
     return fit
+
+
+def _bands(fleet: Fleet, idx: np.ndarray, lam: float, k: int, w: np.ndarray, fill_columns: Sequence[int] = (),
+           family_cv: tuple[np.ndarray, np.ndarray] | None = None) -> dict[bool, tuple[float, float, float]]:
+    """(c, q_low, q_high) by whether a model's family is in the fit. False: from the family-held-out
+    inner CV (``family_cv``, its residuals and leverages, where the caller has them). True: a model
+    with relatives in the fit is predicted better than one without (the 253 models profiled last,
+    most with relatives: 86-90% inside the families-held-out band), so from models held out at
+    random, those with relatives in their inner fit (bench/results/band-relatives-2026-12-05);
+    absent where none has. ``fill_columns``: as ``_cv_residuals``."""
+    res, h = family_cv if family_cv is not None else _cv_residuals(fleet, idx, lam, k, fill_columns=fill_columns)[:2]
+    ok = np.isfinite(res)
+    bands = {False: band_from_residuals(res[ok], h[ok], w[ok])}
+    res, h, seen = _cv_residuals(fleet, idx, lam, k, folds=random_folds(len(idx), k, seed=0), fill_columns=fill_columns)
+    ok = np.isfinite(res) & seen
+    if ok.any():
+        bands[True] = band_from_residuals(res[ok], h[ok], w[ok])
+    return bands
 
 
 def _filled_bands(fleet: Fleet, idx: np.ndarray, lam: float, k: int, w: np.ndarray) -> dict:
@@ -466,16 +478,7 @@ def _filled_bands(fleet: Fleet, idx: np.ndarray, lam: float, k: int, w: np.ndarr
     stated; estimated this way, 80% (prereg and figures: bench/results/baseless-band-2026-12-05)."""
     columns = [fleet.features.index(f"cov:{name}") for name in fleet.covariate_fills
                if f"cov:{name}" in fleet.features]
-    if not columns:
-        return {}
-    res, h, _ = _cv_residuals(fleet, idx, lam, k, fill_columns=columns)
-    ok = np.isfinite(res)
-    bands = {False: band_from_residuals(res[ok], h[ok], w[ok])}
-    res, h, seen = _cv_residuals(fleet, idx, lam, k, folds=random_folds(len(idx), k, seed=0), fill_columns=columns)
-    ok = np.isfinite(res) & seen
-    if ok.any():
-        bands[True] = band_from_residuals(res[ok], h[ok], w[ok])
-    return bands
+    return _bands(fleet, idx, lam, k, w, fill_columns=columns) if columns else {}
 
 
 # --- the explanation -------------------------------------------------------------------------
