@@ -13,7 +13,6 @@ those bands; adopted, they are `Fit.filled_bands`, which this reads, with the sa
 """
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -37,14 +36,11 @@ def judge(fleet, idx: np.ndarray, fold: np.ndarray, column: int) -> dict:
         x[:, column] = np.median(fleet.X[tr, column])
         families = [fleet.families[i] for i in te]
         mid, low, high = fit.predict(x, fleet.log_spec[te], families)
+        # adopted by the rule: fit_calibration estimates the filled bands as the trial did
+        _, vlow, vhigh = fit.predict(x, fleet.log_spec[te], families, filled=[True] * len(te))
         h = fit.leverage(x)
         seen = np.array([fit.seen(f) for f in families], dtype=bool)
-        bands = fit.filled_bands  # adopted by the rule: fit_calibration estimates them as the trial did
-        vlow, vhigh = np.empty(len(te)), np.empty(len(te))
-        for m in range(len(te)):
-            c, q_low, q_high = bands[bool(seen[m])]
-            scale = math.sqrt(1.0 + c * h[m])
-            vlow[m], vhigh[m] = mid[m] * math.exp(q_low * scale), mid[m] * math.exp(q_high * scale)
+        bands = fit.filled_bands
         sel = fold == j
         for key, value in (("mid", mid), ("low", low), ("high", high), ("vlow", vlow), ("vhigh", vhigh), ("h", h)):
             out[key][sel] = value
