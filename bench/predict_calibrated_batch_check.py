@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -26,7 +25,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 from _pairs import not_found, run_visprof  # noqa: E402
 from visprof.analysis.families import architecture  # noqa: E402
-from visprof.analysis.metrics import spearman  # noqa: E402
+from visprof.analysis.metrics import ratio_errors, spearman  # noqa: E402
 from visprof.base.outputs import atomic_write_text  # noqa: E402
 
 PROG = "predict_calibrated_batch_check.py"
@@ -49,7 +48,7 @@ def scored(predicted: Path, published: dict[str, float]) -> tuple[str, int]:
         models.setdefault(architecture(row["model"]), []).append(row)
     pairs = [(rows[0], published[arch]) for arch, rows in models.items() if len(rows) == 1 and arch in published]
     cal, pub = [r["calibrated"] for r, _ in pairs], [p for _, p in pairs]
-    error = statistics.median(abs(c / p - 1) for c, p in zip(cal, pub))
+    error = ratio_errors(cal, pub)["median_abs"]
     inside = sum(r["low"] <= p <= r["high"] for r, p in pairs) / len(pairs)
     return f"Spearman {spearman(cal, pub):.4f}  median error {error:.3%}  80% band {inside:.1%}", len(pairs)
 
