@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -27,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 from _pairs import not_found, run_visprof  # noqa: E402
-from visprof.analysis.metrics import spearman  # noqa: E402
+from visprof.analysis.metrics import ratio_errors, spearman  # noqa: E402
 from visprof.base.outputs import atomic_write_text  # noqa: E402
 
 PROG = "saved_fit_buckets_check.py"
@@ -61,7 +60,7 @@ def scored(path: Path) -> tuple[dict, dict]:
     pub = [float(r["speedup"]) for r in rows]
     inside = sum(float(r["calibrated_low"]) <= float(r["speedup"]) <= float(r["calibrated_high"]) for r in rows)
     figures = {"rows": len(rows), "spearman": spearman(cal, pub),
-               "median_abs_error": statistics.median(abs(c / p - 1) for c, p in zip(cal, pub)), "band": inside / len(rows)}
+               "median_abs_error": ratio_errors(cal, pub)["median_abs"], "band": inside / len(rows)}
     return figures, {(r["model"], r["img_size"]): float(r["calibrated"]) for r in rows}
 
 
