@@ -282,8 +282,10 @@ def main() -> int:
             row = {"model": name, "error": f"{type(exc).__name__}: {exc}"}
         rows.append(row)
         print(summary_line(row), flush=True)
-        if args.json:  # after every model: a call cut short loses nothing done so far
-            args.json.write_text(json.dumps({"provenance": provenance(), "rows": rows}, indent=2))
+        if args.json:  # after every model, whole or not at all: a call cut short loses nothing done so far
+            from visprof.base.outputs import atomic_write_text
+
+            atomic_write_text(args.json, json.dumps({"provenance": provenance(), "rows": rows}, indent=2))
     walls = [r["median_profile_wall_s"] for r in rows if "median_profile_wall_s" in r]
     if walls:
         print(f"median whole visprof.profile() wall over {len(walls)} models: {statistics.median(walls):.2f} s")
