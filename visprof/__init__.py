@@ -2,6 +2,7 @@
 
     import visprof
     result = visprof.profile("vit_base_patch16_224", batch_size=64)
+    print(visprof.text_report(result))   # the report `visprof profile` prints
     with visprof.trace(model) as session:
         model(x)
 
@@ -17,6 +18,7 @@ __version__ = "0.1.0"
 __all__ = [
     "profile",
     "trace",
+    "text_report",
     "native_info",
     "ProfileResult",
     "CapturedTrace",
@@ -28,6 +30,7 @@ __all__ = [
 _LAZY = {
     "profile": ("visprof.profiler", "profile"),
     "trace": ("visprof.trace_session", "trace"),
+    "text_report": ("visprof.report.table", "render"),
     "native_info": ("visprof.native", "native_info"),
     "ProfileResult": ("visprof.result", "ProfileResult"),
     "CapturedTrace": ("visprof.native.records", "CapturedTrace"),

@@ -475,6 +475,33 @@ class ProfileResult:
         """Rows summed per category (sub-categories merged), in row order."""
         return category_totals(self.categories, self.memory)
 
+    def __repr__(self) -> str:
+        """A few lines, not the dataclass's every field (tens of kilobytes for one profile), so
+        that a notebook cell or a REPL that shows a result stays readable. The whole report:
+        ``print(visprof.text_report(result))``; every field: ``result.to_dict()``."""
+        where = self.config.device
+        gpu_name = self.gpu.get("name") if isinstance(self.gpu, dict) else None
+        if gpu_name:
+            where += f" ({gpu_name})"
+        shape = [f"batch {self.model.batch_size}"] if self.model.batch_size else []
+        shape += [f"{self.model.img_size} px"] if self.model.img_size else []
+        lines = [f"<ProfileResult {self.model.name} on {where}: {', '.join(shape + [self.config.precision])}"]
+        if self.timing is not None:
+            clock = "GPU" if self.measurement == "gpu" else "host clock"
+            lines.append(f"  latency {self.timing.latency_ms.median:.3f} ms a batch (median, {clock}), "
+                         f"{self.timing.samples_per_s:,.0f} samples/s")
+        totals = sorted(self.category_totals().values(), key=lambda row: -row.share)
+        shares = ", ".join(f"{row.category} {row.share:.0%}" for row in totals[:4] if row.share > 0)
+        if shares:
+            lines.append(f"  time: {shares}")
+        if self.memory is not None:
+            lines.append(f"  peak memory {self.memory.peak_bytes / (1 << 20):,.1f} MiB allocated")
+        if self.checks:
+            failed = len(self.failed_checks)
+            verdict = "all pass" if not failed else f"{failed} FAILED"
+            lines.append(f"  self-checks: {len(self.checks)}, {verdict}")
+        return "\n".join(lines) + ">"
+
     # --- serialization -----------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)

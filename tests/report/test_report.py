@@ -59,6 +59,28 @@ def test_result_round_trip_through_dict_and_json(tmp_path):
     assert ProfileResult.load(path) == result
 
 
+def test_repr_is_a_short_summary_and_text_report_is_the_cli_report():
+    """A notebook shows a result by its repr: a few lines of the numbers that matter, not the
+    dataclass's every field; visprof.text_report gives the whole report the CLI prints."""
+    import visprof
+
+    result = ProfileResult.load(DATA / "h200-result-vit_base_patch16_224.json")
+    assert len(result.to_json(indent=None)) > 10_000  # what a repr of every field would show
+    text = repr(result)
+    assert len(text) < 600 and text.count("\n") <= 5
+    assert text.startswith("<ProfileResult vit_base_patch16_224 on cuda:0 (NVIDIA H200): batch 64, 224 px, bf16")
+    assert f"latency {result.timing.latency_ms.median:.3f} ms a batch (median, GPU)" in text
+    top = max(result.category_totals().values(), key=lambda row: row.share)
+    assert f"time: {top.category} {top.share:.0%}" in text
+    assert f"peak memory {result.memory.peak_bytes / 2**20:,.1f} MiB" in text
+    assert "self-checks: 5, all pass" in text
+    failed = dataclasses.replace(result, checks=[dataclasses.replace(result.checks[0], passed=False), *result.checks[1:]])
+    assert "self-checks: 5, 1 FAILED" in repr(failed)
+    bare = ProfileResult(ModelInfo("resnet18"), RunConfig(), "cpu")
+    assert repr(bare) == "<ProfileResult resnet18 on cpu: fp32>"
+    assert visprof.text_report(result) == render(result)
+
+
 def test_result_with_missing_parts_round_trips():
     result = ProfileResult(ModelInfo("resnet18"), RunConfig(), "cpu")
     assert result.timing is None and result.memory is None and result.gpu is None
