@@ -79,3 +79,11 @@ def test_recordings_carry_their_provenance():
         assert trace.meta["gpu"] == "NVIDIA H200"
         assert trace.meta["precision"] == "bf16" and trace.meta["batch_size"] == 64
         assert trace.meta["dropped"] == 0
+
+
+def test_a_recording_shows_as_one_line_of_counts():
+    trace, _ = load("resnet50")
+    text = repr(trace)
+    assert text == (f"<CapturedTrace gpu: {len(trace.kernels):,} kernels, {len(trace.ops):,} ops, "
+                    f"{len(trace.modules):,} modules, {trace.iterations} iteration(s)>")
+    assert len(trace.kernels) > 100 and "\n" not in text

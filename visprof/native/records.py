@@ -104,6 +104,11 @@ class CapturedTrace:
     def kernel_name(self, row: int) -> str:
         return self.kernel_names[int(self.kernels["name_id"][row])]
 
+    def __repr__(self) -> str:
+        # The dataclass's repr would print every kernel and op record: megabytes for one model.
+        return (f"<CapturedTrace {self.measurement}: {len(self.kernels):,} kernels, {len(self.ops):,} ops, "
+                f"{len(self.modules):,} modules, {self.iterations} iteration(s)>")
+
     # --- (de)serialization for fixtures and replays ---------------------------------------
     def to_dict(self) -> dict[str, Any]:
         columns = {}
