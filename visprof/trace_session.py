@@ -64,6 +64,11 @@ class TraceSession:
         self.attribution = attribution_mod.attribute(self.trace, self.table_)
         return False
 
+    def __repr__(self) -> str:
+        if self.trace is None:
+            return "<TraceSession: recording until its `with` block ends>"
+        return f"<TraceSession {self.trace!r}: session.table() prints the time by category>"
+
     def summary(self):
         return attribution_mod.summarize(self._need())
 

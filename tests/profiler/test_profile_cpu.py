@@ -82,7 +82,10 @@ def test_capture_template_reuses_modules_and_flops_by_position():
 def test_trace_context_on_cpu_attributes_user_code(tmp_path):
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.LayerNorm(64))
     with torch.inference_mode(), visprof.trace(model) as session:
+        assert repr(session) == "<TraceSession: recording until its `with` block ends>"
         model(torch.randn(4, 32))
+    assert repr(session) == (f"<TraceSession <CapturedTrace cpu: {len(session.trace.kernels)} kernels, {len(session.trace.ops)} ops, "
+                             f"{len(session.trace.modules)} modules, 1 iteration(s)>: session.table() prints the time by category>")
     keys = {(r.category, r.subcategory) for r in session.category_rows()}
     assert {("linear", None), ("activation", None), ("normalization", "layer")} <= keys
     session.save(tmp_path / "rec.json.gz")
