@@ -312,3 +312,24 @@ def test_what_the_models_run_names_each_profile_s_costliest_op_types_and_kernel_
     assert (resnet[3], deit[3]) == ("8.7%", "2.0%")
     build_report(sources.load([folder / "mobilevit_s.json"]), tmp_path / "old.html")
     assert "What the models run" not in (tmp_path / "old.html").read_text()
+
+
+def test_a_narrow_span_gets_a_linear_axis_with_readable_ticks_a_wide_one_a_log_axis(loaded):
+    """Over less than a decade a log axis labels its minor ticks (6.955x10^2, ...) on top of each
+    other: two profiles of one model on two GPUs drew an unreadable Pareto panel."""
+    import copy
+
+    profiled = [m for m in loaded.measurements if m.result is not None and m.samples_per_s and figures.peak_memory(m)]
+    assert len(profiled) >= 2
+    narrow = [copy.copy(m) for m in profiled[:2]]
+    narrow[1].samples_per_s = narrow[0].samples_per_s * 1.04
+    fig = figures.pareto(narrow)
+    fig.canvas.draw()
+    for ax in fig.axes:
+        assert ax.get_xscale() == "linear" and "log" not in ax.get_xlabel()
+        labels = [t.get_text() for t in ax.get_xticklabels(which="both") if t.get_text()]
+        assert labels and not any("times" in t or "^" in t for t in labels), labels
+    spread = [m.samples_per_s for m in loaded.measurements if m.samples_per_s]
+    assert max(spread) / min(spread) >= 10
+    wide = figures.pareto(loaded.measurements)
+    assert wide.axes[0].get_xscale() == "log" and wide.axes[0].get_xlabel().endswith(", log)")

@@ -62,6 +62,17 @@ def _style(ax, grid_axis: str = "both") -> None:
     ax.set_axisbelow(True)
 
 
+def _log_scale(ax, axis: str, values) -> str:
+    """A log scale for ``axis`` ("x" or "y") where ``values`` span a decade or more, else linear:
+    over a narrower span a log axis labels its minor ticks (6.955x10^2, 6.96x10^2, ...) on top of
+    each other. Returns the suffix for the axis label: ", log" or ""."""
+    values = [v for v in values if v and v > 0]
+    if not values or max(values) / min(values) < 10:
+        return ""
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    return ", log"
+
+
 def _label(m) -> str:
     gpu = m.gpu_id or m.gpu_name.replace("NVIDIA ", "")
     return f"{m.model} · {gpu} · b{m.batch_size}"
@@ -217,8 +228,7 @@ def pareto(measurements: Sequence):
                 if i == 0:
                     for x, y, name in front[-10:]:
                         ax.annotate(name, (x, y), fontsize=6.5, xytext=(3, 2), textcoords="offset points", color="#333333")
-            ax.set_xscale("log")
-            ax.set_xlabel("throughput (images/s, log)")
+            ax.set_xlabel(f"throughput (images/s{_log_scale(ax, 'x', [m.samples_per_s for m, _ in with_acc])})")
             ax.set_ylabel("ImageNet top-1 (%)")
             ax.set_title("Accuracy vs throughput", loc="left", fontsize=10)
             ax.legend(fontsize=8, frameon=False, loc="lower left")
@@ -241,15 +251,13 @@ def pareto(measurements: Sequence):
             ax.plot([p[0] for p in front], [p[1] for p in front], "-", color="#444444", linewidth=1.2, zorder=2)
             for x, y, name in front[:12]:
                 ax.annotate(name, (x, y), fontsize=6.5, xytext=(3, 2), textcoords="offset points", color="#333333")
-            ax.set_xscale("log")
-            ax.set_xlabel("peak memory (MiB, log)")
+            ax.set_xlabel(f"peak memory (MiB{_log_scale(ax, 'x', xs)})")
             if panel == "acc_mem":
                 ax.set_ylabel("ImageNet top-1 (%)")
                 ax.set_title("Accuracy vs peak memory (colour: dominant category)", loc="left", fontsize=10)
                 _clip_accuracy(ax, ys)
             else:
-                ax.set_yscale("log")
-                ax.set_ylabel("throughput (images/s, log)")
+                ax.set_ylabel(f"throughput (images/s{_log_scale(ax, 'y', ys)})")
                 ax.set_title("Throughput vs peak memory (colour: dominant category)", loc="left", fontsize=10)
     return fig
 
@@ -343,8 +351,7 @@ def speedup_scatter(comparison):
                        linewidths=0, label=f"not profiled ({len(grey)})")
             ax.scatter([m.intensity for m in colored], [m.speedup for m in colored], s=28, c=[color(m) for m in colored],
                        edgecolors="#333333", linewidths=0.5, zorder=3)
-            ax.set_xscale("log")
-            ax.set_xlabel("MACs per activation (timm's counts, log)")
+            ax.set_xlabel(f"MACs per activation (timm's counts{_log_scale(ax, 'x', [m.intensity for m in counted])})")
             ax.set_title(f"Speed-up {title} vs arithmetic intensity", loc="left", fontsize=10)
         elif panel == "tensor":
             xs = [m.shares.get("tensor", 0.0) for m in profiled]
@@ -455,12 +462,14 @@ def roofline(profiles: Sequence, table_specs) -> object | None:
         for m in ms:
             for p in m.result.roofline.categories:
                 if p.intensity and p.tflops:
-                    share = p.time_ms / total_by_model[id(m)]
-                    ax.scatter([p.intensity], [p.tflops], s=30 + 500 * share, color=cat_table.category(p.category).color,
+                    area = 30 + 500 * p.time_ms / total_by_model[id(m)]  # points squared
+                    ax.scatter([p.intensity], [p.tflops], s=area, color=cat_table.category(p.category).color,
                                edgecolors="#222222", linewidths=0.6, alpha=0.85, zorder=4)
                     if len(ms) <= 4:
+                        # Beside the marker, whatever its size: a fixed offset put large markers over their label.
                         ax.annotate(f"{p.category}\n{m.model}" if len(ms) > 1 else p.category, (p.intensity, p.tflops),
-                                    fontsize=6.5, xytext=(5, -3), textcoords="offset points")
+                                    fontsize=6.5, xytext=(math.sqrt(area / math.pi) + 2, 0), textcoords="offset points",
+                                    va="center", zorder=5)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(lo, hi)
