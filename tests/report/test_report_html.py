@@ -333,3 +333,17 @@ def test_a_narrow_span_gets_a_linear_axis_with_readable_ticks_a_wide_one_a_log_a
     assert max(spread) / min(spread) >= 10
     wide = figures.pareto(loaded.measurements)
     assert wide.axes[0].get_xscale() == "log" and wide.axes[0].get_xlabel().endswith(", log)")
+
+
+def test_a_profile_without_roofline_says_so_in_the_bound_panel(loaded):
+    import copy
+    import dataclasses
+
+    profiles = [m for m in loaded.profiles if m.result.roofline and m.result.roofline.shares]
+    assert len(profiles) >= 2
+    bare = copy.copy(profiles[0])
+    bare.result = dataclasses.replace(bare.result, roofline=None)
+    fig = figures.category_bars([bare, profiles[1]])
+    texts = [t.get_text() for t in fig.axes[2].texts]
+    assert texts == ["no roofline in this result"]
+    assert not figures.category_bars(profiles[:2]).axes[2].texts

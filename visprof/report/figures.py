@@ -142,6 +142,9 @@ def category_bars(profiles: Sequence, max_bars: int = MAX_BARS):
             ax.barh(y, values, left=left, color=BOUND_COLORS[bound], edgecolor="white", linewidth=0.4,
                     label=BOUND_NAMES[bound])
             left = [a + b for a, b in zip(left, values)]
+        for row, (m, *_) in zip(y, totals):
+            if not (m.result.roofline and m.result.roofline.shares):  # say why the row is blank
+                ax.text(2, row, "no roofline in this result", va="center", fontsize=7, color="#666666")
         ax.set_xlim(0, 100)
         ax.set_xlabel("share of latency (%)")
         ax.set_title("Time by roofline bound", loc="left", fontsize=10)
