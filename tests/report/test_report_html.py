@@ -347,3 +347,17 @@ def test_a_profile_without_roofline_says_so_in_the_bound_panel(loaded):
     texts = [t.get_text() for t in fig.axes[2].texts]
     assert texts == ["no roofline in this result"]
     assert not figures.category_bars(profiles[:2]).axes[2].texts
+
+
+def test_the_roofline_draws_a_crowd_of_profiles_smaller_and_see_through(loaded):
+    from matplotlib.collections import PathCollection
+
+    def category_markers(profiles):
+        fig = figures.roofline(profiles, sources.gpu_table())
+        return [c for c in fig.axes[0].collections if isinstance(c, PathCollection) and c.get_label() != "op groups"]
+
+    few = category_markers(loaded.profiles[:2])
+    crowd = category_markers(loaded.profiles * 6)
+    assert len(loaded.profiles * 6) > 20 and few and crowd
+    assert min(c.get_sizes().min() for c in few) >= 30 and all(c.get_alpha() == 0.85 for c in few)
+    assert max(c.get_sizes().max() for c in crowd) <= 530 * 0.25 and all(c.get_alpha() == 0.5 for c in crowd)
