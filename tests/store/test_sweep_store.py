@@ -50,6 +50,16 @@ def test_a_new_store_has_its_schema_version_and_wal(store):
         row[0] for row in store.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
 
+def test_a_store_shows_its_path_and_counts(store, cell, vit_doc, tmp_path):
+    path = tmp_path / "results.db"
+    assert repr(store) == f"<ResultStore {path}: 0 results, 0 failures, 0 references, 0 runs>"
+    store.add_result(cell, vit_doc, batch_sizes_tried=[64], wall_s=3.2, attempts=1, host="h200")
+    assert repr(store) == f"<ResultStore {path}: 1 results, 0 failures, 0 references, 0 runs>"
+    with open_store(path) as reader:
+        assert repr(reader) == f"<ResultStore {path} (read-only): 1 results, 0 failures, 0 references, 0 runs>"
+    assert repr(reader) == f"<ResultStore {path}: closed>"
+
+
 def test_a_result_is_flattened_and_kept_whole(store, cell, vit_doc):
     row_id = store.add_result(cell, vit_doc, batch_sizes_tried=[64], wall_s=3.2, attempts=1, host="h200")
     assert row_id is not None

@@ -217,6 +217,12 @@ class ResultStore:
             os.close(self._lock_fd)
             self._lock_fd = None
 
+    def __repr__(self) -> str:
+        if self.conn is None:
+            return f"<ResultStore {self.path}: closed>"
+        counts = ", ".join(f"{self.count(table):,} {table}" for table in ("results", "failures", "references", "runs"))
+        return f"<ResultStore {self.path}{'' if self.write else ' (read-only)'}: {counts}>"
+
     def __enter__(self) -> "ResultStore":
         return self
 
