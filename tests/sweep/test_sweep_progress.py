@@ -63,3 +63,16 @@ def test_a_real_small_sweep_logs_rate_and_eta_per_cell(tmp_path, capsys):
     assert all(rate > 0 for rate in rates)
     assert matches[-1].group(8) == "0 s"  # nothing left
     assert os.path.exists(tmp_path / "r.db")
+
+
+def test_a_summary_shows_as_what_the_sweep_printed_not_every_cells_wall_time():
+    from visprof.sweep.summary import SweepSummary
+
+    failures = [{"cell": f"m{i}", "error_class": "ModelForwardError", "message": "boom"} for i in range(5)]
+    summary = SweepSummary(planned=1005, done=1000, failed={"ModelForwardError": 5}, cell_wall_s=[1.5] * 1000,
+                           slowest=[(f"m{i}", 9.0) for i in range(1000)], elapsed_s=60.0, executor="1 local worker (cpu)",
+                           store="r.db", failures=failures)
+    text = repr(summary)
+    assert text == f"<SweepSummary {summary.render(top=3)}>"
+    assert "cells: 1005 planned, 0 already in the store, 1000 measured, 5 failed" in text
+    assert text.count("FAILED") == 3 and "... and 2 more" in text and len(text) < 1000

@@ -45,6 +45,10 @@ class SweepSummary:
         return {**{k: v for k, v in self.__dict__.items()}, "median_cell_s": self.median_cell_s,
                 "rate_per_min": self.rate_per_min, "failed_total": self.failed_total}
 
+    def __repr__(self) -> str:
+        # The summary `visprof sweep` prints, not every cell's wall time (thousands in a long sweep).
+        return f"<SweepSummary {self.render(top=3)}>"
+
     def render(self, top: int = 5) -> str:
         lines = [f"visprof sweep: {self.status} · {self.executor}" + (f" · store {self.store}" if self.store else "")]
         counts = f"cells: {self.planned} planned, {self.skipped} already in the store, {self.done} measured, " \
