@@ -61,6 +61,9 @@ def test_known_ratios_are_recovered():
     assert text[0].startswith(f"pair offset x{math.exp(fit.intercept):.3f} of the spec-ratio prediction")
     assert len(text) == 2 + 3 + 2 and text[5].startswith("  ... 4 more buckets")
     assert text[6].startswith("  (own: the bucket's factor over its parent's; weight:")  # the columns said
+    assert repr(fleet) == "<Fleet 480 models of 40 families, 480 with a published speed-up; 7 buckets and covariates>"
+    assert repr(fit) == (f"<Fit 7 buckets and covariates, lambda 0.01, pair offset x{math.exp(fit.intercept):.3f}, "
+                         "fitted on 40 families>")
 
 
 def test_prior_keeps_an_unseen_bucket_at_the_spec_model():

@@ -154,6 +154,13 @@ def test_load_folders_csvs_and_named_gpus(tmp_path):
     refs = [x for x in loaded.measurements if x.kind == "reference"]
     assert {x.gpu for x in refs} == {"rtx3090", "rtx4090"} and len(refs) == 120
     assert all(x.precision == "fp16" for x in refs)
+    # shown as counts (a store's thousands of measurements printed megabytes in a notebook)
+    assert repr(loaded) == "<Loaded 124 measurements (4 profiles) from 3 input(s): h200 4, rtx3090 60, rtx4090 60; 1 file(s) skipped>"
+    c = compare(loaded.measurements, base="rtx3090", target="rtx4090")
+    assert repr(c) == (f"<Comparison rtx3090 -> rtx4090: {len(c.models)} models, median speed-up x{c.median_speedup:.3f}; "
+                       f"{c.prediction.models} profiled, predicted at Spearman {c.prediction.spearman:.2f}, median error "
+                       f"{c.prediction.median_abs_error:.1%}; {len(c.notes)} note(s)>")
+    assert len(c.models) == 60 and c.prediction.models == 4
 
 
 def test_load_errors_are_one_line(tmp_path):

@@ -114,6 +114,12 @@ class Fleet:
                 or self.log_obs.shape != (n,) or (self.notes and len(self.notes) != n):
             raise BadInputError("calibration fleet: models, families, shares and speed-ups differ in length")
 
+    def __repr__(self) -> str:
+        # Counts, not the arrays and every model's name.
+        published = int(np.isfinite(self.log_obs).sum())
+        return (f"<Fleet {len(self.models):,} models of {len(set(self.families)):,} families, {published:,} with a "
+                f"published speed-up; {len(self.features):,} buckets and covariates>")
+
     def weights(self, idx: np.ndarray) -> np.ndarray:
         counts: dict[str, int] = defaultdict(int)
         for i in idx:
@@ -296,6 +302,11 @@ class Fit:
     # Estimated with the held-out models predicted that way (bench/results/baseless-band-2026-12-05);
     # empty: not known, such a model takes the band above.
     filled_bands: dict[bool, tuple[float, float, float]] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        # The headline, not the inverse matrix; ratio_table() and the CLI's tables have the ratios.
+        return (f"<Fit {len(self.features):,} buckets and covariates, lambda {self.lam:g}, pair offset "
+                f"x{math.exp(self.intercept):.3f}, fitted on {len(self.families):,} families>")
 
     def design(self, X: np.ndarray) -> np.ndarray:
         return np.hstack([np.ones((X.shape[0], 1)), X])

@@ -169,6 +169,13 @@ class Comparison:
     base_only: dict[tuple, Measurement] = field(default_factory=dict)
     time: str = END_TO_END  # which time the speed-ups divide (time_basis.TIME_BASES)
 
+    def __repr__(self) -> str:
+        # The headline, not every model's row (megabytes for a published table): to_dict() has them.
+        agreement = (f"; {self.prediction.models:,} profiled, predicted at Spearman {self.prediction.spearman:.2f}, "
+                     f"median error {self.prediction.median_abs_error:.1%}" if self.prediction else "")
+        return (f"<Comparison {self.base} -> {self.target}: {len(self.models):,} models, median speed-up "
+                f"x{self.median_speedup:.3f}{agreement}; {len(self.notes)} note(s)>")
+
     def to_dict(self) -> dict:
         return {"base": self.base, "target": self.target, "time": self.time,
                 "base_spec": self.base_spec.as_dict() if self.base_spec else None,

@@ -83,6 +83,16 @@ class Loaded:
     def profiles(self) -> list[Measurement]:
         return [m for m in self.measurements if m.result is not None]
 
+    def __repr__(self) -> str:
+        # Counts, not every measurement: a store's thousands would print megabytes in a notebook.
+        per_gpu: dict[str, int] = {}
+        for m in self.measurements:
+            per_gpu[m.gpu] = per_gpu.get(m.gpu, 0) + 1
+        gpus = ", ".join(f"{gpu} {n:,}" for gpu, n in per_gpu.items())
+        skipped = f"; {len(self.skipped)} file(s) skipped" if self.skipped else ""
+        return (f"<Loaded {len(self.measurements):,} measurements ({len(self.profiles):,} profiles) "
+                f"from {len(self.inputs)} input(s): {gpus or 'none'}{skipped}>")
+
     def latest_profiles_only(self) -> tuple["Loaded", int]:
         """A copy where profiles repeated under the same conditions (model, image size, GPU
         kind, batch, precision, layout) are reduced to the latest; returns it and how many it
