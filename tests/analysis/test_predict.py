@@ -107,6 +107,10 @@ def test_a_prediction_carries_its_latency_under_each_scaling_and_a_speedup_band(
     low, high = on_big.latency_range_ms
     assert low <= on_big.latency_ms <= high and on_big.latency_by_scaling["clock"] == on_big.latency_ms
     assert on_big.to_dict()["latency_range_ms"] == (low, high)
+    fits = "" if on_big.fits is None else (", fits" if on_big.fits else ", does NOT fit")
+    assert repr(on_big) == (f"<Prediction {on_big.model} toy -> big: batch {on_big.batch_size}, {on_big.precision}, "
+                            f"{on_big.latency_ms:.3f} ms (range {low:.3f}-{high:.3f}), {on_big.samples_per_s:,.1f} samples/s{fits}>")
+    assert on_big.groups and "GroupPrediction" not in repr(on_big)
     # a pure roofline (fixed efficiency) has no measured rate to scale: no band
     fixed = predict_result(result, "big", table=table, efficiency=1.0)
     assert fixed.latency_by_scaling == {} and fixed.latency_range_ms is None and speedup_band(fixed, fixed) is None

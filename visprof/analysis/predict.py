@@ -106,6 +106,14 @@ class Prediction:
         values = self.latency_by_scaling.values()
         return (min(values), max(values)) if values else None
 
+    def __repr__(self) -> str:
+        # The prediction, not every op group's (tens of kilobytes): groups and to_dict() have them.
+        span = self.latency_range_ms
+        span_text = f" (range {span[0]:.3f}-{span[1]:.3f})" if span else ""
+        fits = "" if self.fits is None else (", fits" if self.fits else ", does NOT fit")
+        return (f"<Prediction {self.model} {self.source_gpu} -> {self.target_gpu}: batch {self.batch_size}, "
+                f"{self.precision}, {self.latency_ms:.3f} ms{span_text}, {self.samples_per_s:,.1f} samples/s{fits}>")
+
     def to_dict(self, groups: bool = False) -> dict:
         data = asdict(self)
         data["latency_range_ms"] = self.latency_range_ms
