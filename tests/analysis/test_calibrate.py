@@ -223,6 +223,7 @@ def test_spec_variants_are_judged_beside_the_default():
     assert held.spec_variants["oracle"].median_abs_error == pytest.approx(0.01, abs=1e-6)
     assert held.spec_variants["oracle"].spearman == pytest.approx(1.0)
     assert "spec only (oracle)" in held.lines()
+    assert repr(held) == f"<HeldOut {held.lines()}>" and len(held.predictions) == len(fleet.models)
 
 
 def test_a_fixed_split_fits_on_the_rest_and_judges_the_test_models_only():

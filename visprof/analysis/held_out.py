@@ -67,6 +67,10 @@ class HeldOut:
     coverage_seen: tuple[float, int] | None = None
     coverage_unseen: tuple[float, int] | None = None
 
+    def __repr__(self) -> str:
+        # The table `visprof calibrate` prints, not every held-out prediction (one dict per model).
+        return f"<HeldOut {self.lines()}>"
+
     def to_dict(self) -> dict:
         from dataclasses import asdict
 
