@@ -260,9 +260,12 @@ def test_workers_are_reused_unless_fresh_process(tmp_path, capsys, fresh, worker
     assert worker_pids(os.getpid()) == []
 
 
-def test_a_script_without_a_main_guard_runs_once(tmp_path):
+@pytest.mark.parametrize("how", ["script", "stdin"])
+def test_a_script_without_a_main_guard_runs_once(tmp_path, how):
     """Workers are fresh interpreters (python -m visprof.sweep.worker), never spawns of the
-    caller: a user's script with no `if __name__ == "__main__"` must not run again in them."""
+    caller: a user's script with no `if __name__ == "__main__"` must not run again in them. Fed
+    on stdin, ``__main__`` has no file, as in a notebook's kernel, which a spawned worker could
+    not re-import."""
     script = tmp_path / "unguarded.py"
     marker = tmp_path / "runs.txt"
     script.write_text(
@@ -272,7 +275,9 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path):
         f"summary = run_sweep(['visprof_fake_tiny'], store={str(tmp_path / 'r.db')!r}, device='cpu',\n"
         f"                    imports=[{FAKE_MODELS!r}], profile_options={FAST!r}, progress=False)\n"
         "print('measured', summary.done)\n")
-    done = subprocess.run([sys.executable, str(script)], env=env(), capture_output=True, text=True, timeout=600)
+    command = [sys.executable, str(script)] if how == "script" else [sys.executable, "-"]
+    done = subprocess.run(command, input=None if how == "script" else script.read_text(), env=env(),
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "measured 1"
     assert marker.read_text() == "ran\n"
