@@ -107,7 +107,7 @@ class Prediction:
         return (min(values), max(values)) if values else None
 
     def __repr__(self) -> str:
-        # The prediction, not every op group's (tens of kilobytes): groups and to_dict() have them.
+        # The prediction, not every op group's (10 kB for ViT-B/16): groups and to_dict() have them.
         span = self.latency_range_ms
         span_text = f" (range {span[0]:.3f}-{span[1]:.3f})" if span else ""
         fits = "" if self.fits is None else (", fits" if self.fits else ", does NOT fit")
