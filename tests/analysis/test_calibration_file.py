@@ -52,6 +52,7 @@ def test_a_profile_is_calibrated_as_the_fit_predicts_and_the_file_keeps_it(profi
     assert (again.calibrated, again.low, again.high) == pytest.approx((got.calibrated, got.low, got.high), rel=1e-8)
     assert back.describe() == ("calibration rtx4090 -> rtx5090, fitted on 1 published models of 1 families; families "
                                "held out: Spearman 0.700, median error 4.0%, 80% band holding 80.0%")
+    assert repr(back) == f"<SavedCalibration {back.describe()}>"
 
 
 def test_without_a_spec_speed_up_it_is_made_at_the_profile_s_batch(profile):

@@ -75,6 +75,10 @@ class SavedCalibration:
                    datetime.now(timezone.utc).isoformat(timespec="seconds"), dict(fleet.covariate_fills),
                    fleet.split_families)
 
+    def __repr__(self) -> str:
+        # What the file calibrates and how well, not every fitted model's name and the fit's arrays.
+        return f"<SavedCalibration {self.describe()}>"
+
     def to_dict(self) -> dict[str, Any]:
         from visprof import __version__
 
