@@ -361,3 +361,16 @@ def test_the_roofline_draws_a_crowd_of_profiles_smaller_and_see_through(loaded):
     assert len(loaded.profiles * 6) > 20 and few and crowd
     assert min(c.get_sizes().min() for c in few) >= 30 and all(c.get_alpha() == 0.85 for c in few)
     assert max(c.get_sizes().max() for c in crowd) <= 530 * 0.25 and all(c.get_alpha() == 0.5 for c in crowd)
+
+
+def test_each_bandwidth_bar_says_its_share_of_the_profiles_time(loaded):
+    fig = figures.roofline(loaded.profiles, sources.gpu_table())
+    fig.canvas.draw()
+    labels = [t.get_text() for t in fig.axes[1].get_yticklabels()]
+    assert labels and all(re.fullmatch(r"[a-z]+\n\d+\.\d% of time", label) for label in labels), labels
+    shares = {label.split("\n")[0]: float(label.split("\n")[1].split("%")[0]) for label in labels}
+    total = sum(p.time_ms for m in loaded.profiles for p in m.result.roofline.categories)
+    for category, share in shares.items():
+        expected = sum(p.time_ms for m in loaded.profiles for p in m.result.roofline.categories
+                       if p.category == category and p.gbps and not p.flops) / total * 100
+        assert share == pytest.approx(expected, abs=0.05), category

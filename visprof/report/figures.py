@@ -486,10 +486,12 @@ def roofline(profiles: Sequence, table_specs) -> object | None:
         _style(ax)
         # Bandwidth achieved by categories without FLOPs (median over the profiles).
         gbps: dict[str, list[float]] = defaultdict(list)
+        time_in: dict[str, float] = defaultdict(float)
         for m in ms:
             for p in m.result.roofline.categories:
                 if p.gbps and not p.flops:
                     gbps[p.category].append(p.gbps)
+                    time_in[p.category] += p.time_ms
         cats = [c for c in order if c in gbps]
         if cats:
             import statistics
@@ -497,7 +499,9 @@ def roofline(profiles: Sequence, table_specs) -> object | None:
             values = [statistics.median(gbps[c]) for c in cats]
             bx.barh(range(len(cats)), values, color=[cat_table.category(c).color for c in cats], edgecolor="#333333",
                     linewidth=0.5)
-            bx.set_yticks(range(len(cats)), cats, fontsize=8)
+            # Each bar's share of all the profiles' time: a median of two tiny ops can stand out otherwise.
+            all_time = sum(total_by_model.values())
+            bx.set_yticks(range(len(cats)), [f"{c}\n{time_in[c] / all_time:.1%} of time" for c in cats], fontsize=8)
             bx.axvline(bw, color="#00798C", linewidth=1.5)
             # The bytes are the tensors' sizes, not DRAM traffic: what L2 serves can pass the peak.
             bx.set_xlabel("bytes of the tensors / time, GB/s (median over profiles)")
