@@ -251,7 +251,8 @@ def _builtin_table() -> "GpuTable":
     return GpuTable.default()
 
 
-# The ops autocast casts a weight with (_to_copy under no_grad, to.dtype under inference_mode).
+# The ops autocast casts a weight with (_to_copy under no_grad, to.dtype under inference_mode), by
+# the names stored groups keep: capture/op_capture.py's _CASTS are the same two, as torch ops.
 CAST_OPS = ("aten.to.dtype", "aten._to_copy.default")
 FP32_BYTES = 4
 

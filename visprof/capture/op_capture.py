@@ -36,7 +36,7 @@ _GROUPS_ARG = {_aten.convolution.default: 8, _aten.conv1d.default: 6, _aten.conv
 # The op autocast casts a tensor with: a cast of a parameter is autocast re-casting a weight.
 # What autocast calls to cast a weight: _to_copy under no_grad, to.dtype under inference_mode
 # (which skips the ADInplaceOrView key that decomposes aten.to into _to_copy).
-_CASTS = (_aten._to_copy.default, _aten.to.dtype)
+_CASTS = (_aten._to_copy.default, _aten.to.dtype)  # by name: analysis/roofline.py's CAST_OPS
 
 
 class ModuleTracker:
