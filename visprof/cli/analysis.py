@@ -1,6 +1,6 @@
 """The ``import-timm``, ``compare``, ``predict``, ``calibrate`` and ``report`` commands.
 
-``add_analysis_commands(commands)`` is called from ``visprof.cli.app.build_parser``. Nothing heavy
+``add_commands(commands)`` is called from ``visprof.cli.app.build_parser``. Nothing heavy
 is imported until a command runs; every user mistake is a ``VisprofError`` (one line).
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from visprof.cli.arguments import fold_count, positive_int
 from visprof.cli.calibration import (add_calibration_option, calibrated_section, calibration_pair, compare_calibrated,
                                      csv_columns, load_calibration, save_calibration)
 
-__all__ = ["add_analysis_commands", "cmd_calibrate", "cmd_compare", "cmd_import_timm", "cmd_predict", "cmd_report"]
+__all__ = ["add_commands", "cmd_calibrate", "cmd_compare", "cmd_import_timm", "cmd_predict", "cmd_report"]
 
 
 def _sources_help(what: str) -> str:
@@ -29,7 +29,7 @@ def _add_files(parser, what: str) -> None:
     parser.add_argument("--gpus", type=Path, metavar="FILE", help="extra GPU spec rows")
 
 
-def add_analysis_commands(commands) -> None:
+def add_commands(commands) -> None:
     imp = commands.add_parser(
         "import-timm", help="add timm benchmark CSV rows to a store's reference table",
         description="Read timm benchmark.py inference CSVs (e.g. benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv) "

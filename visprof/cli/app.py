@@ -80,19 +80,15 @@ def build_parser() -> argparse.ArgumentParser:
     nsight_cli.add_nvtx_only_option(prof)
     prof.set_defaults(handler=cmd_profile)
 
-    from visprof.cli.sweep import add_sweep_commands
+    # Each command group's module adds its own subcommands with add_commands(commands).
+    from visprof.cli import analysis, bounds, sweep
+    from visprof.cli import compile as compile_cli  # not to shadow the builtin
 
-    add_sweep_commands(commands)  # sweep, export
-    from visprof.cli.compile import add_compare_compile_parser
-
-    add_compare_compile_parser(commands)
-    nsight_cli.register(commands)  # nsys import/run, ncu (visprof/cli/nsight.py)
-    from visprof.cli.analysis import add_analysis_commands  # import-timm, compare, predict, report
-
-    add_analysis_commands(commands)
-    from visprof.cli import bounds as bounds_cli  # bounds build/coverage
-
-    bounds_cli.register(commands)
+    sweep.add_commands(commands)  # sweep, export
+    compile_cli.add_commands(commands)  # compare-compile
+    nsight_cli.add_commands(commands)  # nsys import/run, ncu
+    analysis.add_commands(commands)  # import-timm, compare, predict, calibrate, report
+    bounds.add_commands(commands)  # bounds build/coverage
     return parser
 
 

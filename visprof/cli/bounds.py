@@ -18,7 +18,7 @@ from pathlib import Path
 from visprof.cli.arguments import positive_int
 
 
-def register(commands) -> None:
+def add_commands(commands) -> None:
     bounds = commands.add_parser(
         "bounds", help="bounds measured by Nsight Compute, per kernel family, for every profile that runs it",
         description="Pool the per-kernel counters of `visprof ncu` results into a library keyed by kernel family "

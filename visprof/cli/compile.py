@@ -11,7 +11,7 @@ from typing import Any
 from visprof.base.options import PRECISIONS
 
 
-def add_compare_compile_parser(commands) -> None:
+def add_commands(commands) -> None:
     """Registers the command on the CLI's sub-parsers (called from visprof.cli.app.build_parser)."""
     from visprof.cli.arguments import img_size, non_negative_int, positive_int
 

@@ -51,7 +51,7 @@ def _report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--categories", type=Path, metavar="FILE", help="extra category rules (for rows without an op)")
 
 
-def register(commands) -> None:
+def add_commands(commands) -> None:
     """Adds the `nsys` and `ncu` commands to visprof's subcommand parser."""
     nsys = commands.add_parser("nsys", help="Nsight Systems: import a recording, or record a program",
                                description="Attribute an Nsight Systems recording to visprof's categories.")

@@ -15,7 +15,7 @@ from visprof.cli.arguments import non_negative_int, positive_int
 from visprof.base.errors import BadInputError
 from visprof.base.options import PASSES, PRECISIONS
 
-__all__ = ["add_sweep_commands", "cmd_sweep", "cmd_export"]
+__all__ = ["add_commands", "cmd_sweep", "cmd_export"]
 
 _FORMATS = ("csv", "parquet", "json", "timm")
 
@@ -88,7 +88,7 @@ def _profile_option(text: str) -> tuple[str, object]:
     return key.strip().replace("-", "_"), parsed
 
 
-def add_sweep_commands(commands: argparse._SubParsersAction) -> None:
+def add_commands(commands: argparse._SubParsersAction) -> None:
     sweep = commands.add_parser(
         "sweep",
         help="profile many models x configurations x GPUs into a resumable results store",
