@@ -149,7 +149,7 @@ def default_rate_scaling(source: GpuSpec | None, target: GpuSpec) -> str:
     profiles, SMs x clock predicted them 8-24% too slow (median; the spread is the uncertain SM
     count of the partition), the clock alone 33% too fast; in a partition of exactly 96 SMs,
     over 241 models, 6.9% too slow against 19.9% too fast. Across designs per-SM rates differ,
-    and the clock ranks the H200 -> RTX 3090 / 4090 predictions best (section 7 of the doc)."""
+    and the clock ranks the H200 -> RTX 3090 / 4090 predictions best (docs/hardware-sensitivity-record.md, the spec-only predictor)."""
     same_design = bool(source and source.compute_capability) and source.compute_capability == target.compute_capability
     return "throughput" if same_design else "clock"
 
@@ -393,7 +393,7 @@ def _busy_and_idle(result: ProfileResult, groups: list[GroupPrediction], measure
         # With more GPU work per iteration (a larger batch, a slower GPU) the host gets
         # further ahead and the gaps fill: to first order they shrink as busy_A / busy_B.
         # On the H200 it took the error of batch 256 predicted from batch 64 (87 models)
-        # from 5.0% to 3.4%, median (docs/hardware-sensitivity.md section 7).
+        # from 5.0% to 3.4%, median (docs/hardware-sensitivity-record.md, the spec-only predictor).
         idle *= timing.busy_ms / busy
         # But the same host with more GPU work is not faster than the profile: a host-bound
         # profile stays host-bound while its GPU time is below the host's.
