@@ -1,6 +1,7 @@
 """Loading measurements (results, folders, stores, CSVs), families, and `compare`."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,17 @@ def test_choosing_gpus_needs_names_when_there_are_more_than_two():
         compare(ms, base="h200", target="h200")
     with pytest.raises(BadInputError, match="no model was measured on both"):
         compare([m("a_net", "rtx3090", 1), m("b_net", "rtx4090", 1)])
+
+
+@pytest.mark.parametrize("ms, held", [([m("resnet50", "rtx3090", 100), m("vit_base_patch16_224", "rtx3090", 90)],
+                                         "on one only (rtx3090)"),
+                                        ([m("resnet50", "rtx3090", None)], "on none (no throughput in them)")])
+@pytest.mark.parametrize("names", [{}, {"base": "rtx3090"}, {"base": "rtx3090", "target": "h200"}])
+def test_one_gpu_is_refused_as_one_not_with_a_request_for_names(ms, held, names):
+    with pytest.raises(BadInputError, match=rf"^a comparison needs measurements on two GPUs, and the inputs have "
+                                            rf"measurements {re.escape(held)}: add the other GPU's") as info:
+        compare(ms, **names)
+    assert "--base" not in str(info.value)
 
 
 def test_profiled_models_are_explained_from_their_predicted_bounds_on_the_base_gpu():

@@ -1,11 +1,13 @@
 """timm benchmark CSVs -> reference rows: parsing and validation (pure functions)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from visprof.analysis.timm_csv import canonical_precision, parse_benchmark_csv, parse_benchmark_filename, read_benchmark_csv
+from visprof.analysis.timm_csv import (canonical_precision, check_benchmark_csv, parse_benchmark_csv,
+                                      parse_benchmark_filename, read_benchmark_csv)
 from visprof.base.errors import BadInputError
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "timm-benchmarks"
@@ -86,6 +88,31 @@ def test_unreadable_files(tmp_path):
     binary.write_bytes(b"\xff\xfe\x00\x81" * 10)
     with pytest.raises(BadInputError, match="not a text file"):
         read_benchmark_csv(binary, "X")
+
+
+def test_columns_are_checked_before_the_file_name_is_read_for_a_precision():
+    with pytest.raises(BadInputError, match=r"^notes\.txt: not a timm inference benchmark CSV: missing column"):
+        parse_benchmark_csv("hello\n", source="notes.txt", gpu_name="X")  # its name says no precision either
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"SQLite format 3\x00" + bytes(4080), r"an SQLite file \(a results store\?\), expected a timm benchmark CSV"),
+    (b"model,infer_img_size\x00\n", "not a text file"),  # NULs decode as UTF-8
+    (b'{"schema": "visprof.result/1"}\n', r"a JSON file, not a timm inference benchmark CSV"),
+    (b"", "empty file"),
+])
+def test_a_file_of_another_kind_is_named_as_such(tmp_path, content, message):
+    path = tmp_path / "pair.db"
+    path.write_bytes(content)
+    for read in (check_benchmark_csv, lambda p: read_benchmark_csv(p, "X", precision="amp")):
+        with pytest.raises(BadInputError, match=rf"^{re.escape(str(path))}: {message}"):
+            read(path)
+    check_benchmark_csv(_written(tmp_path / "ok.csv", HEADER + "m,224,1,1000,1,1,1,1\n"))
+
+
+def _written(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="shared/data/timm-benchmarks is not beside this checkout")

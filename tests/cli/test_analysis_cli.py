@@ -47,7 +47,7 @@ def test_import_timm_adds_rows_once(tmp_path, capsys):
     (["import-timm", "missing.csv", "--store", "{tmp}/s.db"], "no such file: missing.csv"),
     (["import-timm", str(CSV_3090), "--store", "{tmp}/s.db", "--gpu", "rtx9090"], "unknown GPU 'rtx9090'"),
     (["import-timm", str(CSV_3090), "--store", "{tmp}/nodir/s.db"], "does not exist"),
-    (["compare", str(CSV_3090)], "measurements on 1 GPU(s)"),
+    (["compare", str(CSV_3090)], "measurements on two GPUs, and the inputs have measurements on one only (rtx3090)"),
     (["compare", str(CSV_3090), str(CSV_4090), "--base", "h200"], "no measurements on GPU 'h200'"),
     (["predict", "--from", str(CSV_3090), "--to", "rtx4090"], "no profile results in the inputs"),
     (["predict", "--from", "{tmp}", "--to", "rtx4090"], "no visprof profile results"),
@@ -63,6 +63,50 @@ def test_user_mistakes_are_one_line_and_exit_2(tmp_path, capsys, argv, message):
     assert len(lines) == 1 and message in lines[0], err
     assert "Traceback" not in err
     assert not (tmp_path / "s.db").exists()  # nothing created by a failed command
+
+
+def _sqlite_store(path: Path) -> None:
+    from visprof.store.result_store import open_store
+
+    open_store(path, write=True).close()
+
+
+# Files that are no timm CSV, and the one line that must name each, whatever else is given.
+NOT_TIMM_CSVS = {
+    "pair.db": (_sqlite_store, "pair.db: an SQLite file (a results store?), expected a timm benchmark CSV"),
+    "r18.json": (lambda p: p.write_text('{"schema": "visprof.result/1"}\n'),
+                 "r18.json: a JSON file, not a timm inference benchmark CSV: missing column(s)"),
+    "empty.csv": (lambda p: p.write_bytes(b""), "empty.csv: empty file, expected a timm benchmark CSV"),
+    "noise.csv": (lambda p: p.write_bytes(bytes(range(256)) * 4), "noise.csv: not a text file, expected a timm"),
+}
+
+
+@pytest.mark.parametrize("name", NOT_TIMM_CSVS)
+@pytest.mark.parametrize("given", [[], ["--gpu", "rtx3090"], ["--gpu", "rtx3090", "--precision", "amp"]])
+def test_import_timm_says_a_file_is_no_timm_csv_before_reading_its_name(tmp_path, capsys, monkeypatch, name, given):
+    """Not the GPU or the precision its file name does not say: neither would make it a CSV."""
+    monkeypatch.chdir(tmp_path)
+    make, message = NOT_TIMM_CSVS[name]
+    make(tmp_path / name)
+    code, out, err = run(capsys, "import-timm", name, *given, "--store", "s.db")
+    assert code == 2 and out == ""
+    assert err.startswith(f"visprof: error: {message}") and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_compare_on_one_gpu_says_a_second_gpu_is_needed(tmp_path, capsys):
+    """The same CSV twice, a store of one imported CSV, one GPU's profiles: naming GPUs cannot help."""
+    store = tmp_path / "refonly.db"
+    assert run(capsys, "import-timm", CSV_3090, "--store", store)[0] == 0
+    profile = REPO / "tests/data/h200-result-vit_base_patch16_224.json"
+    for sources, held in (([CSV_3090, CSV_3090], "rtx3090"), ([store], "rtx3090"), ([profile], "h200")):
+        for named in ([], ["--base", "rtx3090", "--target", "rtx4090"]):
+            code, out, err = run(capsys, "compare", *sources, *named)
+            (line,) = [line for line in err.splitlines() if line.startswith("visprof: error:")]
+            assert code == 2 and line == (
+                f"visprof: error: a comparison needs measurements on two GPUs, and the inputs have measurements on "
+                f"one only ({held}): add the other GPU's, e.g. its timm benchmark CSV (as it is, or imported into a "
+                f"store with visprof import-timm) or visprof profiles made on it")
 
 
 def test_compare_writes_json_and_csv(tmp_path, capsys, h200_results):

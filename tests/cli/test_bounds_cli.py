@@ -69,3 +69,25 @@ def test_a_profile_without_counters_is_one_line(tmp_path):
     plain.write_bytes((DATA / "h200-result-vit_base_patch16_224.json").read_bytes())
     refused(visprof(tmp_path, "bounds", "build", plain.name, "-o", "lib.json"), "no Nsight Compute counters")
     assert not (tmp_path / "lib.json").exists()
+
+
+def test_coverage_of_inputs_without_a_profile_is_one_line(tmp_path):
+    """Published throughputs only (a timm CSV, a store made by import-timm): refused as predict and
+    calibrate refuse them, not "no profile to tell" and exit 0."""
+    csv = DATA / "timm" / "benchmark-infer-amp-nchw-pt240-cu124-rtx3090.csv"
+    assert visprof(tmp_path, "bounds", "build", ncu_result(tmp_path).name, "-o", "lib.json").returncode == 0
+    assert visprof(tmp_path, "import-timm", csv, "--store", "refonly.db").returncode == 0
+    for source in (csv, "refonly.db"):
+        line = refused(visprof(tmp_path, "bounds", "coverage", "lib.json", source),
+                       "no profile results in the inputs (bounds coverage reads visprof profiles")
+        assert "60 reference rows" in line
+    predicted = refused(visprof(tmp_path, "predict", "--from", "refonly.db", "--to", "h200"))
+    assert predicted.startswith("visprof: error: no profile results in the inputs (")
+
+
+def test_coverage_of_profiles_on_another_gpu_is_one_line(tmp_path):
+    assert visprof(tmp_path, "bounds", "build", ncu_result(tmp_path).name, "-o", "lib.json").returncode == 0
+    other = ProfileResult.load(DATA / "h100-result-vit_base_patch16_224.json")
+    other.to_json(tmp_path / "h100.json")
+    refused(visprof(tmp_path, "bounds", "coverage", "lib.json", "h100.json"),
+            "no profile in the inputs ran on NVIDIA H200, the library's GPU, with kernel families (1 on other GPUs")

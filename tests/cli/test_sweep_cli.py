@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from cli_in_process import one_error_line, run_cli
+from device_stores import mixed_store, reference_only_store
 from visprof.sweep import open_store
 from visprof.store.result_store import ResultStore
 
@@ -76,8 +77,37 @@ def test_export_errors(tmp_path, capsys):
     code, _, err = run_cli(capsys, "export", str(tmp_path / "r.db"), "--format", "parquet")
     assert code == 2 and "-o FILE" in one_error_line(err)
     code, out, err = run_cli(capsys, "export", str(tmp_path / "r.db"), "--format", "timm")
-    assert code == 0 and out.splitlines() == [
-        "model,infer_img_size,infer_samples_per_sec,infer_step_time,infer_batch_size,param_count,infer_gmacs,infer_macts"]
+    assert code == 2 and out == "" and "r.db holds no profile results" in one_error_line(err)
+
+
+def test_export_of_imported_timm_rows_only_is_one_line(tmp_path, capsys):
+    store = reference_only_store(tmp_path / "refonly.db")
+    code, out, err = run_cli(capsys, "export", str(store))
+    assert code == 2 and out == ""
+    line = one_error_line(err)
+    assert "refonly.db holds no profile results" in line and "1 reference rows come from visprof import-timm" in line
+
+
+def test_export_takes_the_cpu_rows_by_the_name_it_offers(tmp_path, capsys):
+    store = mixed_store(tmp_path / "mixed.db")
+    code, _, err = run_cli(capsys, "export", str(store), "-f", "timm")
+    assert code == 2 and "(NVIDIA H200, cpu); choose one with --gpu" in one_error_line(err)
+    code, out, err = run_cli(capsys, "export", str(store), "-f", "timm", "--gpu", "cpu")
+    assert code == 0 and err == "" and len(out.splitlines()) == 2
+    code, _, err = run_cli(capsys, "export", str(store), "-f", "timm", "--gpu", "*")
+    assert code == 2 and "(NVIDIA H200, cpu)" in one_error_line(err)
+    code, out, err = run_cli(capsys, "export", str(store), "-f", "timm", "--gpu", "")
+    assert code == 2 and out == "" and "--gpu is empty" in one_error_line(err)
+
+
+def test_a_batch_list_item_that_is_no_integer_is_worded_as_profile_words_it(tmp_path, capsys):
+    _, _, profile_err = run_cli(capsys, "profile", "resnet18", "-b", "abc")
+    assert "argument --batch-size/-b: expected an integer, got 'abc'" in profile_err
+    for value, item in (("1,abc", "abc"), ("1.5", "1.5")):
+        code, _, err = run_cli(capsys, "sweep", "resnet18", "--store", str(tmp_path / "r.db"), "-b", value)
+        assert code == 2 and f"argument --batch-size/-b: batch sizes: expected an integer, got {item!r}" in err
+        assert "invalid literal" not in err
+    assert not (tmp_path / "r.db").exists()
 
 
 def test_no_models_named_sweeps_the_starter_list(tmp_path, capsys):

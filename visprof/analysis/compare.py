@@ -214,6 +214,11 @@ def _resolve(name: str | None, keys: list[str], table: GpuTable) -> str:
 def pick_gpus(measurements: list[Measurement], base: str | None, target: str | None, table: GpuTable) -> tuple[str, str]:
     """The two GPUs to compare: as named, or the only two there are (base: the first seen)."""
     keys = gpu_keys(measurements)
+    if len(keys) < 2:  # before --base/--target: naming GPUs cannot bring a second one into the inputs
+        held = f"on one only ({keys[0]})" if keys else "on none (no throughput in them)"
+        raise BadInputError(f"a comparison needs measurements on two GPUs, and the inputs have measurements {held}: "
+                            "add the other GPU's, e.g. its timm benchmark CSV (as it is, or imported into a store "
+                            "with visprof import-timm) or visprof profiles made on it")
     if base is None and target is None:
         if len(keys) != 2:
             raise BadInputError(f"the inputs have measurements on {len(keys)} GPU(s) ({', '.join(keys) or 'none'}); "

@@ -19,7 +19,8 @@ from typing import Any, Iterable
 from visprof.analysis.families import architecture
 from visprof.analysis.gpus import GpuTable, gpu_table
 from visprof.analysis.store_adapter import is_sqlite_file, open_store, reference_dict
-from visprof.analysis.timm_csv import canonical_precision, parse_benchmark_filename, read_benchmark_csv
+from visprof.analysis.timm_csv import (canonical_precision, check_benchmark_csv, parse_benchmark_filename,
+                                      read_benchmark_csv)
 from visprof.base.errors import BadInputError, NotAResultError
 from visprof.result import ProfileResult
 
@@ -108,6 +109,16 @@ class Loaded:
         return Loaded(measurements, list(self.skipped), list(self.inputs)), len(self.measurements) - len(measurements)
 
 
+def no_profiles_error(why: str, *, model: str | None = None, references: int = 0) -> BadInputError:
+    """The one wording, for every command that needs visprof profiles, of inputs that hold none:
+    ``why`` says what the command reads them for, ``model`` is the pattern that matched none,
+    ``references`` the published rows the inputs held instead."""
+    matching = f" match {model!r}" if model else ""
+    held = (f"; the inputs' {references} reference rows (timm benchmark CSVs, or a store's rows from visprof "
+            "import-timm) are published throughputs, not profiles") if references else ""
+    return BadInputError(f"no profile results in the inputs{matching} ({why}){held}")
+
+
 def from_result(result: ProfileResult, source: str, table: GpuTable) -> Measurement:
     gpu_name = (result.gpu or {}).get("name") or ("CPU" if result.measurement == "cpu" else "unknown GPU")
     spec = table.for_device(gpu_name) if result.measurement == "gpu" else None
@@ -154,9 +165,11 @@ def _load_json(path: Path, table: GpuTable, loaded: Loaded, explicit: bool) -> N
 
 
 def csv_gpu(path: Path, gpu: str | None, table: GpuTable, how: str = "name it as FILE@GPU") -> str:
-    """The spec row name of a timm CSV's GPU: given, or from the file name."""
+    """The spec row name of a timm CSV's GPU: given, or from the file name. A file that is no
+    timm CSV (a store, a profile, binary) is said to be that first: its name says no GPU."""
     if not Path(path).is_file():
         raise BadInputError(f"no such file: {path}" if not Path(path).exists() else f"{path} is not a file")
+    check_benchmark_csv(path)
     if gpu:
         return table.get(gpu).name
     hint = parse_benchmark_filename(Path(path).name)["gpu"]
@@ -229,4 +242,5 @@ def load(paths: Iterable[str | Path], table: GpuTable | None = None) -> Loaded:
     return loaded
 
 
-__all__ = ["FOLDER_FILES", "Loaded", "Measurement", "csv_gpu", "from_reference", "from_result", "input_paths", "load"]
+__all__ = ["FOLDER_FILES", "Loaded", "Measurement", "csv_gpu", "from_reference", "from_result", "input_paths", "load",
+           "no_profiles_error"]

@@ -9,7 +9,7 @@ PyTorch and CUDA versions, GPU.
 A reference row is a dict with the fields of the results store's reference table:
 ``source, gpu_name, model, img_size, batch_size, precision, samples_per_s, step_time_ms,
 param_count_m, gmacs, macts_m, extra``. Nothing here touches a store or a file system
-beyond ``read_benchmark_csv``'s one read.
+beyond the one read of ``read_benchmark_csv`` and of ``check_benchmark_csv``.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from visprof.base.errors import BadInputError
+from visprof.store.result_store import SQLITE_HEADER
 
 REQUIRED = ("model", "infer_img_size", "infer_samples_per_sec", "infer_batch_size")
 OPTIONAL = {"infer_step_time": "step_time_ms", "param_count": "param_count_m", "infer_gmacs": "gmacs",
@@ -102,7 +103,9 @@ def parse_benchmark_csv(text: str, *, source: str, gpu_name: str, precision: str
 
     Raises BadInputError, naming the file and line, for a missing column, a value that is
     not a positive number, or a (model, image size) listed twice."""
-    meta = parse_benchmark_filename(source)
+    reader = csv.DictReader(io.StringIO(text))
+    _checked_header(reader.fieldnames, source)
+    meta = parse_benchmark_filename(source)  # after the columns: a file that is no timm CSV is said to be none first
     precision = precision or meta["precision"]
     if precision is None:
         raise BadInputError(f"{source}: the file name does not say the precision (amp, fp32, ...): give it with "
@@ -110,16 +113,6 @@ def parse_benchmark_csv(text: str, *, source: str, gpu_name: str, precision: str
     if precision.lower() not in PRECISION_WORDS:  # it is stored with every row: a typo would stay there
         raise BadInputError(f"{source}: unknown precision {precision!r}; choose from {', '.join(PRECISION_WORDS)}")
     precision = PRECISION_WORDS[precision.lower()]
-    reader = csv.DictReader(io.StringIO(text))
-    header = reader.fieldnames or []
-    if not header:
-        raise BadInputError(f"{source}: empty file, expected a timm benchmark CSV")
-    if "train_samples_per_sec" in header and "infer_samples_per_sec" not in header:
-        raise BadInputError(f"{source}: a training benchmark; import-timm reads inference benchmarks (infer_* columns)")
-    missing = [c for c in REQUIRED if c not in header]
-    if missing:
-        raise BadInputError(f"{source}: not a timm inference benchmark CSV: missing column(s) {missing} "
-                            f"(header: {', '.join(header)})")
     base_extra = {k: v for k, v in meta.items() if k in ("layout", "torch", "cuda", "mode") and v}
     base_extra.update(extra or {})
     parsed = ParsedBenchmark(rows=[])
@@ -159,22 +152,53 @@ def parse_benchmark_csv(text: str, *, source: str, gpu_name: str, precision: str
     return parsed
 
 
-def read_benchmark_csv(path: str | Path, gpu_name: str, precision: str | None = None,
-                       extra: dict[str, Any] | None = None) -> ParsedBenchmark:
-    """``parse_benchmark_csv`` of a file; a file that cannot be read is a BadInputError."""
-    path = Path(path)
+def _checked_header(header: list[str] | None, source: str) -> None:
+    """The columns of a timm inference benchmark CSV; BadInputError for any other file."""
+    if not header:
+        raise BadInputError(f"{source}: empty file, expected a timm benchmark CSV")
+    if "train_samples_per_sec" in header and "infer_samples_per_sec" not in header:
+        raise BadInputError(f"{source}: a training benchmark; import-timm reads inference benchmarks (infer_* columns)")
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        what = "a JSON file, " if header[0].lstrip().startswith(("{", "[")) else ""
+        raise BadInputError(f"{source}: {what}not a timm inference benchmark CSV: missing column(s) {missing} "
+                            f"(header: {', '.join(header)[:200]})")
+
+
+def _read_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise BadInputError(f"no such file: {path}") from None
     except IsADirectoryError:
         raise BadInputError(f"{path} is a directory; give a timm benchmark CSV file") from None
-    except UnicodeDecodeError:
-        raise BadInputError(f"{path}: not a text file, expected a timm benchmark CSV") from None
     except OSError as exc:
         raise BadInputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return parse_benchmark_csv(text, source=str(path), gpu_name=gpu_name, precision=precision, extra=extra)
+    if data.startswith(SQLITE_HEADER):  # the likeliest wrong file next to a CSV: said by name
+        raise BadInputError(f"{path}: an SQLite file (a results store?), expected a timm benchmark CSV; compare, "
+                            "predict and calibrate read a results store as it is")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = None
+    if text is None or "\x00" in text:  # NULs decode as UTF-8, yet no text file holds them
+        raise BadInputError(f"{path}: not a text file, expected a timm benchmark CSV")
+    return text
 
 
-__all__ = ["ParsedBenchmark", "canonical_precision", "parse_benchmark_csv", "parse_benchmark_filename",
+def check_benchmark_csv(path: str | Path) -> None:
+    """BadInputError unless ``path`` is a readable timm inference benchmark CSV (by its columns),
+    so that a file of another kind is said to be one before its name is read for a GPU or a
+    precision."""
+    _checked_header(next(csv.reader(io.StringIO(_read_text(Path(path)))), None), str(path))
+
+
+def read_benchmark_csv(path: str | Path, gpu_name: str, precision: str | None = None,
+                       extra: dict[str, Any] | None = None) -> ParsedBenchmark:
+    """``parse_benchmark_csv`` of a file; a file that cannot be read is a BadInputError."""
+    path = Path(path)
+    return parse_benchmark_csv(_read_text(path), source=str(path), gpu_name=gpu_name, precision=precision, extra=extra)
+
+
+__all__ = ["ParsedBenchmark", "canonical_precision", "check_benchmark_csv", "parse_benchmark_csv", "parse_benchmark_filename",
            "read_benchmark_csv"]

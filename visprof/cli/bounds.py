@@ -79,22 +79,26 @@ def _refuse_repeats(paths: list[Path]) -> None:
 def cmd_bounds_coverage(args: argparse.Namespace) -> int:
     from visprof.analysis import sources
     from visprof.analysis.measured_bounds import BoundLibrary, coverage, gpu_name
+    from visprof.base.errors import BadInputError
     from visprof.base.outputs import atomic_write_text, check_output_paths
 
     check_output_paths({"--json": args.json}, inputs={"LIBRARY": args.library, "input": sources.input_paths(args.sources)},
                        folder_files=sources.FOLDER_FILES)
     library = BoundLibrary.load(args.library)
     loaded, _ = sources.load(args.sources).latest_profiles_only()
+    if not loaded.profiles:
+        raise sources.no_profiles_error("bounds coverage reads visprof profiles: JSON files, folders or stores",
+                                        references=len(loaded.measurements))
     on_gpu = [m for m in loaded.profiles if gpu_name(m.result) == library.gpu]
     with_families = [m for m in on_gpu if m.result.kernel_families]
-    other = len(loaded.profiles) - len(on_gpu)
-    print(f"{len(with_families)} profiles on {library.gpu} with kernel families ({other} on other GPUs and "
-          f"{len(on_gpu) - len(with_families)} without kernel families left out); library: {len(library.entries)} entries",
-          file=sys.stderr)
+    left_out = (f"{len(loaded.profiles) - len(on_gpu)} on other GPUs and {len(on_gpu) - len(with_families)} without "
+                "kernel families left out")
+    if not with_families:
+        raise BadInputError(f"no profile in the inputs ran on {library.gpu}, the library's GPU, with kernel families "
+                            f"({left_out}): give profiles made on {library.gpu} with the attributed pass")
+    print(f"{len(with_families)} profiles on {library.gpu} with kernel families ({left_out}); library: "
+          f"{len(library.entries)} entries", file=sys.stderr)
     rows = [(m, coverage(library, m.result)) for m in with_families]
-    if not rows:
-        print("no profile to tell")
-        return 0
     kernel_ms = sum(c.kernel_ms for _, c in rows)
     measured_ms = sum(c.measured_ms for _, c in rows)
     shares = sorted(c.measured_share for _, c in rows)

@@ -27,16 +27,10 @@ def _list(convert, what: str):
             raise argparse.ArgumentTypeError(f"expected a comma-separated list of {what}, got {text!r}")
         try:
             return [convert(item) for item in items]
-        except (ValueError, BadInputError) as exc:
+        # ArgumentTypeError: a shared type of cli.arguments, worded as for the other commands
+        except (ValueError, BadInputError, argparse.ArgumentTypeError) as exc:
             raise argparse.ArgumentTypeError(f"{what}: {exc}") from None
     return parse
-
-
-def _batch(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError(f"must be >= 1, got {value}")
-    return value
 
 
 def _precision(text: str) -> str:
@@ -109,7 +103,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                       help="import this module (name or .py path) in the driver and every worker first, "
                            "e.g. one that registers your models with timm's register_model")
     config = sweep.add_argument_group("configurations (comma-separated lists are crossed)")
-    config.add_argument("--batch-size", "-b", type=_list(_batch, "batch sizes"), metavar="LIST",
+    config.add_argument("--batch-size", "-b", type=_list(positive_int, "batch sizes"), metavar="LIST",
                         help="default: 64 on a GPU, 2 on the CPU; on out of memory a batch decays as in timm's benchmark.py "
                              "(on the CPU, a batch the host-memory estimate says cannot fit fails at once, as an "
                              "oom naming the batch that fits)")
@@ -157,7 +151,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     export.add_argument("--format", "-f", choices=_FORMATS, default="csv", help="default: csv")
     export.add_argument("--output", "-o", type=Path, metavar="FILE", help="default: stdout (parquet needs a file)")
     export.add_argument("--model", metavar="PATTERN", help="only models matching this pattern")
-    export.add_argument("--gpu", metavar="PATTERN", help="only rows of GPUs whose name matches ('*H200*')")
+    export.add_argument("--gpu", metavar="PATTERN", help="only rows of GPUs whose name matches ('*H200*'); cpu: the CPU's rows")
     export.add_argument("--failures", action="store_true", help="export the failures instead (csv or json)")
     export.set_defaults(handler=cmd_export)
 

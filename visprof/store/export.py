@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from visprof.base.errors import BadInputError
-from visprof.store.result_store import ResultStore, open_store
+from visprof.store.result_store import ResultStore, device_name, open_store
 from visprof.store.timm_format import TIMM_COLUMNS, to_timm_row
 
 __all__ = ["export_store", "FORMATS", "EXPORT_SCHEMA"]
@@ -46,12 +46,15 @@ def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt
         raise BadInputError("--format parquet writes a binary file: give one with -o FILE")
     if failures and fmt not in ("csv", "json"):
         raise BadInputError("--failures exports as csv or json")
+    _check_patterns(model, gpu)
     if output is not None:
         source = store.path if isinstance(store, ResultStore) else store
         check_output_paths({"--output": output}, inputs={"store": source})
     owned = not isinstance(store, ResultStore)
     reader = open_store(store) if owned else store
     try:
+        if not failures and fmt != "json" and reader.count("results") == 0:  # json: its references and failures
+            raise BadInputError(_no_results(reader))
         if fmt == "parquet":
             frame = _parquet_frame(reader, model, gpu)
             with atomic_output(output, "wb") as fh:
@@ -70,6 +73,30 @@ def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt
     return count
 
 
+# What each filter selects, for the message when it is given empty (it would match nothing).
+_PATTERN_EXAMPLES = {"--model": "a model name or pattern ('vit_*')",
+                     "--gpu": "a GPU name or pattern ('*H200*'), or cpu for the CPU's rows"}
+
+
+def _check_patterns(model: str | None, gpu: str | None) -> None:
+    for option, pattern in (("--model", model), ("--gpu", gpu)):
+        if pattern is not None and not pattern.strip():
+            raise BadInputError(f"{option} is empty: give {_PATTERN_EXAMPLES[option]}, or leave {option} out for "
+                                "every row")
+
+
+def _no_results(store: ResultStore) -> str:
+    """Why an export of results has nothing to write: the store holds none, and what it holds instead."""
+    text = f"{store.path} holds no profile results (visprof sweep --store {store.path} adds them)"
+    references, failures = store.count("references"), store.count("failures")
+    if references:
+        text += (f"; its {references} reference rows come from visprof import-timm and are read by compare and "
+                 "calibrate (--format json exports them)")
+    if failures:
+        text += f"; {failures} cells failed (--failures exports them)"
+    return text
+
+
 def _write_text(store: ResultStore, fmt: str, out: IO[str], model, gpu, failures: bool) -> int:
     if fmt == "json":
         return _write_json(store, out, model, gpu, failures)
@@ -79,7 +106,7 @@ def _write_text(store: ResultStore, fmt: str, out: IO[str], model, gpu, failures
         return _write_csv(out, columns, rows)
     if fmt == "timm":
         rows = store.rows(model, gpu)
-        gpus = sorted({str(r["gpu_name"] or "cpu") for r in rows})
+        gpus = sorted({device_name(r) for r in rows})
         if len(gpus) > 1:
             raise BadInputError(f"--format timm writes one device's results and the store holds several "
                                 f"({', '.join(gpus)}); choose one with --gpu")
@@ -128,7 +155,7 @@ def _matches(row: dict[str, Any], model: str | None, gpu: str | None) -> bool:
     import fnmatch
 
     return ((model is None or fnmatch.fnmatchcase(str(row.get("model")), model))
-            and (gpu is None or fnmatch.fnmatchcase(str(row.get("gpu_name")), gpu)))
+            and (gpu is None or fnmatch.fnmatchcase(device_name(row), gpu)))
 
 
 def _failure_columns(store: ResultStore) -> list[str]:

@@ -9,6 +9,7 @@
 Every result goes in with its category and memory rows in one transaction, so a killed
 writer leaves whole rows or none. A store is written by one sweep at a time (an exclusive
 ``flock`` on the file, released by the kernel when the writer dies, however it dies).
+A new store's file appears whole, with its schema, or not at all (``_create_whole``).
 The schema is in ``visprof.store.schema`` and docs/sweep.md.
 
 A file that is not a whole visprof store (truncated, overwritten, empty, another program's
@@ -18,9 +19,11 @@ notices at opening or at a later query (``DamagedStoreError``); the file is left
 from __future__ import annotations
 
 import contextlib
+import errno
 import fnmatch
 import json
 import os
+import secrets
 import socket
 import sqlite3
 import zlib
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from visprof.base.errors import BadInputError, OutputWriteError
+from visprof.base.outputs import describe_os_error
 from visprof.store.flatten import (category_rows, compact_json, flatten_result, kernel_family_category_rows,
                                    kernel_family_rows, memory_rows, normalize_gpu_uuid, op_type_rows)
 from visprof.store.cell import Cell, img_size_text
@@ -40,7 +44,7 @@ from visprof.store.versions import SoftwareVersions
 if TYPE_CHECKING:
     from visprof.result import ProfileResult
 
-__all__ = ["ResultStore", "open_store", "Reference", "CellState", "StoreBusyError", "DamagedStoreError"]
+__all__ = ["ResultStore", "open_store", "Reference", "CellState", "StoreBusyError", "DamagedStoreError", "device_name"]
 
 SQLITE_HEADER = b"SQLite format 3\x00"  # the first bytes of every SQLite file
 _FAILURE_KINDS = ("error", "oom", "timeout", "crash")
@@ -50,6 +54,17 @@ _STORAGE_ERRORS = ("disk is full", "readonly", "disk I/O error", "unable to open
 
 class _NoTables(BadInputError):
     """An SQLite file without tables, opened for reading (for writing it becomes a new store)."""
+
+
+# A result's or failure's device as ``--gpu`` patterns match it and messages name it: the GPU's
+# name, or "cpu" for a CPU row (which has no GPU name), so the name a message offers is one a
+# pattern can select, and "*" keeps the CPU rows.
+_DEVICE_NAME_SQL = "COALESCE(gpu_name, device_kind)"
+
+
+def device_name(row: Mapping[str, Any]) -> str:
+    """``_DEVICE_NAME_SQL`` of a row read from the results or failures table."""
+    return str(row.get("gpu_name") or row.get("device_kind"))
 
 
 # The tables every store has had since schema version 1 (later ones are created when missing).
@@ -108,6 +123,7 @@ class ResultStore:
         self._check_path()
         try:
             if write:
+                _create_whole(self.path)
                 self._lock_fd = lock_for_writing(self.path)
             self.conn = sqlite3.connect(str(self.path), timeout=60, isolation_level=None, factory=StoreConnection)
             self.conn.store_path = str(self.path)
@@ -161,15 +177,10 @@ class ResultStore:
                 empty = self.path.stat().st_size == 0
                 raise _NoTables(f"{self.path} is {'empty (0 bytes)' if empty else 'an SQLite file with no tables'}, "
                                 "not a visprof results store")
+            # An empty file someone made (a new store is made whole by _create_whole): it becomes the store.
             conn.execute("PRAGMA journal_mode = WAL")
             with self.transaction():
-                for statement in _statements(DDL):
-                    conn.execute(statement)
-                conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", [
-                    ("schema_version", str(SCHEMA_VERSION)),
-                    ("created_at", _now()),
-                    ("created_by", f"visprof {SoftwareVersions.current().visprof}"),
-                ])
+                _create_tables(conn)
         version = self.schema_version
         if version > SCHEMA_VERSION:
             raise BadInputError(f"{self.path} has store schema version {version}; this visprof reads "
@@ -370,7 +381,8 @@ class ResultStore:
     # --- reading ---------------------------------------------------------------------
     def rows(self, model: str | None = None, gpu: str | None = None) -> list[dict[str, Any]]:
         """The flattened result rows (every column but the compressed result), oldest first.
-        ``model`` and ``gpu`` (the GPU's name) filter with shell patterns such as ``vit_*``."""
+        ``model`` and ``gpu`` (the GPU's name, "cpu" for the CPU's rows) filter with shell
+        patterns such as ``vit_*``."""
         columns = [c for c in self.columns("results") if c != "result_json"]
         where, params = _pattern_filter(model, gpu)
         query = f"SELECT {', '.join(columns)} FROM results WHERE {where} ORDER BY id"
@@ -546,6 +558,66 @@ def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
+def _create_tables(conn: sqlite3.Connection) -> None:
+    """The schema and the meta rows of a new store, on an empty database."""
+    from visprof.result import visprof_version  # not SoftwareVersions.current(): it imports torch and timm
+
+    for statement in _statements(DDL):
+        conn.execute(statement)
+    conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", [
+        ("schema_version", str(SCHEMA_VERSION)),
+        ("created_at", _now()),
+        ("created_by", f"visprof {visprof_version()}"),
+    ])
+
+
+def _create_whole(path: Path) -> None:
+    """Makes a new, empty store at ``path`` (unless a file is there): whole or not at all.
+
+    Made in place, the file would exist before its schema did (SQLite writes the header before
+    the schema's transaction commits), and a Ctrl-C or a kill in between would leave a file
+    that is no store. So the store is made in a temporary file beside ``path``, synced, and
+    hard-linked in as ``path``: linking never replaces a file, so a store another writer made
+    meanwhile is kept (the writers' lock then decides between the two)."""
+    path = Path(os.path.realpath(path))  # a link to a store yet to be made: made where it points
+    if os.path.lexists(path):
+        return
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.new")  # named first: removed by name
+    try:
+        with contextlib.closing(sqlite3.connect(temporary, isolation_level=None)) as conn:
+            conn.execute("PRAGMA journal_mode = OFF")  # a file no one else sees: no journal to roll back to
+            conn.execute("BEGIN")
+            _create_tables(conn)
+            conn.execute("COMMIT")
+        fd = os.open(temporary, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # on disk before it has the store's name
+        finally:
+            os.close(fd)
+        _link_new(temporary, path)
+    except sqlite3.Error as exc:  # e.g. "disk is full"
+        raise OutputWriteError(path, str(exc)) from exc
+    except OSError as exc:
+        raise OutputWriteError(path, describe_os_error(exc)) from exc
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+
+
+def _link_new(temporary: Path, path: Path) -> None:
+    """``temporary`` as ``path`` too, unless a file is there by now (another writer made the store
+    meanwhile: that one is opened). A file system without hard links gets a rename instead."""
+    try:
+        os.link(temporary, path)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP):
+            raise
+        if not os.path.lexists(path):
+            os.replace(temporary, path)
+
+
 def _insert_many(conn: sqlite3.Connection, table: str, rows: list[dict[str, Any]]) -> None:
     if not rows:
         return
@@ -592,6 +664,6 @@ def _pattern_filter(model: str | None, gpu: str | None) -> tuple[str, list[Any]]
         clauses.append("model GLOB ?")
         params.append(model)
     if gpu is not None:
-        clauses.append("gpu_name GLOB ?")
+        clauses.append(f"{_DEVICE_NAME_SQL} GLOB ?")
         params.append(gpu)
     return " AND ".join(clauses), params

@@ -89,11 +89,12 @@ class StoreConnection(sqlite3.Connection):
 
 
 def lock_for_writing(path: Path) -> int:
-    """An open descriptor of ``path`` holding its exclusive lock; StoreBusyError if another process holds it."""
+    """An open descriptor of ``path`` (it must exist: a store is made whole before it is locked)
+    holding its exclusive lock; StoreBusyError if another process holds it."""
     import fcntl
 
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = os.open(path, os.O_RDWR)
     except OSError as exc:
         raise BadInputError(f"--store: cannot open {path}: {exc.strerror}") from None
     try:

@@ -1,0 +1,82 @@
+"""export on a store whose rows are of several devices, and on one with no results to export.
+
+A store can hold GPU rows and CPU rows (a sweep on each; CPU rows have no GPU name). The
+name an error offers for the CPU's rows ("cpu") must select them, a pattern matching every
+device keeps them, and a filter given empty, or a store holding no results (only imported
+timm rows), is one error, not a header with nothing under it. Real stores, through the store
+API as a sweep writes them."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from device_stores import mixed_store, reference_only_store
+from visprof.base.errors import BadInputError
+from visprof.store.export import export_store
+from visprof.store.result_store import open_store
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    return mixed_store(tmp_path / "mixed.db")
+
+
+@pytest.fixture
+def reference_only(tmp_path):
+    return reference_only_store(tmp_path / "refonly.db")
+
+
+def exported(store, fmt="csv", **filters) -> list[dict]:
+    out = io.StringIO()
+    export_store(store, None, fmt, stdout=out, **filters)
+    return list(csv.DictReader(io.StringIO(out.getvalue())))
+
+
+def test_the_cpu_rows_go_by_the_name_the_error_offers(mixed):
+    with pytest.raises(BadInputError, match=r"holds several \(NVIDIA H200, cpu\); choose one with --gpu") as info:
+        exported(mixed, "timm")
+    offered = str(info.value).split("(")[1].split(")")[0].split(", ")
+    rows = {name: exported(mixed, "timm", gpu=name) for name in offered}
+    assert [len(r) for r in rows.values()] == [1, 1]
+    assert float(rows["cpu"][0]["infer_samples_per_sec"]) == float(rows["NVIDIA H200"][0]["infer_samples_per_sec"])
+    (cpu_row,) = exported(mixed, "csv", gpu="cpu")
+    assert cpu_row["device_kind"] == "cpu" and cpu_row["gpu_name"] == ""
+    (failure,) = exported(mixed, "csv", gpu="cpu", failures=True)
+    assert failure["error_class"] == "ModelForwardError"
+
+
+def test_a_pattern_of_every_device_keeps_the_cpu_rows(mixed):
+    assert {r["device_kind"] for r in exported(mixed, "csv", gpu="*")} == {"gpu", "cpu"}
+    with pytest.raises(BadInputError, match=r"holds several \(NVIDIA H200, cpu\)"):
+        exported(mixed, "timm", gpu="*")  # one device's rows only: refused, not the GPU's rows alone
+    with open_store(mixed) as store:
+        assert len(list(store.results(gpu="*"))) == 2
+
+
+@pytest.mark.parametrize("option, value", [("gpu", ""), ("gpu", " "), ("model", "")])
+def test_an_empty_filter_is_refused(mixed, tmp_path, option, value):
+    with pytest.raises(BadInputError, match=rf"^--{option} is empty: give .*, or leave --{option} out") as info:
+        export_store(mixed, tmp_path / "out.csv", "timm", **{option: value})
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "out.csv").exists()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "timm", "parquet"])
+def test_a_store_of_imported_timm_rows_has_no_results_to_export(reference_only, tmp_path, fmt):
+    with pytest.raises(BadInputError) as info:
+        export_store(reference_only, tmp_path / "out", fmt)
+    assert str(info.value) == (f"{reference_only} holds no profile results (visprof sweep --store {reference_only} "
+                               "adds them); its 1 reference rows come from visprof import-timm and are read by "
+                               "compare and calibrate (--format json exports them)")
+    assert not (tmp_path / "out").exists()
+    export_store(reference_only, tmp_path / "all.json", "json")  # the json export holds the references
+    assert len(json.loads((tmp_path / "all.json").read_text())["references"]) == 1
+
+
+def test_an_empty_store_has_no_results_to_export(tmp_path):
+    open_store(tmp_path / "empty.db", write=True).close()
+    with pytest.raises(BadInputError, match=r"empty\.db holds no profile results \(visprof sweep --store .*\)$"):
+        exported(tmp_path / "empty.db", "timm")

@@ -1,0 +1,81 @@
+"""A new results store is made whole or not at all.
+
+Ctrl-C during `visprof import-timm CSV --store new.db`, at the moment the store's file first
+appears, once left a 4096-byte SQLite file with no tables (or an empty one), which every later
+command refused as "not a visprof results store". Real processes, real signals: the child is
+stopped (SIGSTOP) at the first sign of the store in its folder, interrupted, and let go; then
+new.db must be absent or a whole store, with nothing else left in the folder."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from visprof.base.child_env import child_env
+from visprof.base.errors import BadInputError
+from visprof.store.result_store import open_store
+
+CSV = Path(__file__).resolve().parents[1] / "data" / "timm" / "benchmark-infer-amp-nchw-pt240-cu124-rtx3090.csv"
+
+
+def _interrupt_at_the_stores_first_sign(folder: Path) -> tuple[int, str]:
+    """(exit code, stderr) of import-timm into folder/new.db, sent SIGINT as soon as anything but
+    the CSV shows in the folder (the store, or a file it is being made in)."""
+    proc = subprocess.Popen([sys.executable, "-m", "visprof", "import-timm", CSV.name, "--store", "new.db"], cwd=folder,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=child_env(VISPROF_DEBUG=""))
+    try:
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:
+            # Not the probe that checks the folder takes new files (`base.outputs`), made before any store.
+            if any(name != CSV.name and not name.endswith(".probe") for name in os.listdir(folder)):
+                proc.send_signal(signal.SIGSTOP)  # held where it is while the interrupt is sent
+                proc.send_signal(signal.SIGINT)
+                proc.send_signal(signal.SIGCONT)
+                break
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, err
+
+
+def _whole_store(path: Path) -> bool:
+    try:
+        with open_store(path) as store:
+            return store.count("references") in (0, 60)  # the rows go in whole, in one transaction
+    except BadInputError:
+        return False
+
+
+def test_ctrl_c_as_a_new_store_is_made_leaves_none_or_a_whole_one(tmp_path):
+    """Repeated until an interrupt lands before the store exists (else each run only shows the
+    store whole after the fact): the window is the few ms of writing and syncing it."""
+    for attempt in range(8):
+        folder = tmp_path / f"run{attempt}"
+        folder.mkdir()
+        shutil.copy(CSV, folder / CSV.name)
+        code, err = _interrupt_at_the_stores_first_sign(folder)
+        store = folder / "new.db"
+        assert not store.exists() or _whole_store(store), (attempt, code, err, sorted(os.listdir(folder)))
+        left = sorted(p for p in os.listdir(folder) if p not in (CSV.name, "new.db"))
+        assert left == [], left  # no temporary file, no side file of a store that is not there
+        assert "Traceback" not in err, err
+        if code == 130 and not store.exists():
+            assert err.splitlines()[-1].startswith("visprof: error: interrupted"), err
+            break
+    else:
+        pytest.fail("no interrupt in 8 runs landed while the store was being made")
+    print(f"interrupted while the store was made in run {attempt + 1}")
+
+
+def test_a_new_store_has_no_file_beside_it_once_made(tmp_path):
+    with open_store(tmp_path / "new.db", write=True) as store:
+        assert store.count("results") == 0 and store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert sorted(os.listdir(tmp_path)) == ["new.db"]
