@@ -1,7 +1,5 @@
 """``python -m visprof ...``: the same as the ``visprof`` console script."""
-import sys
-
-from visprof.cli.app import main
+from visprof.cli.app import run
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

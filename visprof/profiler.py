@@ -98,6 +98,8 @@ def profile(
     started = time.perf_counter()
     check_count("warmup", warmup, 0)
     check_count("iterations", iterations, 1)
+    check_count("attributed_iterations", attributed_iterations, 1)
+    check_count("top_modules", top_modules, 1)  # before the run: it is used only when the result is built
     device = hardware.resolve_device(device)
     passes = passes_for(passes, "cuda" if device.startswith("cuda") else "cpu")
     trace_sink = _trace_sink(trace_path, recording_path, on_trace, category_file)

@@ -26,6 +26,12 @@ from visprof.native.records import CapturedTrace
 class TraceSession:
     def __init__(self, model: torch.nn.Module | None = None, table: CategoryTable | None = None,
                  gpu: bool | None = None):
+        if model is not None and not isinstance(model, torch.nn.Module):
+            from visprof.base.errors import BadInputError
+
+            named = f" {model!r}" if isinstance(model, str) else ""
+            raise BadInputError(f"trace() takes the nn.Module the traced code runs, got a {type(model).__name__}{named} "
+                                "(timm.create_model(name) builds one; visprof.profile(name) profiles a model by name)")
         self.table_ = table or default_table()
         self._tracker = ModuleTracker(model)
         self._capture = OpCapture(self._tracker, self.table_, structure=True)

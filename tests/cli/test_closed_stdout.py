@@ -2,6 +2,7 @@
 its stdout is a pipe whose reading end is closed before it prints)."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -37,3 +38,26 @@ def test_the_wrapper_drops_what_follows_a_closed_pipe():
     assert out.write("a line\n") == 7 and out.write("another\n") == 8
     out.flush()
     assert Closing.calls == 1  # the first write found the pipe closed; nothing is tried after it
+
+
+def test_a_full_disk_behind_stdout_is_one_line_after_the_files_are_written(tmp_path):
+    """`> /dev/full`: every write to stdout fails with ENOSPC. The command still writes its files,
+    then says so in one line, exit 5 (an output that could not be written)."""
+    csvs = sorted(TIMM.glob("*rtx3090.csv")) + sorted(TIMM.glob("*rtx4090.csv"))
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "visprof", "compare", *map(str, csvs), "--json",
+                               str(tmp_path / "c.json")], stdout=full, stderr=subprocess.PIPE, timeout=300)
+    err = done.stderr.decode()
+    assert done.returncode == 5, err
+    assert err.strip().splitlines()[-1] == "visprof: error: could not write to standard output: No space left on device"
+    assert "Traceback" not in err
+    assert (tmp_path / "c.json").stat().st_size > 100
+
+
+def test_stdout_closed_before_the_start_is_no_traceback():
+    """`visprof info >&-`: Python starts without sys.stdout; the report goes nowhere, as for a
+    reader that went away."""
+    done = subprocess.run([sys.executable, "-m", "visprof", "info"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          timeout=120, close_fds=True, preexec_fn=lambda: os.close(1))
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"Traceback" not in done.stderr

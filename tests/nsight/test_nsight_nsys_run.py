@@ -164,3 +164,13 @@ def test_a_tool_given_as_a_path_in_this_folder_runs_by_that_path(tmp_path, monke
     assert tools.find_tool("ncu") == ncu and tools.find_tool("ncu").is_absolute()
     from visprof.nsight.ncu_run import ncu_version
     assert ncu_version(tools.find_tool("ncu")) == "ncu 2025.3.1.0"
+
+
+def test_no_import_with_json_is_refused_before_recording(tmp_path, capsys):
+    """`--no-import --json FILE` once recorded, wrote no FILE and said nothing, exit 0."""
+    assert cli.main(["nsys", "run", "--nsys", str(tmp_path / "no-such-nsys"), "--no-import", "--json",
+                     str(tmp_path / "r.json"), "-o", str(tmp_path / "run"), "--", sys.executable, "-c", "pass"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("visprof: error: --no-import only records and exports, so --json cannot apply")
+    assert not list(tmp_path.iterdir())
+

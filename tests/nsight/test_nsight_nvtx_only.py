@@ -67,6 +67,23 @@ def test_the_cli_runs_it_and_refuses_options_that_cannot_apply(capsys):
                    "under nsys and import it (visprof nsys run) for a breakdown")
 
 
+def test_the_cli_passes_its_latency_regime_to_the_run(capsys):
+    """--autocast reached the run only through --precision once: a model cast ran autocast per
+    forward (92 ops of resnet18 at bf16, casts included, where the cast model runs 69)."""
+    common = ["profile", "resnet18", "--img-size", "32", "-b", "1", "--device", "cpu", "--iterations", "1",
+              "--warmup", "0", "--nvtx-only", "--quiet", "--precision", "bf16"]
+    assert cli.main([*common, "--autocast", "model-cast"]) == 0
+    cast = capsys.readouterr().out
+    assert cli.main([*common, "--autocast", "per-forward"]) == 0
+    per_forward = capsys.readouterr().out
+    assert "bf16 model cast, inference_mode" in cast and "bf16 autocast per forward" in per_forward
+
+    def ops(out: str) -> int:
+        return int(out.split("ops per iteration: ")[1].split(",")[0])
+
+    assert ops(cast) < ops(per_forward)
+
+
 @pytest.mark.parametrize("inside_an_op", [False, True], ids=["between-ops", "inside-an-op"])
 def test_a_model_that_fails_is_blamed_in_one_line_and_leaves_no_range_open(inside_an_op):
     import torch

@@ -193,6 +193,17 @@ class OutputWriteError(VisprofError):
         super().__init__(f"could not write {self.path}: {reason}; {left}")
 
 
+class StdoutWriteError(VisprofError):
+    """Standard output failed for a reason other than a reader that went away (a full disk behind
+    `> file`, an I/O error). The command still wrote its output files; this is said after it."""
+
+    exit_code = EXIT_OUTPUT
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(f"could not write to standard output: {reason}")
+
+
 class NativeUnavailableError(VisprofError):
     """The native extension ``visprof._C`` could not be loaded or lacks a backend."""
 
@@ -246,6 +257,7 @@ __all__ = [
     "NoGPUError",
     "DeviceNotFoundError",
     "OutOfMemoryError",
+    "StdoutWriteError",
     "CuptiUnavailableError",
     "ModelForwardError",
     "NativeUnavailableError",

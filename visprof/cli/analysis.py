@@ -236,6 +236,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from visprof.analysis.calibration_fleet import fleet_from_comparison, profiling_gpus_note
     from visprof.analysis.families import architecture
     from visprof.analysis.calibration_sentences import sentences
+    from visprof.analysis import sources
     from visprof.analysis.compare import compare
     from visprof.analysis.held_out import family_held_out
     from visprof.base.errors import BadInputError
@@ -247,17 +248,22 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     table = _table(args)
     loaded = _load(args.sources, table)
     if not loaded.profiles:
-        raise BadInputError("no profile results in the inputs (calibrate needs visprof profiles of some of the models)")
+        raise sources.no_profiles_error("calibrate needs visprof profiles of some of the models",
+                                        references=len(loaded.measurements))
     _say(f"{len(loaded.measurements)} measurements ({len(loaded.profiles)} profiles); joining and predicting")
     mixed = profiling_gpus_note(loaded.profiles)
     if mixed:
         _say(f"note: {mixed}")
     comparison = compare(loaded.measurements, args.base, args.target, table)
+    _check_explained_names(args.explain or [], comparison)  # before the fit: a typo costs no minute
     if comparison.software:
         _say(f"warning: {comparison.software}")
     if comparison.paths:
         _say(f"warning: {comparison.paths}")
     fleet, missing = fleet_from_comparison(comparison, loaded.profiles, table)
+    families = len({fleet.families[i] for i in range(len(fleet.families)) if np.isfinite(fleet.log_obs[i])})
+    if args.folds > families:
+        _say(f"note: --folds {args.folds}, but the models are of {families} families: {families} folds, one family each")
     published = int(np.isfinite(fleet.log_obs).sum())
     _say(f"{published} models with a profile and both published numbers ({missing} joined models without a usable "
          f"profile); fitting")
@@ -307,6 +313,22 @@ def _explained(fit, fleet, names: list[str], published: set[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _check_explained_names(names: list[str], comparison) -> None:
+    """--explain names a model the pair publishes on both GPUs (any pretrained tag of it)."""
+    import difflib
+
+    from visprof.analysis.families import architecture
+    from visprof.base.errors import BadInputError
+
+    published = sorted({architecture(mc.model) for mc in comparison.models})
+    for name in names:
+        if architecture(name) not in published:
+            close = difflib.get_close_matches(architecture(name), published, n=3, cutoff=0.6)
+            hint = f"; did you mean: {', '.join(close)}?" if close else ""
+            raise BadInputError(f"--explain {name}: no published row on both {comparison.base} and "
+                                f"{comparison.target} under this name{hint}")
+
+
 def prediction_row(p) -> dict:
     row = p.to_dict()
     row.pop("bound_ms")
@@ -322,6 +344,7 @@ def prediction_row(p) -> dict:
 def cmd_predict(args: argparse.Namespace) -> int:
     import fnmatch
 
+    from visprof.analysis import sources
     from visprof.analysis.predict import choose_profiles, predict_many
     from visprof.base.errors import BadInputError
     from visprof.base.outputs import atomic_write_text
@@ -337,8 +360,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     loaded = _load(args.sources, table)
     results = [m.result for m in loaded.profiles if args.model is None or fnmatch.fnmatchcase(m.model, args.model)]
     if not results:
-        raise BadInputError("no profile results in the inputs" + (f" match {args.model!r}" if args.model else "")
-                            + " (predict reads visprof profiles: JSON files, folders or stores)")
+        raise sources.no_profiles_error("predict reads visprof profiles: JSON files, folders or stores",
+                                        model=args.model, references=len(loaded.measurements) - len(loaded.profiles))
     left_out = 0
     if not args.every_profile:
         results, left_out = choose_profiles(results, args.batch_size)

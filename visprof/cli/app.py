@@ -10,8 +10,10 @@ Heavy modules (torch, timm, the profiler) are imported inside the commands, so
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -350,14 +352,25 @@ def visprof_version() -> str:
 
 # --- entry point ---------------------------------------------------------------------------
 
+# The commands that run models import torch and timm first, holding Ctrl-C meanwhile
+# (import_timm_holding_interrupts says why).
+MODEL_COMMANDS = {"profile", "sweep", "compare-compile", "ncu"}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (argparse's own errors and --help included)."""
     try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exit_:  # --help, --version, or a usage error argparse printed
-        return exit_.code if isinstance(exit_.code, int) else 0
-    try:
+        # Parsing is inside: an argument type may import torch (sweep's --img-size), and --help
+        # writes to stdout.
         with pipe_safe_stdout():
+            try:
+                args = build_parser().parse_args(argv)
+            except SystemExit as exit_:  # --help, --version, or a usage error argparse printed
+                return exit_.code if isinstance(exit_.code, int) else 0
+            if args.command in MODEL_COMMANDS:
+                from visprof.base.timm_import import import_timm_holding_interrupts
+
+                import_timm_holding_interrupts()
             return args.handler(args)
     except VisprofError as error:
         if os.environ.get("VISPROF_DEBUG"):
@@ -369,3 +382,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         detail = f"; {interrupt.args[0]}" if interrupt.args and interrupt.args[0] else ""
         print(f"visprof: error: interrupted{detail}", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def run() -> None:
+    """The ``visprof`` console script and ``python -m visprof``: ``main()``, then exit with its code.
+
+    Once ``main`` returns the command is done (its files written, its report printed). A Ctrl-C
+    while the interpreter then tears torch down would end the process by SIGINT, with no word and
+    a code that says interrupted, so it is ignored from here on."""
+    code = main()
+    with contextlib.suppress(ValueError):  # signal() works in the main thread only
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)

@@ -1,10 +1,17 @@
-"""A reader that goes away (`visprof calibrate ... --save cal.json | head`, a pager quit early)
-must not cost the files a command still has to write: printing to a closed pipe raises
-BrokenPipeError, which would end the command before its --json, --csv or --save.
+"""Standard output that fails must not cost the files a command still has to write.
 
-``pipe_safe_stdout()`` wraps ``sys.stdout`` for the length of a command: the first write or
-flush that finds the pipe closed points the stream's file descriptor at /dev/null (so that the
-interpreter's own flush at exit finds no pipe either), and every later write is dropped.
+- A reader that goes away (`visprof calibrate ... --save cal.json | head`, a pager quit early):
+  printing to a closed pipe raises BrokenPipeError, which would end the command before its
+  --json, --csv or --save. The first write or flush that finds the pipe closed points the
+  stream's file descriptor at /dev/null (so that the interpreter's own flush at exit finds no
+  pipe either), and every later write is dropped: the user chose not to read the rest.
+- Standard output closed before the start (`visprof info >&-`): Python has no ``sys.stdout``;
+  the report goes to /dev/null, as for a reader that went away.
+- Any other failure (`> file` on a full disk, an I/O error): later writes are dropped the same
+  way so that the command still writes its files, and after it the failure is reported as a
+  ``StdoutWriteError`` (one line, exit 5) rather than lost.
+
+``pipe_safe_stdout()`` wraps ``sys.stdout`` for the length of a command.
 """
 from __future__ import annotations
 
@@ -13,13 +20,16 @@ import os
 import sys
 from typing import Iterator, TextIO
 
+from visprof.base.errors import StdoutWriteError
+
 
 class _DropWhenClosed:
-    """``stream`` until its reader goes away, then nothing."""
+    """``stream`` until it fails, then nothing; ``failure`` keeps a failure that was not a closed pipe."""
 
     def __init__(self, stream: TextIO):
         self._stream = stream
         self._closed = False
+        self.failure: str | None = None
 
     def write(self, text: str) -> int:
         if not self._closed:
@@ -34,11 +44,17 @@ class _DropWhenClosed:
         try:
             call(*args)
         except BrokenPipeError:
-            self._closed = True
-            with contextlib.suppress(OSError, ValueError, AttributeError):  # a stream without a descriptor
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, self._stream.fileno())
-                os.close(devnull)
+            self._drop()
+        except OSError as error:
+            self.failure = error.strerror or str(error)
+            self._drop()
+
+    def _drop(self) -> None:
+        self._closed = True
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # a stream without a descriptor
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
@@ -47,11 +63,18 @@ class _DropWhenClosed:
 @contextlib.contextmanager
 def pipe_safe_stdout() -> Iterator[None]:
     original = sys.stdout
-    sys.stdout = _DropWhenClosed(original)
+    stream = original if original is not None else open(os.devnull, "w")
+    wrapped = _DropWhenClosed(stream)
+    sys.stdout = wrapped
     try:
         yield
+        wrapped.flush()  # what is still buffered fails here, not in the interpreter's flush at exit
     finally:
         sys.stdout = original
+        if original is None:
+            stream.close()
+    if wrapped.failure:
+        raise StdoutWriteError(wrapped.failure)
 
 
 __all__ = ["pipe_safe_stdout"]

@@ -35,7 +35,7 @@ def cmd_profile_nvtx_only(args: argparse.Namespace) -> int:
     run_nvtx_only = importlib.import_module("visprof.nsight.nvtx_only").run_nvtx_only
     run = run_nvtx_only(args.model, batch_size=args.batch_size, img_size=args.img_size, precision=args.precision,
                         channels_last=args.channels_last, device=args.device, grad_mode=args.grad_mode,
-                        warmup=args.warmup,
+                        autocast=args.autocast, warmup=args.warmup,
                         iterations=args.iterations,
                         category_file=str(args.categories) if args.categories is not None else None,
                         progress=not args.quiet)
@@ -166,6 +166,11 @@ def cmd_nsys_run(args: argparse.Namespace) -> int:
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
     nsys_run = importlib.import_module("visprof.nsight.nsys_run")
     report, sqlite = nsys_run.output_paths(args.output)
+    if args.no_import and args.json is not None:
+        from visprof.base.errors import BadInputError
+
+        raise BadInputError("--no-import only records and exports, so --json cannot apply; drop one of them "
+                            "(visprof nsys import BASE.sqlite --json FILE imports the recording later)")
     _check_report_args(args, {"-o report": report, "-o export": sqlite})
     run_nsys = nsys_run.run_nsys
     outputs = run_nsys(program, args.output, capture_range=args.capture_range, nsys=args.nsys)

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 
+from visprof.base.options import regime_label
 from visprof.capture.op_capture import ModuleTracker, OpCapture
 from visprof.attribution.categories import CategoryTable
 from visprof.capture.nvtx_scheme import RUN_MARK_PREFIX
@@ -46,11 +47,12 @@ class NvtxRun:
     latency_ms: LatencyStats | None  # CUDA events (host clock on the CPU) around each iteration
     warnings: list[str] = field(default_factory=list)
     template: list[tuple] = field(default_factory=list, repr=False)  # (op name, module, category key) per op
+    regime: str = ""  # "bf16 model cast, inference_mode" (options.regime_label); the precision alone if empty
 
     def summary(self) -> str:
         lines = [
             f"visprof profile --nvtx-only: {self.model} · batch {self.batch_size} · {self.img_size}px · "
-            f"{self.precision} · {self.device}",
+            f"{self.regime or self.precision} · {self.device}",
             f"NVTX ranges only (no CUPTI): {self.iterations} measured iteration(s) after {self.warmup} warm-up"
             + (", between cudaProfilerStart/Stop" if self.profiler_api else " (no cudaProfilerStart/Stop on the CPU)"),
             f"ops per iteration: {self.ops_per_iteration}, {self.ranged_ops} with category and op ranges"
@@ -68,7 +70,8 @@ class NvtxRun:
 
 def run_nvtx_only(model: str | torch.nn.Module, *, batch_size: int | None = None, img_size: Any = None,
                   precision: str | None = None, channels_last: bool = False, device: str | None = None,
-                  grad_mode: str | None = None, warmup: int | None = None, iterations: int | None = None, table: CategoryTable | None = None,
+                  grad_mode: str | None = None, autocast: str | None = None, warmup: int | None = None,
+                  iterations: int | None = None, table: CategoryTable | None = None,
                   category_file: str | None = None, progress: bool = True,
                   ranged_ops: Callable[[list[tuple]], Iterable[int]] | None = None) -> NvtxRun:
     """Runs `model` under visprof's NVTX ranges only; see the module doc.
@@ -83,8 +86,8 @@ def run_nvtx_only(model: str | torch.nn.Module, *, batch_size: int | None = None
     check_count("iterations", iterations, 1)
     check_count("warmup", warmup, 0)
     setup = resolve_run(model, batch_size=batch_size, img_size=img_size, precision=precision,
-                        channels_last=channels_last, device=device, grad_mode=grad_mode, table=table,
-                        category_file=category_file)
+                        channels_last=channels_last, device=device, grad_mode=grad_mode, autocast=autocast,
+                        table=table, category_file=category_file)
     spec, config, table = setup.spec, setup.config, setup.table
     with Progress(3, spec.name, enabled=progress) as bar:
         bar.step("loading model")
@@ -92,6 +95,7 @@ def run_nvtx_only(model: str | torch.nn.Module, *, batch_size: int | None = None
         try:
             bar.step("warm-up and template forward")
             run = _run(runner, spec, table, warmup, iterations, ranged_ops, bar)
+            run.warnings[:0] = setup.notes  # e.g. an --autocast that does nothing at fp32
         except VisprofError:
             raise
         except Exception as exc:
@@ -164,7 +168,8 @@ def _run(runner, spec, table, warmup, iterations, ranged_ops, bar) -> NvtxRun:
                    precision=config.precision, device=config.device, warmup=warmed, iterations=iterations,
                    ops_per_iteration=len(ops), ranged_ops=len(set(ranged) - folded),
                    folded_ops=len(folded), op_capture=method, profiler_api=cuda,
-                   latency_ms=LatencyStats.from_samples(samples), warnings=warnings, template=ops)
+                   latency_ms=LatencyStats.from_samples(samples), warnings=warnings, template=ops,
+                   regime=regime_label(config))
 
 
 def _category_key(table: CategoryTable, func, module: int, attrs, tracker: ModuleTracker) -> str:

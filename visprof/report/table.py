@@ -6,8 +6,10 @@ as host-clock measurements in the header and in every time column.
 """
 from __future__ import annotations
 
+import os
 import textwrap
 
+from visprof.base.errors import BadInputError
 from visprof.base.options import regime_label
 from visprof.result import CategoryRow, KernelFamilyRow, MemorySummary, ProfileResult, category_totals
 from visprof.report.roofline_text import roofline_section
@@ -281,7 +283,13 @@ def render(result: ProfileResult, width: int | None = None, color: bool = False,
 
     ``width`` fits tables (by shortening names) and wraps prose; None leaves lines as long
     as they need to be. ``top_modules`` shows at most that many of the result's modules.
+    ``result`` may also be the path of a result saved as JSON (`visprof profile --json FILE`).
     """
+    if isinstance(result, (str, os.PathLike)):
+        result = ProfileResult.load(result)
+    elif not isinstance(result, ProfileResult):
+        raise BadInputError(f"the report is of a ProfileResult or the path of one saved as JSON, got a "
+                            f"{type(result).__name__}")
     style = _Style(color)
     cpu = result.measurement != "gpu"
     lines = _header(result)
