@@ -14,6 +14,7 @@ import time
 import pytest
 
 from visprof.base import timm_import
+from visprof.base.child_env import child_env
 
 
 def test_an_interrupt_during_the_import_arrives_after_it(monkeypatch):
@@ -50,7 +51,7 @@ def test_ctrl_c_at_any_moment_of_the_start_says_interrupted(tmp_path):
         # resnet50 at its test size takes the CPU far longer than the imports: never done before the signal
         proc = subprocess.Popen([sys.executable, "-m", "visprof", "profile", "resnet50", "-b", "1", "--device", "cpu",
                                  "--quiet", "--json", str(tmp_path / "r.json")],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path, env=child_env(),
                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         time.sleep(0.1 + window * i / 16)
         proc.send_signal(signal.SIGINT)
@@ -69,6 +70,6 @@ def test_ctrl_c_after_the_command_is_done_changes_nothing(tmp_path):
             "app.main = lambda: 0  # a command that is done\n"
             "atexit.register(lambda: (os.kill(os.getpid(), signal.SIGINT), time.sleep(0.2)))  # Ctrl-C at teardown\n"
             "app.run()\n")
-    done = subprocess.run([sys.executable, "-c", code], stderr=subprocess.PIPE, timeout=60)
+    done = subprocess.run([sys.executable, "-c", code], stderr=subprocess.PIPE, timeout=60, env=child_env())
     assert done.returncode == 0, done.stderr.decode()
     assert b"KeyboardInterrupt" not in done.stderr
