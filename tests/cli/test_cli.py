@@ -98,7 +98,9 @@ def test_square_img_size_is_an_int():
     [
         (["profile", "m", "--batch-size", "0"], "must be >= 1"),
         (["profile", "m", "--batch-size", "many"], "expected an integer"),
-        (["profile", "m", "--img-size", "224x"], "expected N, HxW, test or train"),
+        (["profile", "m", "--img-size", "224x"], "image size must be N, HxW, test or train, got '224x'"),
+        (["profile", "m", "--img-size", "4x224"], "at least 8 pixels a side, got '4x224'"),
+        (["sweep", "m", "--store", "s.db", "--img-size", "224,4"], "at least 8 pixels a side, got '4'"),
         (["profile", "m", "--passes", "timing,bogus"], "comma-separated subset"),
         (["profile", "m", "--precision", "fp8"], "invalid choice"),
         (["profile"], "required: model"),

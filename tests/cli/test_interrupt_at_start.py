@@ -73,3 +73,18 @@ def test_ctrl_c_after_the_command_is_done_changes_nothing(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], stderr=subprocess.PIPE, timeout=60, env=child_env())
     assert done.returncode == 0, done.stderr.decode()
     assert b"KeyboardInterrupt" not in done.stderr
+
+
+def test_the_model_commands_arguments_are_checked_before_torch_loads():
+    """The interrupt is held while torch and timm import, so every argument a model command takes must
+    be checked first: a typo in --img-size said after seconds of imports (or not at all, to a Ctrl-C)."""
+    code = (
+        "import sys; from visprof.cli.app import build_parser; p = build_parser()\n"
+        "p.parse_args(['profile', 'm', '--img-size', '384x256', '-b', '2'])\n"
+        "p.parse_args(['sweep', 'm', '--store', 's.db', '--img-size', '224,test,320x256', '-b', '1,2'])\n"
+        "p.parse_args(['compare-compile', 'm', '--img-size', 'train'])\n"
+        "p.parse_args(['ncu', 'm', '-c', 'attention', '--img-size', '160'])\n"
+        "assert 'torch' not in sys.modules, 'torch loaded'"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env())
+    assert proc.returncode == 0, proc.stderr

@@ -1,4 +1,4 @@
-"""visprof.base.errors and visprof.passes.models on CPU, with small timm models (never pretrained)."""
+"""visprof.base.errors, visprof.base.sizes and visprof.passes.models on CPU, with small timm models (never pretrained)."""
 from __future__ import annotations
 
 import pickle
@@ -9,13 +9,8 @@ from torch import nn
 
 from visprof.base import errors
 from visprof.base.errors import BadInputError, ModelForwardError, OutOfMemoryError, UnknownModelError
-from visprof.passes.models import (
-    DEFAULT_INPUT_SIZE,
-    normalize_img_size,
-    resolve_model,
-    timm_name,
-    validate_batch_size,
-)
+from visprof.base.sizes import normalize_img_size, validate_batch_size
+from visprof.passes.models import DEFAULT_INPUT_SIZE, resolve_model, timm_name
 
 
 class TinyNet(nn.Module):

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from visprof.base.errors import BadInputError, UnknownModelError
-from visprof.sweep.plan import Cell, SweepPlan, img_size_text, parse_img_size, split_sized
+from visprof.base.sizes import parse_img_size
+from visprof.sweep.plan import Cell, SweepPlan, img_size_text, split_sized
 from visprof.sweep.selection import import_modules, read_model_list, select_models
 
 FAKE_MODELS = str(Path(__file__).resolve().parents[1] / "helpers" / "sweep_fake_models.py")

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import argparse
 
+from visprof.base.errors import BadInputError
 from visprof.base.options import PASSES
+from visprof.base.sizes import parse_img_size
 
 __all__ = ["positive_int", "non_negative_int", "int_at_least", "fold_count", "img_size", "pass_list"]
 
@@ -31,20 +33,13 @@ def int_at_least(text: str, minimum: int) -> int:
     return value
 
 
-def img_size(text: str) -> int | tuple[int, int] | str:
-    """``224``, ``HxW`` (``384x256``), ``test`` or ``train``; the range is checked by the profiler."""
-    if text.strip().lower() in ("test", "train"):
-        return text.strip().lower()
-    parts = text.lower().replace(",", "x").split("x")
+def img_size(text: str) -> int | tuple[int, int] | str | None:
+    """``224``, ``HxW`` (``384x256``), ``test`` or ``train``, each side >= 8: checked here, before
+    the command imports torch and timm."""
     try:
-        sides = [int(p) for p in parts]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected N, HxW, test or train, got {text!r}") from None
-    if len(sides) == 1:
-        return sides[0]
-    if len(sides) == 2:
-        return sides[0], sides[1]
-    raise argparse.ArgumentTypeError(f"expected N, HxW, test or train, got {text!r}")
+        return parse_img_size(text)
+    except BadInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def pass_list(text: str) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from visprof.cli.arguments import non_negative_int, positive_int
 from visprof.base.errors import BadInputError
 from visprof.base.options import PASSES, PRECISIONS
+from visprof.base.sizes import parse_img_size
 
 __all__ = ["add_commands", "cmd_sweep", "cmd_export"]
 
@@ -55,9 +56,7 @@ def _pass(text: str) -> str:
 
 
 def _img(text: str) -> str:
-    from visprof.sweep.plan import parse_img_size  # checks N or HxW, >= 8 a side
-
-    parse_img_size(text)
+    parse_img_size(text)  # N, HxW, test or train, >= 8 a side; the plan parses the text again
     return text
 
 

@@ -7,7 +7,6 @@ compute the same thing. timm is imported lazily: its import costs about a second
 from __future__ import annotations
 
 import difflib
-import operator
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -15,10 +14,10 @@ import torch
 from torch import nn
 
 from visprof.base.errors import BadInputError, ModelForwardError, UnknownModelError
+from visprof.base.sizes import normalize_img_size, validate_batch_size
 from visprof.base.timm_import import import_timm
 
 DEFAULT_INPUT_SIZE = (3, 224, 224)
-MIN_IMG_SIZE = 8
 # Same seed for every pass, so the timing, attributed and memory passes see identical data
 # (data-dependent kernels, e.g. sorting or nonzero, would otherwise differ between passes).
 INPUT_SEED = 0
@@ -26,61 +25,6 @@ INPUT_SEED = 0
 # so these are read as the timm architecture (and pretrained tag) they name.
 _TIMM_HUB_PREFIXES = ("hf-hub:timm/", "hf_hub:timm/", "timm/")
 _MAX_SUGGESTIONS = 5
-
-
-# --- validation of user input ------------------------------------------------------------
-
-def validate_batch_size(batch_size: Any) -> int:
-    """``batch_size`` as an int >= 1, else ``BadInputError``."""
-    value = _as_int(batch_size)
-    if value is None or value < 1:
-        raise BadInputError(f"batch size must be an integer >= 1, got {batch_size!r}")
-    return value
-
-
-# The named sizes of a pretrained config: the test size (the default, as timm's benchmark.py
-# resolves it with use_test_size=True) or the training input_size.
-NAMED_SIZES = ("test", "train")
-
-
-def normalize_img_size(img_size: Any) -> tuple[int, int] | str | None:
-    """``None``, "test", "train", an int N, or an (H, W) pair -> ``None``, the name, or ``(H, W)``, each side >= 8."""
-    if img_size is None:
-        return None
-    if isinstance(img_size, str) and img_size.strip().lower() in NAMED_SIZES:
-        return img_size.strip().lower()
-    sides = _as_two_ints(img_size)
-    if sides is None:
-        raise BadInputError(f"image size must be an integer, an (H, W) pair, test or train, got {img_size!r}")
-    if min(sides) < MIN_IMG_SIZE:
-        raise BadInputError(f"image size must be at least {MIN_IMG_SIZE} pixels a side, got {img_size!r}")
-    return sides
-
-
-def _as_int(value: Any) -> int | None:
-    """Ints and numpy ints; not floats, strings or bools (True as a size is a mistake)."""
-    if isinstance(value, bool):
-        return None
-    try:
-        return operator.index(value)
-    except TypeError:
-        return None
-
-
-def _as_two_ints(value: Any) -> tuple[int, int] | None:
-    side = _as_int(value)
-    if side is not None:
-        return side, side
-    if isinstance(value, (str, bytes)):
-        return None
-    try:
-        items = list(value)
-    except TypeError:
-        return None
-    if len(items) != 2:
-        return None
-    height, width = _as_int(items[0]), _as_int(items[1])
-    return (height, width) if height is not None and width is not None else None
 
 
 # --- the spec ----------------------------------------------------------------------------

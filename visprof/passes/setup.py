@@ -18,7 +18,8 @@ from visprof.base.options import (AUTOCAST_MODES, DEFAULT_AUTOCAST, DEFAULT_BATC
                                   DEFAULT_PRECISION, GRAD_MODES, PRECISIONS)
 from visprof.passes.batch_search import is_out_of_memory, largest_fitting_batch, release_cached_memory
 from visprof.passes.host_memory import check_host_memory, host_oom_error, is_host_out_of_memory
-from visprof.passes.models import ModelSpec, resolve_model, validate_batch_size
+from visprof.base.sizes import validate_batch_size
+from visprof.passes.models import ModelSpec, resolve_model
 from visprof.passes.runner import ModelRunner, RunConfig
 
 __all__ = ["RunSetup", "resolve_run", "choice", "check_count", "load_table", "make_runner", "raised_in_a_forward",

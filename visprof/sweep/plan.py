@@ -15,9 +15,10 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from visprof.base.errors import BadInputError
 from visprof.base.options import DEFAULT_BATCH, DEFAULT_PRECISION, PRECISIONS, passes_for
+from visprof.base.sizes import parse_img_size
 from visprof.store.cell import Cell, ImgSize, img_size_text
 
-__all__ = ["Cell", "SweepPlan", "img_size_text", "parse_img_size", "split_sized"]
+__all__ = ["Cell", "SweepPlan", "img_size_text", "split_sized"]
 
 # ``resnet50@160``: a model entry with an image size of its own, as timm's tables list a model once
 # per size; the plan's image sizes do not apply to it.
@@ -35,28 +36,6 @@ def split_sized(entry: str) -> tuple[str, ImgSize]:
         return name, parse_img_size(size)
     except BadInputError as exc:
         raise BadInputError(f"model entry {entry!r}: {exc}") from None
-
-
-def parse_img_size(text: Any) -> ImgSize:
-    """``None``/"default" -> None; 224 or "224" -> 224; "384x256" or (384, 256) -> (384, 256)."""
-    from visprof.passes.models import normalize_img_size
-
-    from visprof.passes.models import NAMED_SIZES
-
-    if text is None or text == "default":
-        return None
-    if isinstance(text, str) and text.strip().lower() in NAMED_SIZES:
-        return text.strip().lower()
-    value = text
-    if isinstance(text, str):
-        parts = text.strip().lower().replace(",", "x").split("x")
-        try:
-            sides = [int(p) for p in parts]
-        except ValueError:
-            raise BadInputError(f"image size must be N or HxW, got {text!r}") from None
-        value = sides[0] if len(sides) == 1 else sides
-    height, width = normalize_img_size(value)  # BadInputError for anything else
-    return height if height == width else (height, width)
 
 
 @dataclass
