@@ -1,0 +1,69 @@
+"""visprof in a real Jupyter kernel, as a notebook user runs it: a result shown by its repr, a
+model class defined in a cell (so ``__main__`` has no file for a worker to import), a trace, a
+sweep that starts a worker process from the kernel and then resumes, and a typo in a model name.
+
+The other tests stand in for a notebook (a script without a main guard, ``__main__`` read from
+stdin); this one runs the kernel itself, through nbclient."""
+from __future__ import annotations
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+CELLS = [
+    "import visprof\n"
+    "r = visprof.profile('resnet18', device='cpu', batch_size=1, img_size=64, iterations=3)\n"
+    "r",
+    "import torch\n"
+    "from torch import nn\n"
+    "class Tiny(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.conv, self.head = nn.Conv2d(3, 8, 3), nn.Linear(8, 4)\n"
+    "    def forward(self, x):\n"
+    "        return self.head(self.conv(x).mean((2, 3)))\n"
+    "t = visprof.profile(Tiny(), device='cpu', batch_size=2, img_size=32, iterations=3, progress=False)\n"
+    "t.category_totals()['linear'].share > 0, t.category_totals()['convolution'].share > 0",
+    "with visprof.trace(Tiny()) as session:\n"
+    "    Tiny()(torch.randn(2, 3, 32, 32))\n"
+    "print(session.table())",
+    "from visprof.sweep import run_sweep, open_store\n"
+    "kwargs = dict(store='nb.db', device='cpu', img_sizes=[64], batch_sizes=[1], progress=False)\n"
+    "first = run_sweep(['resnet18', 'mobilenetv3_small_050'], **kwargs)\n"
+    "again = run_sweep(['resnet18', 'mobilenetv3_small_050'], **kwargs)\n"
+    "with open_store('nb.db') as store:\n"
+    "    frame = store.dataframe()\n"
+    "print(first.done, first.failed_total, again.done, again.skipped, sorted(frame.model))",
+    "try:\n"
+    "    visprof.profile('resnet_5O', device='cpu')\n"
+    "except visprof.VisprofError as exc:  # the one base class a user catches\n"
+    "    print(type(exc).__name__, '|', exc)",
+]
+
+
+def _text(cell) -> str:
+    parts = []
+    for output in cell.outputs:
+        if output.output_type == "stream" and output.name == "stdout":
+            parts.append(output.text)
+        elif output.output_type == "execute_result":
+            parts.append(output.data["text/plain"])
+    return "".join(parts)
+
+
+def test_visprof_in_a_jupyter_kernel(tmp_path):
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in CELLS])
+    client = nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()  # a cell that raises fails the test here, with the kernel's traceback
+
+    shown, parts, traced, swept, typo = (_text(cell) for cell in notebook.cells)
+    assert shown.startswith("<ProfileResult resnet18 on cpu: batch 1, 64 px, fp32"), shown
+    assert "convolution" in shown and "self-checks:" in shown
+    assert parts.strip() == "(True, True)"
+    assert "linear" in traced and "convolution" in traced and "total" in traced
+    assert swept.split() == ["2", "0", "0", "2", "['mobilenetv3_small_050',", "'resnet18']"], swept
+    assert typo.startswith("UnknownModelError | unknown model 'resnet_5O'; did you mean: resnet50"), typo
+    assert typo.count("\n") == 1
