@@ -65,13 +65,28 @@ def test_bad_files_fail_on_one_line_naming_file_and_line(body, header, message):
 
 
 def test_precision_must_be_known():
-    with pytest.raises(BadInputError, match="does not say the precision .*: give it with visprof import-timm FILE --precision P"):
+    with pytest.raises(BadInputError, match=r"does not say the precision .*: give it with --precision P \(visprof import-timm FILE"):
         parse("m,224,1,1,1,1,1,1\n", name="mybench-rtx4090.csv")
     parsed = parse_benchmark_csv(HEADER + "m,224,1,1000,1,1,1,1\n", source="mybench.csv", gpu_name="X", precision="amp")
     assert parsed.rows[0]["precision"] == "amp-fp16"
     for typo in ("bogus", "fp-16", "int8"):  # was stored as given, with every row
         with pytest.raises(BadInputError, match=rf"^mybench\.csv: unknown precision '{typo}'; choose from amp, "):
             parse_benchmark_csv(HEADER + "m,224,1,1000,1,1,1,1\n", source="mybench.csv", gpu_name="X", precision=typo)
+
+
+def test_a_users_own_table_may_drop_the_infer_prefix(tmp_path):
+    """A user's table (issue 25: "timm CSVs, or a user's own table") with img_size, samples_per_sec,
+    batch_size: the same rows as timm's spelling gives."""
+    timm_spelling = parse("resnet50,224,4217.6,242.763,1024,25.56,4.11,11.11\n")
+    bare = "model, img_size, samples_per_sec, step_time, batch_size, param_count, gmacs, macts\n"
+    own = parse("resnet50,224,4217.6,242.763,1024,25.56,4.11,11.11\n", header=bare)
+    assert own.rows == timm_spelling.rows
+    check_benchmark_csv(_written(tmp_path / "mine.csv", "model,img_size,samples_per_sec,batch_size\nm,224,1000,1\n"))
+    # both spellings: timm's column is read, the bare one is left as an unknown column
+    both = parse("m,224,1000,1,9\n", header="model,infer_img_size,infer_samples_per_sec,infer_batch_size,batch_size\n")
+    assert both.rows[0]["batch_size"] == 1
+    with pytest.raises(BadInputError, match=r"missing column\(s\) \['infer_batch_size'\], or without the infer_ prefix"):
+        parse("m,224,1000\n", header="model,img_size,samples_per_sec\n")
 
 
 def test_step_time_that_disagrees_with_throughput_is_a_warning():

@@ -30,6 +30,9 @@ OPTIONAL = {"infer_step_time": "step_time_ms", "param_count": "param_count_m", "
 PRECISION_WORDS = {"amp": "amp-fp16", "fp16": "amp-fp16", "amp-fp16": "amp-fp16", "bf16": "amp-bf16",
                    "amp-bf16": "amp-bf16", "fp32": "fp32", "tf32": "tf32"}
 STEP_TIME_TOLERANCE = 0.10
+# A user's own table may name timm's columns without the ``infer_`` prefix (``img_size``,
+# ``samples_per_sec``, ``batch_size``, ...): read as timm's, unless the file has both spellings.
+_BARE_NAMES = {column[len("infer_"):]: column for column in (*REQUIRED, *OPTIONAL) if column.startswith("infer_")}
 
 
 @dataclass
@@ -104,12 +107,14 @@ def parse_benchmark_csv(text: str, *, source: str, gpu_name: str, precision: str
     Raises BadInputError, naming the file and line, for a missing column, a value that is
     not a positive number, or a (model, image size) listed twice."""
     reader = csv.DictReader(io.StringIO(text))
+    reader.fieldnames = _timm_columns(reader.fieldnames)
     _checked_header(reader.fieldnames, source)
     meta = parse_benchmark_filename(source)  # after the columns: a file that is no timm CSV is said to be none first
     precision = precision or meta["precision"]
     if precision is None:
         raise BadInputError(f"{source}: the file name does not say the precision (amp, fp32, ...): give it with "
-                            f"visprof import-timm FILE --precision P [--gpu GPU] --store STORE, and read the store")
+                            "--precision P (visprof import-timm FILE --precision P --gpu GPU --store STORE; compare, "
+                            "predict and calibrate then read that store)")
     if precision.lower() not in PRECISION_WORDS:  # it is stored with every row: a typo would stay there
         raise BadInputError(f"{source}: unknown precision {precision!r}; choose from {', '.join(PRECISION_WORDS)}")
     precision = PRECISION_WORDS[precision.lower()]
@@ -152,6 +157,16 @@ def parse_benchmark_csv(text: str, *, source: str, gpu_name: str, precision: str
     return parsed
 
 
+def _timm_columns(header: list[str] | None) -> list[str] | None:
+    """The header with surrounding spaces dropped and bare names (``img_size``) read as timm's
+    (``infer_img_size``) where the file does not also have timm's."""
+    if header is None:
+        return None
+    names = [name.strip() for name in header]
+    return [_BARE_NAMES[name] if name in _BARE_NAMES and _BARE_NAMES[name] not in names else name
+            for name in names]
+
+
 def _checked_header(header: list[str] | None, source: str) -> None:
     """The columns of a timm inference benchmark CSV; BadInputError for any other file."""
     if not header:
@@ -161,8 +176,8 @@ def _checked_header(header: list[str] | None, source: str) -> None:
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         what = "a JSON file, " if header[0].lstrip().startswith(("{", "[")) else ""
-        raise BadInputError(f"{source}: {what}not a timm inference benchmark CSV: missing column(s) {missing} "
-                            f"(header: {', '.join(header)[:200]})")
+        raise BadInputError(f"{source}: {what}not a timm inference benchmark CSV: missing column(s) {missing}, "
+                            f"or without the infer_ prefix (header: {', '.join(header)[:200]})")
 
 
 def _read_text(path: Path) -> str:
@@ -190,7 +205,7 @@ def check_benchmark_csv(path: str | Path) -> None:
     """BadInputError unless ``path`` is a readable timm inference benchmark CSV (by its columns),
     so that a file of another kind is said to be one before its name is read for a GPU or a
     precision."""
-    _checked_header(next(csv.reader(io.StringIO(_read_text(Path(path)))), None), str(path))
+    _checked_header(_timm_columns(next(csv.reader(io.StringIO(_read_text(Path(path)))), None)), str(path))
 
 
 def read_benchmark_csv(path: str | Path, gpu_name: str, precision: str | None = None,

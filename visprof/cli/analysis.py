@@ -162,7 +162,8 @@ def cmd_import_timm(args: argparse.Namespace) -> int:
         for path, gpu_name, result in parsed:
             added = store.add_references(result.rows)
             dropped = f"; dropped {result.test_rows_dropped} test_* rows" if result.test_rows_dropped else ""
-            print(f"{path.name}: {len(result.rows)} rows on {gpu_name} ({result.rows[0]['precision']}), "
+            rows = f"{len(result.rows)} row{'s' if len(result.rows) != 1 else ''}"
+            print(f"{path.name}: {rows} on {gpu_name} ({result.rows[0]['precision']}), "
                   f"{added} new, {len(result.rows) - added} already in {args.store}{dropped}")
             for warning in result.warnings[:5]:
                 print(f"  warning: {warning}", file=sys.stderr)
