@@ -3,14 +3,11 @@ model class defined in a cell (so ``__main__`` has no file for a worker to impor
 sweep that starts a worker process from the kernel and then resumes, and a typo in a model name.
 
 The other tests stand in for a notebook (a script without a main guard, ``__main__`` read from
-stdin); this one runs the kernel itself, through nbclient."""
+stdin); this one runs the kernel itself, through nbclient. tests/gpu/test_notebook_gpu.py does
+the same on a GPU."""
 from __future__ import annotations
 
-import pytest
-
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
-pytest.importorskip("ipykernel")
+from notebook_kernel import run_cells
 
 CELLS = [
     "import visprof\n"
@@ -43,23 +40,8 @@ CELLS = [
 ]
 
 
-def _text(cell) -> str:
-    parts = []
-    for output in cell.outputs:
-        if output.output_type == "stream" and output.name == "stdout":
-            parts.append(output.text)
-        elif output.output_type == "execute_result":
-            parts.append(output.data["text/plain"])
-    return "".join(parts)
-
-
 def test_visprof_in_a_jupyter_kernel(tmp_path):
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in CELLS])
-    client = nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
-                                     resources={"metadata": {"path": str(tmp_path)}})
-    client.execute()  # a cell that raises fails the test here, with the kernel's traceback
-
-    shown, parts, traced, swept, typo = (_text(cell) for cell in notebook.cells)
+    shown, parts, traced, swept, typo = run_cells(CELLS, tmp_path)
     assert shown.startswith("<ProfileResult resnet18 on cpu: batch 1, 64 px, fp32"), shown
     assert "convolution" in shown and "self-checks:" in shown
     assert parts.strip() == "(True, True)"
