@@ -6,8 +6,9 @@
     session.save("run.json.gz") # the recording, replayable by visprof.attribution.attribute
     session.chrome_trace("run.trace.json")
 
-On a GPU it traces kernels with CUPTI; without one, it times each op with the host clock.
-`model` (optional) names modules by their path in it; other modules by their class.
+On a GPU it traces kernels with CUPTI; without one, or for a ``model`` whose weights are on the
+CPU, it times each op with the host clock (``gpu=True``/``False`` chooses). ``model`` (optional)
+names modules by their path in it; other modules by their class.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ class TraceSession:
         self.table_ = table or default_table()
         self._tracker = ModuleTracker(model)
         self._capture = OpCapture(self._tracker, self.table_, structure=True)
-        use_gpu = torch.cuda.is_available() if gpu is None else gpu
+        use_gpu = _runs_on_gpu(model) if gpu is None else gpu
         self._tracer = KernelTracer() if use_gpu else None
         self.trace: CapturedTrace | None = None
         self.attribution: attribution_mod.Attribution | None = None
@@ -84,7 +85,11 @@ class TraceSession:
     def table(self) -> str:
         from visprof.report.table import format_categories
 
-        return format_categories(self.category_rows(), cpu=self.trace.measurement == "cpu")
+        attribution = self._need()
+        if self.trace.measurement == "gpu" and not len(self.trace.kernels):
+            return (f"(no GPU kernel ran inside the block, {len(self.trace.ops):,} ops: code on the CPU is timed "
+                    "with visprof.trace(model on the CPU) or visprof.trace(gpu=False))")
+        return format_categories(attribution.category_rows(), cpu=self.trace.measurement == "cpu")
 
     def save(self, path: str | Path) -> None:
         self._need()
@@ -99,6 +104,20 @@ class TraceSession:
         if self.attribution is None:
             raise RuntimeError("the trace is available after the `with visprof.trace()` block ends")
         return self.attribution
+
+
+def _runs_on_gpu(model: torch.nn.Module | None) -> bool:
+    """CUPTI for a model on a GPU, the host clock for one on the CPU: on a machine with a GPU, a
+    CPU model traced with CUPTI would show no kernels at all. Without a model (or one with no
+    weights), whether there is a GPU decides."""
+    if not torch.cuda.is_available():
+        return False
+    if model is not None:
+        tensor = next(iter(model.parameters()), None)
+        tensor = tensor if tensor is not None else next(iter(model.buffers()), None)
+        if tensor is not None:
+            return tensor.is_cuda
+    return True
 
 
 def trace(model: torch.nn.Module | None = None, *, table: CategoryTable | None = None,

@@ -34,7 +34,7 @@ CELLS = [
 
 def test_visprof_on_the_gpu_in_a_jupyter_kernel(tmp_path):
     shown, checks, tiny, swept = run_cells(CELLS, tmp_path)
-    assert shown.startswith("<ProfileResult resnet50 on NVIDIA"), shown
+    assert shown.startswith("<ProfileResult resnet50 on cuda:0 (NVIDIA"), shown
     assert "all pass" in shown, shown
     assert checks.strip() == "gpu 0 []", checks
     assert tiny.strip() == "gpu 0 True", tiny

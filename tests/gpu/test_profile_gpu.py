@@ -122,6 +122,20 @@ def test_trace_session_attributes_user_code():
     assert any(r.category == "attention" for r in session.category_rows())
 
 
+def test_trace_picks_the_clock_by_where_the_model_is():
+    """A CPU model on a GPU host: the host clock, with a breakdown. CUPTI asked for around CPU code:
+    the table says no kernel ran, not that an attributed pass is missing."""
+    cpu_model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.Flatten(), torch.nn.Linear(8 * 6 * 6, 4))
+    x = torch.randn(2, 3, 8, 8)
+    with torch.inference_mode(), visprof.trace(cpu_model) as on_cpu:
+        cpu_model(x)
+    assert on_cpu.trace.measurement == "cpu" and "convolution" in on_cpu.table()
+    with torch.inference_mode(), visprof.trace(cpu_model, gpu=True) as forced:
+        cpu_model(x)
+    assert forced.trace.measurement == "gpu"
+    assert forced.table().startswith("(no GPU kernel ran inside the block"), forced.table()
+
+
 def test_device_index_is_honoured():
     result = visprof.profile("resnet18", batch_size=4, device=f"cuda:{torch.cuda.device_count() - 1}",
                              passes="timing", progress=False)

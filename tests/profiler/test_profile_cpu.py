@@ -95,6 +95,19 @@ def test_trace_context_on_cpu_attributes_user_code(tmp_path):
     assert json.loads((tmp_path / "t.json").read_text())["traceEvents"]
 
 
+def test_a_cpu_model_is_traced_with_the_host_clock_on_a_machine_with_a_gpu(monkeypatch):
+    """Found by running the notebook test on a GPU host: CUPTI was chosen because a GPU was there,
+    the CPU model launched no kernel, and the table was empty. The model's weights decide."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.Flatten(), torch.nn.LazyLinear(4))
+    model(torch.randn(1, 3, 8, 8))
+    with torch.inference_mode(), visprof.trace(model) as session:
+        model(torch.randn(2, 3, 8, 8))
+    assert session.trace.measurement == "cpu"
+    table = session.table()
+    assert "convolution" in table and "linear" in table
+
+
 class ExplodesOnCall(torch.nn.Module):
     """Raises from its `fail_on`-th forward on: the first call, or inside the attributed pass."""
 
