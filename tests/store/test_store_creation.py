@@ -79,3 +79,21 @@ def test_a_new_store_has_no_file_beside_it_once_made(tmp_path):
     with open_store(tmp_path / "new.db", write=True) as store:
         assert store.count("results") == 0 and store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert sorted(os.listdir(tmp_path)) == ["new.db"]
+
+
+def test_a_file_system_without_hard_links_gets_the_store_by_rename(tmp_path, monkeypatch):
+    import errno
+
+    from visprof.store import store_file
+
+    def no_links(*_):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(store_file.os, "link", no_links)
+    path = tmp_path / "new.db"
+    store_file.create_store_file(path)
+    with open_store(path) as store:
+        assert store.count() == 0 and store.schema_version >= 1
+    assert [p.name for p in tmp_path.iterdir()] == ["new.db"]  # no temporary file left beside it
+    store_file.create_store_file(path)  # a store that is there is kept as it is
+    assert [p.name for p in tmp_path.iterdir()] == ["new.db"]

@@ -9,7 +9,7 @@
 Every result goes in with its category and memory rows in one transaction, so a killed
 writer leaves whole rows or none. A store is written by one sweep at a time (an exclusive
 ``flock`` on the file, released by the kernel when the writer dies, however it dies).
-A new store's file appears whole, with its schema, or not at all (``_create_whole``).
+A new store's file appears whole, with its schema, or not at all (``store_file.create_store_file``).
 The schema is in ``visprof.store.schema`` and docs/sweep.md.
 
 A file that is not a whole visprof store (truncated, overwritten, empty, another program's
@@ -19,25 +19,22 @@ notices at opening or at a later query (``DamagedStoreError``); the file is left
 from __future__ import annotations
 
 import contextlib
-import errno
 import fnmatch
 import json
 import os
-import secrets
 import socket
 import sqlite3
 import zlib
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from visprof.base.errors import BadInputError, OutputWriteError
-from visprof.base.outputs import describe_os_error
 from visprof.store.flatten import (category_rows, compact_json, flatten_result, kernel_family_category_rows,
                                    kernel_family_rows, memory_rows, normalize_gpu_uuid, op_type_rows)
 from visprof.store.cell import Cell, img_size_text
 from visprof.store.schema import ADDED_COLUMNS, DDL, IDENTITY, SCHEMA_VERSION
+from visprof.store.store_file import create_store_file, create_tables, sql_statements, utc_now
 from visprof.store.sqlite_guard import DamagedStoreError, StoreBusyError, StoreConnection, lock_for_writing
 from visprof.store.versions import SoftwareVersions
 
@@ -69,10 +66,6 @@ def device_name(row: Mapping[str, Any]) -> str:
 
 # The tables every store has had since schema version 1 (later ones are created when missing).
 _REQUIRED_TABLES = ("meta", "runs", "results", "result_categories", "result_memory", "failures", "references")
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def open_store(path: str | Path, *, write: bool = False) -> "ResultStore":
@@ -123,7 +116,7 @@ class ResultStore:
         self._check_path()
         try:
             if write:
-                _create_whole(self.path)
+                create_store_file(self.path)
                 self._lock_fd = lock_for_writing(self.path)
             self.conn = sqlite3.connect(str(self.path), timeout=60, isolation_level=None, factory=StoreConnection)
             self.conn.store_path = str(self.path)
@@ -177,10 +170,10 @@ class ResultStore:
                 empty = self.path.stat().st_size == 0
                 raise _NoTables(f"{self.path} is {'empty (0 bytes)' if empty else 'an SQLite file with no tables'}, "
                                 "not a visprof results store")
-            # An empty file someone made (a new store is made whole by _create_whole): it becomes the store.
+            # An empty file someone made (a new store is made whole by create_store_file): it becomes the store.
             conn.execute("PRAGMA journal_mode = WAL")
             with self.transaction():
-                _create_tables(conn)
+                create_tables(conn)
         version = self.schema_version
         if version > SCHEMA_VERSION:
             raise BadInputError(f"{self.path} has store schema version {version}; this visprof reads "
@@ -192,7 +185,7 @@ class ResultStore:
         if self.write:
             conn.execute("PRAGMA journal_mode = WAL")
             with self.transaction():  # tables and columns added within the schema version
-                for statement in _statements(DDL):
+                for statement in sql_statements(DDL):
                     conn.execute(statement)
                 for table, column, sql_type in ADDED_COLUMNS:
                     if column not in self.columns(table):
@@ -269,7 +262,7 @@ class ResultStore:
             cursor = conn.execute(
                 "INSERT INTO runs (started_at, status, argv, host, executor, cells_planned, cells_skipped,"
                 " cells_done, cells_failed) VALUES (?, 'running', ?, ?, ?, ?, ?, 0, 0)",
-                (_now(), argv, socket.gethostname(), executor, planned, skipped))
+                (utc_now(), argv, socket.gethostname(), executor, planned, skipped))
             return int(cursor.lastrowid)
 
     def end_run(self, run_id: int, status: str, done: int, failed: int, elapsed_s: float,
@@ -277,7 +270,7 @@ class ResultStore:
         """``startup_s``: from the run's start until its first worker was ready."""
         with self.transaction() as conn:
             conn.execute("UPDATE runs SET ended_at = ?, status = ?, cells_done = ?, cells_failed = ?, elapsed_s = ?,"
-                         " startup_s = ? WHERE id = ?", (_now(), status, done, failed, elapsed_s, startup_s, run_id))
+                         " startup_s = ? WHERE id = ?", (utc_now(), status, done, failed, elapsed_s, startup_s, run_id))
 
     def runs(self) -> list[dict[str, Any]]:
         return [dict(row) for row in self.conn.execute("SELECT * FROM runs ORDER BY id")]
@@ -333,7 +326,7 @@ class ResultStore:
         the cell is not to be tried again."""
         if kind not in _FAILURE_KINDS:
             raise ValueError(f"failure kind must be one of {_FAILURE_KINDS}, got {kind!r}")
-        now = _now()
+        now = utc_now()
         row = {
             **_cell_columns(cell),
             "cell_key": cell.key,
@@ -521,7 +514,7 @@ class ResultStore:
                 raise BadInputError(f"a reference needs a source, a GPU name and a model: {ref}")
             values = asdict(ref)
             values["extra"] = compact_json(values.pop("extra") or {})
-            values["imported_at"] = _now()
+            values["imported_at"] = utc_now()
             rows.append(values)
         if not rows:
             return 0
@@ -553,70 +546,6 @@ class ResultStore:
 
 
 # --- helpers -------------------------------------------------------------------------------
-
-def _statements(script: str) -> list[str]:
-    return [s.strip() for s in script.split(";") if s.strip()]
-
-
-def _create_tables(conn: sqlite3.Connection) -> None:
-    """The schema and the meta rows of a new store, on an empty database."""
-    from visprof.result import visprof_version  # not SoftwareVersions.current(): it imports torch and timm
-
-    for statement in _statements(DDL):
-        conn.execute(statement)
-    conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", [
-        ("schema_version", str(SCHEMA_VERSION)),
-        ("created_at", _now()),
-        ("created_by", f"visprof {visprof_version()}"),
-    ])
-
-
-def _create_whole(path: Path) -> None:
-    """Makes a new, empty store at ``path`` (unless a file is there): whole or not at all.
-
-    Made in place, the file would exist before its schema did (SQLite writes the header before
-    the schema's transaction commits), and a Ctrl-C or a kill in between would leave a file
-    that is no store. So the store is made in a temporary file beside ``path``, synced, and
-    hard-linked in as ``path``: linking never replaces a file, so a store another writer made
-    meanwhile is kept (the writers' lock then decides between the two)."""
-    path = Path(os.path.realpath(path))  # a link to a store yet to be made: made where it points
-    if os.path.lexists(path):
-        return
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.new")  # named first: removed by name
-    try:
-        with contextlib.closing(sqlite3.connect(temporary, isolation_level=None)) as conn:
-            conn.execute("PRAGMA journal_mode = OFF")  # a file no one else sees: no journal to roll back to
-            conn.execute("BEGIN")
-            _create_tables(conn)
-            conn.execute("COMMIT")
-        fd = os.open(temporary, os.O_RDONLY)
-        try:
-            os.fsync(fd)  # on disk before it has the store's name
-        finally:
-            os.close(fd)
-        _link_new(temporary, path)
-    except sqlite3.Error as exc:  # e.g. "disk is full"
-        raise OutputWriteError(path, str(exc)) from exc
-    except OSError as exc:
-        raise OutputWriteError(path, describe_os_error(exc)) from exc
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-
-
-def _link_new(temporary: Path, path: Path) -> None:
-    """``temporary`` as ``path`` too, unless a file is there by now (another writer made the store
-    meanwhile: that one is opened). A file system without hard links gets a rename instead."""
-    try:
-        os.link(temporary, path)
-    except FileExistsError:
-        pass
-    except OSError as exc:
-        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP):
-            raise
-        if not os.path.lexists(path):
-            os.replace(temporary, path)
-
 
 def _insert_many(conn: sqlite3.Connection, table: str, rows: list[dict[str, Any]]) -> None:
     if not rows:
