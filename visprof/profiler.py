@@ -35,6 +35,7 @@ from visprof.passes.setup import check_count, is_oom, make_runner, raised_in_a_f
 from visprof.passes.timing import TimingResult, run_timing_pass
 from visprof.passes.torch_noise import quiet_torch_noise
 from visprof.passes.trace_only import TraceOnlyResult, run_trace_only_pass
+from visprof.passes.user_module import kept_as_given
 
 # Self-check tolerances (docs/measuring.md, the self-checks).
 KERNEL_SUM_TOLERANCE = KERNEL_TIME_TOLERANCE  # the kernel-sum fallback (no sequences) uses the same
@@ -78,7 +79,8 @@ def profile(
 ) -> R.ProfileResult:
     """Profiles one model: latency, GPU time and peak memory by operator category.
 
-    `model` is an nn.Module or a timm model name. `precision` is fp32, tf32, bf16 or fp16
+    `model` is an nn.Module or a timm model name; a module of yours comes back as it was given
+    (train/eval modes, device, memory layout; its Parameter objects are the same). `precision` is fp32, tf32, bf16 or fp16
     (default bf16 on a GPU, fp32 on the CPU). The latency regime: `grad_mode`
     inference_mode (default, as timm's benchmark.py today) or no_grad; `autocast` per-forward (default, as timm's benchmark.py), whole-loop
     (autocast around all forwards: weight casts are cached) or model-cast (the model cast to
@@ -110,7 +112,9 @@ def profile(
                         autocast=autocast, table=table, category_file=category_file)
     spec, config, table, kind, notes = setup.spec, setup.config, setup.table, setup.kind, setup.notes
     steps = 1 + len(passes) + (1 if "timing" in passes and kind == "cuda" else 0)
-    with Progress(steps, spec.name, enabled=progress) as bar, quiet_torch_noise():
+    # kept_as_given: a user's own module leaves as it came (modes, device, layout), however the run ends
+    with kept_as_given(spec.user_state, spec.module), Progress(steps, spec.name, enabled=progress) as bar, \
+            quiet_torch_noise():
         bar.step("loading model")
         runner = make_runner(spec, config, search_batch)
         build_s = time.perf_counter() - build_start

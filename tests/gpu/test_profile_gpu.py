@@ -136,6 +136,19 @@ def test_trace_picks_the_clock_by_where_the_model_is():
     assert forced.table().startswith("(no GPU kernel ran inside the block"), forced.table()
 
 
+def test_a_users_cpu_model_is_back_on_the_cpu_in_its_mode_after_a_gpu_profile():
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                                torch.nn.Linear(16 * 30 * 30, 10)).train()
+    params = list(model.parameters())
+    result = visprof.profile(model, batch_size=8, img_size=32, progress=False)
+    assert result.measurement == "gpu" and not result.failed_checks
+    assert all(p.device.type == "cpu" for p in model.parameters()) and list(model.parameters()) == params
+    assert model.training
+    on_gpu = model.cuda()  # a model the user keeps on the GPU stays there
+    visprof.profile(on_gpu, batch_size=8, img_size=32, passes="timing", progress=False)
+    assert all(p.is_cuda for p in on_gpu.parameters())
+
+
 def test_device_index_is_honoured():
     result = visprof.profile("resnet18", batch_size=4, device=f"cuda:{torch.cuda.device_count() - 1}",
                              passes="timing", progress=False)

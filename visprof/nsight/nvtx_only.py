@@ -81,6 +81,7 @@ def run_nvtx_only(model: str | torch.nn.Module, *, batch_size: int | None = None
     from visprof.base.errors import VisprofError
     from visprof.base.progress import Progress
     from visprof.passes.setup import check_count, make_runner, raised_in_a_forward, resolve_run
+    from visprof.passes.user_module import kept_as_given
 
     iterations = DEFAULT_ITERATIONS if iterations is None else iterations
     check_count("iterations", iterations, 1)
@@ -89,7 +90,7 @@ def run_nvtx_only(model: str | torch.nn.Module, *, batch_size: int | None = None
                         channels_last=channels_last, device=device, grad_mode=grad_mode, autocast=autocast,
                         table=table, category_file=category_file)
     spec, config, table = setup.spec, setup.config, setup.table
-    with Progress(3, spec.name, enabled=progress) as bar:
+    with kept_as_given(spec.user_state, spec.module), Progress(3, spec.name, enabled=progress) as bar:
         bar.step("loading model")
         runner = make_runner(spec, config)
         try:

@@ -16,6 +16,7 @@ from torch import nn
 from visprof.base.errors import BadInputError, ModelForwardError, UnknownModelError
 from visprof.base.sizes import normalize_img_size, validate_batch_size
 from visprof.base.timm_import import import_timm
+from visprof.passes.user_module import ModuleState
 
 DEFAULT_INPUT_SIZE = (3, 224, 224)
 # Same seed for every pass, so the timing, attributed and memory passes see identical data
@@ -45,6 +46,9 @@ class ModelSpec:
     # Where the input size came from: "test" (the pretrained config's test size, as timm's
     # benchmark.py uses), "train" (its training input_size), "requested" or "assumed".
     img_size_origin: str = "requested"
+    # A user's own module as it was given (modes, device, layout), put back after the run;
+    # None for a model visprof built.
+    user_state: ModuleState | None = None
 
     def input_shape(self, batch_size: int) -> tuple[int, int, int, int]:
         return (validate_batch_size(batch_size), *self.input_size)
@@ -147,6 +151,7 @@ def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> M
         hint = f"{name} was built for {_fmt(cfg_size[1:])} inputs"
     input_size = (default[0], *size) if size is not None else default
     origin = "requested" if size is not None else (named or "test") if cfg_size is not None else "assumed"
+    user_state = ModuleState.of(module)  # before eval() below, the first change a run makes
     return ModelSpec(
         name=name,
         source="module",
@@ -159,6 +164,7 @@ def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> M
         resolve_kwargs={"img_size": input_size[1:]},
         forward_hint=hint,
         img_size_origin=origin,
+        user_state=user_state,
     )
 
 

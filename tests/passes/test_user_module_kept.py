@@ -1,0 +1,53 @@
+"""A user's own nn.Module leaves visprof.profile as it came: modes, layout (and device, on a GPU:
+tests/gpu/test_profile_gpu.py), however the run ends. Before, a module in training mode came back
+in eval mode, and a channels_last run left its weights channels-last."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import visprof
+from visprof.base.errors import ModelForwardError
+from visprof.passes.user_module import ModuleState
+
+
+def _model() -> nn.Module:
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.Dropout(0.5), nn.Flatten(), nn.LazyLinear(4))
+    model(torch.randn(2, 3, 8, 8))  # the lazy layer takes its shape
+    model.train()
+    model[1].eval()  # a user's own mix: frozen batch-norm statistics in a training model
+    return model
+
+
+def _modes(model: nn.Module) -> list[bool]:
+    return [m.training for m in model.modules()]
+
+
+def test_modes_layout_and_parameters_are_as_given_after_a_profile():
+    model = _model()
+    before, params = _modes(model), list(model.parameters())
+    weight = model[0].weight.detach().clone()
+    visprof.profile(model, device="cpu", batch_size=2, img_size=8, iterations=2, channels_last=True, progress=False)
+    assert _modes(model) == before == [True, True, False, True, True, True]
+    assert model[0].weight.is_contiguous()  # channels_last was the run's, not the user's
+    assert list(model.parameters()) == params  # the same Parameter objects: an optimizer keeps working
+    assert torch.equal(model[0].weight, weight)
+
+
+def test_a_model_that_fails_in_its_forward_is_put_back_too():
+    model = _model()
+    before = _modes(model)
+    with pytest.raises(ModelForwardError):
+        visprof.profile(model, device="cpu", batch_size=2, img_size=16, iterations=2, progress=False)  # 16 px: Linear's shape
+    assert _modes(model) == before
+
+
+def test_the_noted_state_restores_device_modes_and_layout():
+    model = _model()
+    state = ModuleState.of(model)
+    assert state.device == torch.device("cpu") and state.standard_layout
+    model.eval().to(memory_format=torch.channels_last)
+    assert not model[0].weight.is_contiguous()
+    state.restore(model)
+    assert _modes(model) == [True, True, False, True, True, True] and model[0].weight.is_contiguous()
