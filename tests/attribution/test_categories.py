@@ -390,3 +390,24 @@ def test_a_bad_rules_file_is_a_clear_error_and_changes_nothing(tmp_path):
             table.extend_from_file(path)
         assert words in str(info.value)
         assert list(table.rules) == before  # nothing half-added
+
+
+def test_a_callers_table_is_extended_as_a_copy(table, tmp_path):
+    """profile(table=mine, category_file=F) once added F's rules to `mine` itself, again at every
+    call; load_table now extends a copy, and a copy is independent of its original."""
+    from visprof.passes.setup import load_table
+
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps(EXTENSION))
+    before = [r.name for r in table.rules]
+    for _ in range(2):
+        extended = load_table(table, path)
+        assert [r.name for r in extended.rules[:2]] == ["frob-in-block", "frob-anywhere"]
+        assert len(extended.rules) == len(before) + 2
+    assert [r.name for r in table.rules] == before and "custom" not in table.categories
+    assert load_table(table, None) is table  # nothing to add: the caller's own table
+    copied = table.copy()
+    copied.extend_from_file(path)
+    assert [r.name for r in table.rules] == before
+    assert copied.classify_op("aten.frobnicate.default", ("Block",)).category == "custom"
+    assert table.classify_op("aten.frobnicate.default", ("Block",)).category != "custom"

@@ -350,6 +350,11 @@ class CategoryTable:
         """A fresh copy of the default table (safe to extend; the file is parsed once)."""
         return cls.from_mapping(_default_mapping())
 
+    def copy(self) -> "CategoryTable":
+        """An independent table with the same categories, rules and patterns: extending it leaves
+        this one as it is (rules and categories are immutable, so they are shared)."""
+        return CategoryTable(self.categories.values(), self._rules, self.patterns, self.unattributed)
+
     @classmethod
     def from_file(cls, path: str | Path) -> "CategoryTable":
         """A complete table from a file of the default file's shape (errors as in ``extend_from_file``)."""

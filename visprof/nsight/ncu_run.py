@@ -313,7 +313,7 @@ def profile_with_ncu(model: str, categories: Sequence[str] | str = ("attention",
     with kernels) into the result (``result.counters``); see the module doc."""
     from visprof import attribution
     from visprof.base import hardware
-    from visprof.attribution.categories import default_table
+    from visprof.passes.setup import load_table
     from visprof.profiler import profile
     from visprof.native.records import CapturedTrace
 
@@ -322,9 +322,7 @@ def profile_with_ncu(model: str, categories: Sequence[str] | str = ("attention",
     if not isinstance(model, str):
         raise BadInputError("visprof ncu runs the model in a child process under Nsight Compute: give a timm name")
     check_output_paths({"csv_path": csv_path}, inputs={"category_file": category_file})  # before minutes of work
-    table = default_table()
-    if category_file is not None:
-        table.extend_from_file(category_file)
+    table = load_table(None, category_file)
     wanted = [categories] if isinstance(categories, str) else list(categories)
     known = list(table.categories)
     unknown = [c for c in wanted if c != "all" and c not in known]

@@ -260,10 +260,10 @@ def import_nsys(path: str | Path, *, table: CategoryTable | None = None, categor
     from visprof import attribution
     from visprof.profiler import MAX_UNATTRIBUTED
 
+    from visprof.passes.setup import load_table
+
     began = time.perf_counter()
-    table = table or default_table()
-    if category_file is not None:
-        table.extend_from_file(category_file)
+    table = load_table(table, category_file)
     imported = import_trace(path, table)
     trace, settings = imported.trace, imported.settings
     devices = sorted({int(d) for d in np.unique(trace.kernels["device"])})

@@ -50,9 +50,12 @@ def check_count(name: str, value: Any, minimum: int) -> None:
 
 
 def load_table(table: CategoryTable | None, category_file: str | Path | None) -> CategoryTable:
-    table = table or default_table()
-    if category_file is not None:
-        table.extend_from_file(category_file)
+    """``table`` (default: the default taxonomy) with ``category_file``'s rules in front; a table
+    the caller gave is extended as a copy, so that it is not changed, nor grows at every call."""
+    if category_file is None:
+        return table or default_table()
+    table = table.copy() if table is not None else default_table()
+    table.extend_from_file(category_file)
     return table
 
 
