@@ -80,8 +80,8 @@ def profile(
     """Profiles one model: latency, GPU time and peak memory by operator category.
 
     `model` is an nn.Module or a timm model name; a module of yours comes back as it was given
-    (train/eval modes, device, memory layout; its Parameter objects are the same). `precision` is fp32, tf32, bf16 or fp16
-    (default bf16 on a GPU, fp32 on the CPU). The latency regime: `grad_mode`
+    (train/eval modes, device, memory layout; its Parameter objects are the same). `precision`
+    is fp32, tf32, bf16 or fp16 (default bf16 on a GPU, fp32 on the CPU). The latency regime: `grad_mode`
     inference_mode (default, as timm's benchmark.py today) or no_grad; `autocast` per-forward (default, as timm's benchmark.py), whole-loop
     (autocast around all forwards: weight casts are cached) or model-cast (the model cast to
     bf16/fp16 up front); see visprof/passes/runner.py. `iterations=None` times until the

@@ -55,11 +55,6 @@ def _pass(text: str) -> str:
     return text
 
 
-def _img(text: str) -> str:
-    parse_img_size(text)  # N, HxW, test or train, >= 8 a side; the plan parses the text again
-    return text
-
-
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -106,7 +101,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                         help="default: 64 on a GPU, 2 on the CPU; on out of memory a batch decays as in timm's benchmark.py "
                              "(on the CPU, a batch the host-memory estimate says cannot fit fails at once, as an "
                              "oom naming the batch that fits)")
-    config.add_argument("--img-size", type=_list(_img, "image sizes"), metavar="LIST", help="N, HxW, test or train each (default: test, the pretrained config's test size as timm's benchmark.py)")
+    config.add_argument("--img-size", type=_list(parse_img_size, "image sizes"), metavar="LIST", help="N, HxW, test or train each (default: test, the pretrained config's test size as timm's benchmark.py)")
     config.add_argument("--precision", type=_list(_precision, "precisions"), metavar="LIST",
                         help=f"of {','.join(PRECISIONS)} (default: bf16 on a GPU, fp32 on the CPU)")
     config.add_argument("--channels-last", action="store_true", help="NHWC only (same as --memory-format channels_last)")

@@ -258,9 +258,8 @@ def import_nsys(path: str | Path, *, table: CategoryTable | None = None, categor
                 top_modules: int = 15) -> R.ProfileResult:
     """A ProfileResult of the GPU work that visprof's NVTX ranges own in an nsys SQLite export."""
     from visprof import attribution
-    from visprof.profiler import MAX_UNATTRIBUTED
-
     from visprof.passes.setup import load_table
+    from visprof.profiler import MAX_UNATTRIBUTED
 
     began = time.perf_counter()
     table = load_table(table, category_file)
