@@ -36,6 +36,59 @@ def test_an_interrupt_during_the_import_arrives_after_it(monkeypatch):
     assert done == ["imported"]
 
 
+# A child CLI whose torch-and-timm import is a 4 s sleep, so that a signal surely lands in it.
+_SLOW_IMPORT_CLI = (
+    "import sys, time\n"
+    "from visprof.base import timm_import\n"
+    "timm_import.import_timm = lambda: (time.sleep(4), print('imported', file=sys.stderr, flush=True))\n"
+    "from visprof.cli.app import run\n"
+    "sys.argv = ['visprof', 'profile', 'resnet50', '-b', '1', '--device', 'cpu']\n"
+    "run()\n"
+)
+
+
+def test_ctrl_c_during_the_import_is_answered_at_once_and_stops_after_it():
+    """Held, a Ctrl-C had no answer until torch had loaded (11 s on one cold host): it read as
+    ignored. The CLI now says at once that the stop is coming, once however often the user presses."""
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_IMPORT_CLI], stderr=subprocess.PIPE, env=child_env(),
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(1.5)  # the child's own imports are done, its slow "import" is under way
+    sent = time.monotonic()
+    for _ in range(3):
+        proc.send_signal(signal.SIGINT)  # to the process, as a terminal's Ctrl-C is
+        time.sleep(0.1)
+    first = proc.stderr.readline()
+    answered = time.monotonic() - sent
+    rest = proc.stderr.read().splitlines()
+    proc.wait(timeout=60)
+    assert first.strip() == "visprof: stopping once torch has finished loading", (first, rest)
+    assert answered < 1.0, f"answered {answered:.2f} s after the first Ctrl-C"
+    # the import was not cut short: it ended, and then the interrupt came, said once
+    assert rest == ["imported", "visprof: error: interrupted"], rest
+    assert proc.returncode == 130
+
+
+def test_once_imported_a_ctrl_c_reaches_the_command_and_nothing_was_said():
+    """The waiter is gone once the import returns: a Ctrl-C then raises KeyboardInterrupt in the main
+    thread, where the command stops; and an import with no Ctrl-C says nothing of a stop."""
+    code = (
+        "import os, signal, sys, threading, time\n"
+        "from visprof.base import timm_import\n"
+        "timm_import.import_timm = lambda: time.sleep(0.3)\n"
+        "timm_import.import_timm_holding_interrupts(on_interrupt=lambda: print('stopping', flush=True))\n"
+        "print('threads', sorted(t.name for t in threading.enumerate()), flush=True)\n"
+        "try:\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    time.sleep(5)\n"
+        "    print('not interrupted')\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted in', threading.current_thread().name)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["threads ['MainThread']", "interrupted in MainThread"], done.stdout
+
+
 def _import_seconds() -> float:
     """How long the children's imports take: timed warm, as theirs are (a cold first import took
     seconds longer, and spread the signals past the imports)."""

@@ -370,7 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command in MODEL_COMMANDS:
                 from visprof.base.timm_import import import_timm_holding_interrupts
 
-                import_timm_holding_interrupts()
+                import_timm_holding_interrupts(on_interrupt=say_the_stop_is_coming)
             return args.handler(args)
     except VisprofError as error:
         if os.environ.get("VISPROF_DEBUG"):
@@ -382,6 +382,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         detail = f"; {interrupt.args[0]}" if interrupt.args and interrupt.args[0] else ""
         print(f"visprof: error: interrupted{detail}", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def say_the_stop_is_coming() -> None:
+    """Said at once when Ctrl-C comes while torch loads; "interrupted" follows when it has loaded."""
+    with contextlib.suppress(OSError, ValueError):  # no stderr to say it on: the stop still comes
+        print("visprof: stopping once torch has finished loading", file=sys.stderr, flush=True)
 
 
 def run() -> None:
