@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 import visprof
-from visprof.base.errors import ModelForwardError
+from visprof.base.errors import BadInputError, ModelForwardError
 from visprof.passes.user_module import ModuleState
 
 
@@ -46,8 +46,29 @@ def test_a_model_that_fails_in_its_forward_is_put_back_too():
 def test_the_noted_state_restores_device_modes_and_layout():
     model = _model()
     state = ModuleState.of(model)
-    assert state.device == torch.device("cpu") and state.standard_layout
+    assert state.device == torch.device("cpu")
     model.eval().to(memory_format=torch.channels_last)
     assert not model[0].weight.is_contiguous()
     state.restore(model)
     assert _modes(model) == [True, True, False, True, True, True] and model[0].weight.is_contiguous()
+
+
+def test_each_tensors_own_layout_comes_back_whichever_layout_the_run_used():
+    """A run puts every 4-d tensor in one layout. Before, the user's got NCHW back only where all had
+    been NCHW: a channels-last model came back NCHW, a mix came back all NCHW, and with one permuted
+    4-d parameter a channels_last run left every conv weight channels-last."""
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.Conv2d(8, 8, 3))
+    model[0].to(memory_format=torch.channels_last)  # a mix: the first conv channels-last, the second NCHW
+    model.register_parameter("pos", nn.Parameter(torch.randn(1, 4, 3, 2).permute(0, 3, 1, 2)))  # permuted
+    strides = [t.stride() for t in model.parameters()]
+    for channels_last in (False, True):
+        visprof.profile(model, device="cpu", batch_size=1, img_size=12, iterations=1, warmup=1,
+                        channels_last=channels_last, progress=False)
+        assert [t.stride() for t in model.parameters()] == strides, f"channels_last={channels_last}"
+
+
+def test_lazy_parameters_not_yet_shaped_are_refused_in_one_line():
+    """A lazy layer takes its shape at its first forward; noting its layout failed deep in torch."""
+    model = nn.Sequential(nn.LazyConv2d(8, 3), nn.Flatten(), nn.LazyLinear(4))
+    with pytest.raises(BadInputError, match="lazy parameters not yet initialized .*run one forward"):
+        visprof.profile(model, device="cpu", batch_size=1, img_size=8, iterations=1, progress=False)

@@ -16,6 +16,8 @@ from typing import Iterator
 import torch
 from torch import nn
 
+from visprof.base.errors import BadInputError
+
 __all__ = ["ModuleState", "kept_as_given"]
 
 
@@ -23,15 +25,23 @@ __all__ = ["ModuleState", "kept_as_given"]
 class ModuleState:
     training: tuple[bool, ...]  # each submodule's flag, in module.modules() order
     device: torch.device | None  # where all its tensors were; None where they were on several
-    standard_layout: bool  # every 4-d parameter and buffer was contiguous in NCHW order
+    # each parameter's and buffer's strides, in _tensors order: a run converts every 4-d tensor to
+    # one layout (NCHW, or channels-last when asked), whatever mix of layouts the user had
+    strides: tuple[tuple[int, ...], ...]
 
     @classmethod
     def of(cls, module: nn.Module) -> "ModuleState":
         tensors = _tensors(module)
+        lazy = [name for name, t in _named_tensors(module) if nn.parameter.is_lazy(t)]
+        if lazy:
+            raise BadInputError(
+                f"the model has lazy parameters not yet initialized ({', '.join(lazy[:3])}"
+                f"{', ...' if len(lazy) > 3 else ''}): run one forward on an input of the size to "
+                "profile first, so that they have their shapes")
         devices = {tensor.device for tensor in tensors}
         return cls(training=tuple(m.training for m in module.modules()),
                    device=devices.pop() if len(devices) == 1 else None,
-                   standard_layout=all(t.is_contiguous() for t in tensors if t.dim() == 4))
+                   strides=tuple(t.stride() for t in tensors))
 
     def restore(self, module: nn.Module) -> None:
         """Modes, device and layout as noted; a module whose structure changed meanwhile keeps its
@@ -43,8 +53,13 @@ class ModuleState:
         tensors = _tensors(module)
         if self.device is not None and any(t.device != self.device for t in tensors):
             module.to(self.device)
-        if self.standard_layout and not all(t.is_contiguous() for t in _tensors(module) if t.dim() == 4):
-            module.to(memory_format=torch.contiguous_format)
+        tensors = _tensors(module)
+        if len(tensors) == len(self.strides):
+            for tensor, strides in zip(tensors, self.strides):
+                if tensor.stride() != strides and len(strides) == tensor.dim() and _dense(tensor.shape, strides):
+                    # in place, so that the Parameter (and an optimizer holding it) is the same object
+                    tensor.data = torch.empty_strided(tensor.shape, strides, dtype=tensor.dtype,
+                                                      device=tensor.device).copy_(tensor.data)
 
 
 @contextlib.contextmanager
@@ -57,5 +72,21 @@ def kept_as_given(state: ModuleState | None, module: nn.Module) -> Iterator[None
             state.restore(module)
 
 
+def _named_tensors(module: nn.Module) -> list[tuple[str, torch.Tensor]]:
+    return [*module.named_parameters(), *module.named_buffers()]
+
+
 def _tensors(module: nn.Module) -> list[torch.Tensor]:
-    return [*module.parameters(), *module.buffers()]
+    return [tensor for _, tensor in _named_tensors(module)]
+
+
+def _dense(shape: torch.Size, strides: tuple[int, ...]) -> bool:
+    """Whether ``strides`` lay a tensor of ``shape`` out without gaps or overlaps (NCHW, channels-last,
+    any permutation); only such a layout can be made again with ``empty_strided``."""
+    expected = 1
+    for size, stride in sorted(((size, stride) for size, stride in zip(shape, strides) if size != 1),
+                               key=lambda pair: pair[1]):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
