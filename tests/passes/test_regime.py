@@ -145,3 +145,22 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.count("SCRIPT BODY RAN") == 1
     assert "convolution" in proc.stdout
+
+
+def _op_names(result) -> set[str]:
+    return {row.op_type for row in result.op_types}
+
+
+@pytest.mark.parametrize("grad_mode", ["no_grad", "inference_mode"])
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_a_callers_own_autocast_and_inference_mode_do_not_leak_into_the_run(precision, grad_mode):
+    """A notebook that profiles inside its own `with torch.autocast(...)` or `torch.inference_mode()`
+    got that regime measured under another's label: an fp32 run ran bf16 casts (24% of its time), and
+    no_grad ran as inference mode (other aten ops)."""
+    alone = profile(precision=precision, grad_mode=grad_mode)
+    with torch.autocast("cpu", dtype=torch.float16), torch.inference_mode():
+        inside = profile(precision=precision, grad_mode=grad_mode)
+    assert _op_names(inside) == _op_names(alone), (sorted(_op_names(inside)), sorted(_op_names(alone)))
+    if precision == "fp32":
+        assert not any("to" in name.split(".")[1] for name in _op_names(inside))  # no cast at all
+    assert torch.is_autocast_enabled("cpu") is False and torch.is_inference_mode_enabled() is False

@@ -72,3 +72,15 @@ def test_lazy_parameters_not_yet_shaped_are_refused_in_one_line():
     model = nn.Sequential(nn.LazyConv2d(8, 3), nn.Flatten(), nn.LazyLinear(4))
     with pytest.raises(BadInputError, match="lazy parameters not yet initialized .*run one forward"):
         visprof.profile(model, device="cpu", batch_size=1, img_size=8, iterations=1, progress=False)
+
+
+def test_a_module_profiled_inside_the_callers_inference_mode_comes_back_trainable():
+    """Put back under the caller's inference_mode, the weights would be inference tensors, which a
+    training step refuses ("Inference tensors cannot be saved for backward")."""
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.Flatten(), nn.LazyLinear(4))
+    model(torch.randn(1, 3, 8, 8))
+    with torch.inference_mode():
+        visprof.profile(model, device="cpu", batch_size=1, img_size=8, iterations=1, channels_last=True,
+                        progress=False)
+    assert model[0].weight.is_contiguous() and not any(p.is_inference() for p in model.parameters())
+    model(torch.randn(1, 3, 8, 8)).sum().backward()  # a training step works

@@ -71,7 +71,10 @@ class ModelRunner:
         module = spec.module
         if cast_to is not None and spec.source == "module":
             module = copy.deepcopy(module)  # a user's own model keeps its dtype
-        model = module.to(self.device, dtype=cast_to, memory_format=memory_format).eval()
+        # Outside a caller's inference_mode: moved or cast there, the weights and the input would
+        # be inference tensors, which a no_grad run dispatches differently and training refuses.
+        with torch.inference_mode(False):
+            model = module.to(self.device, dtype=cast_to, memory_format=memory_format).eval()
         self.eager_model = model
         # Compiled through visprof's Inductor backend, which records each kernel's ops and
         # modules (visprof.capture.compiled); None when not compiled.
@@ -82,8 +85,9 @@ class ModelRunner:
             self.model, self.compile_recorder = compile_model(model)
         else:
             self.model = model
-        self.input = spec.make_input(config.batch_size, self.device, dtype=cast_to or torch.float32,
-                                     channels_last=config.channels_last)
+        with torch.inference_mode(False):
+            self.input = spec.make_input(config.batch_size, self.device, dtype=cast_to or torch.float32,
+                                         channels_last=config.channels_last)
         self._sessions = 0
 
     def _autocast(self):
@@ -94,9 +98,16 @@ class ModelRunner:
         """The contexts a user's loop would hold around all its forwards: the grad mode, and
         autocast in the whole-loop regime (its weight-cast cache lives as long as this)."""
         with contextlib.ExitStack() as stack:
+            # The caller's own grad mode and autocast must not leak in: under a user's
+            # inference_mode, no_grad alone would still run in inference mode, and under a user's
+            # autocast an fp32 run would run cast, each labelled as the regime asked for.
+            if self.config.grad_mode != "inference_mode":
+                stack.enter_context(torch.inference_mode(False))
             stack.enter_context(_GRAD_MODES[self.config.grad_mode]())
             if self.config.autocast == "whole-loop":
                 stack.enter_context(self._autocast())
+            else:  # per-forward enters its own around each forward
+                stack.enter_context(torch.autocast(device_type=self.device.type, enabled=False))
             self._sessions += 1
             try:
                 yield self

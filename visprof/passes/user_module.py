@@ -50,8 +50,11 @@ class ModuleState:
         if len(submodules) == len(self.training):
             for submodule, training in zip(submodules, self.training):
                 submodule.training = training
-        tensors = _tensors(module)
-        if self.device is not None and any(t.device != self.device for t in tensors):
+        with torch.inference_mode(False):  # under a caller's, the weights would become inference tensors
+            self._restore_tensors(module)
+
+    def _restore_tensors(self, module: nn.Module) -> None:
+        if self.device is not None and any(t.device != self.device for t in _tensors(module)):
             module.to(self.device)
         tensors = _tensors(module)
         if len(tensors) == len(self.strides):
