@@ -23,7 +23,8 @@ from visprof.analysis import roofline
 from visprof.attribution.categories import CategoryTable
 from visprof.attribution.op_types import kernel_family_rows, launch_size_rows, op_type_rows
 from visprof.base import hardware
-from visprof.base.errors import BrokenDependencyError, CuptiUnavailableError, OutOfMemoryError, VisprofError
+from visprof.base.errors import (BadInputError, BrokenDependencyError, CuptiUnavailableError, OutOfMemoryError,
+                                  VisprofError)
 from visprof.base.options import passes_for
 from visprof.base.progress import Progress
 from visprof.base.timm_import import import_timm
@@ -104,7 +105,7 @@ def profile(
     check_count("top_modules", top_modules, 1)  # before the run: it is used only when the result is built
     device = hardware.resolve_device(device)
     passes = passes_for(passes, "cuda" if device.startswith("cuda") else "cpu")
-    trace_sink = _trace_sink(trace_path, recording_path, on_trace, category_file)
+    trace_sink = _trace_sink(trace_path, recording_path, on_trace, category_file, passes)
 
     build_start = time.perf_counter()  # building the model counts: in a sweep it is part of every cell
     setup = resolve_run(model, batch_size=batch_size, img_size=img_size, precision=precision,
@@ -158,14 +159,21 @@ class _NoSampler:
         return None
 
 
-def _trace_sink(trace_path, recording_path, on_trace, category_file) -> Callable[[Any, Any], None] | None:
+def _trace_sink(trace_path, recording_path, on_trace, category_file, passes) -> Callable[[Any, Any], None] | None:
     """Checks the output paths before the run (writable, distinct, not the rules file they
-    would overwrite); returns what _build_result calls with the attributed pass's trace and
-    attribution (None when nobody wants them)."""
+    would overwrite, and a pass to write them from); returns what _build_result calls with the
+    attributed pass's trace and attribution (None when nobody wants them)."""
     from visprof.base.outputs import check_output_paths
 
     check_output_paths({"trace_path": trace_path, "recording_path": recording_path},
                        inputs={"category_file": category_file})
+    wanted = [name for name, value in (("trace_path", trace_path), ("recording_path", recording_path),
+                                       ("on_trace", on_trace)) if value is not None]
+    if wanted and "attributed" not in passes:
+        # as the CLI's --trace: silently, the run would end with no file and no word why
+        raise BadInputError(f"{' and '.join(wanted)} need{'s' if len(wanted) == 1 else ''} the attributed pass, "
+                            "which passes leaves out; add "
+                            f"it (passes={','.join((*passes, 'attributed'))!r})")
     if trace_path is None and on_trace is None:
         return None
 

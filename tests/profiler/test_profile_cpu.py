@@ -178,6 +178,19 @@ def test_trace_and_recording_paths_are_checked_before_the_run_and_written_whole(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rec.json.gz", "t.json"]
 
 
+def test_a_trace_asked_of_a_run_without_the_attributed_pass_is_refused_as_the_cli_refuses_it(tmp_path):
+    """profile(passes="timing", trace_path=...) returned with no file and no word why."""
+    model = CountsCalls()
+    for wanted in ({"trace_path": tmp_path / "t.json"}, {"recording_path": tmp_path / "r.json.gz"},
+                   {"on_trace": lambda trace, attribution: None}):
+        (name,) = wanted
+        with pytest.raises(BadInputError, match=rf"^{name} needs the attributed pass.*passes='timing,attributed'"):
+            visprof.profile(model, batch_size=1, img_size=8, passes="timing", progress=False, **wanted)
+    assert model.calls == 0 and not list(tmp_path.iterdir())
+    with pytest.raises(BadInputError, match="^no pass named"):
+        visprof.profile(model, batch_size=1, img_size=8, passes=[], progress=False)
+
+
 def test_a_trace_over_the_rules_file_is_refused_before_the_run(tmp_path):
     rules = tmp_path / "rules.toml"
     rules.write_text("")  # no extra rules

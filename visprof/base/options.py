@@ -21,9 +21,11 @@ def passes_for(passes: Sequence[str] | str | None, kind: str) -> tuple[str, ...]
         return tuple(p for p in PASSES if kind == "cuda" or p != "memory")
     if isinstance(passes, str):
         passes = [p.strip() for p in passes.split(",") if p.strip()]
+    if not passes:
+        raise BadInputError(f"no pass named; choose from {', '.join(PASSES)}")
     unknown = [p for p in passes if p not in PASSES]
-    if unknown or not passes:
-        raise BadInputError(f"unknown pass(es) {unknown or list(passes)!r}; choose from {', '.join(PASSES)}")
+    if unknown:
+        raise BadInputError(f"unknown pass(es) {unknown!r}; choose from {', '.join(PASSES)}")
     if kind == "cpu" and "memory" in passes:
         others = ",".join(p for p in PASSES if p in passes and p != "memory") or "timing,attributed"
         raise BadInputError("the memory pass needs a GPU: it measures CUDA allocations, and host memory is not "
