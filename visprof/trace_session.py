@@ -18,7 +18,7 @@ import torch
 
 from visprof import attribution as attribution_mod
 from visprof.capture.op_capture import ModuleTracker, OpCapture
-from visprof.attribution.categories import CategoryTable, default_table
+from visprof.attribution.categories import CategoryTable, table_or_default
 from visprof.native.tracer import KernelTracer
 from visprof.passes.attributed import build_trace
 from visprof.native.records import CapturedTrace
@@ -33,7 +33,7 @@ class TraceSession:
             named = f" {model!r}" if isinstance(model, str) else ""
             raise BadInputError(f"trace() takes the nn.Module the traced code runs, got a {type(model).__name__}{named} "
                                 "(timm.create_model(name) builds one; visprof.profile(name) profiles a model by name)")
-        self.table_ = table or default_table()
+        self.table_ = table_or_default(table)
         self._tracker = ModuleTracker(model)
         self._capture = OpCapture(self._tracker, self.table_, structure=True)
         use_gpu = _runs_on_gpu(model) if gpu is None else gpu

@@ -340,7 +340,7 @@ def test_whole_table_from_a_json_copy_of_the_default_file(tmp_path):
         ({"name": "x", "op": "(", "category": "linear"}, ValueError),
         ({"name": "x", "op": "a", "colour": "red", "category": "linear"}, ValueError),
         ({"name": "x", "kind": "dma", "category": "linear"}, ValueError),
-        ({"name": "x", "op": "${no_such_pattern}", "category": "linear"}, KeyError),
+        ({"name": "x", "op": "${no_such_pattern}", "category": "linear"}, ValueError),  # one kind of error for every bad rule
     ],
 )
 def test_invalid_rules_are_rejected(table, fields, error):
@@ -384,7 +384,10 @@ def test_a_bad_rules_file_is_a_clear_error_and_changes_nothing(tmp_path):
     unknown = tmp_path / "unknown.toml"
     unknown.write_text('[[rules]]\nname = "ok"\ncategory = "activation"\nop = "relu"\n'
                        '[[rules]]\nname = "bad"\ncategory = "nonsense"\nop = "gelu"\n')
+    pattern = tmp_path / "pattern.toml"
+    pattern.write_text('[[rules]]\nname = "mine"\ncategory = "activation"\nop = "${nope}"\n')
     for path, words in ((broken, "is not valid TOML"), (unknown, "unknown category 'nonsense'"),
+                        (pattern, "pattern.toml: rule 'mine'.op: unknown pattern ${nope}; known: ["),
                         (tmp_path / "missing.toml", "no such file")):
         with pytest.raises(BadInputError, match=str(path.name)) as info:
             table.extend_from_file(path)
@@ -411,3 +414,20 @@ def test_a_callers_table_is_extended_as_a_copy(table, tmp_path):
     assert [r.name for r in table.rules] == before
     assert copied.classify_op("aten.frobnicate.default", ("Block",)).category == "custom"
     assert table.classify_op("aten.frobnicate.default", ("Block",)).category != "custom"
+
+
+@pytest.mark.parametrize("entry", ["profile", "trace"])
+def test_a_table_that_is_not_a_category_table_is_refused_in_one_line(entry, tmp_path):
+    """A path given as table= failed deep inside: 'str' object has no attribute 'report_order'."""
+    import torch
+
+    import visprof
+    from visprof.base.errors import BadInputError
+
+    model = torch.nn.Conv2d(3, 4, 1)
+    with pytest.raises(BadInputError, match=r"^table must be a CategoryTable \(or None\), not str; a rules file is category_file="):
+        if entry == "profile":
+            visprof.profile(model, img_size=8, batch_size=1, table="rules.toml", progress=False)
+        else:
+            with visprof.trace(model, table="rules.toml"):
+                model(torch.randn(1, 3, 8, 8))

@@ -177,7 +177,10 @@ class Rule:
         fields = dict(data)
         for name in _REGEX_FIELDS:
             if fields.get(name) is not None:
-                fields[name] = expand_patterns(fields[name], patterns)
+                try:
+                    fields[name] = expand_patterns(fields[name], patterns)
+                except KeyError as exc:  # an unknown ${pattern}: said as the rule's, as other rule errors are
+                    raise ValueError(f"rule {data.get('name')!r}.{name}: {exc.args[0]}") from None
         fields["attrs"] = tuple(dict(fields.get("attrs") or {}).items())
         return cls(**fields)
 
@@ -524,3 +527,16 @@ def _default_mapping() -> dict[str, Any]:
 def default_table() -> CategoryTable:
     """The default taxonomy (a fresh, extensible copy)."""
     return CategoryTable.default()
+
+
+def table_or_default(table: Any) -> CategoryTable:
+    """A caller's ``table=`` argument: a CategoryTable, or None for the default taxonomy. Anything else
+    is refused in one line (a path given here failed deep inside, on a str's missing attribute)."""
+    if table is None:
+        return default_table()
+    if not isinstance(table, CategoryTable):
+        from visprof.base.errors import BadInputError
+
+        hint = "; a rules file is category_file=..." if isinstance(table, (str, Path)) else ""
+        raise BadInputError(f"table must be a CategoryTable (or None), not {type(table).__name__}{hint}")
+    return table

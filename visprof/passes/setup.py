@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from visprof.attribution.categories import CategoryTable, default_table
+from visprof.attribution.categories import CategoryTable, table_or_default
 from visprof.base import hardware
 from visprof.base.hardware import cpu_flags
 from visprof.base.errors import BadInputError, OutOfMemoryError, VisprofError
@@ -53,8 +53,8 @@ def load_table(table: CategoryTable | None, category_file: str | Path | None) ->
     """``table`` (default: the default taxonomy) with ``category_file``'s rules in front; a table
     the caller gave is extended as a copy, so that it is not changed, nor grows at every call."""
     if category_file is None:
-        return table or default_table()
-    table = table.copy() if table is not None else default_table()
+        return table_or_default(table)
+    table = table_or_default(table).copy()
     table.extend_from_file(category_file)
     return table
 
