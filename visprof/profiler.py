@@ -462,7 +462,7 @@ def _memory_checks(memory: MemoryResult, timing: TimingResult | None) -> list[R.
 
 
 def _environment() -> dict[str, Any]:
-    env = {"python": platform.python_version(), "torch": torch.__version__,
+    env = {"python": platform.python_version(), "torch": str(torch.__version__),  # a str subclass
            "cuda": torch.version.cuda, "native": native_info()}
     try:
         env["timm"] = import_timm().__version__

@@ -504,7 +504,8 @@ class ProfileResult:
 
     # --- serialization -----------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
+        """The result as plain JSON types (dict, list, str, int, float, bool, None)."""
+        data = _plain(dataclasses.asdict(self))
         # identification first, for people reading the JSON
         head = ("schema", "visprof_version", "created_at")
         return {**{k: data[k] for k in head}, **{k: v for k, v in data.items() if k not in head}}
@@ -634,3 +635,20 @@ def _from_document(data: Any) -> "ProfileResult":
     if schema != SCHEMA:
         raise DocumentError(f"unsupported result schema {schema!r}; this visprof reads {SCHEMA!r}")
     return _DECODER.decode(ProfileResult, data)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every number and string as the plain Python type: what a pass computes can be
+    a numpy scalar, and torch's version a str subclass, which YAML and other writers refuse."""
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_plain(item) for item in value)
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):  # a numpy scalar (numpy not imported here)
+        return value.item()
+    for plain in (bool, str, int, float):  # bool first: it is an int
+        if isinstance(value, plain):
+            return plain(value)
+    return value

@@ -59,6 +59,21 @@ def test_result_round_trips_through_json(vit_result, tmp_path):
     assert again.categories == vit_result.categories
 
 
+def _not_plain(value, path="result"):
+    if isinstance(value, dict):
+        return [bad for key, item in value.items() for bad in _not_plain(item, f"{path}.{key}")]
+    if isinstance(value, (list, tuple)):
+        return [bad for i, item in enumerate(value) for bad in _not_plain(item, f"{path}[{i}]")]
+    return [] if value is None or type(value) in (bool, int, float, str) else [(path, type(value).__name__)]
+
+
+def test_to_dict_of_a_fresh_result_is_plain_json_types(vit_result):
+    """docs/result-schema.md promises plain JSON types. A fresh result had torch's version as a
+    TorchVersion and op-type numbers as numpy.float64, which YAML's safe writer refuses."""
+    assert _not_plain(vit_result.to_dict()) == []
+    assert "np." not in repr(vit_result.op_types[0])
+
+
 def test_capture_template_reuses_modules_and_flops_by_position():
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, groups=1), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3, groups=8))
     x = torch.randn(1, 3, 16, 16)

@@ -166,9 +166,9 @@ def op_type_rows(attr: Attribution) -> list[OpTypeRow]:
             continue  # views and other ops that run nothing
         c = attr.classes[cls if cls is not None else fallback[key]]
         out.append(OpTypeRow(op_type=key, category=c.category, subcategory=c.subcategory,
-                             calls=calls[i] / iterations, kernels=kernels / iterations,
+                             calls=float(calls[i] / iterations), kernels=kernels / iterations,
                              time_ms=ns / iterations / 1e6, share=share,
-                             gflop=flops[i] / iterations / 1e9, mb=nbytes[i] / iterations / 1e6))
+                             gflop=float(flops[i] / iterations / 1e9), mb=float(nbytes[i] / iterations / 1e6)))
     out.sort(key=lambda r: (-r.time_ms, r.op_type))
     return out
 
