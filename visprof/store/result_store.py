@@ -118,13 +118,38 @@ class ResultStore:
             if write:
                 create_store_file(self.path)
                 self._lock_fd = lock_for_writing(self.path)
-            self.conn = sqlite3.connect(str(self.path), timeout=60, isolation_level=None, factory=StoreConnection)
-            self.conn.store_path = str(self.path)
-            self.conn.row_factory = sqlite3.Row
-            self._prepare()
+            self._connect()
+            try:
+                self._prepare()
+            except sqlite3.OperationalError as exc:
+                if write or not _needs_write_access(exc):
+                    raise
+                self._connect_immutable()
+                self._prepare()
         except BaseException:
             self.close()
             raise
+
+    def _connect(self, uri: str | None = None) -> None:
+        self.conn = sqlite3.connect(uri or str(self.path), timeout=60, isolation_level=None, factory=StoreConnection,
+                                    uri=uri is not None)
+        self.conn.store_path = str(self.path)
+        self.conn.row_factory = sqlite3.Row
+
+    def _connect_immutable(self) -> None:
+        """A WAL store is read through a -shm file beside it, which a reader must be able to create:
+        in a folder the user cannot write to (a shared mount, a colleague's runs) even reading
+        failed. Such a store is opened as immutable, which needs no file beside it, and is then
+        read as it was at its last checkpoint: rows still in its -wal file are left out, and said so."""
+        import sys
+        from urllib.parse import quote
+
+        self.conn.close()
+        self._connect(f"file:{quote(str(self.path.resolve()))}?immutable=1")
+        wal = self.path.with_name(self.path.name + "-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            print(f"visprof: warning: {self.path}'s folder is read-only to you, so the rows in {wal.name} (written "
+                  "since the store's last checkpoint, or by a sweep still running) are not read", file=sys.stderr)
 
     # --- opening ---------------------------------------------------------------------
     def _check_path(self) -> None:
@@ -596,3 +621,10 @@ def _pattern_filter(model: str | None, gpu: str | None) -> tuple[str, list[Any]]
         clauses.append(f"{_DEVICE_NAME_SQL} GLOB ?")
         params.append(gpu)
     return " AND ".join(clauses), params
+
+
+def _needs_write_access(exc: sqlite3.OperationalError) -> bool:
+    """The errors of a WAL store read where the reader cannot create its -shm file."""
+    message = str(exc)
+    return "readonly database" in message or "unable to open database file" in message
+
