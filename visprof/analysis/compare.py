@@ -321,10 +321,18 @@ def on_base_and_target(profile: Measurement, base: Measurement, base_spec: GpuSp
                    else on_target.samples_per_s / on_base.samples_per_s)
     band = speedup_band(on_base, on_target, gpu_time) if on_target else None
     split = measured if profile.gpu == base.gpu and roof.shares else (on_base.shares, f"predicted from {profile.gpu}")
+    if gpu_time:  # busy time has no launch/host share: the split is of the kernels' time alone
+        split = (_without_launch(split[0]), split[1])
     # the base throughput in the time the comparison divides, as its base measurement is
     base_rate = (on_base.batch_size / on_base.busy_ms * 1e3 if gpu_time and on_base.busy_ms > 0
                  else on_base.samples_per_s)
     return OnBaseAndTarget(*split, speedup, band, base_rate)
+
+
+def _without_launch(shares: dict[str, float]) -> dict[str, float]:
+    kernel = {bound: share for bound, share in shares.items() if bound != "launch"}
+    total = sum(kernel.values())
+    return {bound: share / total for bound, share in kernel.items()} if total > 0 else {}
 
 
 def _unexplained(m: ModelComparison, bound: str, target_name: str, fp32_ratio: float) -> str:
@@ -341,18 +349,21 @@ def _unexplained(m: ModelComparison, bound: str, target_name: str, fp32_ratio: f
     if abs(gap) <= EXPLAINED_WITHIN:
         return f"; its profile predicts x{p:.2f}{span}"
     if gap > 0:
+        # SMs x clock explains a larger speed-up only where the target has more of them
         hint = (f": kernels below their roof gain from the {target_name}'s {fp32_ratio:.2f}x SMs x clock as well"
-                if bound in ("memory", "unknown") else "")
-        return f"; its profile predicts only x{p:.2f}{span}, so the bounds under-state its gain{hint}"
+                if bound in ("memory", "unknown") and fp32_ratio > 1 + EXPLAINED_WITHIN else "")
+        return f"; its profile predicts only x{p:.2f}{span}, so the bounds under-state its speed-up{hint}"
     hint = f": its kernels reach less of the {target_name}'s peak than the profile's GPU suggests" if bound == "tensor" else ""
-    return f"; its profile predicts x{p:.2f}{span}, so the bounds over-state its gain{hint}"
+    return f"; its profile predicts x{p:.2f}{span}, so the bounds over-state its speed-up{hint}"
 
 
 def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: GpuSpec | None, base_name: str,
             target_name: str, precision: str | None) -> str:
     """One sentence: how much it gains against the median, what bounds its time, and the
     ratios of the two GPUs that matter for those bounds."""
-    head = f"gains x{m.speedup:.2f} against a median x{median:.2f} ({m.sensitivity:+.0%})"
+    # "gains" only for a gain: below x1 the target is slower (a downgrade, or a model that loses)
+    moves = "gains" if m.speedup >= 1 else "runs at"
+    head = f"{moves} x{m.speedup:.2f} against a median x{median:.2f} ({m.sensitivity:+.0%})"
     tensor_ratio = bandwidth_ratio = None
     if base and target:
         key = precision if precision in ("fp16", "bf16", "tf32") else "fp16"
@@ -373,7 +384,7 @@ def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: Gpu
     what = f"{m.shares[bound]:.0%} of its {base_name} time is {BOUND_LABELS[bound]} bound ({where} profile)"
     if tensor_ratio is None:
         return f"{head}: {what}"
-    # "only" and "but" where the bound's resource gains less than the other; where it gains more
+    # "but" or "less than" where the bound's resource gains less than the other; where it gains more
     # (the 5090's bandwidth, x1.78 of the 4090's against x1.27 tensor throughput), said so
     if bound == "tensor":
         why = (f"and the {target_name} has {tensor_ratio:.2f}x the {base_name}'s tensor throughput but "
@@ -385,8 +396,8 @@ def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: Gpu
         # L2 (the 4090's 72 MB against the 3090's 6 MB) is part of why memory-bound work gains.
         l2 = (f", {target.l2_mb / base.l2_mb:.1f}x its L2" if base.l2_mb and target.l2_mb
               and abs(target.l2_mb / base.l2_mb - 1) >= 0.25 else "")
-        why = (f"and the {target_name} has only {bandwidth_ratio:.2f}x the {base_name}'s bandwidth "
-               f"({tensor_ratio:.2f}x its tensor throughput{l2})" if bandwidth_ratio < tensor_ratio else
+        why = (f"and the {target_name} has {bandwidth_ratio:.2f}x the {base_name}'s bandwidth, less than its "
+               f"{tensor_ratio:.2f}x tensor throughput{l2}" if bandwidth_ratio < tensor_ratio else
                f"and the {target_name} has {bandwidth_ratio:.2f}x the {base_name}'s bandwidth, more than its "
                f"{tensor_ratio:.2f}x tensor throughput{l2}")
     elif bound == "compute":

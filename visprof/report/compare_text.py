@@ -43,7 +43,9 @@ def format_comparison(comparison, top: int | None = 15, width: int | None = None
              m.dominant_category or "-", _shares(m.shares)] for m in shown]
     title = "Models, most sensitive first" if shown is models else f"The {top} most and {top} least sensitive models"
     lines += ["", title, *format_table(headers, rows, width)]
-    explained = [m for m in models if m.shares][: 2 * (top or 15)]
+    # the models the table shows, both ends of it: the least sensitive (those that lose on the
+    # target) are as much what a reader wants explained as the most
+    explained = [m for m in shown if m.shares]
     if explained:
         lines += ["", "Why (profiled models)"]
         lines += [f"  {m.model} @{m.img_size}: {m.explanation}" for m in explained]
