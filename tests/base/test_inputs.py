@@ -177,3 +177,13 @@ def test_a_file_cut_inside_a_string_names_where_the_string_starts(tmp_path):
     message = str(info.value)
     assert message.endswith("ends in the middle of its JSON (truncated?): Unterminated string starting at line 1 "
                             "column 45"), message
+
+
+def test_a_json_or_toml_file_with_a_byte_order_mark_is_read(tmp_path):
+    """Editors on Windows save UTF-8 with a BOM; json and tomllib refuse it ("Unexpected UTF-8 BOM")."""
+    from visprof.base.inputs import load_json_file, load_toml_file
+
+    (tmp_path / "a.json").write_bytes('{"x": 1}'.encode("utf-8-sig"))
+    (tmp_path / "a.toml").write_bytes('x = 1\n'.encode("utf-8-sig"))
+    assert load_json_file(tmp_path / "a.json", "file") == {"x": 1}
+    assert load_toml_file(tmp_path / "a.toml", "file") == {"x": 1}

@@ -56,6 +56,15 @@ def test_a_pattern_of_every_device_keeps_the_cpu_rows(mixed):
         assert len(list(store.results(gpu="*"))) == 2
 
 
+def test_a_negated_set_in_a_pattern_means_what_the_shell_means(mixed):
+    """SQLite's GLOB negates with [^...]; read as GLOB, '[!c]*' meant 'starts with ! or c': the rows
+    the user meant to leave out (the CPU's, here), where failures and sweeps match it as the shell does."""
+    assert {r["device_kind"] for r in exported(mixed, "csv", gpu="[!c]*")} == {"gpu"}
+    assert {r["device_kind"] for r in exported(mixed, "csv", gpu="[!N]*")} == {"cpu"}
+    with open_store(mixed) as store:
+        assert len(list(store.results(gpu="[!c]*"))) == 1
+
+
 @pytest.mark.parametrize("option, value", [("gpu", ""), ("gpu", " "), ("model", "")])
 def test_an_empty_filter_is_refused(mixed, tmp_path, option, value):
     with pytest.raises(BadInputError, match=rf"^--{option} is empty: give .*, or leave --{option} out") as info:

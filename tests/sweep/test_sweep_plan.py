@@ -69,6 +69,13 @@ def test_model_list_file_reads_names_patterns_and_comments(tmp_path):
     assert select_models(["convnext_atto"], model_list=listing) == ["convnext_atto", "resnet18", "vit_tiny_patch16_224"]
 
 
+def test_a_model_list_saved_with_a_byte_order_mark_reads_its_first_name(tmp_path):
+    """Windows Notepad starts a UTF-8 file with a BOM: the first name read '\\ufeffresnet18'."""
+    listing = tmp_path / "models.txt"
+    listing.write_bytes("resnet18\r\nvit_tiny_patch16_224\r\n".encode("utf-8-sig"))
+    assert read_model_list(listing) == ["resnet18", "vit_tiny_patch16_224"]
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda p: p / "missing.txt", "no such file"),
     (lambda p: p, "is a directory"),

@@ -50,7 +50,7 @@ def _text(raw: bytes, path: Path, what: str) -> str:
     if b"\x00" in raw[:4096]:
         raise BadInputError(f"{what} {path} is a binary file, not text")
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8-sig")  # -sig: a byte-order mark (Windows editors write one) is not text
     except UnicodeDecodeError as exc:
         raise BadInputError(f"{what} {path} is not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})") from None
 

@@ -616,11 +616,18 @@ def _pattern_filter(model: str | None, gpu: str | None) -> tuple[str, list[Any]]
     clauses, params = ["1"], []
     if model is not None:
         clauses.append("model GLOB ?")
-        params.append(model)
+        params.append(_as_sql_glob(model))
     if gpu is not None:
         clauses.append(f"{_DEVICE_NAME_SQL} GLOB ?")
-        params.append(gpu)
+        params.append(_as_sql_glob(gpu))
     return " AND ".join(clauses), params
+
+
+def _as_sql_glob(pattern: str) -> str:
+    """A shell-style pattern (fnmatch's, as failures, references and sweeps match them) in SQLite's
+    GLOB, which negates a set with [^...] where the shell writes [!...]: GLOB read '[!m]*' as
+    'starts with ! or m', the rows the user meant to leave out."""
+    return pattern.replace("[!", "[^")
 
 
 def _needs_write_access(exc: sqlite3.OperationalError) -> bool:

@@ -60,7 +60,7 @@ def _model_list_entries(path: str | Path) -> list[tuple[str, int]]:
     """(entry, line number) for each name or pattern of a model-list file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # -sig: the byte-order mark Windows Notepad starts with
     except FileNotFoundError:
         raise BadInputError(f"--model-list: no such file: {path}") from None
     except IsADirectoryError:
