@@ -219,6 +219,21 @@ def test_load_folders_csvs_and_named_gpus(tmp_path):
     assert len(c.models) == 60 and c.prediction.models == 4
 
 
+def test_a_folder_holds_gzipped_results_too_and_one_path_is_not_its_characters(tmp_path):
+    """profile --json r.json.gz writes gzip; in a folder such files were skipped without a word.
+    load("folder/") with a str walked its characters ("no such file or folder: f")."""
+    import gzip
+    import shutil
+
+    plain, zipped = tmp_path / "plain", tmp_path / "zipped"
+    write_results(plain)
+    zipped.mkdir()
+    for file in plain.glob("*.json"):
+        with open(file, "rb") as src, gzip.open(zipped / (file.name + ".gz"), "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    assert len(sources.load([plain]).profiles) == len(sources.load(str(zipped)).profiles) == 4
+
+
 def test_load_errors_are_one_line(tmp_path):
     with pytest.raises(BadInputError, match="no such file or folder"):
         sources.load([tmp_path / "missing.json"])

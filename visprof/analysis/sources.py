@@ -12,6 +12,7 @@ Accepted inputs (any mix, any number):
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -22,6 +23,7 @@ from visprof.analysis.store_adapter import is_sqlite_file, open_store, reference
 from visprof.analysis.timm_csv import (canonical_precision, check_benchmark_csv, parse_benchmark_filename,
                                       read_benchmark_csv)
 from visprof.base.errors import BadInputError, NotAResultError
+from visprof.base.outputs import files_in
 from visprof.result import ProfileResult
 
 
@@ -70,7 +72,7 @@ class Measurement:
 
 
 # The files ``load`` reads from a folder given as an input (a glob, searched recursively).
-FOLDER_FILES = "*.json"
+FOLDER_FILES = ("*.json", "*.json.gz")  # visprof profile --json writes either
 
 
 @dataclass
@@ -218,18 +220,20 @@ def load(paths: Iterable[str | Path], table: GpuTable | None = None) -> Loaded:
     """Measurements from results, folders of results, stores and timm CSVs (module doc)."""
     table = table or gpu_table()
     loaded = Loaded()
+    if isinstance(paths, (str, os.PathLike)):  # one path, not its characters
+        paths = [paths]
     for item in paths:
         path, gpu = _split_gpu(item)
         if not path.exists():
             raise BadInputError(f"no such file or folder: {path}")
         loaded.inputs.append(path)
         if path.is_dir():
-            files = sorted(p for p in path.rglob(FOLDER_FILES) if p.is_file())
+            files = files_in(path, FOLDER_FILES)
             before = len(loaded.measurements)
             for file in files:
                 _load_json(file, table, loaded, explicit=False)
             if len(loaded.measurements) == before:
-                raise BadInputError(f"{path}: no visprof profile results (*.json) in this folder")
+                raise BadInputError(f"{path}: no visprof profile results (*.json, *.json.gz) in this folder")
         elif _is_store(path):
             with open_store(path) as store:
                 loaded.measurements += [from_result(r, f"{path}", table) for r in store.results()]

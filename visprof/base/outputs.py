@@ -124,7 +124,7 @@ def _create_new(path: Path) -> int:
 
 
 def check_output_paths(paths: Mapping[str, str | Path | None], inputs: Mapping[str, InputPaths] | None = None, *,
-                       folder_files: str = "*") -> dict[str, Path]:
+                       folder_files: str | tuple[str, ...] = "*") -> dict[str, Path]:
     """Checks each given path (None: option not used), that no two name the same file (nor
     one a store's side file of the other), and, given the command's ``inputs``, that none of
     them is an input (``check_not_an_input``). Returns the checked paths."""
@@ -152,14 +152,14 @@ def check_output_paths(paths: Mapping[str, str | Path | None], inputs: Mapping[s
 
 
 def check_not_an_input(outputs: Mapping[str, str | Path | None], inputs: Mapping[str, InputPaths], *,
-                       folder_files: str = "*") -> None:
+                       folder_files: str | tuple[str, ...] = "*") -> None:
     """Refuses an output path that names one of the run's inputs: writing it would destroy it.
 
     ``inputs`` maps a label ("--categories file", "input", "store") to a path, several paths,
     or None. The same file is: the same path, the same real path (``./x``, symbolic links),
     the same inode (a hard link), and, for an SQLite file (a results store), its side files
     (``-wal``, ``-shm``, ``-journal``). A folder given as an input holds as inputs the files
-    under it that match ``folder_files`` (a glob, searched recursively), and only those: a
+    under it that match ``folder_files`` (globs, searched recursively), and only those: a
     new report written into a folder of results is no input."""
     given = [(what, Path(path)) for what, path in outputs.items() if path is not None]
     if not given:
@@ -173,7 +173,7 @@ def check_not_an_input(outputs: Mapping[str, str | Path | None], inputs: Mapping
                                     "give another file name")
 
 
-def _input_files(inputs: Mapping[str, InputPaths], folder_files: str) -> Iterator[tuple[str, object]]:
+def _input_files(inputs: Mapping[str, InputPaths], folder_files: str | tuple[str, ...]) -> Iterator[tuple[str, object]]:
     """(label, path) per input file; a folder's files as (label, (folder, file))."""
     for label, value in inputs.items():
         if value is None:
@@ -183,11 +183,16 @@ def _input_files(inputs: Mapping[str, InputPaths], folder_files: str) -> Iterato
                 continue
             path = Path(item)
             if path.is_dir():
-                for file in sorted(path.rglob(folder_files)):
-                    if file.is_file():
-                        yield label, (path, file)
+                for file in files_in(path, folder_files):
+                    yield label, (path, file)
             else:
                 yield label, path
+
+
+def files_in(folder: Path, patterns: str | tuple[str, ...]) -> list[Path]:
+    """The files under ``folder`` (recursively) that match any of ``patterns``, sorted."""
+    patterns = (patterns,) if isinstance(patterns, str) else patterns
+    return sorted({file for pattern in patterns for file in folder.rglob(pattern) if file.is_file()})
 
 
 def _names_input(output: Path, source: Path, label: str, folder: Path | None) -> str | None:
