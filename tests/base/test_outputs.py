@@ -39,6 +39,16 @@ def test_a_read_only_folder_is_refused(tmp_path):
         tmp_path.chmod(0o700)
 
 
+def test_a_replaced_file_keeps_its_own_mode(tmp_path):
+    """Written as a new file renamed over the old, a private 0640 --json became 0644, readable by all."""
+    target = tmp_path / "r.json"
+    target.write_text("old")
+    for mode in (0o640, 0o600, 0o664):
+        target.chmod(mode)
+        atomic_write_text(target, "new")
+        assert target.stat().st_mode & 0o777 == mode and target.read_text() == "new"
+
+
 def test_two_options_naming_one_file_are_refused(tmp_path):
     with pytest.raises(BadInputError, match="--json and --trace name the same file"):
         check_output_paths({"--json": tmp_path / "a.json", "--trace": tmp_path / "." / "a.json"})

@@ -280,6 +280,15 @@ def check_output_dir(path: str | Path, what: str = "output folder") -> Path:
     return path
 
 
+def _replaced_mode(path: Path) -> int:
+    """The mode the written file gets: a file it replaces keeps its own (a private 0600 or 0640
+    file stayed private when written in place, and must when replaced), a new one a plain open()'s."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return _creation_mode()
+
+
 def _creation_mode() -> int:
     """The mode a plain open() would give a new file (0666 less the umask): _create_new makes 0600."""
     umask = os.umask(0o022)
@@ -385,7 +394,7 @@ def _staged_output(path: str | Path, mode: str, compress: bool | None, encoding:
                 zipped.close()
             raw.flush()
             os.fsync(raw.fileno())
-        os.chmod(tmp_name, _creation_mode())
+        os.chmod(tmp_name, _replaced_mode(path))
         staged.append((tmp_name, path))
         tmp_name = None
     except OSError as exc:
