@@ -380,7 +380,9 @@ def _cast_copies_note(result: R.ProfileResult) -> list[str]:
 
 def _self_checks(result, trace_only, attributed, timing, memory, sm_clock_mhz: dict) -> list[R.Check]:
     checks: list[R.Check] = []
-    if attributed is not None and result.attribution is not None:
+    # An attributed pass that recorded no time (a model whose forward runs no op, e.g. an identity)
+    # has nothing unattributed: coverage is 0 of 0, not a failure.
+    if attributed is not None and result.attribution is not None and result.attribution.activity_ms > 0:
         unattributed = 1.0 - result.attribution.coverage
         checks.append(R.Check("unattributed time", unattributed, 0.0, MAX_UNATTRIBUTED,
                               unattributed <= MAX_UNATTRIBUTED, unit="share",

@@ -89,7 +89,9 @@ class TraceSession:
         if self.trace.measurement == "gpu" and not len(self.trace.kernels):
             return (f"(no GPU kernel ran inside the block, {len(self.trace.ops):,} ops: code on the CPU is timed "
                     "with visprof.trace(model on the CPU) or visprof.trace(gpu=False))")
-        return format_categories(attribution.category_rows(), cpu=self.trace.measurement == "cpu")
+        return format_categories(attribution.category_rows(), cpu=self.trace.measurement == "cpu",
+                                 empty="(no op that takes time ran inside the block, on this thread: nothing to break "
+                                       "down; ops on other threads are not traced)")
 
     def save(self, path: str | Path) -> None:
         self._need()

@@ -74,6 +74,22 @@ def test_to_dict_of_a_fresh_result_is_plain_json_types(vit_result):
     assert "np." not in repr(vit_result.op_types[0])
 
 
+def test_a_model_that_runs_no_op_fails_no_check_and_says_why_there_is_no_breakdown():
+    """An identity forward got "1 of 1 SELF-CHECKS FAILED (unattributed time: 1 share)" and "(no attributed
+    pass)", though the pass ran: there was nothing to attribute. A trace of an empty block said the same."""
+    class Identity(torch.nn.Module):
+        def forward(self, x):
+            return x
+
+    result = visprof.profile(Identity(), img_size=8, batch_size=1, iterations=2, progress=False)
+    assert result.attribution is not None and not [c for c in result.checks if not c.passed]
+    report = visprof.text_report(result)
+    assert "recorded no op that takes time" in report and "FAILED" not in report
+    with visprof.trace(torch.nn.Identity()) as session:
+        pass
+    assert session.table().startswith("(no op that takes time ran inside the block, on this thread")
+
+
 def test_capture_template_reuses_modules_and_flops_by_position():
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, groups=1), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3, groups=8))
     x = torch.randn(1, 3, 16, 16)

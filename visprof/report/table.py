@@ -85,10 +85,12 @@ def format_categories(
     cpu: bool = False,
     width: int | None = None,
     memory: MemorySummary | None = None,
+    empty: str = "(no attributed pass: no category breakdown)",
 ) -> str:
-    """The category table alone: a total line per category, then its sub-category lines."""
+    """The category table alone: a total line per category, then its sub-category lines;
+    ``empty`` where there are no rows."""
     if not rows:
-        return "(no attributed pass: no category breakdown)"
+        return empty
     # On the CPU path each row is one op timed by the host clock: there are no kernels.
     headers = ["category", "host ms" if cpu else "GPU ms", "share", "ops" if cpu else "kernels", "GFLOP", "TFLOP/s",
                "live MiB@peak", "transient MiB", "reserved MiB@peak"]
@@ -115,7 +117,10 @@ def format_categories(
 
 def _categories(result: ProfileResult, width: int | None, cpu: bool) -> list[str]:
     title = "Time by category, per iteration" + (" (host clock)" if cpu else "")
-    return [title, *format_categories(result.categories, cpu, width, result.memory).splitlines()]
+    kwargs = {}
+    if result.attribution is not None:  # the pass ran, and its ops took no time: an identity model
+        kwargs["empty"] = "(the attributed pass recorded no op that takes time: nothing to break down)"
+    return [title, *format_categories(result.categories, cpu, width, result.memory, **kwargs).splitlines()]
 
 
 def _modules(result: ProfileResult, width: int | None, cpu: bool, top: int | None) -> list[str]:
