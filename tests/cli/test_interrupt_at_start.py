@@ -42,16 +42,18 @@ _SLOW_IMPORT_CLI = (
     "from visprof.base import timm_import\n"
     "timm_import.import_timm = lambda: (time.sleep(4), print('imported', file=sys.stderr, flush=True))\n"
     "from visprof.cli.app import run\n"
-    "sys.argv = ['visprof', 'profile', 'resnet50', '-b', '1', '--device', 'cpu']\n"
+    "sys.argv = ['visprof', 'profile', 'resnet50', '-b', '1', '--device', 'cpu', '--json', 'r.json', '--trace', 't.json']\n"
     "run()\n"
 )
 
 
-def test_ctrl_c_during_the_import_is_answered_at_once_and_stops_after_it():
+def test_ctrl_c_during_the_import_is_answered_at_once_and_stops_after_it(tmp_path):
     """Held, a Ctrl-C had no answer until torch had loaded (11 s on one cold host): it read as
-    ignored. The CLI now says at once that the stop is coming, once however often the user presses."""
+    ignored. The CLI now says at once that the stop is coming, once however often the user presses;
+    and, as at any other moment, which files were not written (r.json was there before: kept)."""
+    (tmp_path / "r.json").write_text("kept")
     proc = subprocess.Popen([sys.executable, "-c", _SLOW_IMPORT_CLI], stderr=subprocess.PIPE, env=child_env(),
-                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            text=True, cwd=tmp_path, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(1.5)  # the child's own imports are done, its slow "import" is under way
     sent = time.monotonic()
     for _ in range(3):
@@ -64,7 +66,9 @@ def test_ctrl_c_during_the_import_is_answered_at_once_and_stops_after_it():
     assert first.strip() == "visprof: stopping once torch has finished loading", (first, rest)
     assert answered < 1.0, f"answered {answered:.2f} s after the first Ctrl-C"
     # the import was not cut short: it ended, and then the interrupt came, said once
-    assert rest == ["imported", "visprof: error: interrupted"], rest
+    assert rest == ["imported", "visprof: error: interrupted; not written: r.json (its previous version is unchanged), "
+                    "t.json"], rest
+    assert (tmp_path / "r.json").read_text() == "kept"
     assert proc.returncode == 130
 
 

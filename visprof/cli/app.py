@@ -370,7 +370,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command in MODEL_COMMANDS:
                 from visprof.base.timm_import import import_timm_holding_interrupts
 
-                import_timm_holding_interrupts(on_interrupt=say_the_stop_is_coming)
+                try:
+                    import_timm_holding_interrupts(on_interrupt=say_the_stop_is_coming)
+                except KeyboardInterrupt:  # before the command ran: none of its files was written
+                    raise KeyboardInterrupt(_files_asked_for(args).unwritten_note()) from None
             return args.handler(args)
     except VisprofError as error:
         if os.environ.get("VISPROF_DEBUG"):
@@ -382,6 +385,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         detail = f"; {interrupt.args[0]}" if interrupt.args and interrupt.args[0] else ""
         print(f"visprof: error: interrupted{detail}", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _files_asked_for(args: argparse.Namespace) -> "_OutputWriter":
+    """The files a model command's options ask for (--json, --trace), none written yet."""
+    asked = {f"--{option}": Path(getattr(args, option)) for option in ("json", "trace")
+             if getattr(args, option, None) is not None}
+    return _OutputWriter(asked, quiet=True)
 
 
 def say_the_stop_is_coming() -> None:
