@@ -19,6 +19,12 @@ FAKE_MODELS = str(Path(__file__).resolve().parents[1] / "helpers" / "sweep_fake_
     (["--model-list", "{tmp}/missing.txt"], 2, "--model-list: no such file"),
     (["resnet18", "-O", "nonsense=1"], 2, "unknown profile option 'nonsense'"),
     (["resnet18", "-O", "batch_size=3"], 2, "set by the sweep itself"),
+    # values profile() refuses: before, each cell failed with them, stored as a failure, and the sweep exited 0
+    (["resnet18", "-O", "grad_mode=bogus"], 2, "profile option grad_mode: unknown grad_mode 'bogus'; choose one of"),
+    (["resnet18", "-O", "iterations=0"], 2, "profile option iterations: iterations must be a whole number >= 1, got 0"),
+    (["resnet18", "-O", "warmup=1.5"], 2, "warmup must be a whole number >= 0"),
+    (["resnet18", "-O", "autocast=always"], 2, "unknown autocast 'always'"),
+    (["resnet18", "-O", "compile=yes"], 2, "compile must be true or false, got 'yes'"),
     (["resnet18", "--import", "no_such_module_for_visprof"], 2, "no module named"),
 ])
 def test_bad_input_is_one_line(tmp_path, capsys, args, code, message):

@@ -156,7 +156,28 @@ def _check_profile_options(options: Mapping[str, Any]) -> dict[str, Any]:
             json.dumps(value)
         except (TypeError, ValueError):
             raise BadInputError(f"profile option {key}={value!r} is not a plain value (number, string, list)") from None
+        _check_profile_value(key, value)
     return dict(options)
+
+
+def _check_profile_value(key: str, value: Any) -> None:
+    """The values profile() would refuse, refused before the sweep: else every cell fails with the
+    same BadInputError, each stored as a final failure, and the sweep exits 0."""
+    from visprof.base.options import AUTOCAST_MODES, GRAD_MODES
+    from visprof.passes.setup import check_count, choice
+
+    minimum = {"warmup": 0, "iterations": 1, "attributed_iterations": 1, "top_modules": 1}
+    try:
+        if key in minimum:
+            check_count(key, value, minimum[key])
+        elif key == "grad_mode":
+            choice("grad_mode", value, GRAD_MODES)
+        elif key == "autocast":
+            choice("autocast", value, AUTOCAST_MODES)
+        elif key == "compile" and not isinstance(value, bool):
+            raise BadInputError(f"compile must be true or false, got {value!r}")
+    except BadInputError as error:
+        raise BadInputError(f"profile option {key}: {error}") from None
 
 
 def _default_argv() -> str:
