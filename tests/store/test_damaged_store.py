@@ -222,3 +222,16 @@ def test_an_empty_or_random_file_named_as_a_store_is_read_as_one(tmp_path, suffi
     noise.write_bytes(random.Random(1).randbytes(4096))
     with pytest.raises(BadInputError, match="not a visprof results store.*not an SQLite file"):
         sources.load([noise])
+
+
+def test_a_pipe_or_a_device_given_as_a_store_is_one_line(good, tmp_path):
+    """export <(cat s.db) ended in sqlite3's 'unable to open database file' traceback, and /dev/zero
+    was called 'empty (0 bytes)'."""
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/zero")):
+        with pytest.raises(BadInputError, match=r"is not a file on disk \(a pipe or a device\?\)"):
+            export_store(path, tmp_path / "out.csv", "csv")
+    assert not (tmp_path / "out.csv").exists()

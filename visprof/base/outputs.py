@@ -236,6 +236,8 @@ def _side_file_of(path: Path, store: Path) -> str | None:
 def _sqlite_like(path: Path) -> bool:
     if path.suffix.lower() in _SQLITE_SUFFIXES:
         return True
+    if not path.is_file():  # a pipe with no writer would block the open
+        return False
     try:
         with open(path, "rb") as fh:
             return fh.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER

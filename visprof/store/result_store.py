@@ -169,6 +169,9 @@ class ResultStore:
             raise BadInputError(f"no such store: {path}")
         elif path.is_dir():
             raise BadInputError(f"{path} is a directory, not a results store")
+        elif not path.is_file():  # SQLite reads by seeking, and finds a pipe "unable to open", /dev/zero "empty"
+            raise BadInputError(f"{path} is not a file on disk (a pipe or a device?): a results store is an SQLite "
+                                "file; give its path")
         if path.is_file() and path.stat().st_size > 0:
             try:
                 with open(path, "rb") as fh:
