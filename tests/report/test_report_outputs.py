@@ -77,6 +77,15 @@ def test_a_png_over_an_input_is_refused_and_no_report_written(work):
     assert snapshot(work) == before
 
 
+def test_one_path_for_the_report_and_its_png_folder_is_refused_before_any_drawing(work):
+    """report -o X --png-dir X drew every figure, made X a folder, then failed to write X (exit 5,
+    'the previous file is unchanged' of a file that never was)."""
+    loaded = sources.load([work / "vit.json"])
+    with pytest.raises(BadInputError, match=r"^--output and --png-dir name the same path"):
+        build_report(loaded, work / "r.html", png_dir=work / "." / "r.html")
+    assert sorted(p.name for p in work.iterdir()) == ["vit.json"]
+
+
 def test_a_png_folder_that_cannot_be_made_leaves_no_report(work):
     # Was: report.html written, then FileNotFoundError from the PNGs.
     loaded = sources.load([work / "vit.json"])

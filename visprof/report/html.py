@@ -229,6 +229,9 @@ def check_report_outputs(output: str | Path, png_dir: str | Path | None = None, 
 
     pngs = {}
     if png_dir is not None:
+        if Path(png_dir).resolve() == Path(output).resolve():  # the report would be written into a folder of its own name
+            raise BadInputError(f"--output and --png-dir name the same path ({output}): the report is a file, the "
+                                "PNGs go into a folder; give each its own")
         png_dir = check_output_dir(png_dir, "--png-dir")
         if png_dir.is_dir():  # else it is to be made: nothing is in it yet, so no input either
             pngs = {f"--png-dir {name}": png_dir / f"{name}.png" for name in FIGURES}
