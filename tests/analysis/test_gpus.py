@@ -110,8 +110,11 @@ def test_environment_variable_extends_the_table(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("edit, message", [
     (lambda s: s.replace("sms = 10\n", ""), r"missing 'sms' \(SMs\)"),
-    (lambda s: s.replace("fp32_tflops = 5", "fp32_tflops = -5"), r"'fp32_tflops' must be a positive number"),
-    (lambda s: s.replace("fp32_tflops = 5", 'fp32_tflops = "fast"'), r"'fp32_tflops' must be a positive number"),
+    (lambda s: s.replace("fp32_tflops = 5", "fp32_tflops = -5"), r"'fp32_tflops' must be a positive, finite number"),
+    (lambda s: s.replace("fp32_tflops = 5", 'fp32_tflops = "fast"'), r"'fp32_tflops' must be a positive, finite number"),
+    # TOML's inf: was accepted (nan was not), and every prediction onto the GPU took it
+    (lambda s: s.replace("fp32_tflops = 5", "fp32_tflops = inf"), r"'fp32_tflops' must be a positive, finite number"),
+    (lambda s: s.replace("fp32_tflops = 5", "fp32_tflops = nan"), r"'fp32_tflops' must be a positive, finite number"),
     (lambda s: s.replace("fp16 = 40", "fp17 = 40"), r"unknown precision\(s\) \['fp17'\]"),
     (lambda s: s.replace("l2_mb = 2", "l2_mb = 2\nl3_mb = 4"), r"unknown key\(s\) \['l3_mb'\]"),
     (lambda s: s.replace("'Test GPU$'", "'Test ('"), r"bad match regex"),

@@ -11,6 +11,7 @@ The file's conventions (dense figures, fp32 accumulation, units) are in its head
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -157,8 +158,8 @@ def spec_from_mapping(data: Mapping[str, Any], origin: str = "<mapping>", index:
 def _positive(value: Any, origin: str, where: str, key: str, unit: str) -> float:
     if value is None:
         raise _fail(origin, where, f"missing '{key}' ({unit})")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
-        raise _fail(origin, where, f"'{key}' must be a positive number ({unit}), got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:  # NaN fails both
+        raise _fail(origin, where, f"'{key}' must be a positive, finite number ({unit}), got {value!r}")
     return float(value)
 
 
