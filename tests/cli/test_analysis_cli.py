@@ -47,6 +47,10 @@ def test_import_timm_adds_rows_once(tmp_path, capsys):
     (["import-timm", "missing.csv", "--store", "{tmp}/s.db"], "no such file: missing.csv"),
     (["import-timm", str(CSV_3090), "--store", "{tmp}/s.db", "--gpu", "rtx9090"], "unknown GPU 'rtx9090'"),
     (["import-timm", str(CSV_3090), "--store", "{tmp}/nodir/s.db"], "does not exist"),
+    # --gpu over several files stored the 4090's table as a second 3090 table, without a word
+    (["import-timm", str(CSV_3090), str(CSV_4090), "--store", "{tmp}/s.db", "--gpu", "3090"],
+     "rtx4090.csv: its name says NVIDIA GeForce RTX 4090, but '3090' was given for it"),
+    (["compare", str(CSV_3090), f"{CSV_4090}@rtx5090"], "its name says NVIDIA GeForce RTX 4090, but 'rtx5090' was given"),
     (["compare", str(CSV_3090)], "measurements on two GPUs, and the inputs have measurements on one only (rtx3090)"),
     (["compare", str(CSV_3090), str(CSV_4090), "--base", "h200"], "no measurements on GPU 'h200'"),
     (["predict", "--from", str(CSV_3090), "--to", "rtx4090"], "no profile results in the inputs"),

@@ -172,10 +172,14 @@ def csv_gpu(path: Path, gpu: str | None, table: GpuTable, how: str = "name it as
     if not Path(path).is_file():
         raise BadInputError(f"no such file: {path}" if not Path(path).exists() else f"{path} is not a file")
     check_benchmark_csv(path)
-    if gpu:
-        return table.get(gpu).name
     hint = parse_benchmark_filename(Path(path).name)["gpu"]
     spec = table.find(hint) if hint else None
+    if gpu:
+        given = table.get(gpu)
+        if spec is not None and spec.name != given.name:  # e.g. --gpu 3090 over ...-rtx4090.csv among others
+            raise BadInputError(f"{path}: its name says {spec.name}, but {gpu!r} was given for it; leave the GPU out "
+                                "to take the name's, or rename the file if its name is wrong")
+        return given.name
     if spec is None:
         what = f"GPU {hint!r} (from the file name)" if hint else "no GPU in its name"
         raise BadInputError(f"{path}: {what} is not in the GPU spec table; {how} with a known GPU, "

@@ -20,6 +20,17 @@ def _shares(shares: dict[str, float]) -> str:
     return ", ".join(parts) or "-"
 
 
+def _to_explain(models: list, shown: list, top: int | None) -> list:
+    """The profiled models the table shows, then (up to 2 x top) the other profiled models farthest
+    from the median either way, in the table's order: the least sensitive (those that lose on the
+    target) are as much what a reader wants explained as the most."""
+    profiled = [m for m in models if m.shares]
+    first = [m for m in profiled if any(m is s for s in shown)]
+    others = sorted((m for m in profiled if not any(m is f for f in first)), key=lambda m: -abs(m.sensitivity))
+    chosen = first + others[:max(0, 2 * (top or 15) - len(first))] if top is not None else profiled
+    return sorted(chosen, key=lambda m: -m.sensitivity)
+
+
 def format_comparison(comparison, top: int | None = 15, width: int | None = None) -> str:
     """Header, the most and least sensitive models, then the aggregates."""
     c = comparison
@@ -43,9 +54,7 @@ def format_comparison(comparison, top: int | None = 15, width: int | None = None
              m.dominant_category or "-", _shares(m.shares)] for m in shown]
     title = "Models, most sensitive first" if shown is models else f"The {top} most and {top} least sensitive models"
     lines += ["", title, *format_table(headers, rows, width)]
-    # the models the table shows, both ends of it: the least sensitive (those that lose on the
-    # target) are as much what a reader wants explained as the most
-    explained = [m for m in shown if m.shares]
+    explained = _to_explain(models, shown, top)
     if explained:
         lines += ["", "Why (profiled models)"]
         lines += [f"  {m.model} @{m.img_size}: {m.explanation}" for m in explained]
