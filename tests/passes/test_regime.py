@@ -122,6 +122,16 @@ def test_warm_up_floor_ends_once_the_clocks_are_up():
     assert time.perf_counter() - start < 10.0
 
 
+def test_warmup_zero_runs_no_warm_up_forward():
+    """warmup=0 is accepted, and ran one warm-up forward anyway (recorded as 1)."""
+    calls = []
+    model = TwoLinears()
+    model.register_forward_hook(lambda *args: calls.append(1))
+    runner = ModelRunner(resolve_model(model, img_size=8), RunConfig(batch_size=1, precision="fp32", device="cpu"))
+    assert warm_up(runner, 0) == 0 and calls == []
+    assert warm_up(runner, 2) == 2 and len(calls) == 2
+
+
 def test_wall_times_of_every_pass_are_in_the_result_and_the_report():
     result = profile()
     assert {"build", "timing", "attributed"} <= set(result.passes)

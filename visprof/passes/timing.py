@@ -86,6 +86,8 @@ def warm_up(runner: ModelRunner, iterations: int | None, min_seconds: float | No
     run). `clocks_ramped()` (NVML: the SM clock near its maximum) ends the floor early, so a
     GPU that is already warm, as in a sweep, does not wait for it. ``progress(text)`` as for
     run_timing_pass."""
+    if iterations == 0:  # asked for none (the checks accept 0): the loop below always ran one first
+        return 0
     if min_seconds is None:
         min_seconds = 1.0 if runner.config.is_cuda else 0.0
     done, recent, start = 0, [], time.perf_counter()
