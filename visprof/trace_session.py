@@ -35,7 +35,9 @@ class TraceSession:
                                 "(timm.create_model(name) builds one; visprof.profile(name) profiles a model by name)")
         self.table_ = table_or_default(table)
         self._tracker = ModuleTracker(model)
-        self._capture = OpCapture(self._tracker, self.table_, structure=True)
+        # FLOPs and bytes are counted after each op's end, outside its timed span (as the roles
+        # are): without them a trace's rows said 0 FLOPs for every convolution and GEMM
+        self._capture = OpCapture(self._tracker, self.table_, structure=True, flops=True)
         use_gpu = _runs_on_gpu(model) if gpu is None else gpu
         self._tracer = KernelTracer() if use_gpu else None
         self.trace: CapturedTrace | None = None

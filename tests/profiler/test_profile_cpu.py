@@ -90,6 +90,16 @@ def test_a_model_that_runs_no_op_fails_no_check_and_says_why_there_is_no_breakdo
     assert session.table().startswith("(no op that takes time ran inside the block, on this thread")
 
 
+def test_a_trace_counts_the_flops_of_what_ran():
+    """visprof.trace counted none: every convolution and GEMM row said 0 FLOPs."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.Flatten(), torch.nn.Linear(8 * 14 * 14, 10))
+    with torch.inference_mode(), visprof.trace(model) as session:
+        model(torch.randn(2, 3, 16, 16))
+    flops = {row.category: row.flops for row in session.attribution.category_rows()}
+    assert flops["convolution"] == 2 * (2 * 8 * 14 * 14) * (3 * 3 * 3)  # 2 x MACs: batch x out pixels x kernel
+    assert flops["linear"] == 2 * 2 * (8 * 14 * 14) * 10
+
+
 def test_capture_template_reuses_modules_and_flops_by_position():
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, groups=1), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3, groups=8))
     x = torch.randn(1, 3, 16, 16)
