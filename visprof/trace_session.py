@@ -39,6 +39,11 @@ class TraceSession:
         # are): without them a trace's rows said 0 FLOPs for every convolution and GEMM
         self._capture = OpCapture(self._tracker, self.table_, structure=True, flops=True)
         use_gpu = _runs_on_gpu(model) if gpu is None else gpu
+        if use_gpu and not torch.cuda.is_available():  # gpu=True asked: the remedy is in Python's terms
+            from visprof.base.errors import NoGPUError
+            from visprof.base.hardware import no_gpu_reason
+
+            raise NoGPUError(no_gpu_reason(), cpu_remedy="trace with gpu=False for the host clock")
         self._tracer = KernelTracer() if use_gpu else None
         self.trace: CapturedTrace | None = None
         self.attribution: attribution_mod.Attribution | None = None

@@ -315,3 +315,12 @@ def test_a_visprof_bug_outside_the_forward_is_not_blamed_on_the_model(monkeypatc
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3))
     with pytest.raises(KeyError, match="a bug in visprof"):
         visprof.profile(model, batch_size=1, img_size=8, passes="attributed", progress=False)
+
+
+def test_trace_with_gpu_true_and_no_gpu_names_the_python_remedy(monkeypatch):
+    """It advised "--device cpu", a CLI option, to a Python caller of trace(gpu=True)."""
+    from visprof.base.errors import NoGPUError
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(NoGPUError, match=r"or trace with gpu=False for the host clock$"):
+        visprof.trace(torch.nn.Identity(), gpu=True)

@@ -79,11 +79,11 @@ class NoGPUError(VisprofError):
 
     exit_code = EXIT_NO_DEVICE
 
-    def __init__(self, reason: str = ""):
+    def __init__(self, reason: str = "", cpu_remedy: str = "pass --device cpu for the CPU path"):
         message = "no CUDA GPU is visible to PyTorch"
         if reason:
             message += f" ({reason})"
-        message += "; run on a GPU machine, or pass --device cpu for the CPU path"
+        message += f"; run on a GPU machine, or {cpu_remedy}"
         super().__init__(message)
         self.reason = reason
 
