@@ -351,3 +351,12 @@ def test_fraction_scales_the_roof_share_with_its_resource_and_the_rest_with_the_
     assert predict_group(add, no_l2, fast_clock, excess="fraction").time_ms == pytest.approx(6.5 * US)
     # on the profiled GPU (L2 hits on both sides) the measured time comes back
     assert predict_group(add, SPEC, SPEC, excess="fraction").time_ms == pytest.approx(8 * US)
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, 1.5, "64", True])
+def test_a_batch_size_that_is_not_a_whole_number_of_one_or_more_is_refused(batch_size):
+    """0 meant the profile's own batch, 1.5 was predicted, and "64" raised a TypeError."""
+    result = toy_result(toy_trace())
+    with pytest.raises(BadInputError, match=r"batch size must be an integer >= 1"):
+        predict_result(result, SPEC, table=TABLE, batch_size=batch_size)
+    assert predict_result(result, SPEC, table=TABLE, batch_size=None).batch_size == result.model.batch_size

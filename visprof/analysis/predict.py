@@ -49,6 +49,7 @@ from typing import Iterable
 from visprof.analysis.gpus import GpuSpec, GpuTable, gpu_table
 from visprof.analysis.roofline import BOUNDS, roofline_ms
 from visprof.base.errors import BadInputError
+from visprof.base.sizes import validate_batch_size
 from visprof.result import ProfileResult, RooflineGroup
 
 KERNEL_FLOOR_MS = 0.001  # shortest kernels in the H200 recordings: 0.96-1.0 us (tests/data)
@@ -318,9 +319,8 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
         source = table.get(source)
     precision = _check_precision(result, precision)
     own_batch = result.model.batch_size or 1
-    batch = batch_size or own_batch
-    if batch < 1:
-        raise BadInputError(f"batch size must be >= 1, got {batch}")
+    # checked as profile() checks it: 0 had meant the profile's own batch, 1.5 was predicted, "64" a TypeError
+    batch = own_batch if batch_size is None else validate_batch_size(batch_size)
     scale = batch / own_batch
     banded = excess == "clock" and efficiency is None
     scaling = default_rate_scaling(source, target) if banded else None
