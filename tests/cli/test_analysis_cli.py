@@ -321,3 +321,12 @@ def test_report_refuses_a_named_gpu_it_cannot_compare(tmp_path, capsys, h200_res
     errors = [line for line in err.splitlines() if not line.startswith("[visprof]")]  # progress lines aside
     assert code == 2 and len(errors) == 1 and errors[0].startswith("visprof: error: ") and "nosuch" in errors[0]
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_calibration_against_the_profiles_own_gpu_is_refused(capsys, h200_results):
+    """--target h200 with H200 profiles and no H200 table: the 'published' side was the profiles
+    themselves, and the held-out figures (Spearman 0.974) were leakage, said without a word."""
+    code, out, err = run(capsys, "calibrate", h200_results, CSV_4090, "--base", "rtx4090", "--target", "h200")
+    assert code == 2 and out == ""
+    (line,) = [line for line in err.splitlines() if line.startswith("visprof: error:")]
+    assert "the target GPU's numbers (h200) are visprof profiles for 4 of 4 models" in line

@@ -228,6 +228,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_not_circular(comparison) -> None:
+    """The published side of a calibration must not be the profiles themselves: with --target h200
+    and H200 profiles, the fit scored its features against themselves (Spearman 0.974, leakage)."""
+    from visprof.base.errors import BadInputError
+
+    for side in ("base", "target"):
+        own = sum(getattr(m, side).kind == "profile" for m in comparison.models)
+        if own:
+            gpu = getattr(comparison, side)
+            raise BadInputError(
+                f"the {side} GPU's numbers ({gpu}) are visprof profiles for {own} of {len(comparison.models)} models: a "
+                "calibration fits the profiles against published numbers of both GPUs, not against themselves; give "
+                f"the {gpu}'s published table (a timm CSV or your own), or use visprof compare for profile-to-profile")
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     import math
 
@@ -256,6 +271,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if mixed:
         _say(f"note: {mixed}")
     comparison = compare(loaded.measurements, args.base, args.target, table)
+    _check_not_circular(comparison)
     _check_explained_names(args.explain or [], comparison)  # before the fit: a typo costs no minute
     if comparison.software:
         _say(f"warning: {comparison.software}")
