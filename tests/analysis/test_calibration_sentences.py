@@ -92,3 +92,16 @@ def test_a_models_note_about_its_published_runs_ends_its_sentence():
     assert noted.text().endswith("; its two published runs took different paths: the RTX 5090 run held >= x2.00 ...")
     assert noted.row()["note"] == fleet.notes[1]
     assert "different paths" not in plain.text() and plain.row()["note"] == ""
+
+
+def test_one_model_at_two_sizes_is_told_apart_by_its_image_size():
+    """calibrate --explain resnet50 printed four 'resnet50:' lines with different numbers, nothing
+    to tell which profile each was."""
+    fleet = synthetic()
+    fleet.models[0] = fleet.models[1] = "resnet50"
+    fleet.img_sizes = [224, 288] + [None] * (len(fleet.models) - 2)
+    fit = fit_calibration(fleet, lam=0.3)
+    told = sentences(fit, fleet, ["resnet50"])
+    assert [s.text().split(":")[0] for s in told] == ["resnet50 @224", "resnet50 @288"]
+    assert [s.row()["img_size"] for s in told] == [224, 288]
+    assert model_sentence(fit, fleet, 2).text().split(":")[0] == fleet.models[2]  # no size known: none said

@@ -133,6 +133,8 @@ def test_predict_table_and_files(tmp_path, capsys, h200_results):
     assert code == 0, err
     assert "visprof predict: 4 model(s) on NVIDIA GeForce RTX 4090" in out
     assert "batch 64 -> 1024: FLOPs and activation bytes x16, weight bytes kept" in out
+    # the profile each row is from, by GPU and precision: one model's bf16 and fp16 profiles were two like rows
+    assert out.count(" h200 bf16 ") == 4
     doc = json.loads((tmp_path / "p.json").read_text())
     assert doc["target"]["id"] == "rtx4090" and len(doc["predictions"]) == 4
     first = doc["predictions"][0]

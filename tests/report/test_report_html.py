@@ -211,6 +211,13 @@ def test_a_saved_calibration_adds_each_profile_s_calibrated_speed_up(loaded, tmp
     assert kin.split("</section>")[0].count("<td class=\"text\">its family</td>") == 1  # resnet50; deit is in sample
     build_report(loaded, tmp_path / "plain.html")
     assert "Calibrated speed-up" not in (tmp_path / "plain.html").read_text()
+    # at a batch asked for, the batch column is that batch (it read the profiles' 64 under "At batch 1024"),
+    # and the image size tells one model's profiles apart
+    build_report(loaded, tmp_path / "b1024.html", calibration=cal, batch_size=1024)
+    at = (tmp_path / "b1024.html").read_text().split("<h2>Calibrated speed-up rtx3090 → rtx4090</h2>")[1]
+    rows = re.findall(r"<tr><td class=\"text\">([^<]+)</td><td>(\d+)</td><td>(\d+)</td>", at.split("</section>")[0])
+    assert len(rows) == 4 and {batch for _, _, batch in rows} == {"1024"}
+    assert {(name, int(img)) for name, img, _ in rows} == {(m.model, m.img_size) for m in loaded.profiles}
 
 
 def test_the_calibrated_speed_ups_are_at_the_batch_asked_for(loaded, tmp_path):

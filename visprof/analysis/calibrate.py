@@ -100,6 +100,9 @@ class Fleet:
     # Per model, what its sentence should add about its published numbers ("" for none): e.g. that
     # its two runs took different paths (visprof.analysis.batch_witness).
     notes: list[str] = field(default_factory=list)
+    # Per model, the image size of its profile (where known): one model is often in the fleet at
+    # several sizes, and its sentences must say which is which.
+    img_sizes: list[int | None] = field(default_factory=list)
     # Whether the fitted models' kernel-family time was split by the category each kernel ran as
     # (``buckets_of``): a profile the fit predicts must be bucketed the same way, or a split part
     # lands in a bucket the fit never saw and loses its correction.

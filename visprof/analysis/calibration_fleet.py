@@ -44,6 +44,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     names, fams, buckets, spec, obs, bounds, time, intensity, notes = [], [], [], [], [], [], [], [], []
     base_over: list[float | None] = []
     split: list[bool] = []
+    sizes: list[int | None] = []
     variants: dict[str, list] = {mode: [] for mode in spec_excess}
     # Each published model's kernel families are bucketed as its profile has them; the models the fit
     # only predicts, as the published ones were (set below, before they are added), as a saved fit does.
@@ -58,6 +59,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
             values.append(on_base_and_target(chosen, base, comparison.base_spec, comparison.target_spec, table,
                                              excess=mode).speedup)
         names.append(name)
+        sizes.append(chosen.img_size)
         fams.append(fam)
         buckets.append(row)
         spec.append(predicted)
@@ -117,6 +119,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
                        spec_variants=variants, notes=notes, covariate_fills={BASE_COVARIATE: fill})
     fleet.split_families = split_families
     fleet.covariate_filled = [v is None for v in base_over]
+    fleet.img_sizes = sizes
     return fleet, missing
 
 

@@ -88,9 +88,11 @@ class ModelSentence:
     contributions: list[Contribution] = field(default_factory=list)  # largest factors first
     rest: float = 1.0  # the product of the factors not listed
     note: str = ""  # about its published numbers (Fleet.notes)
+    img_size: int | None = None  # its profile's (Fleet.img_sizes)
 
     def text(self) -> str:
-        head = (f"{self.model}: x{self.calibrated:.2f} (band x{self.low:.2f}-{self.high:.2f}) where the spec ratios "
+        at = f" @{self.img_size}" if self.img_size else ""
+        head = (f"{self.model}{at}: x{self.calibrated:.2f} (band x{self.low:.2f}-{self.high:.2f}) where the spec ratios "
                 f"say x{self.spec_speedup:.2f}" + (f" (published x{self.published:.2f})" if self.published else ""))
         parts = [f"the pair's offset x{self.offset:.2f}"] + [c.phrase() for c in self.contributions]
         if abs(math.log(self.rest)) >= 0.005:
@@ -98,7 +100,7 @@ class ModelSentence:
         return f"{head}; " + "; ".join(parts + ([self.note] if self.note else []))
 
     def row(self) -> dict:
-        return {"model": self.model, "spec_speedup": self.spec_speedup, "calibrated": self.calibrated, "low": self.low,
+        return {"model": self.model, "img_size": self.img_size, "spec_speedup": self.spec_speedup, "calibrated": self.calibrated, "low": self.low,
                 "high": self.high, "published": self.published, "offset": self.offset, "rest": self.rest,
                 "contributions": [vars(c) for c in self.contributions], "note": self.note, "sentence": self.text()}
 
@@ -126,7 +128,8 @@ def model_sentence(fit: Fit, fleet: Fleet, index: int, top: int = 3) -> ModelSen
     observed = fleet.log_obs[index]
     return ModelSentence(fleet.models[index], float(math.exp(fleet.log_spec[index])), mid, low, high,
                          float(math.exp(fit.intercept)), float(math.exp(observed)) if np.isfinite(observed) else None,
-                         listed, rest, fleet.notes[index] if fleet.notes else "")
+                         listed, rest, fleet.notes[index] if fleet.notes else "",
+                         fleet.img_sizes[index] if fleet.img_sizes else None)
 
 
 def sentences(fit: Fit, fleet: Fleet, models: list[str] | None = None, top: int = 3) -> list[ModelSentence]:

@@ -84,7 +84,7 @@ class Prediction:
     target_gpu: str
     source_batch: int
     batch_size: int
-    precision: str
+    precision: str  # of the prediction (the profile's, or the one asked for)
     latency_ms: float
     samples_per_s: float
     busy_ms: float
@@ -96,6 +96,7 @@ class Prediction:
     fits: bool | None = None  # peak_memory_bytes within the target's memory
     notes: list[str] = field(default_factory=list)
     groups: list[GroupPrediction] = field(default_factory=list)
+    source_precision: str = ""  # the profile's: one model profiled in bf16 and fp16 is two rows
     # The scaling of time above the roof that latency_ms took (default_rate_scaling), and the
     # latency under each of RATE_SCALINGS (clock mode with measured times only): how much the
     # prediction hinges on what limits off-roof kernels.
@@ -352,6 +353,7 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
         shares["launch"] = idle / latency
     return Prediction(model=result.model.name, img_size=result.model.img_size, source_gpu=source.id if source else "-",
                       target_gpu=target.id, source_batch=own_batch, batch_size=batch, precision=precision,
+                      source_precision=result.config.precision,
                       latency_ms=latency, samples_per_s=batch / latency * 1e3 if latency > 0 else float("nan"),
                       busy_ms=busy, idle_ms=idle, bound_ms={b: bound_ms[b] for b in BOUNDS if b in bound_ms},
                       shares=shares, measured_latency_ms=timing.latency_ms.median if timing else None,

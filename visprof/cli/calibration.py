@@ -101,7 +101,8 @@ def calibrated_section(saved, table, profiles: list, published: list[PublishedRo
                                + (", without a published base number (the fit's median)" if saved.reads_base_number
                                   else ""))
     lines = [f"\nCalibrated speed-up {saved.base} -> {saved.target} ({saved.describe()}{at}):",
-             f"  {'model':<40} {'spec':>7} {'calibrated':>11} {'80% band':>14}" + ("  published" if published else "")]
+             f"  {'model':<40} {'img':>5} {'spec':>7} {'calibrated':>11} {'80% band':>14}"
+             + ("  published" if published else "")]
     shown = [i for i, r in enumerate(rows) if r is not None]
     if top is not None and len(shown) > 2 * top:
         shown = shown[:top] + [None] + shown[-top:]
@@ -111,7 +112,9 @@ def calibrated_section(saved, table, profiles: list, published: list[PublishedRo
                          f"--json and --csv have them)")
         else:
             r = rows[i]
-            lines.append(f"  {r.model:<40} {times(r.spec_speedup):>7} {times(r.calibrated):>11} "
+            # the image size tells apart one model's profiles at several sizes (resnet50 was listed four times)
+            img = profiles[i].img_size or "-"
+            lines.append(f"  {r.model:<40} {img:>5} {times(r.spec_speedup):>7} {times(r.calibrated):>11} "
                          f"{times(r.low) + '-' + format(r.high, '.2f'):>14}"
                          + (f" {times(published[i].speedup):>10}" if published else "")
                          + ("  (in the fit)" if r.fitted else "  (family in the fit)" if r.family_seen else ""))

@@ -71,12 +71,15 @@ def format_comparison(comparison, top: int | None = 15, width: int | None = None
 
 def format_predictions(predictions: Sequence, target_name: str, skipped: Iterable[str] = (), width: int | None = None) -> str:
     lines = [f"visprof predict: {len(predictions)} model(s) on {target_name}"]
-    headers = ["model", "img", "from", "batch", "measured ms", "predicted ms", "range ms", "samples/s", "time by bound", "fits"]
+    headers = ["model", "img", "from", "batch", "measured ms", "predicted ms", "range ms", "samples/s",
+               "time by bound", "fits"]
     rows = []
     for p in predictions:
         measured = "-" if p.measured_latency_ms is None else f"{p.measured_latency_ms:.3f}@{p.source_batch}"
         span = p.latency_range_ms
-        rows.append([p.model, str(p.img_size or "-"), p.source_gpu, str(p.batch_size), measured, f"{p.latency_ms:.3f}",
+        source = f"{p.source_gpu} {p.source_precision}".strip()  # the profile: its GPU and precision
+        rows.append([p.model, str(p.img_size or "-"), source, str(p.batch_size), measured,
+                     f"{p.latency_ms:.3f}",
                      "-" if span is None else f"{span[0]:.3f}-{span[1]:.3f}", f"{p.samples_per_s:,.1f}", _shares(p.shares),
                      "-" if p.fits is None else "yes" if p.fits else "NO"])
     lines += ["", *format_table(headers, rows, width)]
@@ -84,7 +87,8 @@ def format_predictions(predictions: Sequence, target_name: str, skipped: Iterabl
         lines += ["", "range: the latency with the time its kernels spend far below their roof scaled by nothing "
                       "(latency-bound), the clock or SMs x clock; the prediction takes SMs x clock between GPUs of one "
                       "SM design (compute capability), else the clock; a wide range is a prediction the specs cannot decide"]
-    notes = [(p.model, n) for p in predictions for n in p.notes]
+    # keyed as the rows are told apart: one model is often profiled at several sizes
+    notes = [(f"{p.model} @{p.img_size}" if p.img_size else p.model, n) for p in predictions for n in p.notes]
     if notes:
         lines += ["", "Notes"] + [f"  {model}: {note}" for model, note in notes]
     skipped = list(skipped)

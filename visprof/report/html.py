@@ -63,17 +63,17 @@ def _profiles_table(profiles) -> str:
     from visprof.report.figures import peak_memory
 
     rows = []
-    for m in sorted(profiles, key=lambda m: (m.gpu, m.model)):
+    for m in sorted(profiles, key=lambda m: (m.gpu, m.model, m.img_size or 0)):
         r = m.result
         shares = (r.roofline.shares if r.roofline else None) or {}
         bounds = ", ".join(f"{b} {v:.0%}" for b, v in sorted(shares.items(), key=lambda kv: -kv[1]) if v >= 0.01)
         mem = peak_memory(m)
-        rows.append([m.model, m.gpu, str(m.batch_size), m.precision or "-",
+        rows.append([m.model, str(m.img_size or "-"), m.gpu, str(m.batch_size), m.precision or "-",
                      _fmt(r.timing.latency_ms.median if r.timing else None, ".3f"), _fmt(m.samples_per_s, ",.0f"),
                      _fmt(mem / 2**20 if mem else None, ",.0f"), dominant_category(r) or "-", bounds or "-",
                      "FAIL" if r.failed_checks else "pass" if r.checks else "-"])
-    return _table(["model", "GPU", "batch", "precision", "latency ms", "images/s", "peak MiB", "dominant category",
-                   "time by bound", "self-checks"], rows, text_columns=(0, 1, 3, 7, 8, 9))
+    return _table(["model", "img", "GPU", "batch", "precision", "latency ms", "images/s", "peak MiB", "dominant category",
+                   "time by bound", "self-checks"], rows, text_columns=(0, 2, 4, 8, 9, 10))
 
 
 # Op types and kernel families named per profile in "What the models run".
@@ -87,7 +87,7 @@ def _what_they_run(profiles) -> str:
         return ", ".join(f"{getattr(r, name)} {r.share:.0%}" for r in rows[:n]) or "-"
 
     rows = []
-    for m in sorted(profiles, key=lambda m: (m.gpu, m.model)):
+    for m in sorted(profiles, key=lambda m: (m.gpu, m.model, m.img_size or 0)):
         r = m.result
         if not r.op_types:
             continue
@@ -109,12 +109,14 @@ def _calibrated_section(calibration, profiles, table, batch_size: int | None = N
     """Each profiled model's calibrated speed-up over a saved calibration's pair, with its 80% band,
     at ``batch_size`` (else each profile's own batch)."""
     rows, missing = [], 0
-    for m in sorted(profiles, key=lambda m: (m.model, m.batch_size or 0)):
+    for m in sorted(profiles, key=lambda m: (m.model, m.img_size or 0, m.batch_size or 0)):
         got = calibration.predict(m, table, batch_size=batch_size)
         if got is None:
             missing += 1
             continue
-        rows.append([m.model, str(m.batch_size), f"x{got.spec_speedup:.2f}", f"x{got.calibrated:.2f}",
+        # the batch the speed-up is at (the caption's), not the profile's; the size tells one model's profiles apart
+        rows.append([m.model, str(m.img_size or "-"), str(batch_size or m.batch_size), f"x{got.spec_speedup:.2f}",
+                     f"x{got.calibrated:.2f}",
                      f"x{got.low:.2f} – x{got.high:.2f}",
                      "yes (in sample)" if got.fitted else "its family" if got.family_seen else "no"])
     at = f"At batch {batch_size}" if batch_size else "Each profile at its own batch"
@@ -126,7 +128,8 @@ def _calibrated_section(calibration, profiles, table, batch_size: int | None = N
                + (f" {missing} profile(s) lack what the calibration reads." if missing else ""))
     return (f"<section><h2>Calibrated speed-up {html.escape(calibration.base)} → {html.escape(calibration.target)}</h2>"
             f'<p class="caption">{html.escape(caption)}</p>'
-            + _table(["model", "batch", "spec ratios", "calibrated", "80% band", "in the fit"], rows, text_columns=(0, 5))
+            + _table(["model", "img", "batch", "spec ratios", "calibrated", "80% band", "in the fit"], rows,
+                     text_columns=(0, 6))
             + "</section>")
 
 
