@@ -235,3 +235,21 @@ def test_a_pipe_or_a_device_given_as_a_store_is_one_line(good, tmp_path):
         with pytest.raises(BadInputError, match=r"is not a file on disk \(a pipe or a device\?\)"):
             export_store(path, tmp_path / "out.csv", "csv")
     assert not (tmp_path / "out.csv").exists()
+
+
+def test_a_store_that_fills_up_says_its_rows_are_kept(tmp_path):
+    """A full disk said 'could not write s.db: database or disk is full; no file was created', of a store
+    that was there, holding every row stored before. A page limit stands in for the full disk."""
+    from visprof.base.errors import OutputWriteError
+
+    path = tmp_path / "s.db"
+    cells = SweepPlan(["vit_base_patch16_224", "resnet50"], "cuda").cells()
+    with open_store(path, write=True) as store:
+        store.add_result(cells[0], json.loads(VIT.read_text()))
+        pages = store.conn.execute("PRAGMA page_count").fetchone()[0]
+        store.conn.execute(f"PRAGMA max_page_count = {pages}")
+        with pytest.raises(OutputWriteError, match=r"database or disk is full; the rows stored before are kept in it; "
+                                                   r"make room .* and run the same command again to go on$"):
+            store.add_result(cells[1], json.loads(VIT.read_text()))
+    with open_store(path) as store:
+        assert store.count("results") == 1

@@ -185,11 +185,12 @@ class OutputWriteError(VisprofError):
 
     exit_code = EXIT_OUTPUT
 
-    def __init__(self, path, reason: str, previous_kept: bool = False):
+    def __init__(self, path, reason: str, previous_kept: bool = False, left: str | None = None):
         self.path = str(path)
         self.reason = reason
         self.previous_kept = previous_kept
-        left = "the previous file is unchanged" if previous_kept else "no file was created"
+        # ``left``: what is there now, where a file written in parts (a store) is neither of these
+        left = left or ("the previous file is unchanged" if previous_kept else "no file was created")
         super().__init__(f"could not write {self.path}: {reason}; {left}")
 
 

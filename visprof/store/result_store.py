@@ -277,7 +277,10 @@ class ResultStore:
             self.conn.execute("COMMIT")
         except sqlite3.OperationalError as exc:
             if any(text in str(exc) for text in _STORAGE_ERRORS):
-                raise OutputWriteError(self.path, str(exc)) from exc
+                # the store is there, with every row committed before this one ("no file was created" was wrong)
+                raise OutputWriteError(self.path, str(exc), previous_kept=True,
+                                       left="the rows stored before are kept in it; make room (or make it writable) "
+                                            "and run the same command again to go on") from exc
             raise
 
     def _require_write(self) -> None:
