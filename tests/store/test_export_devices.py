@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,9 @@ from device_stores import mixed_store, reference_only_store
 from visprof.base.errors import BadInputError
 from visprof.store.export import export_store
 from visprof.store.result_store import open_store
+from visprof.sweep.plan import SweepPlan
+
+VIT = Path(__file__).resolve().parents[1] / "data" / "h200-result-vit_base_patch16_224.json"
 
 
 @pytest.fixture
@@ -89,3 +93,21 @@ def test_an_empty_store_has_no_results_to_export(tmp_path):
     open_store(tmp_path / "empty.db", write=True).close()
     with pytest.raises(BadInputError, match=r"empty\.db holds no profile results \(visprof sweep --store .*\)$"):
         exported(tmp_path / "empty.db", "timm")
+
+
+def test_timm_format_has_one_row_per_model_and_size_and_says_how_to_choose(tmp_path):
+    """A store swept at -b 64,256 wrote two rows for one (model, infer_img_size), the key timm's CSVs
+    join on, with nothing in timm's columns to tell them apart."""
+    path = tmp_path / "two.db"
+    doc = json.loads(VIT.read_text())
+    with open_store(path, write=True) as store:
+        for cell, batch in zip(SweepPlan(["vit_base_patch16_224"], "cuda", batch_sizes=[64, 256]).cells(), (64, 256)):
+            store.add_result(cell, {**doc, "model": {**doc["model"], "batch_size": batch}})
+    with pytest.raises(BadInputError, match=r"has 2 for vit_base_patch16_224 at 224 \(batch_size 256, 64\); choose "
+                                            r"with --batch-size, --precision or --model"):
+        exported(path, "timm")
+    (row,) = exported(path, "timm", batch_size=256)
+    assert row["infer_batch_size"] == "256"
+    assert len(exported(path, "csv")) == 2
+    with pytest.raises(BadInputError, match=r"^--batch-size and --precision choose the rows of --format timm"):
+        exported(path, "csv", batch_size=256)

@@ -147,6 +147,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     export.add_argument("--model", metavar="PATTERN", help="only models matching this pattern")
     export.add_argument("--gpu", metavar="PATTERN", help="only rows of GPUs whose name matches ('*H200*'); cpu: the CPU's rows")
     export.add_argument("--failures", action="store_true", help="export the failures instead (csv or json)")
+    export.add_argument("--batch-size", "-b", type=positive_int, metavar="N",
+                        help="--format timm: the rows of this batch size (timm's CSVs have one row per model and size)")
+    export.add_argument("--precision", choices=PRECISIONS, help="--format timm: the rows of this precision")
     export.set_defaults(handler=cmd_export)
 
 
@@ -222,7 +225,8 @@ def _check_memory_formats(channels_last: bool, memory_formats: list[bool] | None
 def cmd_export(args: argparse.Namespace) -> int:
     # export_store checks the output (writable, not the store) before it reads anything.
     export_store = importlib.import_module("visprof.store.export").export_store
-    count = export_store(args.store, args.output, args.format, model=args.model, gpu=args.gpu, failures=args.failures)
+    count = export_store(args.store, args.output, args.format, model=args.model, gpu=args.gpu, failures=args.failures,
+                         batch_size=args.batch_size, precision=args.precision)
     if count == 0 and (args.model or args.gpu):  # an empty export is otherwise silent on stdout
         print(f"[visprof] no row of {args.store} matches " + " and ".join(
             f"--{name} {value!r}" for name, value in (("model", args.model), ("gpu", args.gpu)) if value),

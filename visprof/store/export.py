@@ -32,9 +32,10 @@ EXPORT_SCHEMA = "visprof.store-export/1"
 
 def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt: str = "csv", *,
                  model: str | None = None, gpu: str | None = None, failures: bool = False,
-                 stdout: IO[str] | None = None) -> int:
+                 stdout: IO[str] | None = None, batch_size: int | None = None, precision: str | None = None) -> int:
     """Writes the store's rows to ``output`` (None: ``stdout``) in ``fmt``; returns the
-    number of rows written. ``model`` and ``gpu`` filter with shell patterns.
+    number of rows written. ``model`` and ``gpu`` filter with shell patterns; ``batch_size`` and
+    ``precision`` choose the rows of ``fmt="timm"``, which has one row per model and image size.
 
     An ``output`` that is the store itself, by any name (a link, a hard link) or one of its
     SQLite side files (``-wal``, ``-shm``, ``-journal``), is refused before anything is read."""
@@ -47,6 +48,9 @@ def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt
     if failures and fmt not in ("csv", "json"):
         raise BadInputError("--failures exports as csv or json")
     _check_patterns(model, gpu)
+    if (batch_size is not None or precision is not None) and fmt != "timm":
+        raise BadInputError("--batch-size and --precision choose the rows of --format timm (one per model and image "
+                            f"size); --format {fmt} keeps every row, with its batch_size and precision columns")
     if output is not None:
         source = store.path if isinstance(store, ResultStore) else store
         check_output_paths({"--output": output}, inputs={"store": source})
@@ -61,7 +65,7 @@ def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt
                 frame.to_parquet(fh, index=False)
             return len(frame)
         buffer = io.StringIO()
-        count = _write_text(reader, fmt, buffer, model, gpu, failures)
+        count = _write_text(reader, fmt, buffer, model, gpu, failures, batch_size, precision)
     finally:
         if owned:
             reader.close()
@@ -97,7 +101,8 @@ def _no_results(store: ResultStore) -> str:
     return text
 
 
-def _write_text(store: ResultStore, fmt: str, out: IO[str], model, gpu, failures: bool) -> int:
+def _write_text(store: ResultStore, fmt: str, out: IO[str], model, gpu, failures: bool, batch_size=None,
+                precision=None) -> int:
     if fmt == "json":
         return _write_json(store, out, model, gpu, failures)
     if failures:
@@ -105,14 +110,42 @@ def _write_text(store: ResultStore, fmt: str, out: IO[str], model, gpu, failures
         columns = list(rows[0]) if rows else _failure_columns(store)
         return _write_csv(out, columns, rows)
     if fmt == "timm":
-        rows = store.rows(model, gpu)
+        rows = [r for r in store.rows(model, gpu) if (batch_size is None or r.get("batch_size") == batch_size)
+                and (precision is None or r.get("precision") == precision)]
         gpus = sorted({device_name(r) for r in rows})
         if len(gpus) > 1:
             raise BadInputError(f"--format timm writes one device's results and the store holds several "
                                 f"({', '.join(gpus)}); choose one with --gpu")
-        return _write_csv(out, list(TIMM_COLUMNS), [to_timm_row(r) for r in rows])
+        timm_rows = [to_timm_row(r) for r in rows]
+        _check_one_row_per_key(rows, timm_rows)
+        return _write_csv(out, list(TIMM_COLUMNS), timm_rows)
     columns, rows = store.table_rows(model, gpu)
     return _write_csv(out, columns, rows)
+
+
+# What can tell two stored rows of one model and size apart, where timm's columns cannot.
+_TIMM_DISTINGUISHES = ("batch_size", "precision", "channels_last", "grad_mode", "autocast", "img_size_requested",
+                       "torch_version", "timm_version", "visprof_version", "host")
+
+
+def _check_one_row_per_key(rows: list[dict[str, Any]], timm_rows: list[dict[str, Any]]) -> None:
+    """timm's CSVs have one row per (model, image size), the key they are joined on: rows of one
+    model at one size from several batches, precisions or versions would make that join many-to-one."""
+    by_key: dict[tuple, list[dict[str, Any]]] = {}
+    for row, timm_row in zip(rows, timm_rows):
+        by_key.setdefault((timm_row["model"], timm_row["infer_img_size"]), []).append(row)
+    repeated = {key: group for key, group in by_key.items() if len(group) > 1}
+    if not repeated:
+        return
+    (name, size), group = next(iter(repeated.items()))
+    differ = [f"{column} {', '.join(sorted({str(r.get(column)) for r in group}))}" for column in _TIMM_DISTINGUISHES
+              if len({str(r.get(column)) for r in group}) > 1]
+    raise BadInputError(
+        f"--format timm writes one row per model and image size, as timm's CSVs (the key they join on), and the "
+        f"store has {len(group)} for {name} at {size} ({'; '.join(differ) or 'measured again'})"
+        + (f", and {len(repeated) - 1} more such model(s)" if len(repeated) > 1 else "")
+        + "; choose with --batch-size, --precision or --model, or export --format csv, which keeps every row with "
+          "its settings")
 
 
 def _write_csv(out: IO[str], columns: list[str], rows: list[dict[str, Any]]) -> int:
