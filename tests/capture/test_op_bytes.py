@@ -167,3 +167,28 @@ def test_the_capture_counts_einsum_and_5d_attention_flops():
     ops = {op.name: op for op in capture(Net(), torch.randn(2, 4, 8))}
     assert ops["aten.einsum.default"].flops == 2 * 2 * 4 * 4 * 8
     assert ops["aten.scaled_dot_product_attention.default"].flops == 2 * 2 * 4 * 4 * (8 + 8)
+
+
+def test_the_fused_multi_head_attention_of_nn_multiheadattention_counts_its_flops():
+    """In eval under inference_mode a batch_first nn.MultiheadAttention runs one fused op,
+    aten._native_multi_head_attention, which counted 0 FLOPs: the roofline lost the layer's work."""
+    mha = torch.nn.MultiheadAttention(16, 4, batch_first=True).eval()
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mha = mha
+
+        def forward(self, x):  # self-attention: the fast path's condition
+            return self.mha(x, x, x, need_weights=False)[0]
+
+    batch, queries, width = 2, 5, 16
+    keys = queries
+    tracker = ModuleTracker(Net())
+    with torch.inference_mode(), tracker, OpCapture(tracker, flops=True) as cap:
+        tracker.root(torch.randn(batch, queries, width))
+    ops = {op.name: op for op in cap.to_records()}
+    fused = ops["aten._native_multi_head_attention.default"]
+    projections = 2 * batch * width * width * (queries + 2 * keys + queries)  # q, k, v in; out
+    attention = 2 * 2 * batch * queries * keys * width  # q k^T and softmax @ v, over all heads
+    assert fused.flops == projections + attention

@@ -76,6 +76,19 @@ def _einsum(args, kwargs, out) -> float:
     return 2.0 * math.prod(sizes.values())
 
 
+def _native_mha(args, kwargs, out) -> float:
+    """nn.MultiheadAttention's fused fast path (eval, batch_first, no grad): one op runs the q, k, v
+    projections, the attention and the output projection, which counted 0 FLOPs. Per batch element
+    with L queries, S keys and width E (the heads split E): projections 2 E^2 (L + 2 S) + 2 E^2 L,
+    attention 2 L S E for q k^T and as much for its softmax times v."""
+    query, key = args[0], args[1]
+    if query.dim() != 3 or key.dim() != 3:
+        return 0.0
+    batch, length, width = _shape(query)
+    keys = key.shape[1]
+    return 2.0 * batch * width * (width * (2 * length + 2 * keys) + 2 * length * keys)
+
+
 _COMPOSITES = {
     **{packet: _conv_nd for packet in _CONV_ND},
     aten.linear: _linear,
@@ -84,6 +97,7 @@ _COMPOSITES = {
     aten.einsum: _einsum,
     # The CPU's SDPA backend (what no_grad, unlike inference_mode, dispatches to on the CPU).
     aten._scaled_dot_product_flash_attention_for_cpu: _sdpa,
+    aten._native_multi_head_attention: _native_mha,
 }
 
 
