@@ -152,3 +152,25 @@ def test_the_model_commands_arguments_are_checked_before_torch_loads():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env())
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("moment", ["during the import", "during the run"])
+def test_sigterm_stops_a_command_as_ctrl_c_does(tmp_path, moment):
+    """SIGTERM (timeout, SLURM, docker stop) ended the process at once with no word (exit 143 by the
+    signal), before any cleanup: a sweep's run stayed 'running'. It now takes Ctrl-C's path."""
+    if moment == "during the import":
+        proc = subprocess.Popen([sys.executable, "-c", _SLOW_IMPORT_CLI.replace("run()", "run()  # as the console script")],
+                                stderr=subprocess.PIPE, env=child_env(), text=True, cwd=tmp_path)
+        time.sleep(1.5)
+    else:
+        proc = subprocess.Popen([sys.executable, "-m", "visprof", "profile", "resnet18", "-b", "1", "--device", "cpu",
+                                 "--iterations", "100000", "--json", "r.json", "--trace", "t.json"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env(), text=True, cwd=tmp_path)
+        deadline = time.monotonic() + 120
+        while "timing" not in proc.stderr.readline() and time.monotonic() < deadline:  # the progress reached timing
+            pass
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert err.strip().splitlines()[-1] == "visprof: error: terminated (SIGTERM); not written: r.json, t.json", err
+    assert not (tmp_path / "r.json").exists() and "Traceback" not in err

@@ -281,3 +281,21 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path, how):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "measured 1"
     assert marker.read_text() == "ran\n"
+
+
+def test_sigterm_to_the_driver_stops_it_as_ctrl_c_does(tmp_path):
+    """timeout, SLURM and docker stop send SIGTERM: the driver died at once with 143, no word, and its
+    run stayed 'running' with cells_done 0. It now takes Ctrl-C's path: workers stopped, the run
+    marked interrupted, the resume hint said."""
+    store = tmp_path / "s.db"
+    proc = subprocess.Popen(sweep_command(store), env=env(VISPROF_FAKE_BUILD_S="0.5"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    wait_for_rows(store, proc, 1)
+    os.kill(proc.pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "run the same command again to resume" in err and "terminated (SIGTERM)" in err
+    assert "Traceback" not in err
+    assert worker_pids(proc.pid) == []
+    with open_store(store) as s:
+        assert [r["status"] for r in s.runs()] == ["interrupted"]

@@ -25,6 +25,7 @@ from visprof.cli.arguments import img_size, non_negative_int, pass_list, positiv
 from visprof.cli.closed_stdout import pipe_safe_stdout
 
 EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT (128 + 2)
+EXIT_TERMINATED = 143  # and for SIGTERM (128 + 15)
 
 
 # --- parser --------------------------------------------------------------------------------
@@ -383,6 +384,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as interrupt:
         # A command may say what the interruption left undone (e.g. which files were not written).
         detail = f"; {interrupt.args[0]}" if interrupt.args and interrupt.args[0] else ""
+        if _terminated:
+            print(f"visprof: error: terminated (SIGTERM){detail}", file=sys.stderr)
+            return EXIT_TERMINATED
         print(f"visprof: error: interrupted{detail}", file=sys.stderr)
         return EXIT_INTERRUPTED
 
@@ -400,13 +404,28 @@ def say_the_stop_is_coming() -> None:
         print("visprof: stopping once torch has finished loading", file=sys.stderr, flush=True)
 
 
+# SIGTERM (timeout, SLURM, docker stop, systemd) stops a command as Ctrl-C does: the same cleanup
+# (workers killed, a sweep's run marked interrupted, unwritten files named), exit 143. Python's
+# default for it is to die at once, with the run left "running" and no word.
+_terminated = False
+
+
+def _stop_on_sigterm(signum, frame) -> None:
+    global _terminated
+    _terminated = True
+    raise KeyboardInterrupt
+
+
 def run() -> None:
     """The ``visprof`` console script and ``python -m visprof``: ``main()``, then exit with its code.
 
     Once ``main`` returns the command is done (its files written, its report printed). A Ctrl-C
     while the interpreter then tears torch down would end the process by SIGINT, with no word and
     a code that says interrupted, so it is ignored from here on."""
+    with contextlib.suppress(ValueError):  # signal() works in the main thread only
+        signal.signal(signal.SIGTERM, _stop_on_sigterm)
     code = main()
     with contextlib.suppress(ValueError):  # signal() works in the main thread only
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.exit(code)
