@@ -56,7 +56,7 @@ def test_side_file_names_of_a_file_that_is_no_store_are_free(here):
 
 def test_two_outputs_one_the_side_file_or_a_hard_link_of_the_other(here):
     with pytest.raises(BadInputError, match=r"--json s\.db-wal is SQLite's -wal file of --store s\.db"):
-        check_output_paths({"--store": "s.db", "--json": "s.db-wal"})
+        check_output_paths({"--store": "s.db", "--json": "s.db-wal"}, sqlite=("--store",))
     os.link(here / "r.json", here / "hard.json")
     with pytest.raises(BadInputError, match="are the same file"):
         check_output_paths({"--json": "r.json", "--csv": "hard.json"})
@@ -95,3 +95,21 @@ def test_an_output_folder_is_checked_and_nothing_is_left_behind(here):
     with pytest.raises(BadInputError, match="cannot create /proc/visprof-figs in directory /proc"):
         check_output_dir("/proc/visprof-figs", "--png-dir")
     assert sorted(p.name for p in here.iterdir()) == ["figs", "r.json", "s.db"]
+
+
+def test_an_output_over_an_sqlite_file_is_refused_unless_it_is_a_store_path(tmp_path):
+    """export -o other.db (or --json) replaced another results store, weeks of sweeps, with a CSV
+    without a word. Only a path meant to be SQLite (a sweep's --store) may name one."""
+    import sqlite3
+
+    store = tmp_path / "other.db"
+    sqlite3.connect(store).execute("CREATE TABLE t (x)").connection.close()
+    before = store.read_bytes()
+    with pytest.raises(BadInputError, match=r"^--output .*other.db is an SQLite file \(a results store\?\), which this "
+                                            r"output would replace"):
+        check_output_paths({"--output": store})
+    assert check_output_paths({"--store": store}, sqlite=("--store",))["--store"] == store
+    assert store.read_bytes() == before
+    text = tmp_path / "old.csv"
+    text.write_text("a,b\n")
+    assert check_output_paths({"--output": text})["--output"] == text  # any other file is replaced as before

@@ -27,7 +27,7 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import IO, Iterable, Iterator, Mapping, Union
+from typing import IO, Iterable, Iterator, Mapping, Sequence, Union
 
 from visprof.base.errors import BadInputError, OutputWriteError
 
@@ -124,10 +124,11 @@ def _create_new(path: Path) -> int:
 
 
 def check_output_paths(paths: Mapping[str, str | Path | None], inputs: Mapping[str, InputPaths] | None = None, *,
-                       folder_files: str | tuple[str, ...] = "*") -> dict[str, Path]:
+                       folder_files: str | tuple[str, ...] = "*", sqlite: Sequence[str] = ()) -> dict[str, Path]:
     """Checks each given path (None: option not used), that no two name the same file (nor
-    one a store's side file of the other), and, given the command's ``inputs``, that none of
-    them is an input (``check_not_an_input``). Returns the checked paths."""
+    one a store's side file of the other), that none but the ``sqlite`` ones (a sweep's --store)
+    would replace an SQLite file, and, given the command's ``inputs``, that none of them is an
+    input (``check_not_an_input``). Returns the checked paths."""
     checked = {what: check_output_path(p, what) for what, p in paths.items() if p is not None}
     seen: dict[Path, str] = {}
     for what, path in checked.items():
@@ -148,6 +149,12 @@ def check_output_paths(paths: Mapping[str, str | Path | None], inputs: Mapping[s
                                         "give another file name")
     if inputs:  # named as given (a link as the link), compared as the files they are
         check_not_an_input({what: Path(paths[what]) for what in checked}, inputs, folder_files=folder_files)
+    # after the input check, which names the case better where the SQLite file is the command's own store
+    for what, path in checked.items():
+        if what not in sqlite and path.is_file() and _has_sqlite_header(path):
+            # a results store (someone's weeks of sweeps) replaced by a CSV or JSON: never silently
+            raise BadInputError(f"{what} {path} is an SQLite file (a results store?), which this output would "
+                                "replace; give another file name, or remove it first if it is to go")
     return checked
 
 
@@ -233,16 +240,20 @@ def _side_file_of(path: Path, store: Path) -> str | None:
     return None
 
 
-def _sqlite_like(path: Path) -> bool:
-    if path.suffix.lower() in _SQLITE_SUFFIXES:
-        return True
-    if not path.is_file():  # a pipe with no writer would block the open
-        return False
+def _has_sqlite_header(path: Path) -> bool:
     try:
         with open(path, "rb") as fh:
             return fh.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
     except OSError:
         return False
+
+
+def _sqlite_like(path: Path) -> bool:
+    if path.suffix.lower() in _SQLITE_SUFFIXES:
+        return True
+    if not path.is_file():  # a pipe with no writer would block the open
+        return False
+    return _has_sqlite_header(path)
 
 
 def _exists(path: str | Path) -> bool:

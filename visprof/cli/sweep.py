@@ -168,7 +168,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     # The store, the summary and the files the sweep reads: none may be another (or its -wal).
     scripts = [name for name in args.imports if name.endswith(".py")]
     check_output_paths({"--store": args.store, "--json": args.json},
-                       inputs={"--model-list file": args.model_list, "--import file": scripts})
+                       inputs={"--model-list file": args.model_list, "--import file": scripts}, sqlite=("--store",))
     memory_formats = list(args.memory_format or [])
     if args.channels_last:
         memory_formats.append(True)

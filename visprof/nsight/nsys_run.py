@@ -65,7 +65,7 @@ def run_nsys(program: list[str], base: str | Path, *, capture_range: str = "auto
     if capture_range not in CAPTURE_RANGES:
         raise BadInputError(f"--capture-range must be one of {', '.join(CAPTURE_RANGES)}, got {capture_range!r}")
     report, sqlite = output_paths(base)
-    check_output_paths({"report": report, "export": sqlite})
+    check_output_paths({"report": report, "export": sqlite}, sqlite=("export",))  # nsys's export is SQLite
     tool = find_tool("nsys", nsys)
     partial = report.with_name(f".{report.name[:-len('.nsys-rep')]}.partial-{os.getpid()}")
     partial_report, partial_sqlite = output_paths(partial)
