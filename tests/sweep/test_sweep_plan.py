@@ -35,6 +35,14 @@ def test_a_pattern_that_matches_nothing_is_an_error():
         select_models(["nosuchfamily_*"])
 
 
+def test_exclude_without_a_size_leaves_out_every_size_of_the_model():
+    """--exclude resnet18 left resnet18@160 in."""
+    chosen = ["resnet18", "resnet18@160", "resnet34@160"]
+    assert select_models(chosen, exclude="resnet18") == ["resnet34@160"]
+    assert select_models(chosen, exclude="resnet18@160") == ["resnet18", "resnet34@160"]
+    assert select_models(chosen, exclude="*@160") == ["resnet18"]
+
+
 def test_exclude_and_limit():
     import timm
 

@@ -144,10 +144,17 @@ def select_models(
     for item, line in requested:
         for name in _expand(item, timm) if line is None else _expand_listed(item, timm, model_list, line):
             chosen.setdefault(name, None)
-    kept = [name for name in chosen if not any(fnmatch.fnmatchcase(name, p) for p in exclude_patterns)]
+    kept = [name for name in chosen if not any(_excludes(pattern, name) for pattern in exclude_patterns)]
     if not kept:
         raise BadInputError(f"--exclude {','.join(exclude_patterns)} leaves none of the {len(chosen)} selected models")
     return kept[:limit] if limit is not None else kept
+
+
+def _excludes(pattern: str, name: str) -> bool:
+    """An --exclude pattern without @SIZE leaves out the model at every size (``resnet18`` left
+    ``resnet18@160`` in); one with it, that size only."""
+    model = name if "@" in pattern else name.split("@", 1)[0]
+    return fnmatch.fnmatchcase(model, pattern)
 
 
 def _expand_listed(item: str, timm, path: str | Path, line: int) -> list[str]:
