@@ -12,20 +12,12 @@ things of it:
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
-from visprof.store.result_store import SQLITE_HEADER, open_store
+from visprof.base.outputs import is_sqlite_file
+from visprof.store.result_store import open_store
 
 __all__ = ["open_store", "is_sqlite_file", "reference_dict"]
-
-
-def is_sqlite_file(path: str | Path) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER
-    except OSError:
-        return False
 
 
 def reference_dict(ref: Any) -> dict[str, Any]:

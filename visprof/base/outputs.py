@@ -32,7 +32,7 @@ from typing import IO, Iterable, Iterator, Mapping, Sequence, Union
 from visprof.base.errors import BadInputError, OutputWriteError
 
 __all__ = ["atomic_output", "atomic_write_all", "atomic_write_text", "check_output_path", "check_output_paths", "describe_os_error",
-           "check_not_an_input", "check_output_dir", "sqlite_side_files"]
+           "check_not_an_input", "check_output_dir", "files_in", "is_sqlite_file", "sqlite_side_files"]
 
 # SQLite keeps part of a database beside it, in files named after it: a results store is
 # these files as well as its own (writing over one of them corrupts the store).
@@ -151,7 +151,7 @@ def check_output_paths(paths: Mapping[str, str | Path | None], inputs: Mapping[s
         check_not_an_input({what: Path(paths[what]) for what in checked}, inputs, folder_files=folder_files)
     # after the input check, which names the case better where the SQLite file is the command's own store
     for what, path in checked.items():
-        if what not in sqlite and path.is_file() and _has_sqlite_header(path):
+        if what not in sqlite and path.is_file() and is_sqlite_file(path):
             # a results store (someone's weeks of sweeps) replaced by a CSV or JSON: never silently
             raise BadInputError(f"{what} {path} is an SQLite file (a results store?), which this output would "
                                 "replace; give another file name, or remove it first if it is to go")
@@ -240,7 +240,8 @@ def _side_file_of(path: Path, store: Path) -> str | None:
     return None
 
 
-def _has_sqlite_header(path: Path) -> bool:
+def is_sqlite_file(path: str | Path) -> bool:
+    """Whether ``path`` starts as every SQLite database does (False where it cannot be read)."""
     try:
         with open(path, "rb") as fh:
             return fh.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
@@ -253,7 +254,7 @@ def _sqlite_like(path: Path) -> bool:
         return True
     if not path.is_file():  # a pipe with no writer would block the open
         return False
-    return _has_sqlite_header(path)
+    return is_sqlite_file(path)
 
 
 def _exists(path: str | Path) -> bool:

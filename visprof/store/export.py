@@ -138,8 +138,8 @@ def _check_one_row_per_key(rows: list[dict[str, Any]], timm_rows: list[dict[str,
     if not repeated:
         return
     (name, size), group = next(iter(repeated.items()))
-    differ = [f"{column} {', '.join(sorted({str(r.get(column)) for r in group}))}" for column in _TIMM_DISTINGUISHES
-              if len({str(r.get(column)) for r in group}) > 1]
+    values = {column: sorted({str(r.get(column)) for r in group}) for column in _TIMM_DISTINGUISHES}
+    differ = [f"{column} {', '.join(seen)}" for column, seen in values.items() if len(seen) > 1]
     raise BadInputError(
         f"--format timm writes one row per model and image size, as timm's CSVs (the key they join on), and the "
         f"store has {len(group)} for {name} at {size} ({'; '.join(differ) or 'measured again'})"
