@@ -32,7 +32,7 @@ from visprof.native import native_info
 from visprof.passes.attributed import AttributedResult, run_attributed_pass
 from visprof.passes.memory import MemoryResult, run_memory_pass
 from visprof.passes.kernel_sequence import KERNEL_TIME_TOLERANCE, isolated_time_ms, kernel_time_check, launch_difference
-from visprof.passes.setup import check_count, is_oom, make_runner, raised_in_a_forward, resolve_run
+from visprof.passes.setup import check_counts, is_oom, make_runner, raised_in_a_forward, resolve_run
 from visprof.passes.timing import TimingResult, run_timing_pass
 from visprof.passes.torch_noise import quiet_torch_noise
 from visprof.passes.trace_only import TraceOnlyResult, run_trace_only_pass
@@ -99,10 +99,9 @@ def profile(
     turns it off).
     """
     started = time.perf_counter()
-    check_count("warmup", warmup, 0)
-    check_count("iterations", iterations, 1)
-    check_count("attributed_iterations", attributed_iterations, 1)
-    check_count("top_modules", top_modules, 1)  # before the run: it is used only when the result is built
+    # top_modules before the run too: it is used only when the result is built
+    check_counts(warmup=warmup, iterations=iterations, attributed_iterations=attributed_iterations,
+                 top_modules=top_modules)
     device = hardware.resolve_device(device)
     passes = passes_for(passes, "cuda" if device.startswith("cuda") else "cpu")
     trace_sink = _trace_sink(trace_path, recording_path, on_trace, category_file, passes)

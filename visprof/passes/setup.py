@@ -22,8 +22,8 @@ from visprof.base.sizes import validate_batch_size
 from visprof.passes.models import ModelSpec, resolve_model
 from visprof.passes.runner import ModelRunner, RunConfig
 
-__all__ = ["RunSetup", "resolve_run", "choice", "check_count", "load_table", "make_runner", "raised_in_a_forward",
-           "is_oom"]
+__all__ = ["RunSetup", "resolve_run", "choice", "check_count", "check_counts", "COUNT_MINIMUMS", "load_table",
+           "make_runner", "raised_in_a_forward", "is_oom"]
 
 
 @dataclass
@@ -47,6 +47,16 @@ def check_count(name: str, value: Any, minimum: int) -> None:
     """A whole number >= minimum (None means the entry point's default)."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
         raise BadInputError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+
+
+# The least each of profile()'s counts may be (a sweep's -O checks them before its workers start).
+COUNT_MINIMUMS = {"warmup": 0, "iterations": 1, "attributed_iterations": 1, "top_modules": 1}
+
+
+def check_counts(**counts: Any) -> None:
+    """``check_count`` of each of profile()'s counts given, at its ``COUNT_MINIMUMS``."""
+    for name, value in counts.items():
+        check_count(name, value, COUNT_MINIMUMS[name])
 
 
 def load_table(table: CategoryTable | None, category_file: str | Path | None) -> CategoryTable:

@@ -164,12 +164,11 @@ def _check_profile_value(key: str, value: Any) -> None:
     """The values profile() would refuse, refused before the sweep: else every cell fails with the
     same BadInputError, each stored as a final failure, and the sweep exits 0."""
     from visprof.base.options import AUTOCAST_MODES, GRAD_MODES
-    from visprof.passes.setup import check_count, choice
+    from visprof.passes.setup import COUNT_MINIMUMS, check_counts, choice
 
-    minimum = {"warmup": 0, "iterations": 1, "attributed_iterations": 1, "top_modules": 1}
     try:
-        if key in minimum:
-            check_count(key, value, minimum[key])
+        if key in COUNT_MINIMUMS:
+            check_counts(**{key: value})
         elif key == "grad_mode":
             choice("grad_mode", value, GRAD_MODES)
         elif key == "autocast":
