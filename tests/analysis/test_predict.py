@@ -360,3 +360,19 @@ def test_a_batch_size_that_is_not_a_whole_number_of_one_or_more_is_refused(batch
     with pytest.raises(BadInputError, match=r"batch size must be an integer >= 1"):
         predict_result(result, SPEC, table=TABLE, batch_size=batch_size)
     assert predict_result(result, SPEC, table=TABLE, batch_size=None).batch_size == result.model.batch_size
+
+
+def test_tensor_core_work_without_a_tensor_rate_on_the_target_is_named():
+    """bf16 onto a T4 or V100: no bf16 tensor cores there, so the GEMMs are predicted at the
+    FP32 rate; the note says why such a prediction is slow and that fp16 has the tensor rate."""
+    result = recorded_result("resnet50")  # a bf16 profile
+    on_t4 = predict_result(result, "t4")
+    [note] = [n for n in on_t4.notes if "tensor cores" in n]
+    share = float(note.split(": ")[1].split("%")[0]) / 100
+    tensor_ms = sum(g.time_ms for g in result.roofline.groups if g.tensor_core == "bf16")
+    assert share == pytest.approx(tensor_ms / sum(g.time_ms for g in result.roofline.groups), abs=0.005) and share > 0.1
+    assert note.startswith("the t4 has no bf16 tensor cores") and "FP32 rate (8.1 TFLOP/s)" in note
+    assert "--precision fp16" in note
+    as_fp16 = predict_result(result, "t4", precision="fp16")
+    assert not any("tensor cores" in n for n in as_fp16.notes) and as_fp16.latency_ms < on_t4.latency_ms
+    assert not any("tensor cores" in n for n in predict_result(result, "rtx4090").notes)  # bf16 tensor cores there

@@ -345,6 +345,7 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
     if scale != 1:
         notes.append(f"batch {own_batch} -> {batch}: FLOPs and activation bytes x{scale:g}, weight bytes kept")
     notes.extend(_small_launch_note(result, target))
+    notes.extend(_no_tensor_rate_note(roof.groups, target, precision))
     peak, fits = _memory(result, scale, target)
     if fits is False:
         notes.append(f"needs ~{peak / 2**30:.1f} GiB at batch {batch}, more than the {target.memory_gb:g} GB of the {target.id}")
@@ -374,6 +375,25 @@ def _small_launch_note(result: ProfileResult, target: GpuSpec) -> list[str]:
     return [f"{share:.0%} of its kernel time ran in launches of at most {largest} thread block{'s' * (largest > 1)}, "
             f"fewer than the {target.id}'s {target.sms} SMs: they leave SMs idle there, which the prediction "
             f"does not model"]
+
+
+def _no_tensor_rate_note(groups: list[RooflineGroup], target: GpuSpec, precision: str) -> list[str]:
+    """A note where tensor-core work of the profile has no tensor rate on the target (bf16 or
+    TF32 on a T4 or V100): it is predicted at the FP32 rate there, which is a different
+    machine from the one profiled, so the user should know why such a prediction is slow."""
+    total = sum(g.time_ms for g in groups)
+    missing: dict[str, float] = {}
+    for g in groups:
+        wanted = target_precision(g.tensor_core, precision)
+        if wanted and target.tensor_peak(wanted) is None:
+            missing[wanted] = missing.get(wanted, 0.0) + g.time_ms
+    if not missing or total <= 0:
+        return []
+    names = " or ".join(sorted(missing))
+    share = sum(missing.values()) / total
+    fp16 = " (--precision fp16 predicts it on them)" if "bf16" in missing and target.tensor_peak("fp16") else ""
+    return [f"the {target.id} has no {names} tensor cores: {share:.0%} of the profile's kernel time ran on tensor "
+            f"cores in {names} and is predicted at its FP32 rate ({target.fp32_tflops:g} TFLOP/s) there{fp16}"]
 
 
 def _busy_and_idle(result: ProfileResult, groups: list[GroupPrediction], measured: bool) -> tuple[dict[str, float], float, float]:
