@@ -11,6 +11,7 @@ from visprof.analysis.gpus import GpuTable
 from visprof.analysis.predict import (ACHIEVABLE, RATE_SCALINGS, default_rate_scaling, l2_hit_share, predict_group,
                                       predict_result, rate_ratio, speedup, speedup_band)
 from visprof.base.errors import BadInputError
+from visprof.report.compare_text import fits_label
 from visprof.result import LatencyStats, LaunchSizeRow, RooflineGroup, Timing
 
 FAST_MATH = dataclasses.replace(SPEC, id="fast-math", name="Fast math", match=(), tensor_tflops={"bf16": 200, "fp16": 200},
@@ -280,6 +281,30 @@ def test_predicted_peak_memory_and_fit():
     assert small.fits and small.peak_memory_bytes == pytest.approx(result.timing.max_memory_allocated_bytes)
     huge = predict_result(result, "rtx3090", batch_size=8192)
     assert huge.fits is False and any("more than the 24 GB" in n for n in huge.notes)
+    assert huge.memory_share == pytest.approx(huge.peak_memory_bytes / 24e9)
+
+
+def test_a_peak_near_the_cards_memory_is_neither_a_fit_nor_a_miss():
+    """Between 0.8x and 1.25x of the card the estimate is wrong about half the time against
+    timm's published runs (bench/results/memory-fit-2026-12-06/): fits is None there, with a
+    note, and the table says near; outside it yes or NO."""
+    result = recorded_result("resnet50")
+    weights = result.model.param_count * 4
+    per_batch = (result.timing.max_memory_allocated_bytes - weights) / 64
+
+    def at(share: float):
+        batch = round((share * 24e9 - weights) / per_batch)
+        return predict_result(result, "rtx3090", batch_size=batch)
+
+    assert [at(s).fits for s in (0.75, 0.85, 1.0, 1.2, 1.3)] == [True, None, None, None, False]
+    near = at(1.0)
+    assert near.memory_share == pytest.approx(1.0, abs=0.01)
+    [note] = [n for n in near.notes if "GB at batch" in n]
+    assert note.endswith("x the 24 GB of the rtx3090: too near it for the estimate to say whether it fits")
+    assert fits_label(near) == "near" and fits_label(at(0.75)) == "yes" and fits_label(at(1.3)) == "NO"
+    assert "may not fit" in repr(near)
+    no_memory = dataclasses.replace(near, peak_memory_bytes=None, memory_share=None, fits=None)
+    assert fits_label(no_memory) == "-"
 
 
 def test_time_above_the_roof_can_scale_with_general_throughput():

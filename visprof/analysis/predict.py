@@ -56,6 +56,12 @@ KERNEL_FLOOR_MS = 0.001  # shortest kernels in the H200 recordings: 0.96-1.0 us 
 HOST_BOUND_IDLE = 0.10  # idle share of latency above which a note says the profile was host-bound
 SMALL_LAUNCH_NOTE = 0.10  # kernel-time share in launches smaller than the target above which a note says so
 SIXTEEN_BIT = ("fp16", "bf16")
+# The peak-memory estimate over the target's memory between which it cannot say whether a model
+# fits (Prediction.fits None, "near"). Against timm's published runs at batch 1024 (a row at a
+# smaller batch ran out of memory there) on the RTX 3090, both RTX 4090 tables and the RTX 5090,
+# from the H200 profiles: below 0.8x 97-99% of the models fit, from 1.25x 1-3%, between them
+# 37-49% (6-76% per tenth; bench/memory_fit_check.py, bench/results/memory-fit-2026-12-06/).
+FITS_UNDECIDED = (0.8, 1.25)
 TRANSFERS = ("[memcpy]", "[memset]")  # RooflineGroup.op of copies and fills without an op (roofline.op_groups)
 # Bytes an op's layout transforms move per byte of its activations: cuDNN's NCHW<->NHWC
 # kernels read and write the input on the way in and the output on the way out.
@@ -93,7 +99,10 @@ class Prediction:
     shares: dict[str, float] = field(default_factory=dict)  # of latency; "launch" is the idle time
     measured_latency_ms: float | None = None  # the profile's own, on its GPU at its batch
     peak_memory_bytes: float | None = None  # rough: weights + activations scaled with the batch
-    fits: bool | None = None  # peak_memory_bytes within the target's memory
+    # peak_memory_bytes well within the target's memory (True), well above it (False); None where
+    # the estimate is too near the card's memory to tell (memory_share in FITS_UNDECIDED) or absent
+    fits: bool | None = None
+    memory_share: float | None = None  # peak_memory_bytes over the target's memory
     notes: list[str] = field(default_factory=list)
     groups: list[GroupPrediction] = field(default_factory=list)
     source_precision: str = ""  # the profile's: one model profiled in bf16 and fp16 is two rows
@@ -112,7 +121,7 @@ class Prediction:
         # The prediction, not every op group's (10 kB for ViT-B/16): groups and to_dict() have them.
         span = self.latency_range_ms
         span_text = f" (range {span[0]:.3f}-{span[1]:.3f})" if span else ""
-        fits = "" if self.fits is None else (", fits" if self.fits else ", does NOT fit")
+        fits = {True: ", fits", False: ", does NOT fit"}.get(self.fits, ", may not fit" if self.memory_share else "")
         return (f"<Prediction {self.model} {self.source_gpu} -> {self.target_gpu}: batch {self.batch_size}, "
                 f"{self.precision}, {self.latency_ms:.3f} ms{span_text}, {self.samples_per_s:,.1f} samples/s{fits}>")
 
@@ -346,9 +355,12 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
         notes.append(f"batch {own_batch} -> {batch}: FLOPs and activation bytes x{scale:g}, weight bytes kept")
     notes.extend(_small_launch_note(result, target))
     notes.extend(_no_tensor_rate_note(roof.groups, target, precision))
-    peak, fits = _memory(result, scale, target)
+    peak, share, fits = _memory(result, scale, target)
     if fits is False:
-        notes.append(f"needs ~{peak / 2**30:.1f} GiB at batch {batch}, more than the {target.memory_gb:g} GB of the {target.id}")
+        notes.append(f"needs ~{peak / 1e9:.1f} GB at batch {batch}, more than the {target.memory_gb:g} GB of the {target.id}")
+    elif share is not None and fits is None:
+        notes.append(f"needs ~{peak / 1e9:.1f} GB at batch {batch}, {share:.2f}x the {target.memory_gb:g} GB of the "
+                     f"{target.id}: too near it for the estimate to say whether it fits")
     shares = {b: ms / latency for b, ms in bound_ms.items()} if latency > 0 else {}
     if idle and latency > 0:
         shares["launch"] = idle / latency
@@ -358,7 +370,7 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
                       latency_ms=latency, samples_per_s=batch / latency * 1e3 if latency > 0 else float("nan"),
                       busy_ms=busy, idle_ms=idle, bound_ms={b: bound_ms[b] for b in BOUNDS if b in bound_ms},
                       shares=shares, measured_latency_ms=timing.latency_ms.median if timing else None,
-                      peak_memory_bytes=peak, fits=fits, notes=notes, groups=groups, rate_scaling=scaling,
+                      peak_memory_bytes=peak, fits=fits, memory_share=share, notes=notes, groups=groups, rate_scaling=scaling,
                       latency_by_scaling=by_scaling)
 
 
@@ -424,15 +436,18 @@ def _busy_and_idle(result: ProfileResult, groups: list[GroupPrediction], measure
     return bound_ms, busy, idle
 
 
-def _memory(result: ProfileResult, scale: float, target: GpuSpec) -> tuple[float | None, bool | None]:
-    """Peak memory at the new batch: fp32 weights stay, the rest scales with the batch."""
+def _memory(result: ProfileResult, scale: float, target: GpuSpec) -> tuple[float | None, float | None, bool | None]:
+    """(peak memory at the new batch, its share of the target's memory, whether it fits: None
+    where FITS_UNDECIDED). fp32 weights stay, the rest scales with the batch."""
     measured = (result.timing.max_memory_allocated_bytes if result.timing else None) or (
         result.memory.peak_bytes if result.memory else None)
     if not measured:
-        return None, None
+        return None, None, None
     weights = min((result.model.param_count or 0) * 4, measured)
     peak = weights + (measured - weights) * scale
-    return peak, peak <= target.memory_gb * 1e9
+    share = peak / (target.memory_gb * 1e9)
+    low, high = FITS_UNDECIDED
+    return peak, share, (True if share < low else False if share >= high else None)
 
 
 def speedup(result: ProfileResult, base: GpuSpec | str, target: GpuSpec | str, **kwargs) -> tuple[Prediction, Prediction, float]:
