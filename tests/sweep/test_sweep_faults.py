@@ -299,3 +299,21 @@ def test_sigterm_to_the_driver_stops_it_as_ctrl_c_does(tmp_path):
     assert worker_pids(proc.pid) == []
     with open_store(store) as s:
         assert [r["status"] for r in s.runs()] == ["interrupted"]
+
+
+def test_a_crash_detail_holds_the_crashed_cells_output_only(tmp_path):
+    """One worker runs a model that prints, then one that segfaults: the crash's detail is what
+    the worker wrote while running the cell that crashed (faulthandler's stack), not the
+    earlier cell's noise."""
+    store_path = tmp_path / "crash.db"
+    summary = run_sweep(["visprof_fake_noisy", "visprof_fake_segfault"], store=store_path, device="cpu", workers=1,
+                        batch_sizes=[16], imports=[FAKE_MODELS], profile_options=FAST, timeout_s=60, retries=0,
+                        progress=False)
+    assert summary.done == 1 and summary.failed == {"WorkerCrashed": 1}
+    with open_store(store_path) as store:
+        [crash] = store.failures()
+        [run] = store.runs()
+    assert crash["model"] == "visprof_fake_segfault" and "SIGSEGV" in crash["message"]
+    assert "Segmentation fault" in crash["detail"] and "string_at" in crash["detail"]
+    assert "noise from" not in crash["detail"]
+    assert run["status"] == "complete"

@@ -79,13 +79,28 @@ class _Worker:
     deadline: float = 0.0
     cells_run: int = 0
     stderr_thread: threading.Thread | None = None
+    stderr_lines: int = 0  # every line read from its stderr, kept or not
+    task_stderr_from: int = 0  # stderr_lines when its task was sent: a failure's detail starts there
+    stderr_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def ready(self) -> bool:
         return self.facts is not None
 
-    def stderr_tail(self) -> str:
-        return "".join(self.stderr)[-DETAIL_CHARS:]
+    def add_stderr(self, line: str) -> None:
+        with self.stderr_lock:
+            self.stderr.append(line)
+            self.stderr_lines += 1
+
+    def stderr_tail(self, since: int = 0) -> str:
+        """The last of its stderr, from line ``since`` on (a reused worker's earlier cells wrote
+        the lines before its task's: a crash's detail must not offer them as the cause)."""
+        with self.stderr_lock:
+            kept = list(self.stderr)[max(0, since - (self.stderr_lines - len(self.stderr))):]
+        return "".join(kept)[-DETAIL_CHARS:]
+
+    def task_stderr(self) -> str:
+        return self.stderr_tail(self.task_stderr_from)
 
 
 class LocalExecutor:
@@ -152,6 +167,8 @@ class LocalExecutor:
             self._next_id += 1
             worker.task, worker.task_id = task, self._next_id
             worker.deadline = time.monotonic() + self.timeout_s
+            with worker.stderr_lock:
+                worker.task_stderr_from = worker.stderr_lines
             source.started(task, worker.slot.label)
             try:
                 worker.proc.stdin.write(encode_message({"type": "run", "id": worker.task_id, "cell": task.cell.to_dict()}))
@@ -204,7 +221,7 @@ class LocalExecutor:
             source.finished(task, {
                 "status": "failed", "kind": "crash", "error_class": "WorkerCrashed",
                 "message": f"the worker process {how} while running the cell",
-                "detail": worker.stderr_tail(), "batch_sizes_tried": [], "wall_s": None,
+                "detail": worker.task_stderr(), "batch_sizes_tried": [], "wall_s": None,
             }, worker.facts)
             self._replace(worker, kill=True)
             return
@@ -228,7 +245,7 @@ class LocalExecutor:
                 source.finished(task, {
                     "status": "failed", "kind": "timeout", "error_class": "CellTimeout",
                     "message": f"no result after {self.timeout_s:g} s; the worker was killed",
-                    "detail": worker.stderr_tail(), "batch_sizes_tried": [], "wall_s": self.timeout_s,
+                    "detail": worker.task_stderr(), "batch_sizes_tried": [], "wall_s": self.timeout_s,
                 }, worker.facts)
                 self._replace(worker, kill=True)
             elif not worker.ready and now >= worker.started_at + START_TIMEOUT_S:
@@ -260,7 +277,7 @@ class LocalExecutor:
     def _pump_stderr(self, worker: _Worker) -> None:
         for raw in iter(worker.proc.stderr.readline, b""):
             line = raw.decode(errors="replace")
-            worker.stderr.append(line)
+            worker.add_stderr(line)
             if self.echo_stderr:
                 sys.stderr.write(f"[{worker.slot.label}] {line}")
 
