@@ -198,6 +198,24 @@ def test_damage_found_at_a_later_query_is_the_same_one_line(good, tmp_path, tabl
     assert digest(path) == before
 
 
+@pytest.mark.parametrize("command", list(WRITERS))
+def test_a_broken_index_is_found_before_a_writer_works(good, tmp_path, command):
+    """An index page broken: opening and the reads at opening do not touch it, so a sweep ran its
+    cell (a real one here, minutes on a GPU) and only then met the damage, writing the row. Now
+    the writers check the store first (SQLite's quick_check) and leave it as it was."""
+    path = tmp_path / "s.db"
+    shutil.copy(good, path)
+    _break_table(path, "results_model")
+    before = digest(path)
+    with open_store(path) as store:
+        assert store.count("results") == 1  # readers that need no index still read it
+    proc = visprof(tmp_path, *WRITERS[command])
+    _assert_one_line(proc, path, "is a damaged results store (SQLite's check: ")
+    assert "worker" not in proc.stderr  # refused before any cell started
+    assert digest(path) == before
+    assert sorted(p.name for p in path.parent.iterdir()) == ["s.db"]
+
+
 def test_a_stored_result_that_cannot_be_decompressed(good, tmp_path):
     path = tmp_path / "s.db"
     shutil.copy(good, path)

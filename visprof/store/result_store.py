@@ -183,9 +183,23 @@ class ResultStore:
                                     "of another kind)")
             if write:  # a damaged or foreign file is refused now, before the sweep's minutes of work
                 try:
-                    ResultStore(path).close()
+                    store = ResultStore(path)
                 except _NoTables:
-                    pass  # an SQLite file with no tables yet: it becomes the store
+                    return  # an SQLite file with no tables yet: it becomes the store
+                try:
+                    store.check_intact()
+                finally:
+                    store.close()
+
+    def check_intact(self) -> None:
+        """DamagedStoreError where SQLite's quick_check finds damage that opening does not touch
+        (a broken index page): a writer learns it before its work, not when it writes its first
+        row after a cell's minutes. A tenth of a second on a 140 MB store."""
+        rows = self.conn.execute("PRAGMA quick_check(1)").fetchall()  # damage it trips on: DamagedStoreError
+        answer = str(rows[0][0]) if rows else "no answer"
+        if answer != "ok":
+            lines = [line for line in answer.splitlines() if line.strip() and not line.startswith("***")]
+            raise DamagedStoreError(self.path, f"SQLite's check: {(lines or [answer])[0]}")
 
     def _prepare(self) -> None:
         conn = self.conn
