@@ -463,8 +463,9 @@ def _memory_checks(memory: MemoryResult, timing: TimingResult | None) -> list[R.
 
 
 def _environment() -> dict[str, Any]:
+    # The CPU too on a GPU run: the host's speed is a launch-bound model's latency.
     env = {"python": platform.python_version(), "torch": str(torch.__version__),  # a str subclass
-           "cuda": torch.version.cuda, "native": native_info()}
+           "cuda": torch.version.cuda, "native": native_info(), "cpu": hardware.cpu_identity()}
     try:
         env["timm"] = import_timm().__version__
     except (ImportError, BrokenDependencyError):

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from visprof.base.child_env import child_env
+from visprof.base.hardware import cpu_device_id, cpu_identity
 from visprof.sweep import open_store, run_sweep
 from visprof.sweep.run import DoneOn, _Sweep
 from visprof.sweep.plan import SweepPlan
@@ -61,7 +62,9 @@ def test_faults_are_recorded_and_the_sweep_goes_on(tmp_path):
         rows = {r["model"]: r for r in store.rows()}
         failures = {f["model"]: f for f in store.failures()}
     assert set(rows) == {"visprof_fake_tiny", "visprof_fake_oom", "visprof_fake_noisy"}
-    assert all(r["gpu_uuid"] == "cpu" and r["device_kind"] == "cpu" for r in rows.values())
+    this_cpu = cpu_device_id(cpu_identity())  # e.g. "cpu:amd epyc 7763 64-core processor x2"
+    assert this_cpu.startswith("cpu:") and all(r["gpu_uuid"] == this_cpu and r["device_kind"] == "cpu" for r in rows.values())
+    assert {f["gpu_uuid"] for f in failures.values()} == {this_cpu}
     assert rows["visprof_fake_tiny"]["batch_size"] == 16 and json.loads(rows["visprof_fake_tiny"]["batch_sizes_tried"]) == [16]
     # the OOM decayed as timm's benchmark.py does (decay_batch_step) and the batch that fit is kept
     assert rows["visprof_fake_oom"]["batch_size"] == 8
@@ -247,6 +250,37 @@ def test_a_store_carried_to_other_cards_of_the_same_gpu_model_resumes(tmp_path):
         name = vit_h200_doc["gpu"]["name"]
         assert queued(DoneOn(("uuid-a", "uuid-b"), (name,))) == ["resnet50"]
         assert queued(DoneOn(("uuid-a",), ("NVIDIA A100-SXM4-80GB",))) == ["vit_base_patch16_224", "resnet50"]
+
+
+def test_a_store_carried_to_another_cpu_is_measured_there_too(tmp_path):
+    """CPU rows were all "cpu": a store swept on one machine's CPU counted as done on any other,
+    whose sweep then measured nothing, and a row from the other CPU could not be stored beside
+    it. Now a CPU row names its CPU; rows that name none (older stores) still count as done."""
+    path = tmp_path / "r.db"
+    sweep = dict(store=path, device="cpu", imports=[FAKE_MODELS], profile_options=FAST, progress=False)
+    assert run_sweep(["visprof_fake_tiny"], **sweep).done == 1
+    with sqlite3.connect(path) as conn:  # as if measured on another machine's CPU
+        conn.execute("UPDATE results SET gpu_uuid = 'cpu:other cpu model x64'")
+    conn.close()
+    again = run_sweep(["visprof_fake_tiny"], **sweep)
+    assert (again.done, again.skipped) == (1, 0)
+    with open_store(path) as store:
+        assert sorted(r["gpu_uuid"] for r in store.rows()) == sorted(["cpu:other cpu model x64",
+                                                                       cpu_device_id(cpu_identity())])
+    with sqlite3.connect(path) as conn:  # a row from before visprof named the CPU: where it ran is unknown
+        conn.execute("DELETE FROM results WHERE gpu_uuid != 'cpu:other cpu model x64'")
+        conn.execute("UPDATE results SET gpu_uuid = 'cpu'")
+    conn.close()
+    legacy = run_sweep(["visprof_fake_tiny"], **sweep)
+    assert (legacy.done, legacy.skipped) == (0, 1)
+
+
+def test_the_cpu_identity_reads_its_model_name():
+    assert cpu_identity("processor : 0\nmodel name : AMD EPYC  7763 64-Core Processor\n")["name"] == \
+        "AMD EPYC 7763 64-Core Processor"
+    assert cpu_identity("processor : 0\nBogoMIPS : 50\n")["name"]  # ARM names none: the machine type
+    assert cpu_device_id({"name": "AMD EPYC 7763", "logical_cpus": 2}) == "cpu:amd epyc 7763 x2"
+    assert cpu_device_id(None) == "cpu" and cpu_device_id({}) == "cpu"
 
 
 @pytest.mark.parametrize("fresh, workers_started", [(False, 1), (True, 2)])

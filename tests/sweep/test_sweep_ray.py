@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from visprof.base.child_env import pythonpath_with_visprof
+from visprof.base.hardware import cpu_device_id, cpu_identity
 from visprof.sweep import open_store, run_sweep
 
 ray = pytest.importorskip("ray")  # in the test extra; CI installs it
@@ -40,7 +41,8 @@ def test_a_sweep_on_ray_records_results_failures_and_retries(local_ray, tmp_path
         (failure,) = store.failures()
         results = list(store.results())
     assert set(rows) == {"visprof_fake_tiny", "visprof_fake_oom"}
-    assert all(r["gpu_uuid"] == "cpu" and r["measurement"] == "cpu" for r in rows.values())
+    this_cpu = cpu_device_id(cpu_identity())  # the Ray workers run on this machine's CPU
+    assert all(r["gpu_uuid"] == this_cpu and r["measurement"] == "cpu" for r in rows.values())
     assert rows["visprof_fake_oom"]["batch_size"] == 8  # the OOM decay runs inside the Ray task too
     assert json.loads(rows["visprof_fake_oom"]["batch_sizes_tried"]) == [16, 12, 8]
     assert {r.model.name for r in results} == set(rows)

@@ -444,3 +444,36 @@ def cpu_flags(cpuinfo: str | None = None) -> frozenset[str] | None:
         if sep and key.strip().lower() in ("flags", "features"):
             return frozenset(value.split())
     return None
+
+
+def cpu_identity(cpuinfo: str | None = None) -> dict[str, Any]:
+    """The CPU a run had: its model name (/proc/cpuinfo's "model name"; the machine type, e.g.
+    "aarch64", where it names none) and the logical CPUs this process may run on. A CPU row's
+    device in a results store (``cpu_device_id``): rows from another machine's CPU are its own."""
+    import platform
+
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
+        except OSError:
+            cpuinfo = ""
+    name = ""
+    for line in cpuinfo.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip().lower() in ("model name", "cpu model") and value.strip():
+            name = " ".join(value.split())
+            break
+    try:
+        logical = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        logical = os.cpu_count() or 0
+    return {"name": name or platform.processor() or platform.machine() or "unknown", "logical_cpus": logical}
+
+
+def cpu_device_id(cpu: dict[str, Any] | None) -> str:
+    """A CPU row's device id: "cpu:<model name> x<logical CPUs>", lower case; "cpu" where the
+    row names no CPU (results made before visprof recorded it)."""
+    if not isinstance(cpu, dict) or not cpu.get("name"):
+        return "cpu"
+    count = cpu.get("logical_cpus")
+    return f"cpu:{' '.join(str(cpu['name']).split()).lower()}" + (f" x{count}" if isinstance(count, int) and count > 0 else "")

@@ -30,13 +30,14 @@ def _integer(value: Any) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def normalize_gpu_uuid(gpu: Mapping[str, Any] | None) -> str:
-    """The row's device id: the GPU's uuid without NVML's ``GPU-`` prefix, lower case; "cpu"."""
-    from visprof.base.hardware import normalize_uuid
+def normalize_gpu_uuid(gpu: Mapping[str, Any] | None, cpu: Mapping[str, Any] | None = None) -> str:
+    """The row's device id: the GPU's uuid without NVML's ``GPU-`` prefix, lower case; for a CPU
+    row (``gpu`` None) the CPU's (``hardware.cpu_device_id``: "cpu" where ``cpu`` is unknown)."""
+    from visprof.base.hardware import cpu_device_id, normalize_uuid
 
     uuid = _get(gpu, "uuid")
     if not uuid:
-        return "cpu" if gpu is None else f"unknown:{_get(gpu, 'name') or 'gpu'}"
+        return cpu_device_id(dict(cpu) if cpu else None) if gpu is None else f"unknown:{_get(gpu, 'name') or 'gpu'}"
     return normalize_uuid(uuid)
 
 

@@ -365,17 +365,17 @@ class ResultStore:
     def add_failure(self, cell: Cell, *, versions: SoftwareVersions, gpu: Mapping[str, Any] | None, kind: str,
                     error_class: str, message: str, detail: str = "", batch_sizes_tried: Iterable[int] = (),
                     attempts: int = 1, final: bool = True, run_id: int | None = None,
-                    host: str | None = None) -> None:
+                    host: str | None = None, cpu: Mapping[str, Any] | None = None) -> None:
         """Records a failed attempt (or ``attempts`` of them) at ``cell``; attempts add up
-        across runs. ``gpu`` is the device's identity (None: the CPU); ``final`` says that
-        the cell is not to be tried again."""
+        across runs. ``gpu`` is the device's identity (None: the CPU, ``cpu`` its identity,
+        ``hardware.cpu_identity``); ``final`` says that the cell is not to be tried again."""
         if kind not in _FAILURE_KINDS:
             raise ValueError(f"failure kind must be one of {_FAILURE_KINDS}, got {kind!r}")
         now = utc_now()
         row = {
             **_cell_columns(cell),
             "cell_key": cell.key,
-            "gpu_uuid": normalize_gpu_uuid(gpu),
+            "gpu_uuid": normalize_gpu_uuid(gpu, cpu),
             **versions.columns(),
             "device_kind": "gpu" if gpu is not None else "cpu",
             "gpu_name": (gpu or {}).get("name"),
@@ -614,7 +614,7 @@ def _cell_columns(cell: Cell) -> dict[str, Any]:
 
 
 def _identity(cell: Cell, doc: Mapping[str, Any]) -> dict[str, str]:
-    return {"cell_key": cell.key, "gpu_uuid": normalize_gpu_uuid(doc.get("gpu")),
+    return {"cell_key": cell.key, "gpu_uuid": normalize_gpu_uuid(doc.get("gpu"), (doc.get("environment") or {}).get("cpu")),
             **SoftwareVersions.of_result(doc).columns()}
 
 

@@ -3,7 +3,7 @@
 Tables:
     meta               key/value: schema_version, created_at, created_by
     runs               one row per ``visprof sweep`` invocation (status, counts, timing)
-    results            one row per (cell, GPU uuid or "cpu", software versions): the flattened
+    results            one row per (cell, GPU uuid or CPU id, software versions): the flattened
                        figures and the whole ProfileResult (zlib-compressed JSON)
     result_categories  per result, one row per (category, subcategory): time, share, FLOPs, memory
     result_memory      per result, memory by category key at the peak (allocated and reserved)

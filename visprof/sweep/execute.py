@@ -108,7 +108,8 @@ def _failure(kind: str, exc: BaseException, tried: list[int], start: float) -> d
 
 
 def worker_facts(device: str) -> dict[str, Any]:
-    """Who is measuring: versions, host, process, and the GPU (name, uuid) or None."""
+    """Who is measuring: versions, host, process, the CPU (``hardware.cpu_identity``) and the
+    GPU (name, uuid) or None."""
     from visprof.base import hardware
     from visprof.store.versions import SoftwareVersions
 
@@ -119,5 +120,5 @@ def worker_facts(device: str) -> dict[str, Any]:
             gpu = {"name": identity.get("name"), "uuid": identity.get("uuid"),
                    "pci_bus_id": identity.get("pci_bus_id")}
     return {"versions": SoftwareVersions.current().to_dict(), "host": socket.gethostname(), "pid": os.getpid(),
-            "device": device, "gpu": gpu,
+            "device": device, "gpu": gpu, "cpu": hardware.cpu_identity(),
             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}

@@ -185,7 +185,7 @@ def _default_argv() -> str:
 
 def _executor(device, gpus, workers, ray, imports, timeout_s, retries, fresh_process, echo):
     """(executor, device kind "cuda"/"cpu", the devices whose rows count as done, or None: any).
-    The devices are a ``DoneOn``: GPU uuids (or "cpu") and the names of the sweep's GPUs."""
+    The devices are a ``DoneOn``: GPU uuids (or CPU ids) and the names of the sweep's GPUs."""
     executor, kind, devices = _make_executor(device, gpus, workers, ray, imports, retries, fresh_process, echo)
     executor.timeout_s = timeout_s if timeout_s is not None else DEFAULT_TIMEOUT_S[kind]
     return executor, kind, devices
@@ -210,11 +210,11 @@ def _make_executor(device, gpus, workers, ray, imports, retries, fresh_process, 
     from visprof.sweep.local import LocalExecutor, cpu_slots, gpu_slots
 
     if choice == "cpu":
-        slots, kind, devices = cpu_slots(workers or 1), "cpu", DoneOn(("cpu",))
+        slots, kind, devices = cpu_slots(workers or 1), "cpu", _done_on_this_cpu()
     else:
         indices = _gpu_indices(parse_gpus(gpus), explicit=choice != "auto")
         if indices is None:
-            slots, kind, devices = cpu_slots(workers or 1), "cpu", DoneOn(("cpu",))
+            slots, kind, devices = cpu_slots(workers or 1), "cpu", _done_on_this_cpu()
         else:
             if workers is not None:
                 raise BadInputError("--workers is for CPU sweeps; a GPU sweep runs one worker per GPU (choose them with --gpus)")
@@ -252,11 +252,20 @@ def _gpu_indices(gpus: str | list[int], explicit: bool) -> list[int] | None:
 @dataclass(frozen=True)
 class DoneOn:
     """Where a stored row counts as done for this sweep: on one of ``uuids`` (GPU uuids, or
-    "cpu"), or on a GPU named as one of ``gpu_names``: a lent or cloud machine comes with
+    CPU ids, ``hardware.cpu_device_id``), or on a GPU named as one of ``gpu_names``: a lent or cloud machine comes with
     other cards of the same model, and a store carried there resumes rather than starts over
     (on the H200 machines this project borrows, every call had new GPU uuids)."""
     uuids: tuple[str, ...]
     gpu_names: tuple[str, ...] = ()
+
+
+def _done_on_this_cpu() -> DoneOn:
+    """This machine's CPU, and the CPU rows that name none (made before visprof recorded the
+    CPU: where they ran is unknown, so they count as they did then). A store's rows from
+    another CPU are not this one's: a sweep measures them here too."""
+    from visprof.base.hardware import cpu_device_id, cpu_identity
+
+    return DoneOn((cpu_device_id(cpu_identity()), "cpu"))
 
 
 def _done_on_gpus(indices: list[int]) -> DoneOn:
@@ -360,7 +369,8 @@ class _Sweep:
             self.summary.startup_s = time.monotonic() - self.t0
             self.progress.restart_clock()
         gpu = facts.get("gpu") or {}
-        what = f"{gpu.get('name')} ({gpu.get('uuid')})" if gpu else "CPU"
+        cpu = (facts.get("cpu") or {}).get("name")
+        what = f"{gpu.get('name')} ({gpu.get('uuid')})" if gpu else f"CPU ({cpu})" if cpu else "CPU"
         self.progress.note(f"worker {where} ready in {facts.get('startup_s', 0):.1f} s: {what}, pid {facts.get('pid')}")
 
     def finished(self, task: Task, outcome: dict[str, Any], facts: dict[str, Any] | None) -> None:
@@ -392,7 +402,8 @@ class _Sweep:
         self.store.add_failure(cell, versions=versions, gpu=gpu, kind=kind, error_class=outcome.get("error_class", "Error"),
                                message=outcome.get("message", ""), detail=outcome.get("detail", ""),
                                batch_sizes_tried=outcome.get("batch_sizes_tried", ()), attempts=attempts_here,
-                               final=final, run_id=self.run_id, host=(facts or {}).get("host"))
+                               final=final, run_id=self.run_id, host=(facts or {}).get("host"),
+                               cpu=(facts or {}).get("cpu"))
         error_class = outcome.get("error_class", "Error")
         if final:
             self.summary.failed[error_class] = self.summary.failed.get(error_class, 0) + 1
