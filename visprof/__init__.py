@@ -25,6 +25,7 @@ __all__ = [
     "CategoryTable",
     "default_table",
     "VisprofError",
+    "VisprofWarning",
 ]
 
 _LAZY = {
@@ -37,6 +38,7 @@ _LAZY = {
     "CategoryTable": ("visprof.attribution.categories", "CategoryTable"),
     "default_table": ("visprof.attribution.categories", "default_table"),
     "VisprofError": ("visprof.base.errors", "VisprofError"),
+    "VisprofWarning": ("visprof.base.errors", "VisprofWarning"),
 }
 
 

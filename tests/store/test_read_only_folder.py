@@ -83,3 +83,14 @@ def test_rows_only_in_the_wal_file_are_said_to_be_left_out(read_only_folder, tmp
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["None", "1"]  # read as at the last checkpoint
     assert "s.db's folder is read-only to you, so the rows in s.db-wal" in done.stderr
+    assert "VisprofWarning" in done.stderr  # in a script, a Python warning that can be filtered
+    quiet = ("import warnings; from visprof.base.errors import VisprofWarning\n"
+             "warnings.simplefilter('ignore', VisprofWarning)\n" + code)
+    filtered = _as_another_user(sys.executable, "-c", quiet, cwd=tmp_path)
+    assert filtered.returncode == 0 and filtered.stdout.split() == ["None", "1"] and filtered.stderr == ""
+    # the CLI: one line, as its errors are
+    cli = _as_another_user(sys.executable, "-m", "visprof", "export", str(store), "-o", str(tmp_path / "rows.csv"),
+                           cwd=tmp_path)
+    assert cli.returncode == 0, cli.stderr
+    [line] = [line for line in cli.stderr.splitlines() if "read-only" in line]
+    assert line.startswith("visprof: warning: ") and "s.db-wal" in line and "VisprofWarning" not in cli.stderr

@@ -244,6 +244,12 @@ class ExternalToolError(VisprofError):
         super().__init__(f"{tool}: {reason}")
 
 
+class VisprofWarning(UserWarning):
+    """What a user should know of an input or a result that does not stop the work (rows of a
+    store left unread). A Python warning, so a script or notebook can filter or log it; the CLI
+    shows it as one ``visprof: warning:`` line."""
+
+
 def exit_code_for(error: BaseException) -> int:
     """The CLI exit code for ``error`` (1 for anything that is not a VisprofError)."""
     return error.exit_code if isinstance(error, VisprofError) else EXIT_FAILURE

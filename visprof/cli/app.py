@@ -15,11 +15,12 @@ import importlib
 import os
 import signal
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
 from visprof.base.options import AUTOCAST_MODES, GRAD_MODES, PASSES, PRECISIONS
-from visprof.base.errors import BadInputError, VisprofError
+from visprof.base.errors import BadInputError, VisprofError, VisprofWarning
 from visprof.cli import nsight as nsight_cli
 from visprof.cli.arguments import img_size, non_negative_int, pass_list, positive_int
 from visprof.cli.closed_stdout import pipe_safe_stdout
@@ -360,6 +361,25 @@ MODEL_COMMANDS = {"profile", "sweep", "compare-compile", "ncu"}
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (argparse's own errors and --help included)."""
+    with warnings.catch_warnings():  # the caller's warning display, back as it was on return
+        warnings.showwarning = _show_warning(warnings.showwarning)
+        return _main(argv)
+
+
+def _show_warning(show):
+    """visprof's own warnings (VisprofWarning) as one ``visprof: warning:`` line, as its errors
+    are; any other as Python shows it."""
+
+    def shown(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, VisprofWarning):
+            print(f"visprof: warning: {message}", file=sys.stderr if file is None else file)
+        else:
+            show(message, category, filename, lineno, file, line)
+
+    return shown
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         # Parsing is inside: an argument type may import torch (sweep's --img-size), and --help
         # writes to stdout.

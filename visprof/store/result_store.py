@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
-from visprof.base.errors import BadInputError, OutputWriteError
+from visprof.base.errors import BadInputError, OutputWriteError, VisprofWarning
 from visprof.store.flatten import (category_rows, compact_json, flatten_result, kernel_family_category_rows,
                                    kernel_family_rows, memory_rows, normalize_gpu_uuid, op_type_rows)
 from visprof.store.cell import Cell, img_size_text
@@ -141,15 +141,15 @@ class ResultStore:
         in a folder the user cannot write to (a shared mount, a colleague's runs) even reading
         failed. Such a store is opened as immutable, which needs no file beside it, and is then
         read as it was at its last checkpoint: rows still in its -wal file are left out, and said so."""
-        import sys
+        import warnings
         from urllib.parse import quote
 
         self.conn.close()
         self._connect(f"file:{quote(str(self.path.resolve()))}?immutable=1")
         wal = self.path.with_name(self.path.name + "-wal")
         if wal.exists() and wal.stat().st_size > 0:
-            print(f"visprof: warning: {self.path}'s folder is read-only to you, so the rows in {wal.name} (written "
-                  "since the store's last checkpoint, or by a sweep still running) are not read", file=sys.stderr)
+            warnings.warn(f"{self.path}'s folder is read-only to you, so the rows in {wal.name} (written since the "
+                          "store's last checkpoint, or by a sweep still running) are not read", VisprofWarning, stacklevel=2)
 
     # --- opening ---------------------------------------------------------------------
     def _check_path(self) -> None:
