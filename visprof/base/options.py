@@ -21,6 +21,9 @@ def passes_for(passes: Sequence[str] | str | None, kind: str) -> tuple[str, ...]
         return tuple(p for p in PASSES if kind == "cuda" or p != "memory")
     if isinstance(passes, str):
         passes = [p.strip() for p in passes.split(",") if p.strip()]
+    elif not isinstance(passes, (list, tuple, set, frozenset)):
+        raise BadInputError(f"passes must be a list of pass names or a comma-separated string, got {passes!r}; "
+                            f"choose from {', '.join(PASSES)}")
     if not passes:
         raise BadInputError(f"no pass named; choose from {', '.join(PASSES)}")
     unknown = [p for p in passes if p not in PASSES]

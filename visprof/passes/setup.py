@@ -43,6 +43,14 @@ def choice(name: str, value: str, allowed: Sequence[str]) -> str:
     return value
 
 
+def check_flag(name: str, value: Any) -> bool:
+    """True or False (numpy's bools too): ``compile="no"`` compiled the model, and the result
+    stored "no", which its own loader then refused."""
+    if type(value).__name__ not in ("bool", "bool_"):
+        raise BadInputError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def check_count(name: str, value: Any, minimum: int) -> None:
     """A whole number >= minimum (None means the entry point's default)."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
@@ -76,9 +84,11 @@ def resolve_run(model: Any, *, batch_size: int | None = None, img_size: Any = No
     """Defaults filled in and every option checked, before any model is built on the device."""
     device = hardware.resolve_device(device)
     kind = "cuda" if device.startswith("cuda") else "cpu"
-    precision = choice("precision", precision or DEFAULT_PRECISION[kind], PRECISIONS)
-    grad_mode = choice("grad_mode", grad_mode or DEFAULT_GRAD_MODE, GRAD_MODES)
-    autocast = choice("autocast", autocast or DEFAULT_AUTOCAST, AUTOCAST_MODES)
+    # None is the default; "" is a value, refused as any unknown one is (it had run the defaults)
+    precision = choice("precision", DEFAULT_PRECISION[kind] if precision is None else precision, PRECISIONS)
+    grad_mode = choice("grad_mode", DEFAULT_GRAD_MODE if grad_mode is None else grad_mode, GRAD_MODES)
+    autocast = choice("autocast", DEFAULT_AUTOCAST if autocast is None else autocast, AUTOCAST_MODES)
+    channels_last, compile = check_flag("channels_last", channels_last), check_flag("compile", compile)
     batch_size = validate_batch_size(batch_size if batch_size is not None else DEFAULT_BATCH[kind])
     table = load_table(table, category_file)
     spec = resolve_model(model, img_size=img_size, device=device)
