@@ -34,10 +34,9 @@ class TraceSession:
             raise BadInputError(f"trace() takes the nn.Module the traced code runs, got a {type(model).__name__}{named} "
                                 "(timm.create_model(name) builds one; visprof.profile(name) profiles a model by name)")
         self.table_ = table_or_default(table)
-        self._tracker = ModuleTracker(model)
-        # FLOPs and bytes are counted after each op's end, outside its timed span (as the roles
-        # are): without them a trace's rows said 0 FLOPs for every convolution and GEMM
-        self._capture = OpCapture(self._tracker, self.table_, structure=True, flops=True)
+        self._model = model
+        self._tracker: ModuleTracker | None = None
+        self._capture: OpCapture | None = None
         use_gpu = _runs_on_gpu(model) if gpu is None else gpu
         if use_gpu and not torch.cuda.is_available():  # gpu=True asked: the remedy is in Python's terms
             from visprof.base.errors import NoGPUError
@@ -49,6 +48,15 @@ class TraceSession:
         self.attribution: attribution_mod.Attribution | None = None
 
     def __enter__(self) -> "TraceSession":
+        # Each block is a recording of its own: a session entered again (a notebook cell run
+        # twice) had added the earlier block's ops to the new one, still called one iteration.
+        if self._capture is not None:
+            raise RuntimeError("this trace session is recording already: one `with` block at a time")
+        self.trace = self.attribution = None
+        self._tracker = ModuleTracker(self._model)
+        # FLOPs and bytes are counted after each op's end, outside its timed span (as the roles
+        # are): without them a trace's rows said 0 FLOPs for every convolution and GEMM
+        self._capture = OpCapture(self._tracker, self.table_, structure=True, flops=True)
         if self._tracer:
             self._tracer.start()
         try:
@@ -57,6 +65,7 @@ class TraceSession:
         except BaseException:
             if self._tracer:
                 self._tracer.stop()
+            self._capture = None
             raise
         return self
 
@@ -73,8 +82,9 @@ class TraceSession:
                     if torch.cuda.is_available():
                         torch.cuda.synchronize()
                     self._tracer.stop()
+                capture, tracker, self._capture, self._tracker = self._capture, self._tracker, None, None
         records = self._tracer.records if self._tracer else None
-        self.trace = build_trace(records, self._capture, self._tracker, iterations=1)
+        self.trace = build_trace(records, capture, tracker, iterations=1)
         self.attribution = attribution_mod.attribute(self.trace, self.table_)
         return False
 

@@ -100,6 +100,25 @@ def test_a_trace_counts_the_flops_of_what_ran():
     assert flops["linear"] == 2 * 2 * (8 * 14 * 14) * 10
 
 
+def test_a_trace_session_entered_again_records_the_new_block_only():
+    """A session kept (a notebook cell run twice) added the first block's ops to the second's,
+    still called one iteration: two convolutions for one forward."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU())
+    session = visprof.trace(model)
+    with torch.inference_mode(), session:
+        model(torch.randn(2, 3, 16, 16))
+    first = {row.category: row.kernel_count for row in session.category_rows()}
+    ops = len(session.trace.ops)
+    with torch.inference_mode(), session:
+        assert repr(session) == "<TraceSession: recording until its `with` block ends>"  # the old table is gone
+        model(torch.randn(2, 3, 16, 16))
+        with pytest.raises(RuntimeError, match="recording already: one `with` block at a time"):
+            session.__enter__()
+    assert {row.category: row.kernel_count for row in session.category_rows()} == first
+    assert first["convolution"] == first["activation"] == 1 and session.trace.iterations == 1
+    assert len(session.trace.ops) == ops
+
+
 def test_capture_template_reuses_modules_and_flops_by_position():
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, groups=1), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3, groups=8))
     x = torch.randn(1, 3, 16, 16)
