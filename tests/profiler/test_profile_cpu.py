@@ -119,6 +119,20 @@ def test_a_trace_session_entered_again_records_the_new_block_only():
     assert len(session.trace.ops) == ops
 
 
+def test_a_users_compiled_module_is_profiled_as_a_compiled_run_of_the_module_inside():
+    """torch.compile(model) given to profile(): reported as an eager run named OptimizedModule,
+    its modules `_orig_mod.*`, though the timing pass ran the compiled wrapper."""
+    inner = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU())
+    inner.train()
+    result = visprof.profile(torch.compile(inner), img_size=16, iterations=2, warmup=0, attributed_iterations=1,
+                             progress=False)
+    assert result.model.name == "Sequential" and result.config.compile is True
+    assert [(m.path, m.cls) for m in result.modules] == [("0", "Conv2d"), ("1", "ReLU")]
+    assert any(w.startswith("Sequential came compiled (torch.compile)") for w in result.warnings)
+    assert " · compiled · " in visprof.text_report(result).splitlines()[0]
+    assert inner.training  # the user's module back in its mode
+
+
 def test_capture_template_reuses_modules_and_flops_by_position():
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, groups=1), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3, groups=8))
     x = torch.randn(1, 3, 16, 16)

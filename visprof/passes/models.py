@@ -49,6 +49,9 @@ class ModelSpec:
     # A user's own module as it was given (modes, device, layout), put back after the run;
     # None for a model visprof built.
     user_state: ModuleState | None = None
+    # The user gave torch.compile's wrapper (OptimizedModule): ``module`` is the module inside
+    # it, and the run is a compiled one (resolve_run sets compile).
+    compiled: bool = False
 
     def input_shape(self, batch_size: int) -> tuple[int, int, int, int]:
         return (validate_batch_size(batch_size), *self.input_size)
@@ -131,12 +134,25 @@ def _spec_for_timm(requested: str, size: tuple[int, int] | str | None, pretraine
     )
 
 
+def _compiled_original(module: nn.Module) -> nn.Module | None:
+    """The module inside torch.compile's wrapper (torch._dynamo's OptimizedModule), else None."""
+    inner = getattr(module, "_orig_mod", None)
+    return inner if type(module).__name__ == "OptimizedModule" and isinstance(inner, nn.Module) else None
+
+
 def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> ModelSpec:
+    # A torch.compile'd module was profiled as an eager run named "OptimizedModule", its modules
+    # "_orig_mod.*": the run is of the module inside, compiled as visprof compiles every run.
+    original = _compiled_original(module)
+    module = original if original is not None else module
     name = type(module).__name__
     named = size if isinstance(size, str) else None
     size = None if named else size
     cfg_size = _cfg_input_size(module, named or "test")
     notes, hint = [], ""
+    if original is not None:
+        notes.append(f"{name} came compiled (torch.compile): visprof profiles the module inside, compiled again "
+                     "with torch.compile's defaults (compile=True); options given to torch.compile are not used")
     if cfg_size is not None:
         default = cfg_size
     else:
@@ -165,6 +181,7 @@ def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> M
         forward_hint=hint,
         img_size_origin=origin,
         user_state=user_state,
+        compiled=original is not None,
     )
 
 

@@ -92,6 +92,7 @@ def resolve_run(model: Any, *, batch_size: int | None = None, img_size: Any = No
     batch_size = validate_batch_size(batch_size if batch_size is not None else DEFAULT_BATCH[kind])
     table = load_table(table, category_file)
     spec = resolve_model(model, img_size=img_size, device=device)
+    compile = compile or spec.compiled
     config = RunConfig(batch_size=batch_size, precision=precision, channels_last=channels_last,
                        compile=compile, device=device, grad_mode=grad_mode, autocast=autocast)
     notes = list(spec.notes) + _device_notes(kind, precision)
