@@ -357,3 +357,49 @@ def test_trace_with_gpu_true_and_no_gpu_names_the_python_remedy(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(NoGPUError, match=r"or trace with gpu=False for the host clock$"):
         visprof.trace(torch.nn.Identity(), gpu=True)
+
+
+FAST = dict(iterations=1, warmup=0, attributed_iterations=1, progress=False)
+
+
+def test_a_module_model_cast_cannot_copy_is_refused_as_such_not_as_a_failed_forward():
+    import threading
+
+    class HoldsALock(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3)
+            self.lock = threading.Lock()
+
+        def forward(self, x):
+            return self.conv(x)
+
+    with pytest.raises(BadInputError, match=r"autocast='model-cast' runs a copy of HoldsALock cast to bf16 .* could "
+                                            r"not be copied: TypeError: .*'per-forward' or 'whole-loop'"):
+        visprof.profile(HoldsALock(), precision="bf16", autocast="model-cast", img_size=16, **FAST)
+    result = visprof.profile(HoldsALock(), precision="bf16", img_size=16, **FAST)  # per-forward copies nothing
+    assert result.timing is not None
+
+
+def test_weights_on_the_meta_device_are_refused_before_the_run():
+    with torch.device("meta"):
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3))
+    with pytest.raises(BadInputError, match="Sequential's weights are on the meta device, which holds no data"):
+        visprof.profile(model, img_size=16, **FAST)
+
+
+def test_a_timm_model_is_built_under_torchs_defaults_whatever_the_callers():
+    """A caller's default dtype float64 built float64 weights the float32 input failed on, named a
+    size problem; under `with torch.device("meta")` the weights had no data."""
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        result = visprof.profile("resnet10t", batch_size=1, img_size=32, **FAST)
+        assert torch.get_default_dtype() == torch.float64  # the caller's default back
+    finally:
+        torch.set_default_dtype(before)
+    assert result.timing.latency_ms.median > 0
+    with torch.device("meta"):
+        result = visprof.profile("resnet10t", batch_size=1, img_size=32, **FAST)
+        assert torch.empty(1).is_meta  # the caller's default device back
+    assert result.timing.latency_ms.median > 0

@@ -6,7 +6,9 @@ compute the same thing. timm is imported lazily: its import costs about a second
 """
 from __future__ import annotations
 
+import contextlib
 import difflib
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -150,6 +152,9 @@ def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> M
     size = None if named else size
     cfg_size = _cfg_input_size(module, named or "test")
     notes, hint = [], ""
+    if any(t.is_meta for t in itertools.chain(module.parameters(), module.buffers())):
+        raise BadInputError(f"{name}'s weights are on the meta device, which holds no data: materialize them before "
+                            "profiling (module.to_empty(device='cpu'), then load a state dict)")
     if original is not None:
         notes.append(f"{name} came compiled (torch.compile): visprof profiles the module inside, compiled again "
                      "with torch.compile's defaults (compile=True); options given to torch.compile are not used")
@@ -244,7 +249,7 @@ def _create_timm_model(name: str, size: tuple[int, int] | None, pretrained: bool
     target = torch.device(device) if device is not None else None
     if target is not None and target.type == "cuda" and not pretrained:
         try:
-            with torch.random.fork_rng(devices=[target.index or 0], device_type="cuda"), target:
+            with torch.random.fork_rng(devices=[target.index or 0], device_type="cuda"), _torch_defaults(target):
                 torch.manual_seed(INPUT_SEED)
                 module, took_size = _create_timm_model_unseeded(name, size, pretrained)
             return _laid_out_as_copied(module, target), took_size
@@ -252,9 +257,23 @@ def _create_timm_model(name: str, size: tuple[int, int] | None, pretrained: bool
             raise  # the size, not the device: the CPU would refuse it too
         except Exception:  # noqa: BLE001 - construction that needs the host: build there
             pass
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), _torch_defaults(torch.device("cpu")):
         torch.manual_seed(INPUT_SEED)
         return _create_timm_model_unseeded(name, size, pretrained)
+
+
+@contextlib.contextmanager
+def _torch_defaults(device: torch.device):
+    """torch's default dtype (float32) and ``device`` while a timm model is built, as in timm's
+    benchmark.py: a caller's ``torch.set_default_dtype(torch.float64)`` built float64 weights that
+    the float32 input then failed on, and ``with torch.device("meta")`` weights with no data."""
+    dtype = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float32)
+    try:
+        with device:
+            yield
+    finally:
+        torch.set_default_dtype(dtype)
 
 
 def _laid_out_as_copied(module: nn.Module, device: torch.device) -> nn.Module:

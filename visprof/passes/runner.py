@@ -26,7 +26,9 @@ import copy
 from dataclasses import dataclass, field
 
 import torch
+from torch import nn
 
+from visprof.base.errors import BadInputError
 from visprof.passes.models import ModelSpec
 from visprof.base.options import AUTOCAST_OFF, DEFAULT_AUTOCAST, DEFAULT_GRAD_MODE, REDUCED_PRECISIONS
 
@@ -54,6 +56,18 @@ class RunConfig:
         return self.device.startswith("cuda")
 
 
+def _copy_to_cast(module: nn.Module, name: str, precision: str) -> nn.Module:
+    """A copy of a user's module for the model-cast regime; a module that cannot be copied (it
+    holds a lock, a file, a CUDA stream) is refused in those terms: its failure had been named
+    a failed forward, though no forward ran."""
+    try:
+        return copy.deepcopy(module)
+    except Exception as exc:  # noqa: BLE001 - whatever a member's __deepcopy__ raises
+        raise BadInputError(f"autocast='model-cast' runs a copy of {name} cast to {precision} (your module keeps its "
+                            f"dtype), and it could not be copied: {type(exc).__name__}: {exc}; profile it with "
+                            "autocast='per-forward' or 'whole-loop'") from exc
+
+
 class ModelRunner:
     """Holds the model on its device, one fixed input batch, and the regime's contexts."""
 
@@ -70,7 +84,7 @@ class ModelRunner:
         cast_to = _LOW_PRECISION[config.precision] if config.autocast == "model-cast" else None
         module = spec.module
         if cast_to is not None and spec.source == "module":
-            module = copy.deepcopy(module)  # a user's own model keeps its dtype
+            module = _copy_to_cast(module, spec.name, config.precision)  # a user's own model keeps its dtype
         # Outside a caller's inference_mode: moved or cast there, the weights and the input would
         # be inference tensors, which a no_grad run dispatches differently and training refuses.
         with torch.inference_mode(False):
