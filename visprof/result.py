@@ -484,7 +484,11 @@ class ProfileResult:
         if gpu_name:
             where += f" ({gpu_name})"
         shape = [f"batch {self.model.batch_size}"] if self.model.batch_size else []
-        shape += [f"{self.model.img_size} px"] if self.model.img_size else []
+        sides = self.model.input_shape[-2:] if len(self.model.input_shape or []) >= 4 else []
+        if len(sides) == 2 and sides[0] != sides[1]:  # img_size holds the height alone
+            shape.append(f"{sides[0]}x{sides[1]} px")
+        elif self.model.img_size:
+            shape.append(f"{self.model.img_size} px")
         lines = [f"<ProfileResult {self.model.name} on {where}: {', '.join(shape + [self.config.precision])}"]
         if self.timing is not None:
             clock = "GPU" if self.measurement == "gpu" else "host clock"

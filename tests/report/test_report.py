@@ -78,6 +78,8 @@ def test_repr_is_a_short_summary_and_text_report_is_the_cli_report():
     assert "self-checks: 5, 1 FAILED" in repr(failed)
     bare = ProfileResult(ModelInfo("resnet18"), RunConfig(), "cpu")
     assert repr(bare) == "<ProfileResult resnet18 on cpu: fp32>"
+    wide = dataclasses.replace(result, model=dataclasses.replace(result.model, input_shape=[64, 3, 224, 160]))
+    assert repr(wide).startswith("<ProfileResult vit_base_patch16_224 on cuda:0 (NVIDIA H200): batch 64, 224x160 px,")
     assert visprof.text_report(result) == render(result)
 
 
