@@ -386,7 +386,14 @@ def test_a_bad_rules_file_is_a_clear_error_and_changes_nothing(tmp_path):
                        '[[rules]]\nname = "bad"\ncategory = "nonsense"\nop = "gelu"\n')
     pattern = tmp_path / "pattern.toml"
     pattern.write_text('[[rules]]\nname = "mine"\ncategory = "activation"\nop = "${nope}"\n')
+    # the report's own rows: a category "total" gave two total rows, "unattributed" a share the check denied
+    total = tmp_path / "total.toml"
+    total.write_text('[[categories]]\nid = "total"\n[[rules]]\nname = "t"\ncategory = "total"\nop = "relu"\n')
+    unattributed = tmp_path / "unattributed.toml"
+    unattributed.write_text('[[categories]]\nid = "unattributed"\n')
     for path, words in ((broken, "is not valid TOML"), (unknown, "unknown category 'nonsense'"),
+                        (total, "categories[0].id: 'total' is the name of the report's total row"),
+                        (unattributed, "'unattributed' is the name of the report's unattributed row"),
                         (pattern, "pattern.toml: rule 'mine'.op: unknown pattern ${nope}; known: ["),
                         (tmp_path / "missing.toml", "no such file")):
         with pytest.raises(BadInputError, match=str(path.name)) as info:

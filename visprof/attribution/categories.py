@@ -231,6 +231,9 @@ def _read_mapping(path: str | Path) -> dict[str, Any]:
 # Top-level keys a rules file may have; anything else is most likely a typo ("rule" for
 # "rules") whose rules would silently not apply.
 TOP_LEVEL_KEYS = ("version", "categories", "unattributed", "patterns", "rules")
+# Rows every breakdown has: time no rule claimed (its look is the file's "unattributed" table),
+# and the sum of all rows.
+RESERVED_IDS = (UNATTRIBUTED, "total")
 _CATEGORY_FIELDS = ("id", "label", "color", "cname", "subcategories", "description")
 _COLOR = re.compile(r"^#[0-9A-Fa-f]{6}$")
 
@@ -282,6 +285,9 @@ def check_table_mapping(data: Any) -> None:
         fail("categories", "a list of tables ([[categories]] in TOML)", categories)
     for i, item in enumerate(categories):
         category(f"categories[{i}]", item)
+        if item["id"] in RESERVED_IDS:  # a report row of its own: a second one contradicted it
+            raise ValueError(f"categories[{i}].id: {item['id']!r} is the name of the report's {item['id']} row; "
+                             "give the category another id")
     if "unattributed" in data:
         category("unattributed", data["unattributed"])
 
