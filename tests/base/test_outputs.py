@@ -29,6 +29,17 @@ def test_a_directory_a_missing_folder_and_a_device_are_refused(tmp_path):
         check_output_path(tmp_path / "file" / "x.json", "--json")
 
 
+@pytest.mark.parametrize("path", ["", "  "])
+def test_an_empty_path_is_refused_as_such(path, tmp_path, monkeypatch):
+    """result.to_json("") said "could not write .: Device or resource busy" (Path("") is ".")."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(BadInputError, match="--json: the path is empty; give a file name"):
+        check_output_path(path, "--json")
+    with pytest.raises(BadInputError, match="the path is empty; give a file name"):
+        atomic_write_text(path, "x")
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
 def test_a_read_only_folder_is_refused(tmp_path):
     tmp_path.chmod(0o500)

@@ -67,7 +67,7 @@ def check_output_path(path: str | Path, what: str = "output") -> Path:
 
     ``what`` names the path in the message (an option such as ``--json``). A symbolic link
     is checked (and later written) as the file it points to."""
-    path = _through_links(Path(path))
+    path = _through_links(_named(path, what))
     if path.is_dir():
         raise BadInputError(f"{what}: {path} is a directory; give a file name")
     if path.exists() and not stat.S_ISREG(path.stat().st_mode):
@@ -83,6 +83,14 @@ def check_output_path(path: str | Path, what: str = "output") -> Path:
         raise BadInputError(f"{what}: directory {parent} is not writable")
     _probe(parent, path.name, what)
     return path
+
+
+def _named(path: str | Path, what: str = "output") -> Path:
+    """``path`` as a Path; an empty one refused (Path("") is ".", the folder, and writing to it
+    said "could not write .: Device or resource busy")."""
+    if isinstance(path, str) and not path.strip():
+        raise BadInputError(f"{what}: the path is empty; give a file name")
+    return Path(path)
 
 
 def _through_links(path: Path) -> Path:
@@ -383,7 +391,7 @@ def _staged_output(path: str | Path, mode: str, compress: bool | None, encoding:
     block raises, the temporary file is removed."""
     if mode not in ("w", "wb"):
         raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
-    path = _through_links(Path(path))
+    path = _through_links(_named(path))
     compress = path.suffix == ".gz" if compress is None else compress
     tmp_name = None
     try:
