@@ -24,7 +24,8 @@ FAKE_MODELS = str(Path(__file__).resolve().parents[1] / "helpers" / "sweep_fake_
     (["resnet18", "-O", "iterations=0"], 2, "profile option iterations: iterations must be a whole number >= 1, got 0"),
     (["resnet18", "-O", "warmup=1.5"], 2, "warmup must be a whole number >= 0"),
     (["resnet18", "-O", "autocast=always"], 2, "unknown autocast 'always'"),
-    (["resnet18", "-O", "compile=yes"], 2, "compile must be true or false, got 'yes'"),
+    (["resnet18", "-O", "compile=yes"], 2, "compile must be True or False, got 'yes'"),
+    (["resnet18", "-O", "on_trace=x"], 2, "profile option on_trace takes a Python function, which a sweep cannot"),
     (["resnet18", "--import", "no_such_module_for_visprof"], 2, "no module named"),
 ])
 def test_bad_input_is_one_line(tmp_path, capsys, args, code, message):

@@ -88,6 +88,10 @@ def test_faults_are_recorded_and_the_sweep_goes_on(tmp_path):
     again = run_sweep(models, store=store_path, device="cpu", workers=2, batch_sizes=[16], imports=[FAKE_MODELS],
                       profile_options=FAST, timeout_s=20, progress=False)
     assert (again.skipped, again.done, again.failed_total) == (7, 0, 0)
+    # "complete ... 0 failed" alone hid that four of the seven are failures, kept from an earlier run
+    assert again.skipped_failed == 4
+    assert "7 already in the store (4 of them failed earlier)" in again.render()
+    assert "4 cell(s) failed in an earlier run and were not tried again (--retry-failed tries them" in again.render()
     assert time.monotonic() - start < 60
     with open_store(store_path) as store:
         assert store.count() == 3 and len(store.failures()) == 4

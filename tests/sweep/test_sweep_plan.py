@@ -140,6 +140,24 @@ def test_an_entry_with_its_own_size_takes_only_that_size():
     assert len(plan) == len(cells) == 4
     assert cells[0].key == "resnet50|b64|img=160|bf16|nchw|timing+attributed+memory"  # the store's key, as for --img-size
     assert split_sized("resnet50") == ("resnet50", None) and split_sized("m@test") == ("m", "test")
+    assert plan.model_count() == 2  # resnet50 at two sizes is one model
+
+
+def test_a_sized_entry_and_a_plain_one_naming_the_same_cell_make_it_once():
+    """resnet50@224 beside resnet50 with --img-size 224,288: the 224 cell had run twice, the store
+    kept one row and the summary counted two."""
+    plan = SweepPlan(["resnet50@224", "resnet50"], "cuda", img_sizes=[224, 288])
+    assert [(c.model, c.img_size) for c in plan.cells()] == [("resnet50", 224), ("resnet50", 288)]
+    assert len(plan) == 2 and plan.model_count() == 1
+
+
+def test_one_value_where_a_list_is_asked_for_is_that_value():
+    """run_sweep(precisions="fp32") said "unknown precision 'f'"; batch_sizes=2 was a TypeError."""
+    plan = SweepPlan("m", "cpu", precisions="bf16", batch_sizes=3, img_sizes="64", channels_last=True)
+    [cell] = plan.cells()
+    assert (cell.model, cell.precision, cell.batch_size, cell.img_size, cell.channels_last) == ("m", "bf16", 3, 64, True)
+    with pytest.raises(BadInputError, match="precisions must be a list"):
+        SweepPlan(["m"], "cpu", precisions=2.5)
 
 
 @pytest.mark.parametrize("entry, message", [

@@ -60,9 +60,14 @@ class SweepPlan:
     def __post_init__(self) -> None:
         if self.device_kind not in ("cuda", "cpu"):
             raise ValueError(f"device_kind must be 'cuda' or 'cpu', got {self.device_kind!r}")
-        self.models = list(self.models)
+        self.models = list(_listed(self.models, "models"))
         if not self.models:
             raise BadInputError("the sweep has no models")
+        # One value where a list is asked for (run_sweep(precisions="fp32")) is that value, not its
+        # letters ("unknown precision 'f'"), nor a TypeError (batch_sizes=2)
+        self.batch_sizes, self.img_sizes, self.precisions, self.channels_last = (
+            _listed(self.batch_sizes, "batch_sizes"), _listed(self.img_sizes, "img_sizes"),
+            _listed(self.precisions, "precisions"), _listed(self.channels_last, "channels_last"))
         self.batch_sizes = _unique(self.batch_sizes) or [DEFAULT_BATCH[self.device_kind]]
         for batch in self.batch_sizes:
             if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
@@ -84,19 +89,32 @@ class SweepPlan:
         self.options = dict(sorted(self.options.items()))
 
     def cells(self) -> list[Cell]:
+        """Each cell once: ``resnet50@224`` and ``resnet50`` with ``--img-size 224`` name one cell,
+        which had run twice (the store kept one row; the summary counted two)."""
         options = tuple(self.options.items())
-        cells = []
+        cells: dict[str, Cell] = {}
         for entry in self.models:
             model, own = split_sized(entry)
-            cells += [Cell(model, batch, img, precision, layout, tuple(self.passes), options)
-                      for img, precision, layout, batch in itertools.product(
-                          [own] if own is not None else self.img_sizes, self.precisions, self.channels_last,
-                          self.batch_sizes)]
-        return cells
+            for img, precision, layout, batch in itertools.product(
+                    [own] if own is not None else self.img_sizes, self.precisions, self.channels_last, self.batch_sizes):
+                cell = Cell(model, batch, img, precision, layout, tuple(self.passes), options)
+                cells.setdefault(cell.key, cell)
+        return list(cells.values())
 
     def __len__(self) -> int:
-        sizes = sum(1 if split_sized(entry)[1] is not None else len(self.img_sizes) for entry in self.models)
-        return sizes * len(self.precisions) * len(self.channels_last) * len(self.batch_sizes)
+        return len(self.cells())
+
+    def model_count(self) -> int:
+        """Models, not entries: ``resnet50@224`` and ``resnet50@288`` are one model."""
+        return len({split_sized(entry)[0] for entry in self.models})
+
+
+def _listed(values: Any, name: str) -> list[Any]:
+    if isinstance(values, (str, int, bool)) or not isinstance(values, Iterable):
+        if not isinstance(values, (str, int, bool)):
+            raise BadInputError(f"{name} must be a list (or one value), got {type(values).__name__} {values!r}")
+        return [values]
+    return list(values)
 
 
 def _unique(values: Iterable[Any]) -> list[Any]:

@@ -39,6 +39,7 @@ __all__ = ["run_sweep", "parse_gpus", "DEFAULT_TIMEOUT_S"]
 # cell takes seconds; a CPU cell of a large model can take minutes on a small machine.
 DEFAULT_TIMEOUT_S = {"cuda": 300.0, "cpu": 1800.0}
 # Keyword arguments of visprof.profile that the sweep sets itself, per cell.
+_CALLABLES = {"on_trace"}  # profile() options that take a function
 _SET_BY_SWEEP = {"model", "batch_size", "img_size", "precision", "channels_last", "device", "passes",
                  "progress", "search_batch", "trace_path", "recording_path", "table", "category_file"}
 
@@ -164,8 +165,11 @@ def _check_profile_value(key: str, value: Any) -> None:
     """The values profile() would refuse, refused before the sweep: else every cell fails with the
     same BadInputError, each stored as a final failure, and the sweep exits 0."""
     from visprof.base.options import AUTOCAST_MODES, GRAD_MODES
-    from visprof.passes.setup import COUNT_MINIMUMS, check_counts, choice
+    from visprof.passes.setup import COUNT_MINIMUMS, check_counts, check_flag, choice
 
+    if key in _CALLABLES:  # "-O on_trace=x" was taken, and every cell then failed calling "x"
+        raise BadInputError(f"profile option {key} takes a Python function, which a sweep cannot hand its workers; "
+                            f"call visprof.profile({key}=...) from a script")
     try:
         if key in COUNT_MINIMUMS:
             check_counts(**{key: value})
@@ -173,8 +177,8 @@ def _check_profile_value(key: str, value: Any) -> None:
             choice("grad_mode", value, GRAD_MODES)
         elif key == "autocast":
             choice("autocast", value, AUTOCAST_MODES)
-        elif key == "compile" and not isinstance(value, bool):
-            raise BadInputError(f"compile must be true or false, got {value!r}")
+        elif key == "compile":
+            check_flag("compile", value)
     except BadInputError as error:
         raise BadInputError(f"profile option {key}: {error}") from None
 
@@ -310,14 +314,17 @@ class _Sweep:
                 self.queue.append(Task(cell, state.attempts + 1))
             else:
                 self.summary.skipped += 1
+                self.summary.skipped_failed += state.status == "failed"
 
     # --- the run ----------------------------------------------------------------------
     def run(self, argv: str) -> SweepSummary:
         self.run_id = self.store.start_run(argv, self.executor.description, len(self.plan), self.summary.skipped)
         status = "error"
         with SweepProgress(len(self.queue), enabled=self.show_progress) as self.progress:
-            self.progress.note(f"{len(self.plan)} cells ({len(self.plan.models)} models); "
-                               f"{self.summary.skipped} already in {self.store.path}; "
+            self.progress.note(f"{len(self.plan)} cells ({self.plan.model_count()} models); "
+                               f"{self.summary.skipped} already in {self.store.path}"
+                               + (f" ({self.summary.skipped_failed} failed earlier; --retry-failed tries them)"
+                                  if self.summary.skipped_failed else "") + "; "
                                f"{len(self.queue)} to run on {self.executor.description}; {self.versions}")
             try:
                 if self.queue:
@@ -387,7 +394,7 @@ class _Sweep:
             if wall is not None:
                 self.walls.append(wall)
                 self.summary.cell_wall_s.append(wall)
-                one_config = len(self.plan) == len(self.plan.models)
+                one_config = len(self.plan) == self.plan.model_count()
                 self.summary.slowest.append((cell.model if one_config else cell.key, wall))
             self.progress.cell(label, where, wall)
             return

@@ -15,6 +15,7 @@ __all__ = ["SweepSummary", "summarize_rows", "summarize_store"]
 class SweepSummary:
     planned: int = 0  # cells of the plan
     skipped: int = 0  # already in the store when the run began
+    skipped_failed: int = 0  # of skipped: failed for good in an earlier run (--retry-failed reruns them)
     done: int = 0  # measured
     failed: dict[str, int] = field(default_factory=dict)  # error class -> cells
     remaining: int = 0  # not run: time budget, Ctrl-C
@@ -51,11 +52,15 @@ class SweepSummary:
 
     def render(self, top: int = 5) -> str:
         lines = [f"visprof sweep: {self.status} · {self.executor}" + (f" · store {self.store}" if self.store else "")]
-        counts = f"cells: {self.planned} planned, {self.skipped} already in the store, {self.done} measured, " \
+        earlier = f" ({self.skipped_failed} of them failed earlier)" if self.skipped_failed else ""
+        counts = f"cells: {self.planned} planned, {self.skipped} already in the store{earlier}, {self.done} measured, " \
                  f"{self.failed_total} failed"
         if self.remaining:
             counts += f", {self.remaining} not run"
         lines.append(counts)
+        if self.skipped_failed:
+            lines.append(f"{self.skipped_failed} cell(s) failed in an earlier run and were not tried again "
+                         "(--retry-failed tries them; visprof export STORE --failures lists them)")
         if self.failed:
             lines.append("failed by class: " + ", ".join(f"{name} {n}" for name, n in
                                                         sorted(self.failed.items(), key=lambda kv: (-kv[1], kv[0]))))
