@@ -65,6 +65,20 @@ def test_best_pair_matches_precision_and_batch():
     assert c.models[0].speedup == pytest.approx(1.5)  # fp16 with fp16
 
 
+@pytest.mark.parametrize("order", [1, -1])
+def test_one_gpus_two_tables_pair_with_the_other_gpus_software_whatever_their_order(order):
+    """Both of timm's RTX 4090 tables beside the 5090's (torch 2.9.1): the row compared was the one
+    loaded last, so mobileone_s0 came out x8.26 (torch 2.4 vs 2.9.1) or x1.55 by import order."""
+    old, new = m("mobileone_s0", "a", 3552.46, torch="2.4.0"), m("mobileone_s0", "a", 18890.62, torch="2.9.1")
+    target = m("mobileone_s0", "b", 29328.65, torch="2.9.1")
+    c = compare([*[old, new][::order], target], "a", "b")
+    assert c.models[0].speedup == pytest.approx(29328.65 / 18890.62)
+    assert c.models[0].base.torch == "2.9.1"
+    # a precision that matches still comes first: the other software at fp16 beats the same at fp32
+    fp32 = m("mobileone_s0", "a", 9000.0, torch="2.9.1", precision="fp32")
+    assert compare([old, fp32, target], "a", "b").models[0].base is old
+
+
 def test_the_profile_read_is_the_one_at_the_batch_nearest_the_published_one():
     at64, at256, newer64 = (m("resnet50", "h200", 1, batch=64), m("resnet50", "h200", 2, batch=256),
                             m("resnet50", "h200", 3, batch=64))
@@ -355,8 +369,8 @@ def test_numbers_of_two_torch_versions_are_said_so(tmp_path):
     assert c.software in c.notes
     # and the odd row is said: the target's rows mix two versions
     assert c.software.endswith("; the RTX 5090 rows mix PyTorch versions (2 under torch 2.9.1, 1 under torch 2.4.0): "
-                               "each model's row is the one that matches the other GPU's best, so the speed-ups mix "
-                               "software versions; give one table per GPU")
+                               "each model's row is the one under the other GPU's version where there is one, so the "
+                               "speed-ups mix software versions; give one table per GPU")
     one_side = [m(name, gpu, 100 + i, torch=torch) for i, (name, gpu, torch) in enumerate([
         ("resnet50", "rtx4090", "2.9.1"), ("resnet50", "rtx5090", "2.9.1"),
         ("convnext_tiny", "rtx4090", "2.4.0"), ("convnext_tiny", "rtx5090", "2.9.1"),

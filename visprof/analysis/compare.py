@@ -237,11 +237,14 @@ def pick_gpus(measurements: list[Measurement], base: str | None, target: str | N
 
 
 def _best_pair(a: list[Measurement], b: list[Measurement]) -> tuple[Measurement, Measurement]:
-    """The pair whose precision, batch and layout agree best (ties: the latest measurements)."""
+    """The pair of one precision, then of one PyTorch version, then whose layout and batch agree
+    best (ties: the latest measurements). Without the version, one GPU's two timm tables (torch
+    2.4 and 2.9.1) were chosen between by the order they were loaded in: mobileone_s0 compared
+    its torch 2.4 RTX 4090 row with the 5090's 2.9.1 one at x8.26, x1.55 under one version."""
     def score(pair):
         x, y = pair
-        return ((x.precision == y.precision) + (x.channels_last == y.channels_last) + (x.batch_size == y.batch_size),
-                a.index(x), b.index(y))
+        return (x.precision == y.precision, bool(x.torch) and x.torch == y.torch,
+                (x.channels_last == y.channels_last) + (x.batch_size == y.batch_size), a.index(x), b.index(y))
     return max(((x, y) for x in a for y in b), key=score)
 
 
@@ -503,8 +506,9 @@ def software_note(models: list[ModelComparison], base_name: str, target_name: st
         counts = Counter(getattr(m, side).torch for m in models if getattr(m, side).torch)
         if len(counts) > 1:
             mix = ", ".join(f"{n} under torch {v}" for v, n in counts.most_common())
-            mixed.append(f"the {name} rows mix PyTorch versions ({mix}): each model's row is the one that matches "
-                         f"the other GPU's best, so the speed-ups mix software versions; give one table per GPU")
+            mixed.append(f"the {name} rows mix PyTorch versions ({mix}): each model's row is the one under the other "
+                         f"GPU's version where there is one, so the speed-ups mix software versions; give one table "
+                         f"per GPU")
     base_torch, target_torch = usual(m.base.torch for m in models), usual(m.target.torch for m in models)
     if not base_torch or not target_torch or base_torch == target_torch:
         return "; ".join(mixed) or None
