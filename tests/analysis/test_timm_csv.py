@@ -136,3 +136,29 @@ def test_the_published_csvs_parse_whole():
     assert len(parsed.rows) == 1441 and parsed.test_rows_dropped == 3 and parsed.warnings == []
     vit = next(r for r in parsed.rows if r["model"] == "vit_base_patch16_224")
     assert vit["samples_per_s"] == 2787.15 and vit["batch_size"] == 1024 and vit["gmacs"] == 17.58
+
+
+def test_a_precision_that_contradicts_the_file_name_is_refused():
+    """--precision fp32 over ...-infer-amp-...csv was taken: 1,611 amp rows stored as fp32, and a
+    second copy under each other precision given."""
+    name = "benchmark-infer-amp-nchw-pt291-cu128-4090.csv"
+    with pytest.raises(BadInputError, match=rf"^{re.escape(name)}: its name says amp-fp16, but --precision fp32 was "
+                                            r"given for it; leave --precision out"):
+        parse_benchmark_csv(HEADER + "m,224,1,1000,1,1,1,1\n", source=name, gpu_name="X", precision="fp32")
+    same = parse_benchmark_csv(HEADER + "m,224,1,1000,1,1,1,1\n", source=name, gpu_name="X", precision="amp")
+    assert same.rows[0]["precision"] == "amp-fp16"
+
+
+@pytest.mark.parametrize("text, value", [("1,014.45", 1014.45), ("12,345,678", 12345678.0), ("3,000", 3000.0)])
+def test_thousands_separators_are_read(text, value):
+    parsed = parse_benchmark_csv(HEADER + f'm,224,"{text}",1000,1,1,1,1\n', source="mybench.csv", gpu_name="X",
+                                 precision="amp")
+    assert parsed.rows[0]["samples_per_s"] == value
+
+
+@pytest.mark.parametrize("text", ["3000,5", "1.014,45", "1,01", "12,3456"])
+def test_a_decimal_comma_is_refused_not_read_as_a_separator(text):
+    """"3000,5" (a European decimal comma) was read as 30005, "1.014,45" as 1.01445."""
+    with pytest.raises(BadInputError, match=rf"is not a number: '{re.escape(text)}' \(a decimal comma\?"):
+        parse_benchmark_csv(HEADER + f'm,224,"{text}",1000,1,1,1,1\n', source="mybench.csv", gpu_name="X",
+                            precision="amp")

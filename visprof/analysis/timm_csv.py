@@ -80,8 +80,18 @@ def parse_benchmark_filename(name: str) -> dict[str, str | None]:
     return out
 
 
+# A number with thousands separators ("1,014.45" in some timm files): the commas are dropped. Any
+# other comma ("3000,5", "1.014,45": a decimal comma) is refused; dropping it read 3000,5 as 30005.
+_GROUPED = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$")
+
+
 def _number(text: str, where: str, column: str, integer: bool = False, positive: bool = True) -> float | int | None:
-    text = (text or "").strip().replace(",", "")  # "1,014.45" in some timm files
+    text = (text or "").strip()
+    if "," in text:
+        if not _GROUPED.match(text):
+            raise BadInputError(f"{where}: column {column!r} is not a number: {text!r} (a decimal comma? write "
+                                "numbers with a decimal point)")
+        text = text.replace(",", "")
     if text == "":
         return None
     try:
@@ -118,6 +128,9 @@ def parse_benchmark_csv(text: str, *, source: str, gpu_name: str, precision: str
     if precision.lower() not in PRECISION_WORDS:  # it is stored with every row: a typo would stay there
         raise BadInputError(f"{source}: unknown precision {precision!r}; choose from {', '.join(PRECISION_WORDS)}")
     precision = PRECISION_WORDS[precision.lower()]
+    if meta["precision"] is not None and precision != meta["precision"]:  # as a --gpu against the name is refused
+        raise BadInputError(f"{source}: its name says {meta['precision']}, but --precision {precision} was given for "
+                            "it; leave --precision out to take the name's, or rename the file if its name is wrong")
     base_extra = {k: v for k, v in meta.items() if k in ("layout", "torch", "cuda", "mode") and v}
     base_extra.update(extra or {})
     parsed = ParsedBenchmark(rows=[])
