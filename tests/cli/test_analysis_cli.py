@@ -43,6 +43,22 @@ def test_import_timm_adds_rows_once(tmp_path, capsys):
     assert code == 0 and "rtx3090 -> rtx4090: 60 models measured on both" in out
 
 
+def test_a_corrected_table_imported_again_says_its_rows_were_kept_as_stored(tmp_path, capsys):
+    """A typo fixed and the file imported again: "0 new, 1 already in" and the wrong number stayed,
+    with no word that the file said otherwise."""
+    store, table = tmp_path / "s.db", tmp_path / "mine.csv"
+    table.write_text("model,img_size,samples_per_sec,batch_size\nresnet50,224,30000,256\nresnet18,224,5000,256\n")
+    assert run(capsys, "import-timm", table, "--gpu", "l4", "--precision", "fp16", "--store", store)[0] == 0
+    table.write_text("model,img_size,samples_per_sec,batch_size\nresnet50,224,3000,256\nresnet18,224,5000,256\n")
+    code, out, err = run(capsys, "import-timm", table, "--gpu", "l4", "--precision", "fp16", "--store", store)
+    assert code == 0 and "0 new, 2 already in" in out
+    assert err.strip() == (f"visprof: warning: mine.csv: 1 row(s) already in {store} with other numbers were kept as "
+                           "stored, e.g. resnet50 @224 batch 256: 30000 samples/s stored, 3000 in the file; to use "
+                           "the file's, import it into a new store")
+    table.write_text("model,img_size,samples_per_sec,batch_size\nresnet50,224,30000,256\nresnet18,224,5000,256\n")
+    assert run(capsys, "import-timm", table, "--gpu", "l4", "--precision", "fp16", "--store", store)[2] == ""
+
+
 @pytest.mark.parametrize("argv, message", [
     (["import-timm", "missing.csv", "--store", "{tmp}/s.db"], "no such file: missing.csv"),
     (["import-timm", str(CSV_3090), "--store", "{tmp}/s.db", "--gpu", "rtx9090"], "unknown GPU 'rtx9090'"),

@@ -132,6 +132,15 @@ def _say(text: str) -> None:
     print(f"[visprof] {text}", file=sys.stderr, flush=True)
 
 
+def _warn(text: str) -> None:
+    """One ``visprof: warning:`` line (cli.app's display of VisprofWarning), as docs/cli.md says."""
+    import warnings
+
+    from visprof.base.errors import VisprofWarning
+
+    warnings.warn(text, VisprofWarning, stacklevel=2)
+
+
 def _load(paths, table):
     """``sources.load``, saying which files inside the input folders it passed over (a JSON that is
     not a profile result, e.g. one truncated or another tool's), so that none is left out unseen."""
@@ -160,15 +169,21 @@ def cmd_import_timm(args: argparse.Namespace) -> int:
         parsed.append((path, gpu_name, read_benchmark_csv(path, gpu_name, args.precision)))
     with open_store(args.store, write=True) as store:
         for path, gpu_name, result in parsed:
+            differing = store.differing_references(result.rows)  # before the rows are added
             added = store.add_references(result.rows)
             dropped = f"; dropped {result.test_rows_dropped} test_* rows" if result.test_rows_dropped else ""
             rows = f"{len(result.rows)} row{'s' if len(result.rows) != 1 else ''}"
             print(f"{path.name}: {rows} on {gpu_name} ({result.rows[0]['precision']}), "
                   f"{added} new, {len(result.rows) - added} already in {args.store}{dropped}")
+            if differing:  # a corrected file imported again kept the wrong numbers without a word
+                row, stored = differing[0]
+                _warn(f"{path.name}: {len(differing)} row(s) already in {args.store} with other numbers were kept as "
+                      f"stored, e.g. {row['model']} @{row['img_size']} batch {row['batch_size']}: {stored:g} samples/s "
+                      f"stored, {row['samples_per_s']:g} in the file; to use the file's, import it into a new store")
             for warning in result.warnings[:5]:
-                print(f"  warning: {warning}", file=sys.stderr)
+                _warn(warning)
             if len(result.warnings) > 5:
-                print(f"  ... and {len(result.warnings) - 5} more warnings", file=sys.stderr)
+                _warn(f"{path.name}: and {len(result.warnings) - 5} more warnings of this kind")
     return 0
 
 
@@ -274,9 +289,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     _check_not_circular(comparison)
     _check_explained_names(args.explain or [], comparison)  # before the fit: a typo costs no minute
     if comparison.software:
-        _say(f"warning: {comparison.software}")
+        _warn(comparison.software)
     if comparison.paths:
-        _say(f"warning: {comparison.paths}")
+        _warn(comparison.paths)
     fleet, missing = fleet_from_comparison(comparison, loaded.profiles, table)
     families = len({fleet.families[i] for i in range(len(fleet.families)) if np.isfinite(fleet.log_obs[i])})
     if args.folds > families:

@@ -176,7 +176,7 @@ def cmd_nsys_run(args: argparse.Namespace) -> int:
     outputs = run_nsys(program, args.output, capture_range=args.capture_range, nsys=args.nsys)
     print(f"[visprof] wrote {outputs.report} and {outputs.sqlite}", file=sys.stderr)
     if outputs.program_status:
-        print(f"[visprof] warning: nsys exited with status {outputs.program_status}", file=sys.stderr)
+        print(f"visprof: warning: nsys exited with status {outputs.program_status}", file=sys.stderr)
     if args.no_import:
         return 0
     import_nsys = importlib.import_module("visprof.nsight.nsys_import").import_nsys

@@ -570,6 +570,21 @@ class ResultStore:
                              f'VALUES ({", ".join("?" * len(names))})', [[r[n] for n in names] for r in rows])
             return conn.total_changes - before
 
+    def differing_references(self, references: Iterable[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], float]]:
+        """(reference, stored samples/s) for each of ``references`` the store holds already (same
+        source, GPU, model, size, batch and precision) with another throughput: add_references
+        keeps the stored one."""
+        out = []
+        for ref in references:
+            ref = asdict(ref) if isinstance(ref, Reference) else ref
+            row = self.conn.execute(
+                'SELECT samples_per_s FROM "references" WHERE source = ? AND gpu_name = ? AND model = ? AND '
+                "img_size = ? AND batch_size = ? AND precision = ?",
+                [ref.get(c) for c in ("source", "gpu_name", "model", "img_size", "batch_size", "precision")]).fetchone()
+            if row is not None and row[0] != ref.get("samples_per_s"):
+                out.append((ref, float(row[0])))
+        return out
+
     def references(self, gpu_name: str | None = None, model: str | None = None,
                    source: str | None = None) -> list[Reference]:
         """Stored references; each filter is a shell pattern (``*4090*``, ``vit_*``)."""
