@@ -206,6 +206,19 @@ def test_a_spent_time_budget_stops_cleanly_and_the_store_resumes(tmp_path):
         assert [r["status"] for r in store.runs()] == ["time budget", "complete"]
 
 
+def test_a_cell_stopped_at_the_time_budget_is_named(tmp_path, capsys):
+    """A cell longer than the budget was dropped at it without a word, and the same command
+    started it first again: every run ended "0 cells finished" with no reason given."""
+    summary = run_sweep(["visprof_fake_hangs", "visprof_fake_tiny"], store=tmp_path / "r.db", device="cpu",
+                        imports=[FAKE_MODELS], profile_options=FAST, time_budget_s=15, timeout_s=600)
+    assert summary.status == "time budget" and summary.done == 0 and summary.remaining == 2
+    [line] = [line for line in capsys.readouterr().err.splitlines() if "was still running after" in line]
+    assert line.startswith("[visprof] time budget: visprof_fake_hangs b2|") and line.endswith(
+        "s and was stopped, unrecorded; the same command starts it first again, so give a --time-budget longer "
+        "than it needs")
+    assert worker_pids(os.getpid()) == []
+
+
 def test_the_time_budget_starts_no_cell_it_cannot_finish(tmp_path):
     """The policy on its own: with cells known to take up to 10 s, none starts with 12 s left."""
     from visprof.store.result_store import ResultStore

@@ -300,6 +300,7 @@ class _Sweep:
         self.walls: collections.deque[float] = collections.deque(maxlen=20)
         self.summary = SweepSummary(planned=len(plan), executor=executor.description, store=str(store.path))
         self.in_flight = 0
+        self.running: dict[int, tuple[Task, float]] = {}  # id(task) -> (task, when it started)
         # Ray reruns a task whose worker died itself; locally the sweep requeues it.
         self.requeue_crashes = not getattr(executor, "retries_crashes", False)
 
@@ -331,6 +332,7 @@ class _Sweep:
                     self.executor.run(self)
                 # Cells still queued, or abandoned in flight at the hard deadline, were not run.
                 status = "time budget" if self.queue or self.in_flight else "complete"
+                self._say_abandoned()
             except KeyboardInterrupt:
                 status = "interrupted"
                 raise
@@ -354,6 +356,15 @@ class _Sweep:
     def pending(self) -> int:
         return 0 if self.stopping else len(self.queue)
 
+    def _say_abandoned(self) -> None:
+        """Cells running when the budget ran out are dropped unrecorded, and the same command runs
+        them first again: one longer than the budget stopped every run there, with no word of it."""
+        now = time.monotonic()
+        for task, began in self.running.values():
+            self.progress.note(f"time budget: {task.cell.model} {task.cell.config_text} was still running after "
+                               f"{now - began:.0f} s and was stopped, unrecorded; the same command starts it first "
+                               "again, so give a --time-budget longer than it needs")
+
     def next_task(self) -> Task | None:
         if not self.queue or self.stopping:
             return None
@@ -369,7 +380,7 @@ class _Sweep:
         return self.queue.popleft()
 
     def started(self, task: Task, where: str) -> None:
-        pass
+        self.running[id(task)] = (task, time.monotonic())
 
     def worker_ready(self, where: str, facts: dict[str, Any]) -> None:
         if self.summary.startup_s is None:
@@ -382,6 +393,7 @@ class _Sweep:
 
     def finished(self, task: Task, outcome: dict[str, Any], facts: dict[str, Any] | None) -> None:
         self.in_flight -= 1
+        self.running.pop(id(task), None)
         cell = task.cell
         where = _where(facts)
         label = f"{cell.model} {cell.config_text}"
