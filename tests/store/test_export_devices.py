@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from device_stores import mixed_store, reference_only_store
-from visprof.base.errors import BadInputError
+from visprof.base.errors import BadInputError, VisprofWarning
 from visprof.store.export import export_store
 from visprof.store.result_store import open_store
 from visprof.sweep.plan import SweepPlan
@@ -104,10 +104,39 @@ def test_timm_format_has_one_row_per_model_and_size_and_says_how_to_choose(tmp_p
         for cell, batch in zip(SweepPlan(["vit_base_patch16_224"], "cuda", batch_sizes=[64, 256]).cells(), (64, 256)):
             store.add_result(cell, {**doc, "model": {**doc["model"], "batch_size": batch}})
     with pytest.raises(BadInputError, match=r"has 2 for vit_base_patch16_224 at 224 \(batch_size 256, 64\); choose "
-                                            r"with --batch-size, --precision or --model"):
+                                            r"with --batch-size or --precision, or export --format csv"):
         exported(path, "timm")
     (row,) = exported(path, "timm", batch_size=256)
     assert row["infer_batch_size"] == "256"
     assert len(exported(path, "csv")) == 2
     with pytest.raises(BadInputError, match=r"^--batch-size and --precision choose the rows of --format timm"):
         exported(path, "csv", batch_size=256)
+
+
+def test_timm_format_writes_the_newest_of_rows_no_option_can_choose_between(tmp_path):
+    """Rows of one model, size, batch and precision under two grad modes (a sweep run again with
+    -O grad_mode=...) were refused, and the message offered --batch-size, --precision and --model,
+    none of which could tell them apart: no such store could be exported."""
+    path = tmp_path / "again.db"
+    doc = json.loads(VIT.read_text())
+    with open_store(path, write=True) as store:
+        for options, latency in (({"grad_mode": "no_grad"}, 9.0), ({}, 8.0)):
+            [cell] = SweepPlan(["vit_base_patch16_224"], "cuda", options=options).cells()
+            timing = {**doc["timing"], "samples_per_s": 64 / latency * 1e3}
+            store.add_result(cell, {**doc, "timing": timing})
+    with pytest.warns(VisprofWarning, match=r"1 model\(s\) have several rows at one size .* the newest of each is "
+                                            r"written; --format csv keeps every row"):
+        (row,) = exported(path, "timm")
+    assert float(row["infer_samples_per_sec"]) == pytest.approx(8000.0)  # the newest, grad mode inference_mode
+
+
+def test_timm_format_batch_size_matches_the_batch_asked_for_too(tmp_path):
+    """-b 256 of a cell asked at 256 that ran at 64 (out of memory) wrote an empty file."""
+    path = tmp_path / "decayed.db"
+    doc = json.loads(VIT.read_text())
+    with open_store(path, write=True) as store:
+        [cell] = SweepPlan(["vit_base_patch16_224"], "cuda", batch_sizes=[256]).cells()
+        store.add_result(cell, {**doc, "model": {**doc["model"], "batch_size": 64}})
+    (row,) = exported(path, "timm", batch_size=256)
+    assert row["infer_batch_size"] == "64"  # the batch that ran, as timm's CSVs say it
+    assert exported(path, "timm", batch_size=64) == [row]

@@ -227,10 +227,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     export_store = importlib.import_module("visprof.store.export").export_store
     count = export_store(args.store, args.output, args.format, model=args.model, gpu=args.gpu, failures=args.failures,
                          batch_size=args.batch_size, precision=args.precision)
-    if count == 0 and (args.model or args.gpu):  # an empty export is otherwise silent on stdout
+    filters = (("model", args.model), ("gpu", args.gpu), ("batch-size", args.batch_size), ("precision", args.precision))
+    if count == 0 and any(value for _, value in filters):  # an empty export is otherwise silent on stdout
         print(f"[visprof] no row of {args.store} matches " + " and ".join(
-            f"--{name} {value!r}" for name, value in (("model", args.model), ("gpu", args.gpu)) if value),
-            file=sys.stderr)
+            f"--{name} {value!r}" for name, value in filters if value), file=sys.stderr)
     if args.output is not None:
         print(f"[visprof] wrote {count} rows to {args.output}", file=sys.stderr)
     return 0

@@ -20,7 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
-from visprof.base.errors import BadInputError
+from visprof.base.errors import BadInputError, VisprofWarning
 from visprof.store.result_store import ResultStore, device_name, open_store
 from visprof.store.timm_format import TIMM_COLUMNS, to_timm_row
 
@@ -110,14 +110,15 @@ def _write_text(store: ResultStore, fmt: str, out: IO[str], model, gpu, failures
         columns = list(rows[0]) if rows else _failure_columns(store)
         return _write_csv(out, columns, rows)
     if fmt == "timm":
-        rows = [r for r in store.rows(model, gpu) if (batch_size is None or r.get("batch_size") == batch_size)
+        # the batch asked for or the one that ran: -b 16 of a cell that decayed to 8 had found nothing
+        rows = [r for r in store.rows(model, gpu)
+                if (batch_size is None or batch_size in (r.get("batch_size"), r.get("batch_size_requested")))
                 and (precision is None or r.get("precision") == precision)]
         gpus = sorted({device_name(r) for r in rows})
         if len(gpus) > 1:
             raise BadInputError(f"--format timm writes one device's results and the store holds several "
                                 f"({', '.join(gpus)}); choose one with --gpu")
-        timm_rows = [to_timm_row(r) for r in rows]
-        _check_one_row_per_key(rows, timm_rows)
+        timm_rows = _one_row_per_key(rows, [to_timm_row(r) for r in rows])
         return _write_csv(out, list(TIMM_COLUMNS), timm_rows)
     columns, rows = store.table_rows(model, gpu)
     return _write_csv(out, columns, rows)
@@ -126,17 +127,36 @@ def _write_text(store: ResultStore, fmt: str, out: IO[str], model, gpu, failures
 # What can tell two stored rows of one model and size apart, where timm's columns cannot.
 _TIMM_DISTINGUISHES = ("batch_size", "precision", "channels_last", "grad_mode", "autocast", "img_size_requested",
                        "torch_version", "timm_version", "visprof_version", "host")
+# Of those, what --batch-size and --precision choose between: rows differing only in the others
+# (measured again, another grad mode or visprof version) are one measurement told again.
+_TIMM_CHOSEN_BY_OPTIONS = ("batch_size", "precision")
 
 
-def _check_one_row_per_key(rows: list[dict[str, Any]], timm_rows: list[dict[str, Any]]) -> None:
-    """timm's CSVs have one row per (model, image size), the key they are joined on: rows of one
-    model at one size from several batches, precisions or versions would make that join many-to-one."""
-    by_key: dict[tuple, list[dict[str, Any]]] = {}
+def _one_row_per_key(rows: list[dict[str, Any]], timm_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """timm's CSVs have one row per (model, image size), the key they are joined on. Rows of one
+    model at one size from several batches or precisions would make that join many-to-one: refused,
+    for --batch-size or --precision to choose. Rows that differ in nothing those can choose (a cell
+    measured again, under another grad mode or version) give their newest, as report and predict
+    do; every store with repeated sweeps had been refused, with no option that could help."""
+    by_key: dict[tuple, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
     for row, timm_row in zip(rows, timm_rows):
-        by_key.setdefault((timm_row["model"], timm_row["infer_img_size"]), []).append(row)
-    repeated = {key: group for key, group in by_key.items() if len(group) > 1}
-    if not repeated:
-        return
+        by_key.setdefault((timm_row["model"], timm_row["infer_img_size"]), []).append((row, timm_row))
+    choosable = {key: [r for r, _ in group] for key, group in by_key.items()
+                 if any(len({str(r.get(c)) for r, _ in group}) > 1 for c in _TIMM_CHOSEN_BY_OPTIONS)}
+    if choosable:
+        _refuse_repeated(choosable)
+    told_again = sum(len(group) > 1 for group in by_key.values())
+    if told_again:
+        import warnings
+
+        warnings.warn(f"--format timm: {told_again} model(s) have several rows at one size that --batch-size and "
+                      "--precision cannot tell apart (measured again, or under another grad mode or version): the "
+                      "newest of each is written; --format csv keeps every row", VisprofWarning, stacklevel=2)
+    # the newest: the highest row id (rows come oldest first)
+    return [max(group, key=lambda pair: pair[0].get("id") or 0)[1] for group in by_key.values()]
+
+
+def _refuse_repeated(repeated: dict[tuple, list[dict[str, Any]]]) -> None:
     (name, size), group = next(iter(repeated.items()))
     values = {column: sorted({str(r.get(column)) for r in group}) for column in _TIMM_DISTINGUISHES}
     differ = [f"{column} {', '.join(seen)}" for column, seen in values.items() if len(seen) > 1]
@@ -144,7 +164,7 @@ def _check_one_row_per_key(rows: list[dict[str, Any]], timm_rows: list[dict[str,
         f"--format timm writes one row per model and image size, as timm's CSVs (the key they join on), and the "
         f"store has {len(group)} for {name} at {size} ({'; '.join(differ) or 'measured again'})"
         + (f", and {len(repeated) - 1} more such model(s)" if len(repeated) > 1 else "")
-        + "; choose with --batch-size, --precision or --model, or export --format csv, which keeps every row with "
+        + "; choose with --batch-size or --precision, or export --format csv, which keeps every row with "
           "its settings")
 
 
