@@ -214,6 +214,9 @@ def test_a_host_bound_profile_is_not_faster_with_more_gpu_work():
     assert double.latency_ms == pytest.approx(0.4) and double.idle_ms == pytest.approx(0.4 - double.busy_ms)
     big = predict_result(result, SPEC, table=TABLE, batch_size=320)
     assert big.busy_ms > 0.4 and big.idle_ms == pytest.approx(0.32 * 0.08 / big.busy_ms)
+    # on its own GPU at its own batch the idle time is the profile's: not "where the GPU has more work"
+    same = predict_result(result, SPEC, table=TABLE)
+    assert "the host's 0.320 ms of idle GPU per iteration is kept as is" in same.notes[0]
 
 
 def test_time_in_launches_smaller_than_the_target_is_named_not_modelled():
@@ -401,3 +404,15 @@ def test_tensor_core_work_without_a_tensor_rate_on_the_target_is_named():
     as_fp16 = predict_result(result, "t4", precision="fp16")
     assert not any("tensor cores" in n for n in as_fp16.notes) and as_fp16.latency_ms < on_t4.latency_ms
     assert not any("tensor cores" in n for n in predict_result(result, "rtx4090").notes)  # bf16 tensor cores there
+
+
+def test_the_predict_header_counts_models_not_profiles():
+    """One model profiled at three sizes was "3 model(s)"; the whole H200 store 1,886 for 1,235 models."""
+    from visprof.report.compare_text import format_predictions
+
+    result = recorded_result("resnet50")
+    at_sizes = [predict_result(dataclasses.replace(result, model=dataclasses.replace(result.model, img_size=s)), "rtx4090")
+                for s in (160, 224, 288)]
+    assert format_predictions(at_sizes, "NVIDIA GeForce RTX 4090").startswith(
+        "visprof predict: 1 model(s) from 3 profiles (sizes, precisions, GPUs) on NVIDIA GeForce RTX 4090\n")
+    assert format_predictions(at_sizes[:1], "X").startswith("visprof predict: 1 model(s) on X\n")

@@ -348,7 +348,9 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
     notes = []
     idle_on_own = idle_share(timing)
     if idle_on_own and idle_on_own > HOST_BOUND_IDLE:
-        kept = "kept as is" if idle >= timing.idle_ms else f"{idle:.3f} ms here, where the GPU has more work to hide it"
+        # kept where it shrank by no more than rounding (the profile predicted on its own GPU)
+        kept = ("kept as is" if idle >= timing.idle_ms * (1 - 1e-3) else
+                f"{idle:.3f} ms here, where the GPU has more work to hide it")
         notes.append(f"host-bound on its own GPU ({idle_on_own:.0%} idle): the host's "
                      f"{timing.idle_ms:.3f} ms of idle GPU per iteration is {kept}")
     if scale != 1:

@@ -78,7 +78,9 @@ def fits_label(p) -> str:
 
 
 def format_predictions(predictions: Sequence, target_name: str, skipped: Iterable[str] = (), width: int | None = None) -> str:
-    lines = [f"visprof predict: {len(predictions)} model(s) on {target_name}"]
+    models = len({p.model for p in predictions})
+    profiles = "" if models == len(predictions) else f" from {len(predictions)} profiles (sizes, precisions, GPUs)"
+    lines = [f"visprof predict: {models} model(s){profiles} on {target_name}"]
     headers = ["model", "img", "from", "batch", "measured ms", "predicted ms", "range ms", "samples/s",
                "time by bound", "fits"]
     rows = []
