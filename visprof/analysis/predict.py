@@ -348,8 +348,9 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
     notes = []
     idle_on_own = idle_share(timing)
     if idle_on_own and idle_on_own > HOST_BOUND_IDLE:
-        # kept where it shrank by no more than rounding (the profile predicted on its own GPU)
-        kept = ("kept as is" if idle >= timing.idle_ms * (1 - 1e-3) else
+        # kept where it shrank by under 1%: on the profile's own GPU and batch the busy time predicted
+        # is within about that of the measured, which is no "more work" (coatnet_0_rw_224: 0.8%)
+        kept = ("kept as is" if idle >= timing.idle_ms * 0.99 else
                 f"{idle:.3f} ms here, where the GPU has more work to hide it")
         notes.append(f"host-bound on its own GPU ({idle_on_own:.0%} idle): the host's "
                      f"{timing.idle_ms:.3f} ms of idle GPU per iteration is {kept}")
