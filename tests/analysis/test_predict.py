@@ -217,7 +217,7 @@ def test_a_host_bound_profile_is_not_faster_with_more_gpu_work():
     # on its own GPU at its own batch the idle time is the profile's: not "where the GPU has more work"
     same = predict_result(result, SPEC, table=TABLE)
     assert same.idle_ms == pytest.approx(0.317, abs=5e-4)  # the busy time predicted there is 1% over the measured
-    assert "the host's 0.320 ms of idle GPU per iteration is 0.317 ms here" in same.notes[0]
+    assert same.notes[0].endswith("the host's 0.320 ms of idle GPU per iteration is kept as is")
     for name in ("resnet50", "deit_small_patch16_224", "coatnet_0_rw_224", "mobilevit_s"):  # within 1%: kept
         assert predict_result(recorded_result(name), "h200").notes[0].endswith("idle GPU per iteration is kept as is")
 

@@ -186,7 +186,7 @@ def test_predict_uses_one_profile_per_model_unless_asked(tmp_path, capsys):
     code, out, err = run(capsys, "predict", "--from", folder, "--to", "rtx4090", "--every-profile")
     assert code == 0 and "1 model(s) from 3 profiles" in out and "not used" not in out
     code, out, err = run(capsys, "predict", "--from", folder, "--to", "rtx4090")  # each at its own batch, once
-    assert code == 0 and "2 model(s)" in out and out.startswith("(1 more profile(s) of the same models not used: per "
+    assert code == 0 and "1 model(s) from 2 profiles" in out and out.startswith("(1 more profile(s) of the same models not used: per "
                                                                 "model, image size, GPU, precision and batch the newest;")
 
 
