@@ -423,3 +423,20 @@ def test_an_explanation_says_which_ratio_is_the_larger(bound, base, target, said
     names = [g.name.replace("NVIDIA ", "").replace("GeForce ", "") for g in (b, t)]
     text = explain(mc, 1.4, b, t, names[0], names[1], "fp16")
     assert said in text, text
+
+
+def test_numbers_of_two_precisions_are_said_so_and_fp32_quotes_no_tensor_ratio():
+    """A user's fp32 table against timm's amp 5090 table: no note said the speed-ups carry the
+    change of precision, and the spec line and sentences quoted the fp16 tensor ratio."""
+    from visprof.report.compare_text import format_comparison
+
+    ms = [m(name, "l4", 100.0 * (i + 1), precision="fp32") for i, name in enumerate(["resnet50", "vit_base_patch16_224"])]
+    ms += [m(name, "rtx5090", 900.0 * (i + 1), precision="fp16") for i, name in enumerate(["resnet50", "vit_base_patch16_224"])]
+    c = compare(ms, "l4", "rtx5090")
+    assert ("2 model(s) compare numbers of two precisions (e.g. the L4 at fp32, the RTX 5090 at "
+            "fp16): their speed-ups carry the change of precision as well as the GPUs'") in c.notes
+    text = format_comparison(c)
+    assert "spec ratios rtx5090/l4: FP32 x" in text and "tensor (" not in text
+    same = compare([m("resnet50", "l4", 100.0), m("resnet50", "rtx5090", 300.0)], "l4", "rtx5090")
+    assert not any("two precisions" in n for n in same.notes)
+    assert "tensor (fp16) x" in format_comparison(same)

@@ -369,8 +369,8 @@ def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: Gpu
     head = f"{moves} x{m.speedup:.2f} against a median x{median:.2f} ({m.sensitivity:+.0%})"
     tensor_ratio = bandwidth_ratio = None
     if base and target:
-        key = precision if precision in ("fp16", "bf16", "tf32") else "fp16"
-        tb, tt = base.tensor_peak(key), target.tensor_peak(key)
+        key = tensor_key(precision)
+        tb, tt = (base.tensor_peak(key), target.tensor_peak(key)) if key else (None, None)
         tensor_ratio = tt / tb if tb and tt else None
         bandwidth_ratio = target.memory_bandwidth_gbs / base.memory_bandwidth_gbs
         fp32_ratio = target.fp32_tflops / base.fp32_tflops
@@ -471,6 +471,9 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
     mixed = sum(1 for m in models if m.base.kind != m.target.kind)
     if mixed:
         notes.append(f"{mixed} model(s) compare a visprof profile with a reference measurement (different loops and settings)")
+    precisions = precision_note(models, base_name, target_name)
+    if precisions:
+        notes.append(precisions)
     software = software_note(models, base_name, target_name)
     if software:
         notes.append(software)
@@ -487,6 +490,27 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
                       by_bound=_aggregate(models, lambda m: _dominant_bound(m.shares) or "(no profile)"),
                       unmatched=unmatched, notes=notes, prediction=prediction, software=software, paths=paths, host=host,
                       base_name=base_name, target_name=target_name, base_only=base_only)
+
+
+def tensor_key(precision: str | None) -> str | None:
+    """The tensor-core rate a comparison at ``precision`` quotes: its own for fp16, bf16 and TF32,
+    none for fp32 (the FP32 units run it; an fp32 table had been explained by the fp16 ratio), and
+    fp16 where the precision is not known (timm's tables are mostly amp)."""
+    if precision in ("fp16", "bf16", "tf32"):
+        return precision
+    return None if precision == "fp32" else "fp16"
+
+
+def precision_note(models: list[ModelComparison], base_name: str, target_name: str) -> str | None:
+    """A warning where the two GPUs' numbers of some models were measured at different precisions:
+    their speed-ups carry the change of precision as well as the GPUs'."""
+    pairs = Counter((m.base.precision, m.target.precision) for m in models
+                    if m.base.precision and m.target.precision and m.base.precision != m.target.precision)
+    if not pairs:
+        return None
+    (base_p, target_p), _ = pairs.most_common(1)[0]
+    return (f"{sum(pairs.values())} model(s) compare numbers of two precisions (e.g. the {base_name} at {base_p}, "
+            f"the {target_name} at {target_p}): their speed-ups carry the change of precision as well as the GPUs'")
 
 
 def software_note(models: list[ModelComparison], base_name: str, target_name: str) -> str | None:

@@ -5,6 +5,7 @@ import csv
 import io
 from typing import Iterable, Sequence
 
+from visprof.analysis.compare import tensor_key
 from visprof.base.options import TIME_GPU
 from visprof.report.text_table import format_table
 
@@ -38,8 +39,8 @@ def format_comparison(comparison, top: int | None = 15, width: int | None = None
              f"(median speed-up x{c.median_speedup:.3f}{' in GPU busy time' if c.time == TIME_GPU else ''})"]
     if c.base_spec and c.target_spec:
         b, t = c.base_spec, c.target_spec
-        key = c.models[0].base.precision if c.models and c.models[0].base.precision in ("fp16", "bf16", "tf32") else "fp16"
-        tb, tt = b.tensor_peak(key), t.tensor_peak(key)
+        key = tensor_key(c.models[0].base.precision if c.models else None)
+        tb, tt = (b.tensor_peak(key), t.tensor_peak(key)) if key else (None, None)
         ratio = f"tensor ({key}) x{tt / tb:.2f}, " if tb and tt else ""
         lines.append(f"spec ratios {c.target}/{c.base}: {ratio}FP32 x{t.fp32_tflops / b.fp32_tflops:.2f}, "
                      f"bandwidth x{t.memory_bandwidth_gbs / b.memory_bandwidth_gbs:.2f}, L2 x{t.l2_mb / b.l2_mb:.1f}")
