@@ -440,3 +440,21 @@ def test_numbers_of_two_precisions_are_said_so_and_fp32_quotes_no_tensor_ratio()
     same = compare([m("resnet50", "l4", 100.0), m("resnet50", "rtx5090", 300.0)], "l4", "rtx5090")
     assert not any("two precisions" in n for n in same.notes)
     assert "tensor (fp16) x" in format_comparison(same)
+
+
+def test_published_rows_of_one_model_that_disagree_are_said_so():
+    """Two user tables of one GPU, resnet50 at 3000 and 300 samples/s: the last loaded was compared
+    (x21 where the other says x2.1) with no word."""
+    import dataclasses
+
+    ms = [dataclasses.replace(m("resnet50", "rtx4090", 3000.0), source="run1.csv"),
+          dataclasses.replace(m("resnet50", "rtx4090", 300.0), source="run2.csv"),
+          m("resnet50", "rtx5090", 6356.0), m("vit_base_patch16_224", "rtx4090", 1000.0),
+          m("vit_base_patch16_224", "rtx4090", 1020.0), m("vit_base_patch16_224", "rtx5090", 1500.0)]
+    c = compare(ms, "rtx4090", "rtx5090")
+    [note] = [n for n in c.notes if "agree in precision, software, layout and batch but not in throughput" in n]
+    assert note.startswith("1 model(s) have published rows on one GPU")  # vit's rows are within 5% of each other
+    assert "e.g. resnet50 @224 on the RTX 4090: 300 samples/s compared, 3000 left out, from run1.csv" in note
+    apart = [m("resnet50", "rtx4090", 3000.0, batch=1024), m("resnet50", "rtx4090", 300.0, batch=64),
+             m("resnet50", "rtx5090", 6356.0, batch=1024)]  # two batches: told apart, nothing to say
+    assert not any("not in throughput" in n for n in compare(apart, "rtx4090", "rtx5090").notes)

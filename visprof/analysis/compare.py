@@ -236,6 +236,47 @@ def pick_gpus(measurements: list[Measurement], base: str | None, target: str | N
     return b, t
 
 
+# Published rows of one model on one GPU, alike in what _best_pair weighs, that differ by more than
+# this in throughput: two tables disagree (or a tag's weights run another network), and which is
+# compared decides the speed-up.
+DISAGREEING_ROWS = 0.05
+
+
+def _disagreeing(chosen: Measurement, candidates: list[Measurement]) -> Measurement | None:
+    """A published row of ``candidates`` alike to ``chosen`` (precision, software, layout, batch)
+    whose throughput differs by more than DISAGREEING_ROWS, or None."""
+    if chosen.kind != "reference":
+        return None
+    for other in candidates:
+        alike = (other.kind, other.precision, other.torch, other.channels_last, other.batch_size) == \
+                (chosen.kind, chosen.precision, chosen.torch, chosen.channels_last, chosen.batch_size)
+        if other is not chosen and alike and abs(other.samples_per_s / chosen.samples_per_s - 1) > DISAGREEING_ROWS:
+            return other
+    return None
+
+
+def disagreeing_rows_note(models: list[ModelComparison], candidates: dict[tuple, tuple[list, list]],
+                          base_name: str, target_name: str) -> str | None:
+    """A warning where a GPU holds published rows of one model that agree in their settings but
+    not in throughput (two user tables, or two pretrained tags of one architecture): the row
+    compared was the one loaded last, silently."""
+    found = []
+    for m in models:
+        a, b = candidates[(m.base.arch, m.img_size)]
+        for chosen, pool, name in ((m.base, a, base_name), (m.target, b, target_name)):
+            other = _disagreeing(chosen, pool)
+            if other is not None:
+                found.append((m, chosen, other, name))
+                break
+    if not found:
+        return None
+    m, chosen, other, name = found[0]
+    return (f"{len(found)} model(s) have published rows on one GPU that agree in precision, software, layout and "
+            f"batch but not in throughput (e.g. {m.model} @{m.img_size} on the {name}: {chosen.samples_per_s:g} "
+            f"samples/s compared, {other.samples_per_s:g} left out, from {other.source}): the one loaded last is "
+            "compared; give one table per GPU")
+
+
 def _best_pair(a: list[Measurement], b: list[Measurement]) -> tuple[Measurement, Measurement]:
     """The pair of one precision, then of one PyTorch version, then whose layout and batch agree
     best (ties: the latest measurements). Without the version, one GPU's two timm tables (torch
@@ -471,6 +512,10 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
     mixed = sum(1 for m in models if m.base.kind != m.target.kind)
     if mixed:
         notes.append(f"{mixed} model(s) compare a visprof profile with a reference measurement (different loops and settings)")
+    disagreeing = disagreeing_rows_note(
+        models, {key: (by_gpu[base_key][key], by_gpu[target_key][key]) for key in by_gpu[base_key]}, base_name, target_name)
+    if disagreeing:
+        notes.append(disagreeing)
     precisions = precision_note(models, base_name, target_name)
     if precisions:
         notes.append(precisions)
