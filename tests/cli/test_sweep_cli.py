@@ -167,3 +167,27 @@ def test_a_sized_entry_sweeps_that_size_and_no_other(tmp_path, capsys):
     with open_store(store) as opened:
         assert sorted((r["model"], r["img_height"]) for r in opened.rows()) == [("visprof_fake_tiny", 40),
                                                                              ("visprof_fake_tiny", 48)]
+
+
+def test_the_time_budget_counts_from_the_commands_start(monkeypatch, capsys, tmp_path):
+    """Torch's and timm's imports took seconds before the sweep's clock started: a 14 s budget took
+    16-20 s, which a job under a hard time limit pays for."""
+    import time
+
+    import visprof.cli.sweep as sweep_cli
+    import visprof.sweep.run as run_module
+    from visprof.sweep.summary import SweepSummary
+
+    given = {}
+
+    def fake_run_sweep(models, **kwargs):
+        given.update(kwargs)
+        return SweepSummary()
+
+    monkeypatch.setattr(run_module, "run_sweep", fake_run_sweep)
+    monkeypatch.setattr(sweep_cli, "COMMAND_STARTED", time.monotonic() - 5.0)  # 5 s of imports before
+    code, _, _ = run_cli(capsys, "sweep", "resnet18", "--store", str(tmp_path / "r.db"), "--time-budget", "14")
+    assert code == 0 and 8.5 < given["time_budget_s"] <= 9.0
+    monkeypatch.setattr(sweep_cli, "COMMAND_STARTED", time.monotonic() - 60.0)  # spent before the sweep began
+    run_cli(capsys, "sweep", "resnet18", "--store", str(tmp_path / "r.db"), "--time-budget", "14")
+    assert given["time_budget_s"] == 1e-3

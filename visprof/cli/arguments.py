@@ -2,12 +2,18 @@
 from __future__ import annotations
 
 import argparse
+import time
 
 from visprof.base.errors import BadInputError
 from visprof.base.options import PASSES
 from visprof.base.sizes import parse_img_size
 
-__all__ = ["positive_int", "non_negative_int", "int_at_least", "fold_count", "img_size", "pass_list"]
+__all__ = ["positive_int", "non_negative_int", "int_at_least", "fold_count", "img_size", "pass_list",
+           "COMMAND_STARTED"]
+
+# When the command began, before torch and timm were imported (seconds of their own): a time
+# limit the user gives (sweep --time-budget) is of the whole command, not of what follows them.
+COMMAND_STARTED = time.monotonic()
 
 
 def positive_int(text: str) -> int:
