@@ -25,6 +25,12 @@ def test_a_pretrained_tag_and_a_hub_prefix_are_kept_as_timm_names():
     assert select_models("timm/resnet18.a1_in1k") == ["resnet18.a1_in1k"]
 
 
+def test_a_pattern_with_a_tag_matches_pretrained_names():
+    """'resnet10t.*' "matched no timm model", though timm has resnet10t.c3_in1k."""
+    assert select_models("resnet10t.*") == ["resnet10t.c3_in1k"]
+    assert "resnet18.a1_in1k" in select_models("resnet18.*")
+
+
 def test_an_unknown_name_fails_with_close_matches():
     with pytest.raises(UnknownModelError, match="resnet50"):
         select_models(["resnet5O"])

@@ -175,7 +175,9 @@ def _expand(item: str, timm) -> list[str]:
         name, size = split_sized(item)
         return [f"{model}{SIZE_MARK}{img_size_text(size)}" for model in _expand(name, timm)]
     if is_pattern(item):
-        matches = timm.list_models(item)
+        # A pattern with a tag ("resnet50.*", "*.in1k") matches pretrained names, which
+        # list_models() leaves out: it had matched nothing
+        matches = timm.list_pretrained(item) if "." in item else timm.list_models(item)
         if not matches:
             raise BadInputError(f"model pattern {item!r} matches no timm model "
                                 "(timm.list_models() lists the names; quote patterns in the shell)")
