@@ -338,9 +338,9 @@ def test_sigterm_to_the_driver_stops_it_as_ctrl_c_does(tmp_path):
     """timeout, SLURM and docker stop send SIGTERM: the driver died at once with 143, no word, and its
     run stayed 'running' with cells_done 0. It now takes Ctrl-C's path: workers stopped, the run
     marked interrupted, the resume hint said."""
-    store = tmp_path / "s.db"
-    proc = subprocess.Popen(sweep_command(store), env=env(VISPROF_FAKE_BUILD_S="0.5"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    store, summary = tmp_path / "s.db", tmp_path / "summary.json"
+    proc = subprocess.Popen(sweep_command(store, "--json", str(summary)), env=env(VISPROF_FAKE_BUILD_S="0.5"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for_rows(store, proc, 1)
     os.kill(proc.pid, signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
@@ -350,6 +350,11 @@ def test_sigterm_to_the_driver_stops_it_as_ctrl_c_does(tmp_path):
     assert worker_pids(proc.pid) == []
     with open_store(store) as s:
         assert [r["status"] for r in s.runs()] == ["interrupted"]
+        rows = s.count()
+    # the --json summary asked for is written with what ran (it was not written, nor said to be missing)
+    assert f"terminated (SIGTERM); the summary of the cells run is in {summary}" in err
+    written = json.loads(summary.read_text())
+    assert written["status"] == "interrupted" and written["done"] == rows and written["remaining"] > 0
 
 
 def test_a_crash_detail_holds_the_crashed_cells_output_only(tmp_path):

@@ -179,41 +179,53 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             options[key] = getattr(args, key)
     if args.compile:
         options["compile"] = True
-    summary = run_sweep(
-        args.models,
-        store=args.store,
-        model_list=args.model_list,
-        all_models=args.all_models,
-        exclude=args.exclude,
-        limit=args.limit,
-        batch_sizes=args.batch_size or (),
-        img_sizes=args.img_size or (),
-        precisions=args.precision or (),
-        channels_last=memory_formats,
-        passes=args.passes,  # None: all that the sweep's devices can run
-        profile_options=options,
-        device=args.device,
-        gpus=args.gpus,
-        workers=args.workers,
-        ray=args.ray,
-        imports=args.imports,
-        timeout_s=args.timeout,
-        retries=args.retries,
-        retry_failed=args.retry_failed,
-        fresh_process=args.fresh_process,
-        # of the whole command: torch's and timm's imports had taken seconds of it unseen (a 14 s budget
-        # took 16-20 s), which a job under a hard limit pays for
-        time_budget_s=None if args.time_budget is None else max(args.time_budget - (time.monotonic() - COMMAND_STARTED), 1e-3),
-        progress=not args.quiet,
-        echo_worker_output=args.verbose,
-        argv="visprof " + " ".join(sys.argv[1:]),
-    )
+    try:
+        summary = run_sweep(
+            args.models,
+            store=args.store,
+            model_list=args.model_list,
+            all_models=args.all_models,
+            exclude=args.exclude,
+            limit=args.limit,
+            batch_sizes=args.batch_size or (),
+            img_sizes=args.img_size or (),
+            precisions=args.precision or (),
+            channels_last=memory_formats,
+            passes=args.passes,  # None: all that the sweep's devices can run
+            profile_options=options,
+            device=args.device,
+            gpus=args.gpus,
+            workers=args.workers,
+            ray=args.ray,
+            imports=args.imports,
+            timeout_s=args.timeout,
+            retries=args.retries,
+            retry_failed=args.retry_failed,
+            fresh_process=args.fresh_process,
+            # of the whole command: torch's and timm's imports had taken seconds of it unseen (a 14 s budget
+            # took 16-20 s), which a job under a hard limit pays for
+            time_budget_s=None if args.time_budget is None else max(
+                args.time_budget - (time.monotonic() - COMMAND_STARTED), 1e-3),
+            progress=not args.quiet,
+            echo_worker_output=args.verbose,
+            argv="visprof " + " ".join(sys.argv[1:]),
+        )
+    except KeyboardInterrupt as interrupt:  # Ctrl-C or SIGTERM: the summary of what ran is still asked for
+        summary = getattr(interrupt, "sweep_summary", None)
+        if args.json is None or summary is None:
+            raise
+        _write_summary(args.json, summary)
+        raise KeyboardInterrupt(f"the summary of the cells run is in {args.json}") from None
     print(summary.render())
     if args.json is not None:
-        from visprof.base.outputs import atomic_write_text
-
-        atomic_write_text(args.json, json.dumps(summary.to_dict(), indent=2) + "\n")
+        _write_summary(args.json, summary)
     return 0
+
+
+def _write_summary(path: Path, summary) -> None:
+    from visprof.base.outputs import atomic_write_text
+
+    atomic_write_text(path, json.dumps(summary.to_dict(), indent=2) + "\n")
 
 
 def _check_memory_formats(channels_last: bool, memory_formats: list[bool] | None) -> None:

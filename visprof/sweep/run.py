@@ -333,8 +333,9 @@ class _Sweep:
                 # Cells still queued, or abandoned in flight at the hard deadline, were not run.
                 status = "time budget" if self.queue or self.in_flight else "complete"
                 self._say_abandoned()
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as interrupt:
                 status = "interrupted"
+                interrupt.sweep_summary = self.summary  # filled in below: the CLI still writes its --json
                 raise
             finally:
                 self.summary.remaining = len(self.queue) + self.in_flight
