@@ -23,7 +23,7 @@ import math
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
-from typing import Iterable, NamedTuple
+from typing import Iterable, Mapping, NamedTuple
 
 from visprof.analysis.batch_witness import PathChange, decays_from, path_change, path_change_note
 from visprof.analysis.families import family
@@ -255,15 +255,16 @@ def _disagreeing(chosen: Measurement, candidates: list[Measurement]) -> Measurem
     return None
 
 
-def disagreeing_rows_note(models: list[ModelComparison], candidates: dict[tuple, tuple[list, list]],
+def disagreeing_rows_note(models: list[ModelComparison], base_rows: Mapping[tuple, list], target_rows: Mapping[tuple, list],
                           base_name: str, target_name: str) -> str | None:
     """A warning where a GPU holds published rows of one model that agree in their settings but
     not in throughput (two user tables, or two pretrained tags of one architecture): the row
-    compared was the one loaded last, silently."""
+    compared was the one loaded last, silently. ``base_rows``/``target_rows``: each GPU's
+    measurements by (architecture, image size)."""
     found = []
     for m in models:
-        a, b = candidates[(m.base.arch, m.img_size)]
-        for chosen, pool, name in ((m.base, a, base_name), (m.target, b, target_name)):
+        key = (m.base.arch, m.img_size)
+        for chosen, pool, name in ((m.base, base_rows[key], base_name), (m.target, target_rows[key], target_name)):
             other = _disagreeing(chosen, pool)
             if other is not None:
                 found.append((m, chosen, other, name))
@@ -512,8 +513,7 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
     mixed = sum(1 for m in models if m.base.kind != m.target.kind)
     if mixed:
         notes.append(f"{mixed} model(s) compare a visprof profile with a reference measurement (different loops and settings)")
-    disagreeing = disagreeing_rows_note(
-        models, {key: (by_gpu[base_key][key], by_gpu[target_key][key]) for key in by_gpu[base_key]}, base_name, target_name)
+    disagreeing = disagreeing_rows_note(models, by_gpu[base_key], by_gpu[target_key], base_name, target_name)
     if disagreeing:
         notes.append(disagreeing)
     precisions = precision_note(models, base_name, target_name)

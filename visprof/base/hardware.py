@@ -9,6 +9,7 @@ so a torch index is mapped to an NVML handle by UUID (or PCI bus id), never by p
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import statistics
@@ -431,14 +432,21 @@ def energy_joules(start_mj: int | None, end_mj: int | None) -> float | None:
     return (end_mj - start_mj) / 1000.0
 
 
+@functools.lru_cache(maxsize=1)
+def _proc_cpuinfo() -> str | None:
+    """/proc/cpuinfo's text, read once a process (the CPU does not change under it); None without it."""
+    try:
+        return Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return None
+
+
 def cpu_flags(cpuinfo: str | None = None) -> frozenset[str] | None:
     """The CPU's feature flags as /proc/cpuinfo lists them ("flags" on x86, "Features" on
     ARM), read from ``cpuinfo`` if given; None where unknown (no /proc, another format)."""
+    cpuinfo = _proc_cpuinfo() if cpuinfo is None else cpuinfo
     if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
-        except OSError:
-            return None
+        return None
     for line in cpuinfo.splitlines():
         key, sep, value = line.partition(":")
         if sep and key.strip().lower() in ("flags", "features"):
@@ -452,11 +460,7 @@ def cpu_identity(cpuinfo: str | None = None) -> dict[str, Any]:
     device in a results store (``cpu_device_id``): rows from another machine's CPU are its own."""
     import platform
 
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
-        except OSError:
-            cpuinfo = ""
+    cpuinfo = (_proc_cpuinfo() or "") if cpuinfo is None else cpuinfo
     name = ""
     for line in cpuinfo.splitlines():
         key, sep, value = line.partition(":")

@@ -33,7 +33,7 @@ from visprof.base.errors import BadInputError, OutputWriteError, VisprofWarning
 from visprof.store.flatten import (category_rows, compact_json, flatten_result, kernel_family_category_rows,
                                    kernel_family_rows, memory_rows, normalize_gpu_uuid, op_type_rows)
 from visprof.store.cell import Cell, img_size_text
-from visprof.store.schema import ADDED_COLUMNS, DDL, IDENTITY, SCHEMA_VERSION
+from visprof.store.schema import ADDED_COLUMNS, DDL, IDENTITY, REFERENCE_IDENTITY, SCHEMA_VERSION
 from visprof.store.store_file import create_store_file, create_tables, sql_statements, utc_now
 from visprof.store.sqlite_guard import DamagedStoreError, StoreBusyError, StoreConnection, lock_for_writing
 from visprof.store.versions import SoftwareVersions
@@ -578,9 +578,8 @@ class ResultStore:
         for ref in references:
             ref = asdict(ref) if isinstance(ref, Reference) else ref
             row = self.conn.execute(
-                'SELECT samples_per_s FROM "references" WHERE source = ? AND gpu_name = ? AND model = ? AND '
-                "img_size = ? AND batch_size = ? AND precision = ?",
-                [ref.get(c) for c in ("source", "gpu_name", "model", "img_size", "batch_size", "precision")]).fetchone()
+                f'SELECT samples_per_s FROM "references" WHERE {" AND ".join(f"{c} = ?" for c in REFERENCE_IDENTITY)}',
+                [ref.get(c) for c in REFERENCE_IDENTITY]).fetchone()
             if row is not None and row[0] != ref.get("samples_per_s"):
                 out.append((ref, float(row[0])))
         return out

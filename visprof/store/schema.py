@@ -36,6 +36,8 @@ ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
 
 # The columns that make a result unique: a new visprof, torch, timm or CUDA makes a new row.
 IDENTITY = ("cell_key", "gpu_uuid", "visprof_version", "torch_version", "timm_version", "cuda_version")
+# What makes a reference row (a published measurement) one: a second with these is not stored.
+REFERENCE_IDENTITY = ("source", "gpu_name", "model", "img_size", "batch_size", "precision")
 
 # Configuration columns shared by results and failures (what was asked for).
 _CELL_COLUMNS = """
@@ -225,7 +227,7 @@ CREATE TABLE IF NOT EXISTS "references" (
     macts_m       REAL,
     extra         TEXT,
     imported_at   TEXT NOT NULL,
-    UNIQUE (source, gpu_name, model, img_size, batch_size, precision)
+    UNIQUE ({', '.join(REFERENCE_IDENTITY)})
 );
 CREATE INDEX IF NOT EXISTS references_model ON "references"(model);
 """

@@ -60,7 +60,7 @@ class SweepPlan:
     def __post_init__(self) -> None:
         if self.device_kind not in ("cuda", "cpu"):
             raise ValueError(f"device_kind must be 'cuda' or 'cpu', got {self.device_kind!r}")
-        self.models = list(_listed(self.models, "models"))
+        self.models = _listed(self.models, "models")
         if not self.models:
             raise BadInputError("the sweep has no models")
         # One value where a list is asked for (run_sweep(precisions="fp32")) is that value, not its
@@ -87,8 +87,9 @@ class SweepPlan:
                 raise
             raise BadInputError(f"this sweep runs on the CPU (--device cpu, or no GPU visible), and {exc}") from None
         self.options = dict(sorted(self.options.items()))
+        self._cells = self._crossed()
 
-    def cells(self) -> list[Cell]:
+    def _crossed(self) -> list[Cell]:
         """Each cell once: ``resnet50@224`` and ``resnet50`` with ``--img-size 224`` name one cell,
         which had run twice (the store kept one row; the summary counted two)."""
         options = tuple(self.options.items())
@@ -101,8 +102,11 @@ class SweepPlan:
                 cells.setdefault(cell.key, cell)
         return list(cells.values())
 
+    def cells(self) -> list[Cell]:
+        return list(self._cells)
+
     def __len__(self) -> int:
-        return len(self.cells())
+        return len(self._cells)
 
     def model_count(self) -> int:
         """Models, not entries: ``resnet50@224`` and ``resnet50@288`` are one model."""
@@ -110,10 +114,11 @@ class SweepPlan:
 
 
 def _listed(values: Any, name: str) -> list[Any]:
-    if isinstance(values, (str, int, bool)) or not isinstance(values, Iterable):
-        if not isinstance(values, (str, int, bool)):
-            raise BadInputError(f"{name} must be a list (or one value), got {type(values).__name__} {values!r}")
+    """``values`` as a list: one string, number or bool is a list of that one value."""
+    if isinstance(values, (str, int, bool)):
         return [values]
+    if not isinstance(values, Iterable):
+        raise BadInputError(f"{name} must be a list (or one value), got {type(values).__name__} {values!r}")
     return list(values)
 
 

@@ -299,6 +299,8 @@ class _Sweep:
         self.progress: SweepProgress | None = None
         self.walls: collections.deque[float] = collections.deque(maxlen=20)
         self.summary = SweepSummary(planned=len(plan), executor=executor.description, store=str(store.path))
+        # one configuration a model: the slowest cells are named by their model alone
+        self.one_config = len(plan) == plan.model_count()
         self.in_flight = 0
         self.running: dict[int, tuple[Task, float]] = {}  # id(task) -> (task, when it started)
         # Ray reruns a task whose worker died itself; locally the sweep requeues it.
@@ -407,8 +409,7 @@ class _Sweep:
             if wall is not None:
                 self.walls.append(wall)
                 self.summary.cell_wall_s.append(wall)
-                one_config = len(self.plan) == self.plan.model_count()
-                self.summary.slowest.append((cell.model if one_config else cell.key, wall))
+                self.summary.slowest.append((cell.model if self.one_config else cell.key, wall))
             self.progress.cell(label, where, wall)
             return
         kind = outcome.get("kind", "error")
