@@ -123,6 +123,19 @@ def test_cell_states_follow_versions_and_devices(store, cell, vit_doc):
     assert store.cell_states(newer, None) == {}
 
 
+def test_a_row_stored_under_a_key_with_restated_defaults_counts_as_its_cell(store, vit_doc):
+    """A store swept with --img-size test (its rows keyed img=test) is resumed by a sweep without it."""
+    versions = versions_of(vit_doc)
+    old_key = SweepPlan(["vit_base_patch16_224"], "cuda", options={"iterations": 10}).cells()[0]
+    store.add_result(old_key, vit_doc)
+    store.conn.execute("UPDATE results SET cell_key = replace(cell_key, 'img=default', 'img=test') || '|top_modules=15'")
+    store.conn.commit()
+    assert [r["cell_key"] for r in store.rows()] == [
+        "vit_base_patch16_224|b64|img=test|bf16|nchw|timing+attributed+memory|iterations=10|top_modules=15"]
+    today = SweepPlan(["vit_base_patch16_224"], "cuda", options={"iterations": 10}).cells()[0]
+    assert store.cell_states(versions, [H200_UUID])[today.key].status == "ok"
+
+
 def test_a_cell_done_on_another_card_of_the_same_gpu_model_counts_as_done(store, cell, vit_doc):
     # A store carried to another machine with the same GPU model resumes there: on the lent
     # H200 machines every call had new GPU uuids, and the sweep measured everything again.

@@ -199,6 +199,42 @@ def test_keys_are_canonical():
     assert SweepPlan(["m"], "cuda", img_sizes=["224"]).cells()[0].key != SweepPlan(["m"], "cuda").cells()[0].key
 
 
+def test_restated_defaults_name_the_cell_without_them():
+    """--img-size test and -O grad_mode=inference_mode are what a cell runs without them: they made
+    new keys, so a store swept without them was swept again, and held each model twice."""
+    plain = SweepPlan(["m"], "cuda").cells()
+    restated = SweepPlan(["m"], "cuda", img_sizes=["test", None], options={
+        "grad_mode": "inference_mode", "autocast": "per-forward", "compile": False, "warmup": None,
+        "iterations": None, "attributed_iterations": 5, "top_modules": 15}).cells()
+    assert [c.key for c in restated] == [c.key for c in plain] == ["m|b64|img=default|bf16|nchw|timing+attributed+memory"]
+    # what differs from a default stays in the key, as do values of another type (compile=0 is refused later)
+    other = SweepPlan(["m"], "cuda", img_sizes=["train"], options={"grad_mode": "no_grad", "compile": 0}).cells()[0]
+    assert other.key == 'm|b64|img=train|bf16|nchw|timing+attributed+memory|compile=0|grad_mode="no_grad"'
+
+
+def test_the_defaults_a_key_leaves_out_are_profiles_own():
+    import inspect
+
+    from visprof.base.options import DEFAULT_AUTOCAST, DEFAULT_GRAD_MODE, PROFILE_OPTION_DEFAULTS
+    from visprof.profiler import profile
+
+    signature = inspect.signature(profile).parameters
+    resolved = {"grad_mode": DEFAULT_GRAD_MODE, "autocast": DEFAULT_AUTOCAST}  # None in the signature: resolved inside
+    for name, value in PROFILE_OPTION_DEFAULTS.items():
+        assert resolved.get(name, signature[name].default) == value, name
+
+
+def test_keys_stored_before_defaults_were_left_out_read_as_todays():
+    from visprof.store.cell import canonical_key
+
+    today = "m|b64|img=default|bf16|nchw|timing+attributed+memory|iterations=10"
+    assert canonical_key('m|b64|img=test|bf16|nchw|timing+attributed+memory|grad_mode="inference_mode"|iterations=10'
+                         '|top_modules=15') == today
+    assert canonical_key(today) == today
+    # a model named like a size keeps its name; only the size field is read as one
+    assert canonical_key("img=test|b2|img=224|fp32|nchw|timing") == "img=test|b2|img=224|fp32|nchw|timing"
+
+
 def test_cells_round_trip_through_json_dicts():
     import json
 

@@ -46,6 +46,12 @@ AUTOCAST_MODES = ("per-forward", "whole-loop", "model-cast")
 DEFAULT_AUTOCAST = "per-forward"
 AUTOCAST_OFF = "off"  # fp32/tf32: no autocast whatever was asked
 
+# What visprof.profile does when a keyword is not given, for the keywords a sweep passes on as
+# they are (its -O): a sweep cell that restates one of these is the cell without it, one key and
+# one stored row, not a second measurement of the same thing.
+PROFILE_OPTION_DEFAULTS = {"compile": False, "grad_mode": DEFAULT_GRAD_MODE, "autocast": DEFAULT_AUTOCAST,
+                           "warmup": None, "iterations": None, "attributed_iterations": 5, "top_modules": 15}
+
 
 def regime_label(config) -> str:
     """The latency regime of a run config in a few words, for report headers:

@@ -11,9 +11,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from visprof.base.options import PASSES
+from visprof.base.options import PASSES, PROFILE_OPTION_DEFAULTS
 
-__all__ = ["Cell", "ImgSize", "img_size_text"]
+__all__ = ["Cell", "ImgSize", "canonical_key", "img_size_text"]
 
 ImgSize = Any  # None (the model's default), an int, or an (H, W) pair
 
@@ -25,6 +25,26 @@ def img_size_text(img_size: ImgSize) -> str:
         height, width = img_size
         return str(height) if height == width else f"{height}x{width}"
     return str(img_size)
+
+
+def _option_text(name: str, value: Any) -> str:
+    return f"{name}={json.dumps(value, sort_keys=True, separators=(',', ':'))}"
+
+
+# A key names a cell by what is measured: the size the model runs at by default is its test size,
+# and profile()'s own defaults restated change nothing, so neither appears in a key.
+_DEFAULT_SIZE_PART, _TEST_SIZE_PART = "img=default", "img=test"
+_DEFAULT_OPTION_PARTS = frozenset(_option_text(name, value) for name, value in PROFILE_OPTION_DEFAULTS.items())
+
+
+def canonical_key(key: str) -> str:
+    """A stored cell key as ``Cell.key`` writes it now. Keys written before it dropped restated
+    defaults (``img=test``, ``grad_mode="inference_mode"``) name the cell without them, so a store
+    swept with ``--img-size test`` is resumed, not swept again, by a run without it."""
+    parts = key.split("|")
+    head, options = parts[:6], parts[6:]
+    head = [_DEFAULT_SIZE_PART if part == _TEST_SIZE_PART and i == 2 else part for i, part in enumerate(head)]
+    return "|".join(head + [part for part in options if part not in _DEFAULT_OPTION_PARTS])
 
 
 @dataclass(frozen=True)
@@ -50,8 +70,8 @@ class Cell:
             "nhwc" if self.channels_last else "nchw",
             "+".join(self.passes),
         ]
-        parts += [f"{k}={json.dumps(v, sort_keys=True, separators=(',', ':'))}" for k, v in self.options]
-        return "|".join(parts)
+        parts += [_option_text(k, v) for k, v in self.options]
+        return canonical_key("|".join(parts))
 
     @property
     def config_text(self) -> str:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 from visprof.base.errors import BadInputError, OutputWriteError, VisprofWarning
 from visprof.store.flatten import (category_rows, compact_json, flatten_result, kernel_family_category_rows,
                                    kernel_family_rows, memory_rows, normalize_gpu_uuid, op_type_rows)
-from visprof.store.cell import Cell, img_size_text
+from visprof.store.cell import Cell, canonical_key, img_size_text
 from visprof.store.schema import ADDED_COLUMNS, DDL, IDENTITY, REFERENCE_IDENTITY, SCHEMA_VERSION
 from visprof.store.store_file import create_store_file, create_tables, sql_statements, utc_now
 from visprof.store.sqlite_guard import DamagedStoreError, StoreBusyError, StoreConnection, lock_for_writing
@@ -406,14 +406,16 @@ class ResultStore:
         """{cell key: state} of the cells measured (or failed) under ``versions`` on one of
         ``devices`` (normalized GPU uuids or "cpu"; None: on any device) or on a GPU named as
         one of ``gpu_names`` (another card of the same model: the store resumed on another
-        machine). A result wins over a failure of the same cell on another device."""
+        machine). A result wins over a failure of the same cell on another device. Keys are read
+        as ``Cell.key`` writes them now (``canonical_key``), so rows of older keys count."""
         states: dict[str, CellState] = {}
         where, params = _version_filter(versions, devices, gpu_names)
         for row in self.conn.execute(
                 f"SELECT cell_key, attempts, final, kind FROM failures WHERE {where} ORDER BY last_at", params):
-            states[row["cell_key"]] = CellState("failed", int(row["attempts"]), bool(row["final"]), row["kind"])
+            states[canonical_key(row["cell_key"])] = CellState("failed", int(row["attempts"]), bool(row["final"]),
+                                                               row["kind"])
         for row in self.conn.execute(f"SELECT cell_key, attempts FROM results WHERE {where}", params):
-            states[row["cell_key"]] = CellState("ok", int(row["attempts"] or 1), True, None)
+            states[canonical_key(row["cell_key"])] = CellState("ok", int(row["attempts"] or 1), True, None)
         return states
 
     # --- reading ---------------------------------------------------------------------

@@ -8,6 +8,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+from visprof.store.cell import canonical_key
+
 __all__ = ["SweepSummary", "summarize_rows", "summarize_store"]
 
 
@@ -102,7 +104,7 @@ def summarize_rows(results: Iterable[dict[str, Any]], failures: Iterable[dict[st
 def summarize_store(store, cell_keys: Sequence[str] | None = None, **fields: Any) -> SweepSummary:
     """A summary of every row in ``store`` (or of the rows of ``cell_keys``), e.g. a sweep
     spread over several resumed runs."""
-    keys = set(cell_keys) if cell_keys is not None else None
-    results = [r for r in store.rows() if keys is None or r["cell_key"] in keys]
-    failures = [f for f in store.failures() if keys is None or f["cell_key"] in keys]
+    keys = {canonical_key(k) for k in cell_keys} if cell_keys is not None else None
+    results = [r for r in store.rows() if keys is None or canonical_key(r["cell_key"]) in keys]
+    failures = [f for f in store.failures() if keys is None or canonical_key(f["cell_key"]) in keys]
     return summarize_rows(results, failures, store=str(store.path), **fields)
