@@ -194,6 +194,10 @@ def test_forward_error_carries_the_hint():
     assert error.__cause__ is cause
     assert "4x3x32x32" in str(error)
     assert "does not take img_size" in str(error)
+    # an error that is not about sizes is not given a size to blame
+    unrelated = spec.forward_error(4, RuntimeError("expected scalar type BFloat16 but found Float"))
+    assert str(unrelated) == ("model 'resnet18' failed on an input of shape 4x3x32x32: "
+                              "RuntimeError: expected scalar type BFloat16 but found Float")
 
 
 # --- modules -----------------------------------------------------------------------------

@@ -78,8 +78,21 @@ class ModelSpec:
         return x
 
     def forward_error(self, batch_size: int, cause: BaseException) -> ModelForwardError:
-        """The error to raise (``raise spec.forward_error(n, e) from e``) when forward fails."""
-        return ModelForwardError(self.name, (batch_size, *self.input_size), cause, self.forward_hint)
+        """The error to raise (``raise spec.forward_error(n, e) from e``) when forward fails. The
+        size hint goes with an error about sizes only: beside a dtype error it named a cause that was not."""
+        hint = self.forward_hint if _is_about_sizes(cause) else ""
+        return ModelForwardError(self.name, (batch_size, *self.input_size), cause, hint)
+
+
+# Words of the errors an input of the wrong size raises: timm's "Input height (288) doesn't match
+# model (224)", torch's "mat1 and mat2 shapes cannot be multiplied", "The size of tensor a (7) must
+# match the size of tensor b (9)", "shape '[1, 196, 768]' is invalid for input of size ...".
+_SIZE_WORDS = ("size", "shape", "height", "width", "match", "dimension", "resolution")
+
+
+def _is_about_sizes(cause: BaseException) -> bool:
+    text = str(cause).lower()
+    return any(word in text for word in _SIZE_WORDS)
 
 
 # --- resolution --------------------------------------------------------------------------
