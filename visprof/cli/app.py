@@ -448,4 +448,14 @@ def run() -> None:
     with contextlib.suppress(ValueError):  # signal() works in the main thread only
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _clear_unhandled_interrupt_mark()
     sys.exit(code)
+
+
+def _clear_unhandled_interrupt_mark() -> None:
+    """CPython marks the process "ended by an unhandled Ctrl-C" when a KeyboardInterrupt leaves
+    code run by exec(), even where it is caught later, and under ``python -m`` then kills itself
+    with SIGINT at exit, without a word, in place of the exit code. namedtuple and dataclass
+    definitions are exec'd, so a Ctrl-C that lands in a lazy import can leave that mark; main()
+    has handled the interrupt and said so. A successful exec() clears the mark."""
+    exec("pass")  # noqa: S102 - a constant: its only effect is the one above
