@@ -29,6 +29,30 @@ def test_a_directory_a_missing_folder_and_a_device_are_refused(tmp_path):
         check_output_path(tmp_path / "file" / "x.json", "--json")
 
 
+def test_the_python_writers_replace_no_pipe_device_or_store(tmp_path):
+    """result.to_json("/dev/null"), run as root, replaced /dev/null with a file of JSON; a store's path
+    given to to_json was overwritten: only the CLI's up-front checks refused them."""
+    import sqlite3
+
+    from visprof.result import ProfileResult
+
+    result = ProfileResult.load(REPO / "tests/data/h200-result-vit_base_patch16_224.json")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    store = tmp_path / "results.db"
+    with sqlite3.connect(store) as conn:
+        conn.execute("CREATE TABLE results (x)")
+    before = store.read_bytes()
+    with pytest.raises(BadInputError, match="fifo is not a regular file"):
+        result.to_json(fifo)
+    with pytest.raises(BadInputError, match="results.db is an SQLite file"):
+        result.to_json(store)
+    with pytest.raises(BadInputError, match="is an SQLite file"):
+        atomic_write_text(store, "x")
+    assert fifo.is_fifo() and store.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "results.db"]  # no temporary file left
+
+
 @pytest.mark.parametrize("path", ["", "  "])
 def test_an_empty_path_is_refused_as_such(path, tmp_path, monkeypatch):
     """result.to_json("") said "could not write .: Device or resource busy" (Path("") is ".")."""

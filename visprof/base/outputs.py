@@ -70,8 +70,7 @@ def check_output_path(path: str | Path, what: str = "output") -> Path:
     path = _through_links(_named(path, what))
     if path.is_dir():
         raise BadInputError(f"{what}: {path} is a directory; give a file name")
-    if path.exists() and not stat.S_ISREG(path.stat().st_mode):
-        raise BadInputError(f"{what}: {path} is not a regular file (a device, a pipe or a socket)")
+    _refuse_a_special_file(path, what)
     parent = path.parent
     if not parent.exists():
         raise BadInputError(f"{what}: directory {parent} does not exist")
@@ -159,11 +158,22 @@ def check_output_paths(paths: Mapping[str, str | Path | None], inputs: Mapping[s
         check_not_an_input({what: Path(paths[what]) for what in checked}, inputs, folder_files=folder_files)
     # after the input check, which names the case better where the SQLite file is the command's own store
     for what, path in checked.items():
-        if what not in sqlite and path.is_file() and is_sqlite_file(path):
-            # a results store (someone's weeks of sweeps) replaced by a CSV or JSON: never silently
-            raise BadInputError(f"{what} {path} is an SQLite file (a results store?), which this output would "
-                                "replace; give another file name, or remove it first if it is to go")
+        if what not in sqlite:
+            _refuse_a_store(path, what)
     return checked
+
+
+def _refuse_a_special_file(path: Path, what: str) -> None:
+    """A device, a pipe or a socket is no file to replace: renamed over, /dev/null became a file."""
+    if path.exists() and not (path.is_dir() or stat.S_ISREG(path.stat().st_mode)):  # a folder: refused apart
+        raise BadInputError(f"{what}: {path} is not a regular file (a device, a pipe or a socket)")
+
+
+def _refuse_a_store(path: Path, what: str) -> None:
+    """A results store (someone's weeks of sweeps) replaced by a CSV or JSON: never silently."""
+    if path.is_file() and is_sqlite_file(path):
+        raise BadInputError(f"{what} {path} is an SQLite file (a results store?), which this output would "
+                            "replace; give another file name, or remove it first if it is to go")
 
 
 def check_not_an_input(outputs: Mapping[str, str | Path | None], inputs: Mapping[str, InputPaths], *,
@@ -392,6 +402,10 @@ def _staged_output(path: str | Path, mode: str, compress: bool | None, encoding:
     if mode not in ("w", "wb"):
         raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
     path = _through_links(_named(path))
+    # Checked here too, not only by the commands' check_output_paths: a caller of the Python API
+    # (result.to_json(path), a trace session's save) writes through here without them.
+    _refuse_a_special_file(path, "output")
+    _refuse_a_store(path, "output")
     compress = path.suffix == ".gz" if compress is None else compress
     tmp_name = None
     try:
