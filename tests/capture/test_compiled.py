@@ -61,6 +61,23 @@ def compiled():
     return model, x, recorder, out, reference, caught
 
 
+def test_a_compiled_model_is_not_kept_once_its_user_drops_it():
+    """torch's compile cache keeps the backend for the process's life, and the backend kept its
+    model: every compile=True profile in a notebook held another model (256 MiB each in one test)."""
+    import gc
+    import weakref
+
+    model = TinyHybrid().eval()
+    compiled_model, recorder = compile_model(model)
+    with torch.inference_mode():
+        compiled_model(torch.randn(2, 3, 16, 16))
+    assert recorder.graphs and recorder.root is model  # alive, it is there for the compiles
+    dropped = weakref.ref(model)
+    del model, compiled_model
+    gc.collect()
+    assert dropped() is None and recorder.root is None
+
+
 def test_module_path_from_dynamo_names():
     assert module_path("L['self'].layer1[0].conv1") == "layer1.0.conv1"
     assert module_path("L['s'].a.0") == "a.0"

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import operator
 import re
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -117,7 +118,9 @@ class CompileRecorder:
     """A torch.compile backend: Inductor, with each graph's kernel provenance recorded."""
 
     def __init__(self, root=None, table=None):
-        self.root = root
+        # Weakly: torch's compile cache keeps its backend (this recorder) for the process's life,
+        # and a strong reference here kept every model a compile=True profile had built.
+        self._root = weakref.ref(root) if root is not None else None
         self._table = table
         self.graphs: list[list[KernelCall]] = []
         self.warnings: list[str] = []
@@ -132,6 +135,11 @@ class CompileRecorder:
 
             self._table = default_table()
         return self._table
+
+    @property
+    def root(self):
+        """The compiled model, while it lives (it does throughout its compiles)."""
+        return self._root() if self._root is not None else None
 
     @property
     def program(self) -> CompiledProgram:
