@@ -224,6 +224,42 @@ def test_timm_made_module_uses_its_cfg():
     assert resolve_model(module, img_size="train").input_size == (3, 288, 288)
 
 
+@pytest.mark.parametrize("channels", [1, 4])
+def test_a_timm_module_built_for_other_channels_is_fed_them(channels):
+    """timm keeps its pretrained config's 3 channels for in_chans=1 (grayscale) or 4 (RGBD): such a
+    model was fed 3 channels and failed, its size blamed."""
+    import timm
+
+    spec = resolve_model(timm.create_model("resnet18", in_chans=channels), img_size=32)
+    assert spec.input_size == (channels, 32, 32)
+    with torch.inference_mode():
+        assert spec.module(spec.make_input(1, "cpu")).shape == (1, 1000)
+
+
+@pytest.mark.parametrize("dtype, precision, message", [
+    (torch.bfloat16, "fp32", r"TinyNet's weights are torch.bfloat16, which precision fp32 does not feed: profile it "
+                             r"at precision bf16 \(--precision bf16\), or cast it to float32 first \(module.float\(\)\)"),
+    (torch.float16, "bf16", "weights are torch.float16, which precision bf16 does not feed: profile it at precision fp16"),
+    (torch.float64, "fp32", r"weights are torch.float64, and visprof runs fp32, tf32, bf16 or fp16: cast it to float32"),
+])
+def test_a_module_whose_weights_are_not_float32_is_told_what_runs_it(dtype, precision, message):
+    """A bf16 module at the CPU's default fp32 was fed float32 and failed as "model failed on an input"."""
+    import visprof
+
+    module = TinyNet().to(dtype).train()
+    with pytest.raises(BadInputError, match=message):
+        visprof.profile(module, batch_size=1, img_size=16, iterations=2, warmup=0, precision=precision, progress=False)
+    assert module.training and next(module.parameters()).dtype == dtype  # left as it came
+
+
+def test_a_bf16_module_profiles_at_bf16():
+    import visprof
+
+    module = TinyNet().to(torch.bfloat16)
+    result = visprof.profile(module, batch_size=1, img_size=16, iterations=2, warmup=0, precision="bf16", progress=False)
+    assert result.config.precision == "bf16" and next(module.parameters()).dtype == torch.bfloat16
+
+
 def test_module_is_put_in_eval_mode():
     module = TinyNet().train()
     assert resolve_model(module).module is module

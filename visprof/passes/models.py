@@ -172,7 +172,10 @@ def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> M
         notes.append(f"{name} came compiled (torch.compile): visprof profiles the module inside, compiled again "
                      "with torch.compile's defaults (compile=True); options given to torch.compile are not used")
     if cfg_size is not None:
-        default = cfg_size
+        # timm keeps the pretrained config's 3 channels for a model built with in_chans=1 (grayscale)
+        # or 4 (RGBD); the model itself says what it takes
+        channels = getattr(module, "in_chans", None)
+        default = (channels if isinstance(channels, int) and channels > 0 else cfg_size[0], *cfg_size[1:])
     else:
         default = (_first_conv_in_channels(module) or DEFAULT_INPUT_SIZE[0], *DEFAULT_INPUT_SIZE[1:])
         if size is None:
@@ -201,6 +204,30 @@ def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> M
         user_state=user_state,
         compiled=original is not None,
     )
+
+
+# The weights' dtype a module arrives in -> the precision that runs it as it is.
+_PRECISION_OF_DTYPE = {torch.bfloat16: "bf16", torch.float16: "fp16"}
+
+
+def check_weights_dtype(model: Any, precision: str) -> None:
+    """A user's module whose weights are not float32 is refused where its inputs would not match
+    them: fed float32 at fp32, a bf16 module failed in its first layer as "model failed on an input".
+    Checked before the module is resolved, which puts it in eval mode."""
+    if not isinstance(model, nn.Module):
+        return  # a timm name: visprof builds it in float32
+    name = type(_compiled_original(model) or model).__name__
+    dtypes = {p.dtype for p in itertools.chain(model.parameters(), model.buffers()) if p.is_floating_point()}
+    if len(dtypes) != 1 or dtypes == {torch.float32}:
+        return  # float32, no floating weights, or a mix the user made on purpose
+    (dtype,) = dtypes
+    matching = _PRECISION_OF_DTYPE.get(dtype)
+    if matching is None:
+        raise BadInputError(f"{name}'s weights are {dtype}, and visprof runs fp32, tf32, bf16 or fp16: "
+                            "cast it to float32 first (module.float())")
+    if precision != matching:
+        raise BadInputError(f"{name}'s weights are {dtype}, which precision {precision} does not feed: profile it "
+                            f"at precision {matching} (--precision {matching}), or cast it to float32 first (module.float())")
 
 
 def timm_name(requested: str) -> str:

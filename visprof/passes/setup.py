@@ -19,7 +19,7 @@ from visprof.base.options import (AUTOCAST_MODES, DEFAULT_AUTOCAST, DEFAULT_BATC
 from visprof.passes.batch_search import is_out_of_memory, largest_fitting_batch, release_cached_memory
 from visprof.passes.host_memory import check_host_memory, host_oom_error, is_host_out_of_memory
 from visprof.base.sizes import validate_batch_size
-from visprof.passes.models import ModelSpec, resolve_model
+from visprof.passes.models import ModelSpec, check_weights_dtype, resolve_model
 from visprof.passes.runner import ModelRunner, RunConfig
 
 __all__ = ["RunSetup", "resolve_run", "choice", "check_count", "check_counts", "COUNT_MINIMUMS", "load_table",
@@ -91,6 +91,7 @@ def resolve_run(model: Any, *, batch_size: int | None = None, img_size: Any = No
     channels_last, compile = check_flag("channels_last", channels_last), check_flag("compile", compile)
     batch_size = validate_batch_size(batch_size if batch_size is not None else DEFAULT_BATCH[kind])
     table = load_table(table, category_file)
+    check_weights_dtype(model, precision)
     spec = resolve_model(model, img_size=img_size, device=device)
     compile = compile or spec.compiled
     config = RunConfig(batch_size=batch_size, precision=precision, channels_last=channels_last,
