@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from visprof.base.options import AUTOCAST_OFF, REDUCED_PRECISIONS
 from visprof.base.inputs import describe_value
 from visprof.base.typed_json import DataclassDecoder, DocumentError
 
@@ -78,6 +79,12 @@ class RunConfig:
     # The latency regime (docs/measuring.md): how each forward was run.
     grad_mode: str = "no_grad"  # "no_grad" | "inference_mode"
     autocast: str = "per-forward"  # "per-forward" | "whole-loop" | "model-cast" | "off" (fp32/tf32)
+
+    def __post_init__(self) -> None:
+        # fp32 and tf32 run no autocast: a result written before config.autocast was recorded
+        # takes the default, which at those precisions read "autocast per forward"
+        if self.precision not in REDUCED_PRECISIONS:
+            self.autocast = AUTOCAST_OFF
 
 
 @dataclass
@@ -493,7 +500,7 @@ class ProfileResult:
         if self.timing is not None:
             clock = "GPU" if self.measurement == "gpu" else "host clock"
             lines.append(f"  latency {self.timing.latency_ms.median:.3f} ms a batch (median, {clock}), "
-                         f"{self.timing.samples_per_s:,.0f} samples/s")
+                         f"{self.timing.samples_per_s:,.1f} samples/s")
         totals = sorted(self.category_totals().values(), key=lambda row: -row.share)
         shares = ", ".join(f"{row.category} {row.share:.0%}" for row in totals[:4] if row.share > 0)
         if shares:

@@ -59,6 +59,19 @@ def test_result_round_trip_through_dict_and_json(tmp_path):
     assert ProfileResult.load(path) == result
 
 
+def test_an_fp32_result_written_before_the_regime_was_recorded_says_no_autocast():
+    """A result without config.autocast takes its default, "per-forward", which at fp32 (no autocast
+    ever) had the report say "fp32 autocast per forward"."""
+    import json
+
+    document = json.loads((DATA / "h200-result-vit_base_patch16_224.json").read_text())
+    assert "autocast" not in document["config"]  # written before the regime was
+    assert ProfileResult.from_dict(document).config.autocast == "per-forward"  # bf16: as it ran
+    document["config"]["precision"] = "fp32"
+    loaded = ProfileResult.from_dict(document)
+    assert loaded.config.autocast == "off" and "fp32, no_grad" in render(loaded).splitlines()[0]
+
+
 def test_repr_is_a_short_summary_and_text_report_is_the_cli_report():
     """A notebook shows a result by its repr: a few lines of the numbers that matter, not the
     dataclass's every field; visprof.text_report gives the whole report the CLI prints."""
@@ -81,6 +94,9 @@ def test_repr_is_a_short_summary_and_text_report_is_the_cli_report():
     wide = dataclasses.replace(result, model=dataclasses.replace(result.model, input_shape=[64, 3, 224, 160]))
     assert repr(wide).startswith("<ProfileResult vit_base_patch16_224 on cuda:0 (NVIDIA H200): batch 64, 224x160 px,")
     assert visprof.text_report(result) == render(result)
+    # a batch slower than its size in seconds read "0 samples/s" beside the report's 0.5
+    slow = dataclasses.replace(result, timing=dataclasses.replace(result.timing, samples_per_s=0.45))
+    assert "0.5 samples/s" in repr(slow) and "Throughput: 0.5 samples/s" in render(slow)
 
 
 def test_result_with_missing_parts_round_trips():
