@@ -24,7 +24,7 @@ from visprof.attribution.categories import CategoryTable
 from visprof.attribution.op_types import kernel_family_rows, launch_size_rows, op_type_rows
 from visprof.base import hardware
 from visprof.base.errors import (BadInputError, BrokenDependencyError, CuptiUnavailableError, OutOfMemoryError,
-                                  VisprofError)
+                                  VisprofError, VisprofWarning)
 from visprof.base.options import passes_for
 from visprof.base.progress import Progress
 from visprof.base.timm_import import import_timm
@@ -241,9 +241,7 @@ def _memory_or_warn(runner, table, notes: list[str], template=None) -> MemoryRes
     try:
         return run_memory_pass(runner, table, template)
     except Exception as exc:  # noqa: BLE001 - reported in the result and on stderr, not lost
-        message = f"memory pass failed, results have no memory breakdown: {type(exc).__name__}: {exc}"
-        warnings_module.warn(message, stacklevel=3)
-        notes.append(message)
+        _warn_and_note(f"memory pass failed, results have no memory breakdown: {type(exc).__name__}: {exc}", notes)
         return None
 
 
@@ -252,10 +250,15 @@ def _or_warn(run, notes: list[str]):
     try:
         return run()
     except CuptiUnavailableError as exc:
-        message = f"kernel tracing skipped: {exc}"
-        warnings_module.warn(message, stacklevel=3)
-        notes.append(message)
+        _warn_and_note(f"kernel tracing skipped: {exc}", notes)
         return None
+
+
+def _warn_and_note(message: str, notes: list[str]) -> None:
+    """Said now (a VisprofWarning, which a notebook can filter) and kept in the result's notes.
+    stacklevel points at the caller's line: here < _or_warn < _run_passes < profile() < caller."""
+    warnings_module.warn(message, VisprofWarning, stacklevel=5)
+    notes.append(message)
 
 
 def _build_result(spec, config, passes, warmup, iterations, table, outcome, notes, gpu_state, trace_sink,

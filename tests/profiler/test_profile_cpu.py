@@ -403,3 +403,24 @@ def test_a_timm_model_is_built_under_torchs_defaults_whatever_the_callers():
         result = visprof.profile("resnet10t", batch_size=1, img_size=32, **FAST)
         assert torch.empty(1).is_meta  # the caller's default device back
     assert result.timing.latency_ms.median > 0
+
+
+def test_a_pass_that_falls_back_warns_as_visprof_at_the_callers_line(monkeypatch):
+    """CUPTI held by another profiler skips kernel tracing: said as a plain UserWarning pointing into
+    visprof's own code, which a notebook's filter on VisprofWarning did not catch."""
+    import warnings
+
+    from visprof import profiler
+    from visprof.base.errors import CuptiUnavailableError, VisprofWarning
+
+    def held(*args, **kwargs):
+        raise CuptiUnavailableError("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED")
+
+    monkeypatch.setattr(profiler, "run_attributed_pass", held)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = visprof.profile(torch.nn.Conv2d(3, 4, 3), batch_size=1, img_size=16, iterations=2, warmup=0,
+                                 progress=False)
+    [warning] = [w for w in caught if "kernel tracing skipped" in str(w.message)]
+    assert warning.category is VisprofWarning and warning.filename == __file__
+    assert any("kernel tracing skipped" in line for line in result.warnings)
