@@ -42,7 +42,15 @@ _LAZY = {
 }
 
 
+# The subpackages the docs name as ``visprof.<name>...`` (``visprof.sweep.open_store(...)``): served
+# on first use as the names above are, so that code written as the docs write it runs after a
+# plain ``import visprof``.
+_SUBPACKAGES = ("analysis", "attribution", "native", "nsight", "report", "store", "sweep")
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"visprof.{name}")  # importing it binds it here too
     if name not in _LAZY:
         raise AttributeError(f"module 'visprof' has no attribute {name!r}")
     module, attribute = _LAZY[name]

@@ -49,3 +49,24 @@ def test_visprof_in_a_jupyter_kernel(tmp_path):
     assert swept.split() == ["2", "0", "0", "2", "['mobilenetv3_small_050',", "'resnet18']"], swept
     assert typo.startswith("UnknownModelError | unknown model 'resnet_5O'; did you mean: resnet50"), typo
     assert typo.count("\n") == 1
+
+
+def test_the_subpackages_the_docs_name_work_after_a_plain_import():
+    """The README's `visprof.sweep.open_store("results.db").dataframe()` was an AttributeError after
+    `import visprof`; served on first use, and `import visprof` still loads no torch."""
+    import subprocess
+    import sys
+
+    from visprof.base.child_env import child_env
+
+    code = ("import sys, visprof\n"
+            "assert 'torch' not in sys.modules, 'torch loaded'\n"
+            "print(visprof.sweep.open_store.__module__, visprof.store.__name__, visprof.report.render.__name__)\n"
+            "try:\n"
+            "    visprof.nothing_of_that_name\n"
+            "except AttributeError as exc:\n"
+            "    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["visprof.store.result_store visprof.store render",
+                                        "module 'visprof' has no attribute 'nothing_of_that_name'"]
