@@ -111,6 +111,8 @@ def profile(
                         channels_last=channels_last, compile=compile, device=device, grad_mode=grad_mode,
                         autocast=autocast, table=table, category_file=category_file)
     spec, config, table, kind, notes = setup.spec, setup.config, setup.table, setup.kind, setup.notes
+    if warmup and "timing" not in passes:
+        notes.append(f"warmup={warmup} did nothing: only the timing pass warms up, and it did not run")
     steps = 1 + len(passes) + (1 if "timing" in passes and kind == "cuda" else 0)
     # kept_as_given: a user's own module leaves as it came (modes, device, layout), however the run ends
     with kept_as_given(spec.user_state, spec.module), Progress(steps, spec.name, enabled=progress) as bar, \
@@ -274,7 +276,7 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
                           input_shape=list(spec.input_shape(config.batch_size)), batch_size=config.batch_size,
                           img_size=spec.input_size[1], img_size_origin=spec.img_size_origin),
         config=R.RunConfig(precision=config.precision, channels_last=config.channels_last, compile=config.compile,
-                           device=config.device, warmup=timing.warmup if timing else (warmup or 0),
+                           device=config.device, warmup=timing.warmup if timing else 0,
                            iterations=iterations if iterations is not None else "auto", passes=list(passes),
                            grad_mode=config.grad_mode, autocast=config.autocast),
         measurement="gpu" if cuda else "cpu",

@@ -424,3 +424,13 @@ def test_a_pass_that_falls_back_warns_as_visprof_at_the_callers_line(monkeypatch
     [warning] = [w for w in caught if "kernel tracing skipped" in str(w.message)]
     assert warning.category is VisprofWarning and warning.filename == __file__
     assert any("kernel tracing skipped" in line for line in result.warnings)
+
+
+def test_warmup_is_the_timing_passes_and_said_to_do_nothing_without_it():
+    """--passes attributed --warmup 7 recorded config.warmup 7, though no warm-up ran."""
+    model = torch.nn.Conv2d(3, 4, 3)
+    alone = visprof.profile(model, batch_size=1, img_size=16, passes=["attributed"], warmup=7, progress=False)
+    assert alone.config.warmup == 0
+    assert "warmup=7 did nothing: only the timing pass warms up, and it did not run" in alone.warnings
+    timed = visprof.profile(model, batch_size=1, img_size=16, iterations=2, warmup=3, progress=False)
+    assert timed.config.warmup == 3 and not any("warmup" in line for line in timed.warnings)

@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--channels-last", action="store_true", help="feed and keep NHWC tensors")
     prof.add_argument("--compile", action="store_true", help="torch.compile the model first")
     prof.add_argument("--device", metavar="DEV", help="cpu, cuda or cuda:N (default: cuda:0 if a GPU is visible)")
-    prof.add_argument("--warmup", type=non_negative_int, metavar="N", help="warm-up iterations per pass")
+    prof.add_argument("--warmup", type=non_negative_int, metavar="N", help="warm-up iterations before the timing pass (default: until three agree within 5%%; the other passes run after it, on the warm model)")
     prof.add_argument("--iterations", type=positive_int, metavar="N", help="measured iterations (default: until the median is stable)")
     prof.add_argument(
         "--passes",

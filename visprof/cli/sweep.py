@@ -110,7 +110,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                         help="nchw, channels_last or both (nchw,channels_last)")
     config.add_argument("--passes", type=_list(_pass, "passes"), metavar="LIST",
                         help=f"of {','.join(PASSES)} (default: all; on the CPU all but memory, which needs a GPU)")
-    config.add_argument("--warmup", type=non_negative_int, metavar="N", help="warm-up iterations per pass")
+    config.add_argument("--warmup", type=non_negative_int, metavar="N", help="warm-up iterations before the timing pass (default: until three agree within 5%%)")
     config.add_argument("--iterations", type=positive_int, metavar="N", help="timed iterations (default: until the median is stable)")
     config.add_argument("--compile", action="store_true", help="torch.compile each model first")
     config.add_argument("--profile-option", "-O", type=_profile_option, action="append", default=[], metavar="KEY=VALUE",
