@@ -206,6 +206,19 @@ def test_a_spent_time_budget_stops_cleanly_and_the_store_resumes(tmp_path):
         assert [r["status"] for r in store.runs()] == ["time budget", "complete"]
 
 
+def test_a_budget_spent_before_the_sweep_began_says_so_and_counts_in_its_elapsed_time(tmp_path, capsys):
+    """--time-budget 8 where the imports and the worker's start took it all: "0 measured, 3 not run,
+    elapsed 3.3 s", with no word of why; the elapsed time began after the imports the budget counts."""
+    import time
+
+    summary = run_sweep(["visprof_fake_tiny"], store=tmp_path / "r.db", device="cpu", imports=[FAKE_MODELS],
+                        profile_options=FAST, time_budget_s=14, started_at=time.monotonic() - 60)
+    assert summary.status == "time budget" and summary.done == 0 and summary.elapsed_s >= 60
+    [line] = [line for line in capsys.readouterr().err.splitlines() if "time budget: spent" in line]
+    assert line.endswith("before a worker was ready (torch's imports count, in the driver and in each worker); "
+                         "give a longer --time-budget")
+
+
 def test_a_cell_stopped_at_the_time_budget_is_named(tmp_path, capsys):
     """A cell longer than the budget was dropped at it without a word, and the same command
     started it first again: every run ended "0 cells finished" with no reason given."""

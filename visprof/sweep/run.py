@@ -87,6 +87,7 @@ def run_sweep(
     progress: bool = True,
     echo_worker_output: bool = False,
     argv: str | None = None,
+    started_at: float | None = None,
 ) -> SweepSummary:
     """Runs a sweep into ``store`` and returns its summary (see the module docstring).
 
@@ -97,11 +98,13 @@ def run_sweep(
     ``ray``: "auto" (a running cluster), "local" (start one here) or a cluster address.
     ``imports``: modules (names or .py paths) imported in the driver and every worker first,
     e.g. ones that register models with timm. ``time_budget_s``: stop starting cells in time
-    to return within this many seconds; the store resumes from there.
+    to return within this many seconds; the store resumes from there. ``started_at``: the
+    ``time.monotonic()`` the budget and the summary's elapsed time count from (default: this
+    call; the CLI gives its own start, so that torch's imports count as the user's clock does).
     On Ctrl-C the workers are killed, the run is marked interrupted, and KeyboardInterrupt
     propagates.
     """
-    started = time.monotonic()
+    started = time.monotonic() if started_at is None else min(float(started_at), time.monotonic())
     _check_numbers(timeout_s, retries, time_budget_s, workers)
     if isinstance(passes, str):
         passes = [p.strip() for p in passes.split(",") if p.strip()]
@@ -335,6 +338,8 @@ class _Sweep:
                 # Cells still queued, or abandoned in flight at the hard deadline, were not run.
                 status = "time budget" if self.queue or self.in_flight else "complete"
                 self._say_abandoned()
+                if status == "time budget" and not self.stopping and not self.running:
+                    self._say_budget_spent()
             except KeyboardInterrupt as interrupt:
                 status = "interrupted"
                 interrupt.sweep_summary = self.summary  # filled in below: the CLI still writes its --json
@@ -367,6 +372,15 @@ class _Sweep:
             self.progress.note(f"time budget: {task.cell.model} {task.cell.config_text} was still running after "
                                f"{now - began:.0f} s and was stopped, unrecorded; the same command starts it first "
                                "again, so give a --time-budget longer than it needs")
+
+    def _say_budget_spent(self) -> None:
+        """The budget ran out with no cell declined or stopped for it (next_task and _say_abandoned
+        say those): spent before the workers were up, it went unexplained ("0 measured, 3 not run")."""
+        spent = time.monotonic() - self.t0
+        before = ("before a worker was ready (torch's imports count, in the driver and in each worker)"
+                  if self.summary.startup_s is None else f"{spent - self.summary.startup_s:.0f} s after the first "
+                  f"worker was ready ({self.summary.startup_s:.1f} s in)")
+        self.progress.note(f"time budget: spent after {spent:.1f} s, {before}; give a longer --time-budget")
 
     def next_task(self) -> Task | None:
         if not self.queue or self.stopping:
