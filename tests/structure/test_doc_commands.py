@@ -96,3 +96,23 @@ def test_a_documented_command_line_uses_options_its_command_has(where, line):
                     re.search("|".join(map(re.escape, action.option_strings)) + r" \{([^}]*)\}", code)
                 assert listed and set(listed.group(1).split(",")) == set(action.choices), \
                     f"the synopsis of visprof {key} gives {action.option_strings[-1]} other choices than {sorted(action.choices)}"
+
+
+# Where each command's options are documented (the command's own section or file).
+DOCUMENTED_IN = {"profile": ["cli.md"], "info": ["cli.md"], "compare-compile": ["cli.md", "compile.md"],
+                 "sweep": ["sweep.md"], "export": ["sweep.md"], "ncu": ["nsight.md"], "nsys import": ["nsight.md"],
+                 "nsys run": ["nsight.md"], "bounds build": ["nsight.md", "hardware-sensitivity.md", "cli.md"],
+                 "bounds coverage": ["nsight.md", "hardware-sensitivity.md", "cli.md"],
+                 **{c: ["cli.md", "hardware-sensitivity.md"] for c in ("import-timm", "compare", "predict", "calibrate",
+                                                                     "report")}}
+
+
+@pytest.mark.parametrize("command", sorted(c for c in PARSERS if c not in ("nsys", "bounds")))
+def test_every_option_of_a_command_is_documented_where_its_command_is(command):
+    """`--help` had options no doc named (ncu's --ncu and --timeout, profile's --nvtx-only, every
+    option of compare-compile): each option's long form appears in its command's docs."""
+    text = "\n".join((ROOT / "docs" / name).read_text() for name in DOCUMENTED_IN[command])
+    named = set(OPTION.findall(text))
+    undocumented = sorted({a.option_strings[-1] for a in options(PARSERS[command]).values()
+                           if not set(a.option_strings) & named})
+    assert not undocumented, f"visprof {command}: {', '.join(undocumented)} not in {', '.join(DOCUMENTED_IN[command])}"

@@ -74,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--passes",
         type=pass_list,
         metavar="LIST",
-        help=f"comma-separated passes to run, from {','.join(PASSES)} (default: all)",
+        help=f"comma-separated passes to run, from {','.join(PASSES)} (default: all the device can run; "
+             "on the CPU all but memory, which needs a GPU)",
     )
     prof.add_argument("--json", type=Path, metavar="FILE", help="also write the result as JSON")
     prof.add_argument("--trace", type=Path, metavar="FILE", help="also write a Chrome/Perfetto trace")

@@ -22,13 +22,16 @@ def add_commands(commands) -> None:
                     "per category what compile changed, with the work Inductor fused into each category's kernels.",
     )
     cmd.add_argument("model", help="timm model name")
-    cmd.add_argument("--batch-size", "-b", type=positive_int, metavar="N")
-    cmd.add_argument("--img-size", type=img_size, metavar="N|HxW|test|train")
-    cmd.add_argument("--precision", choices=PRECISIONS)
-    cmd.add_argument("--channels-last", action="store_true")
-    cmd.add_argument("--device", metavar="DEV")
-    cmd.add_argument("--warmup", type=non_negative_int, metavar="N")
-    cmd.add_argument("--iterations", type=positive_int, metavar="N")
+    # Each as visprof profile's, with its defaults; the regime (--grad-mode, --autocast) is profile()'s default.
+    cmd.add_argument("--batch-size", "-b", type=positive_int, metavar="N", help="as for visprof profile (default: 64 "
+                     "on a GPU, 2 on the CPU)")
+    cmd.add_argument("--img-size", type=img_size, metavar="N|HxW|test|train", help="as for visprof profile (default: test)")
+    cmd.add_argument("--precision", choices=PRECISIONS, help="as for visprof profile (default: bf16 on a GPU, fp32 on the CPU)")
+    cmd.add_argument("--channels-last", action="store_true", help="NHWC inputs and weights, in both runs")
+    cmd.add_argument("--device", metavar="DEV", help="cpu, cuda or cuda:N (default: cuda:0 if a GPU is visible)")
+    cmd.add_argument("--warmup", type=non_negative_int, metavar="N", help="warm-up iterations before each run's timing pass")
+    cmd.add_argument("--iterations", type=positive_int, metavar="N", help="measured iterations of each run's timing "
+                     "pass (default: until the median is stable)")
     cmd.add_argument("--json", type=Path, metavar="FILE", help="write both results and the comparison as JSON")
     cmd.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     cmd.set_defaults(handler=cmd_compare_compile)
