@@ -224,6 +224,23 @@ def test_timm_made_module_uses_its_cfg():
     assert resolve_model(module, img_size="train").input_size == (3, 288, 288)
 
 
+def test_a_forward_that_takes_more_than_an_image_is_pointed_at_trace():
+    """profile() feeds one image batch: a forward(x, y) failed with Python's TypeError alone."""
+    import visprof
+
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3)
+
+        def forward(self, x, y):
+            return self.conv(x) + y
+
+    with pytest.raises(ModelForwardError, match=r"missing 1 required positional argument: 'y' \(visprof.profile calls "
+                                                r"forward with one batch of images; .* `with visprof.trace\(model\):`\)"):
+        visprof.profile(Two(), batch_size=1, img_size=16, iterations=2, warmup=0, progress=False)
+
+
 @pytest.mark.parametrize("channels", [1, 4])
 def test_a_timm_module_built_for_other_channels_is_fed_them(channels):
     """timm keeps its pretrained config's 3 channels for in_chans=1 (grayscale) or 4 (RGBD): such a

@@ -81,6 +81,9 @@ class ModelSpec:
         """The error to raise (``raise spec.forward_error(n, e) from e``) when forward fails. The
         size hint goes with an error about sizes only: beside a dtype error it named a cause that was not."""
         hint = self.forward_hint if _is_about_sizes(cause) else ""
+        if _is_about_forwards_arguments(cause):
+            hint = ("visprof.profile calls forward with one batch of images; for a forward that takes other "
+                    "inputs, run it yourself inside `with visprof.trace(model):`")
         return ModelForwardError(self.name, (batch_size, *self.input_size), cause, hint)
 
 
@@ -88,6 +91,11 @@ class ModelSpec:
 # model (224)", torch's "mat1 and mat2 shapes cannot be multiplied", "The size of tensor a (7) must
 # match the size of tensor b (9)", "shape '[1, 196, 768]' is invalid for input of size ...".
 _SIZE_WORDS = ("size", "shape", "height", "width", "match", "dimension", "resolution")
+
+
+def _is_about_forwards_arguments(cause: BaseException) -> bool:
+    """Python's "Two.forward() missing 1 required positional argument: 'y'" (or "takes 1 positional ...")."""
+    return isinstance(cause, TypeError) and "forward()" in str(cause) and "argument" in str(cause)
 
 
 def _is_about_sizes(cause: BaseException) -> bool:
