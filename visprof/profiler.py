@@ -310,13 +310,8 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
         result.warnings.append(f"memory pass: {memory.note}")
     if attributed is not None:
         attr = attribution_mod.attribute(attributed.trace, table)
-        result.attribution = attribution_mod.summarize(attr)
-        result.categories = attr.category_rows(memory_summary)
-        result.modules = attribution_mod.module_rows(attr, top=top_modules)
-        result.op_types = op_type_rows(attr)
-        result.kernel_families = kernel_family_rows(attr)
-        result.launch_sizes = launch_size_rows(attr, (result.gpu or {}).get("sm_count"))
-        roofline.attach(result, attr)  # op groups and time by bound, against the GPU's spec row
+        attach_breakdown(result, attr, memory_summary, top_modules)
+        attach_kernel_tables(result, attr)
         walls = sorted(attributed.wall_ns_per_iteration)
         result.passes["attributed"] = R.PassInfo(sum(walls) / 1e9, attributed.trace.iterations)
         result.warnings.extend(attributed.warnings)
@@ -332,6 +327,24 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
         result.passes["memory"] = R.PassInfo(memory.wall_s, 1)
     result.checks = _self_checks(result, trace_only, attributed, timing, memory, outcome.get("sm_clock_mhz") or {})
     return result
+
+
+def attach_breakdown(result: R.ProfileResult, attr: attribution_mod.Attribution,
+                     memory: R.MemorySummary | None = None, top_modules: int = 15) -> None:
+    """The attributed kernels' totals, categories and top modules, into ``result`` (the
+    attributed pass's, and an nsys import's: one breakdown for both)."""
+    result.attribution = attribution_mod.summarize(attr)
+    result.categories = attr.category_rows(memory)
+    result.modules = attribution_mod.module_rows(attr, top=top_modules)
+
+
+def attach_kernel_tables(result: R.ProfileResult, attr: attribution_mod.Attribution) -> None:
+    """Op types, kernel families, launch sizes and the roofline (against the spec row of
+    ``result.gpu``), into ``result``; predict, calibrate and ``bounds`` read them."""
+    result.op_types = op_type_rows(attr)
+    result.kernel_families = kernel_family_rows(attr)
+    result.launch_sizes = launch_size_rows(attr, (result.gpu or {}).get("sm_count"))
+    roofline.attach(result, attr)  # op groups and time by bound, against the GPU's spec row
 
 
 def _memory_summary(memory: MemoryResult) -> R.MemorySummary:
@@ -387,10 +400,7 @@ def _self_checks(result, trace_only, attributed, timing, memory, sm_clock_mhz: d
     # An attributed pass that recorded no time (a model whose forward runs no op, e.g. an identity)
     # has nothing unattributed: coverage is 0 of 0, not a failure.
     if attributed is not None and result.attribution is not None and result.attribution.activity_ms > 0:
-        unattributed = 1.0 - result.attribution.coverage
-        checks.append(R.Check("unattributed time", unattributed, 0.0, MAX_UNATTRIBUTED,
-                              unattributed <= MAX_UNATTRIBUTED, unit="share",
-                              detail=f"at most {MAX_UNATTRIBUTED:.1%} of activity time without a category"))
+        checks.append(unattributed_check(result.attribution))
         if result.measurement != "gpu":
             pass  # the CPU path times ops on the host clock: no CUPTI, nothing to drop
         elif attributed.dropped or attributed.trace.meta.get("dropped"):
@@ -409,6 +419,13 @@ def _self_checks(result, trace_only, attributed, timing, memory, sm_clock_mhz: d
     if memory is not None:
         checks += _memory_checks(memory, timing)
     return checks
+
+
+def unattributed_check(summary: R.AttributionSummary) -> R.Check:
+    """The share of the activity time that no category took (the attributed pass's, and an nsys import's)."""
+    unattributed = 1.0 - summary.coverage
+    return R.Check("unattributed time", unattributed, 0.0, MAX_UNATTRIBUTED, unattributed <= MAX_UNATTRIBUTED,
+                   unit="share", detail=f"at most {MAX_UNATTRIBUTED:.1%} of activity time without a category")
 
 
 def _same_work_checks(attributed: AttributedResult, trace_only: TraceOnlyResult, attributed_mhz: float | None = None,

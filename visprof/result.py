@@ -23,6 +23,9 @@ from visprof.base.inputs import describe_value
 from visprof.base.typed_json import DataclassDecoder, DocumentError
 
 SCHEMA = "visprof.profile/1"
+# A result read from an Nsight Systems export (visprof nsys import): its `environment.source`,
+# and its `config.passes` (no visprof pass ran; the recording stands in for the attributed one).
+NSYS_IMPORT = "nsys import"
 
 # Stable category ids, in report order: every result has a row for each (0 where nothing ran).
 # The default category table (visprof/data/categories.toml) must declare exactly these.
@@ -75,10 +78,10 @@ class RunConfig:
     device: str = "cpu"  # "cuda:0" | "cpu"
     warmup: int = 0
     iterations: int | str = "auto"  # as requested; Timing.iterations says how many ran
-    passes: list[str] = field(default_factory=list)  # of "timing", "attributed", "memory"
+    passes: list[str] = field(default_factory=list)  # of "timing", "attributed", "memory"; or [NSYS_IMPORT]
     # The latency regime (docs/measuring.md): how each forward was run.
-    grad_mode: str = "no_grad"  # "no_grad" | "inference_mode"
-    autocast: str = "per-forward"  # "per-forward" | "whole-loop" | "model-cast" | "off" (fp32/tf32)
+    grad_mode: str = "no_grad"  # "no_grad" | "inference_mode" | "unknown" (an nsys import without a run mark)
+    autocast: str = "per-forward"  # "per-forward" | "whole-loop" | "model-cast" | "off" (fp32/tf32) | "unknown"
 
     def __post_init__(self) -> None:
         # fp32 and tf32 run no autocast: a result written before config.autocast was recorded

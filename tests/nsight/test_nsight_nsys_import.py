@@ -349,3 +349,193 @@ def test_a_damaged_export_is_told_apart_from_a_file_that_is_not_sqlite(tmp_path,
     err = capsys.readouterr().err
     assert err == (f"visprof: error: {damaged} is a damaged or truncated SQLite file (database disk image is "
                    "malformed); export the report again with nsys export --type sqlite\n")
+
+
+# --- the run's regime and the kernel tables (op types, kernel families, launch sizes, roofline) ---
+
+def _with_run_mark(path: Path, change) -> Path:
+    """The export with its `visprof run {json}` mark's settings changed by ``change(settings)``."""
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    (text,) = db.execute("SELECT text FROM NVTX_EVENTS WHERE text LIKE ?", (S.RUN_MARK_PREFIX + "%",)).fetchone()
+    settings = json.loads(text[len(S.RUN_MARK_PREFIX):])
+    change(settings)
+    db.execute("UPDATE NVTX_EVENTS SET text = ? WHERE text = ?", (S.RUN_MARK_PREFIX + json.dumps(settings), text))
+    db.commit()
+    db.close()
+    return path
+
+
+def test_the_import_takes_the_regime_the_run_mark_recorded(tmp_path):
+    path = _with_run_mark(unzip("deit_small_patch16_224.schema3.sqlite.gz", tmp_path),
+                          lambda s: s.update(grad_mode="no_grad", autocast="whole-loop"))
+    result = import_nsys(path)
+    assert (result.config.grad_mode, result.config.autocast) == ("no_grad", "whole-loop")
+    assert not any("regime" in w for w in result.warnings)
+
+
+def test_a_run_mark_without_the_regime_is_taken_as_nvtx_onlys_default_and_the_result_says_so(tmp_path):
+    """The deit fixture's mark is as visprof wrote it before the mark carried the regime."""
+    result = import_nsys(unzip("deit_small_patch16_224.schema3.sqlite.gz", tmp_path))
+    assert (result.config.grad_mode, result.config.autocast) == ("inference_mode", "per-forward")
+    (warning,) = [w for w in result.warnings if "regime" in w]
+    assert "does not say" in warning and "assumed" in warning and "inference_mode" in warning
+
+
+def test_without_a_run_mark_the_regime_is_unknown_and_the_result_says_so(tmp_path):
+    from visprof.report.table import render
+
+    def build(b):  # a program under visprof.trace(): ranges, no run mark
+        _forward(b, 0)
+        b.call(MAIN, 250, 260, 1)
+        b.kernel(PID, 5000, 5100, 1, "bmm_kernel")
+    result = import_nsys(small_export(tmp_path, build))
+    assert (result.config.precision, result.config.grad_mode, result.config.autocast) == ("unknown",) * 3
+    assert any("no visprof run mark" in w for w in result.warnings)
+    assert "unknown, grad mode and autocast unknown" in render(result)
+
+
+def test_the_nvtx_only_mark_carries_the_regime_and_each_ops_costs(monkeypatch):
+    from visprof.native import native
+    from visprof.nsight.nsys_import import read_run_mark, recorded_regime
+    from visprof.nsight.nvtx_only import run_nvtx_only
+
+    marks = []
+    monkeypatch.setattr(native().nvtx, "mark", lambda text, *a, **k: marks.append(text))
+    run = run_nvtx_only("resnet18", img_size=32, batch_size=1, device="cpu", iterations=1, warmup=0,
+                        precision="bf16", grad_mode="no_grad", autocast="model-cast", progress=False)
+    (text,) = marks
+    settings = read_run_mark([text])
+    assert recorded_regime(settings) == ("no_grad", "model-cast", None)
+    costs = settings["op_costs"]
+    assert len(costs) == len(settings["op_names"]) == run.ops_per_iteration
+    # [FLOPs, bytes, weight bytes, tensor-core precision]: a model cast to bf16 runs its convolutions in bf16
+    conv = [(c, a) for name, c, a in zip(settings["op_names"], costs, settings["op_attrs"]) if "convolution" in name]
+    assert conv and all(c[0] > 0 and c[1] > c[2] > 0 and c[3] == "bf16" for c, _ in conv)
+    assert all(a["groups"] == 1 and len(a["kernel_size"]) == 2 for _, a in conv)  # what op types split convolutions by
+
+
+def _rows(rows):
+    return [{k: pytest.approx(v, rel=1e-9) if isinstance(v, float) else v for k, v in vars(r).items()} for r in rows]
+
+
+def _mark_as_nvtx_only_writes_it(trace: CapturedTrace):
+    """The fixture's mark rewritten as `--nvtx-only` writes it now, from the recording's first
+    iteration: the regime, each op's costs and attributes."""
+    template = [op for op in trace.ops if op.iteration == 0]
+
+    def change(settings):
+        settings.pop("op_flops")
+        settings.update(grad_mode="inference_mode", autocast="per-forward",
+                        op_costs=[[op.flops, op.bytes, op.param_bytes, op.tensor_core] for op in template],
+                        op_attrs=[op.attrs for op in template])
+    return change
+
+
+def _assert_the_attributed_pass_sums(result):
+    """Every table holds all the activity time once, as in the attributed pass."""
+    activity = result.attribution.activity_ms
+    roof = result.roofline
+    for rows in (result.categories, result.op_types, result.kernel_families, roof.groups):
+        assert sum(r.time_ms for r in rows) == pytest.approx(activity, rel=1e-9)
+    assert sum(roof.bound_ms.values()) == pytest.approx(activity, rel=1e-9)
+    assert sum(roof.shares.values()) == pytest.approx(1.0)
+    assert sum(r.share for r in result.launch_sizes) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("model", ["resnet50", "deit_small_patch16_224"])
+def test_the_import_has_the_attributed_pass_op_types_kernel_families_launch_sizes_and_roofline(model, tmp_path):
+    from recorded_results import load_trace
+
+    from visprof.analysis import roofline
+    from visprof.analysis.gpus import GpuTable
+    from visprof.attribution.op_types import kernel_family_rows, launch_size_rows, op_type_rows
+
+    trace = load_trace(model)  # with tests/data's estimated bytes per op, as a capture now records them
+    attr = attribution.attribute(trace)
+    path = _with_run_mark(unzip(f"{model}.schema3.sqlite.gz", tmp_path), _mark_as_nvtx_only_writes_it(trace))
+    result = import_nsys(path)
+    assert result.op_types and result.kernel_families and result.launch_sizes
+    assert [vars(r) for r in result.op_types] == _rows(op_type_rows(attr))
+    assert [vars(r) for r in result.kernel_families] == _rows(kernel_family_rows(attr))
+    assert [vars(r) for r in result.launch_sizes] == _rows(launch_size_rows(attr, 132))
+    expected = roofline.summarize(attr, GpuTable.default().get("h200"), "bf16")
+    roof = result.roofline
+    assert roof.gpu == "h200" and roof.basis == "kernel time"  # no timing pass in an import
+    assert [vars(g) for g in roof.groups] == _rows(expected.groups)
+    assert roof.bound_ms == pytest.approx(expected.bound_ms, rel=1e-9)
+    _assert_the_attributed_pass_sums(result)
+
+
+def test_an_older_mark_without_costs_or_attributes_still_gives_the_kernel_tables(tmp_path):
+    """The fixture's mark as visprof wrote it before: FLOPs only. Convolutions are then of unknown
+    kind and ops without FLOPs unknown-bound, but every table is there and adds up."""
+    result = import_nsys(unzip("resnet50.schema3.sqlite.gz", tmp_path))
+    assert any(r.op_type == "aten.conv2d.default [unknown kind]" for r in result.op_types)
+    assert result.roofline.gpu == "h200" and any(g.bound == "tensor" for g in result.roofline.groups)
+    _assert_the_attributed_pass_sums(result)
+
+
+@pytest.mark.parametrize("mark_format", ["op_costs", "op_flops as OpCost lists"])
+def test_op_costs_in_the_run_mark_give_the_roofline_the_ops_bytes(mark_format, tmp_path):
+    """The mark carries each op's [FLOPs, bytes, weight bytes, tensor core]: as ``op_costs``, or, as
+    visprof wrote it before, under ``op_flops``. The bytes here are tests/data's estimates for this
+    recording (deit_small_patch16_224.costs.json)."""
+    from recorded_results import load_trace
+
+    from visprof.analysis import roofline
+    from visprof.analysis.gpus import GpuTable
+
+    trace = load_trace("deit_small_patch16_224")
+    template = [op for op in trace.ops if op.iteration == 0]
+    costs = [[op.flops, op.bytes, op.param_bytes, op.tensor_core] for op in template]
+    key = "op_costs" if mark_format == "op_costs" else "op_flops"
+
+    def change(settings):
+        settings.pop("op_flops")
+        settings[key] = costs
+
+    result = import_nsys(_with_run_mark(unzip("deit_small_patch16_224.schema3.sqlite.gz", tmp_path), change))
+    expected = roofline.summarize(attribution.attribute(trace), GpuTable.default().get("h200"), "bf16")
+    assert sum(g.bytes for g in result.roofline.groups) > 0
+    assert [vars(g) for g in result.roofline.groups] == _rows(expected.groups)
+
+
+def test_predict_works_on_an_import(tmp_path, capsys):
+    run_json = tmp_path / "run.json"
+    assert cli.main(["nsys", "import", str(unzip("deit_small_patch16_224.schema3.sqlite.gz", tmp_path)),
+                     "--json", str(run_json)]) == 0
+    capsys.readouterr()
+    assert cli.main(["predict", "--from", str(run_json), "--to", "rtx4090"]) == 0, capsys.readouterr().err
+    assert "deit_small_patch16_224" in capsys.readouterr().out
+
+
+def test_an_import_without_kernel_rows_has_no_kernel_tables_and_predict_says_why(tmp_path):
+    from visprof.analysis.predict import predict_result
+
+    def memcpy_only(b):  # the GPU side recorded without its kernels
+        _forward(b, 0)
+        b.call(MAIN, 250, 260, 1, "cudaMemcpyAsync_v3020")
+        b.memcpy(PID, 5000, 5100, 1, 4096)
+        b.gpu(0)
+    result = import_nsys(small_export(tmp_path, memcpy_only))
+    assert result.categories and result.attribution.kernel_ms == 0
+    assert (result.op_types, result.kernel_families, result.launch_sizes, result.roofline) == ([], [], [], None)
+    assert any("no kernel rows" in w for w in result.warnings)
+    with pytest.raises(BadInputError) as error:
+        predict_result(result, "rtx4090")
+    message = str(error.value)
+    assert "nsys import" in message and "no kernel rows" in message and "profile it again" not in message
+
+
+def test_predict_tells_an_import_made_before_imports_had_a_roofline_to_import_it_again(tmp_path):
+    from visprof.analysis.predict import predict_result
+
+    path = unzip("deit_small_patch16_224.schema3.sqlite.gz", tmp_path)
+    result = import_nsys(path)
+    result.roofline, result.op_types, result.kernel_families, result.launch_sizes = None, [], [], []
+    with pytest.raises(BadInputError) as error:
+        predict_result(result, "rtx4090")
+    message = str(error.value)
+    assert f"visprof nsys import {path}" in message and "profile it again" not in message

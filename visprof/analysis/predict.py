@@ -50,7 +50,7 @@ from visprof.analysis.gpus import GpuSpec, GpuTable, gpu_table
 from visprof.analysis.roofline import BOUNDS, roofline_ms
 from visprof.base.errors import BadInputError
 from visprof.base.sizes import validate_batch_size
-from visprof.result import ProfileResult, RooflineGroup
+from visprof.result import NSYS_IMPORT, ProfileResult, RooflineGroup
 
 KERNEL_FLOOR_MS = 0.001  # shortest kernels in the H200 recordings: 0.96-1.0 us (tests/data)
 HOST_BOUND_IDLE = 0.10  # idle share of latency above which a note says the profile was host-bound
@@ -307,6 +307,19 @@ def source_spec(result: ProfileResult, table: GpuTable) -> GpuSpec:
     return spec
 
 
+def _why_no_roofline_groups(result: ProfileResult) -> str:
+    """What a result without roofline groups lacks, and what would give it some."""
+    env = result.environment or {}
+    if env.get("source") != NSYS_IMPORT:
+        return ("the result has no roofline groups (made by a visprof before they were recorded, or without an "
+                "attributed pass); profile it again")
+    if env.get("no_kernel_rows"):
+        return (f"an nsys import with no kernel rows ({env['no_kernel_rows']}), so no roofline groups to predict "
+                "from; record it with an nsys that traces kernels")
+    return (f"an nsys import made by a visprof before imports had roofline groups; import it again: "
+            f"visprof nsys import {env.get('path', 'REPORT.sqlite')} --json FILE")
+
+
 def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuSpec | str | None = None,
                    batch_size: int | None = None, precision: str | None = None, table: GpuTable | None = None,
                    efficiency: float | None = None, excess: str = "clock") -> Prediction:
@@ -319,8 +332,7 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
     target = table.get(target) if isinstance(target, str) else target
     roof = result.roofline
     if roof is None or not roof.groups:
-        raise BadInputError(f"{result.model.name}: the result has no roofline groups (made by a visprof before they "
-                            f"were recorded, or without an attributed pass); profile it again")
+        raise BadInputError(f"{result.model.name}: {_why_no_roofline_groups(result)}")
     if efficiency is None:
         if result.measurement != "gpu":
             raise BadInputError(f"{result.model.name}: a CPU result has host-clock times; predict from a GPU profile")

@@ -45,6 +45,15 @@ DEFAULT_GRAD_MODE = "inference_mode"
 AUTOCAST_MODES = ("per-forward", "whole-loop", "model-cast")
 DEFAULT_AUTOCAST = "per-forward"
 AUTOCAST_OFF = "off"  # fp32/tf32: no autocast whatever was asked
+# The grad mode and autocast of a run that left no record of them (an nsys import of a program
+# that wrote no visprof run mark): said as unknown rather than guessed.
+UNKNOWN_REGIME = "unknown"
+
+
+def autocast_at(precision: str, autocast: str) -> str:
+    """The autocast scope a run at ``precision`` has: fp32/tf32 have nothing to autocast to."""
+    return autocast if precision in REDUCED_PRECISIONS else AUTOCAST_OFF
+
 
 # What visprof.profile does when a keyword is not given, for the keywords a sweep passes on as
 # they are (its -O): a sweep cell that restates one of these is the cell without it, one key and
@@ -56,6 +65,8 @@ PROFILE_OPTION_DEFAULTS = {"compile": False, "grad_mode": DEFAULT_GRAD_MODE, "au
 def regime_label(config) -> str:
     """The latency regime of a run config in a few words, for report headers:
     "bf16 autocast per forward, no_grad"."""
+    if config.grad_mode == UNKNOWN_REGIME:
+        return f"{config.precision}, grad mode and autocast unknown"
     kind = {"per-forward": "autocast per forward", "whole-loop": "autocast around the loop",
             "model-cast": "model cast", "off": ""}.get(config.autocast, config.autocast)
     return f"{config.precision} {kind}".strip() + f", {config.grad_mode}"

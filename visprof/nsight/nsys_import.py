@@ -10,8 +10,10 @@ then exported with ``nsys export --type sqlite``:
 2. each kernel, memcpy and memset is tied to the CUDA API call that launched it
    (``correlationId``, same process), and the call to the innermost visprof range around it on
    the same thread (``projection``): an op range gives the row its op;
-3. the result is a ``CapturedTrace`` like the attributed pass's, so the normal attribution and
-   report run on it unchanged.
+3. the result is a ``CapturedTrace`` like the attributed pass's, and the attributed pass's own
+   functions (``profiler.attach_breakdown``, ``attach_kernel_tables``) make the result from it:
+   categories, modules, op types, kernel families, launch sizes and the roofline. The run mark
+   that ``--nvtx-only`` writes gives the model, the regime and each op's costs and attributes.
 
 Rows launched outside every visprof range (warm-up, the template forward, other code) are not
 counted, and the result says how much GPU time that was. Iterations are the model ranges: one
@@ -29,11 +31,17 @@ import numpy as np
 from visprof import result as R
 from visprof.attribution.categories import CategoryTable, default_table
 from visprof.base.errors import BadInputError
+from visprof.base.options import (AUTOCAST_MODES, AUTOCAST_OFF, DEFAULT_AUTOCAST, DEFAULT_GRAD_MODE, GRAD_MODES,
+                                  UNKNOWN_REGIME, autocast_at)
 from visprof.nsight import nsys_export as X
 from visprof.capture.nvtx_scheme import (DOMAIN, KIND_CATEGORY, KIND_MODEL, KIND_MODULE, KIND_OP, RUN_MARK_PREFIX,
                                         parse_module_range, parse_op_range)
 from visprof.nsight.projection import innermost_ranges, match_calls
-from visprof.native.records import KERNEL_DTYPE, CapturedTrace, ModuleRecord, OpRecord
+from visprof.native.records import KERNEL_DTYPE, KIND_KERNEL, CapturedTrace, ModuleRecord, OpRecord
+
+
+# The run mark's per-op lists (the template forward's ops), left out of environment.visprof_run.
+TEMPLATE_KEYS = ("op_names", "op_costs", "op_attrs", "op_flops")
 
 
 @dataclass
@@ -177,7 +185,7 @@ def import_trace(path: str | Path, table: CategoryTable | None = None) -> Import
         if X.RUNTIME in missing:
             raise BadInputError(f"{path}: {missing[X.RUNTIME]}")
         calls = X.read_runtime(export)
-        settings = _run_settings(X.read_marks(export, domains, RUN_MARK_PREFIX))
+        settings = read_run_mark(X.read_marks(export, domains, RUN_MARK_PREFIX))
         gpus = X.read_gpus(export)
     return _to_trace(visprof_ranges, rows, calls, settings, gpus, info)
 
@@ -210,9 +218,9 @@ def _to_trace(vr: VisprofRanges, rows: X.GpuRows, calls: X.RuntimeCalls, setting
     names = list(name_ids)
     ops = vr.ops
     out["external_id"] = np.where(op_of_row[kept] >= 0, op_of_row[kept] + 1, 0)  # ops' ids are index + 1
-    _apply_flops(ops, vr.op_payload, settings)
+    _apply_template(ops, vr.op_payload, settings)
     trace = CapturedTrace(out, names, ops, vr.modules, "gpu", max(vr.iterations, 1),
-                          meta={"source": "nsys import", **info})
+                          meta={"source": R.NSYS_IMPORT, **info})
     warnings = []
     if vr.kinds_inferred:
         warnings.append("the export has no NVTX categories: visprof's ranges were told apart by their names")
@@ -231,8 +239,8 @@ def _to_trace(vr: VisprofRanges, rows: X.GpuRows, calls: X.RuntimeCalls, setting
     return Imported(trace, info, settings, outside_ns, int((~keep).sum()), unlinked, gpus, vr.model_names, warnings)
 
 
-def _run_settings(marks: list[str]) -> dict:
-    """The last run mark's settings (visprof writes one per --nvtx-only run)."""
+def read_run_mark(marks: list[str]) -> dict:
+    """The last run mark's settings (visprof writes one per --nvtx-only run); {} without one."""
     for text in reversed(marks):
         try:
             return json.loads(text[len(RUN_MARK_PREFIX):])
@@ -241,17 +249,70 @@ def _run_settings(marks: list[str]) -> dict:
     return {}
 
 
-def _apply_flops(ops: list[OpRecord], payloads: list[int], settings: dict) -> None:
-    """FLOPs per op from the run mark, where the mark's template matches the op's name."""
-    flops, op_names = settings.get("op_flops"), settings.get("op_names")
-    first = settings.get("first_op_id", 1)
-    if not flops or not op_names or len(flops) != len(op_names):
+def recorded_regime(settings: dict) -> tuple[str, str, str | None]:
+    """(grad mode, autocast, a warning or None) of the recorded run, from its run mark.
+
+    A mark written before it carried the regime came from an --nvtx-only run, whose defaults
+    are then taken, with a warning that they were assumed; without any mark (a program under
+    visprof.trace()) nothing tells the regime, and it is "unknown"."""
+    if not settings:
+        return UNKNOWN_REGIME, UNKNOWN_REGIME, ("the recording has no visprof run mark (it is not a visprof profile "
+                                                "--nvtx-only run): its precision, grad mode and autocast are unknown")
+    grad_mode, autocast = settings.get("grad_mode"), settings.get("autocast")
+    if grad_mode in GRAD_MODES and autocast in (*AUTOCAST_MODES, AUTOCAST_OFF):
+        return grad_mode, autocast, None
+    assumed = autocast_at(settings.get("precision", ""), DEFAULT_AUTOCAST)
+    return DEFAULT_GRAD_MODE, assumed, (f"the run mark does not say which latency regime the recording ran under (a "
+                                        f"visprof before the mark carried it): assumed --nvtx-only's default, "
+                                        f"{DEFAULT_GRAD_MODE} with autocast {assumed}")
+
+
+def _apply_template(ops: list[OpRecord], payloads: list[int], settings: dict) -> None:
+    """Each op's costs (FLOPs, bytes, weight bytes, tensor-core precision) and attributes (a
+    convolution's groups and kernel size, a weight cast) from the run mark's template, where
+    the template's op at the op's position has the op's name."""
+    op_names = settings.get("op_names")
+    if not op_names:
         return
-    n = len(flops)
+    n = len(op_names)
+    costs = _mark_costs(settings)
+    costs = costs if costs is not None and len(costs) == n else None
+    attrs = settings.get("op_attrs")
+    attrs = attrs if isinstance(attrs, list) and len(attrs) == n else None
+    first = settings.get("first_op_id", 1)
     for op, payload in zip(ops, payloads):
         j = (payload - first) % n if payload >= first else -1
-        if j >= 0 and op_names[j] == op.name:
-            op.flops = float(flops[j])
+        if j < 0 or op_names[j] != op.name:
+            continue
+        if costs:
+            for name, value in costs[j].record_fields().items():
+                setattr(op, name, value)
+        if attrs and isinstance(attrs[j], dict):
+            op.attrs = dict(attrs[j])
+
+
+def _mark_costs(settings: dict) -> list | None:
+    """Each template op's OpCost from the mark's ``op_costs`` ([FLOPs, bytes, weight bytes,
+    tensor core] per op), or from ``op_flops``, which older marks have instead: FLOPs alone (the
+    schema fixtures in tests/data/nsys), or the same four lists (what --nvtx-only wrote there
+    before ``op_costs``). None where unreadable."""
+    from visprof.capture.op_costs import OpCost
+
+    entries = settings.get("op_costs", settings.get("op_flops"))
+    if not isinstance(entries, list):
+        return None
+    try:
+        return [OpCost(flops=float(e)) if isinstance(e, (int, float)) else OpCost(*e) for e in entries]
+    except TypeError:  # not a list of numbers or of 4-lists: a mark visprof did not write
+        return None
+
+
+def _why_no_kernels(imported: Imported) -> str:
+    """Why an import has no kernel rows to build op types, kernel families and a roofline from."""
+    if X.KERNEL in imported.export["missing_tables"]:
+        return (f"the export has no {X.KERNEL} table: this nsys ({imported.export['nsys_version']}) recorded no "
+                "kernels (Nsight Systems 2022.4 records none under CUDA 13)")
+    return "no kernel was launched inside visprof's ranges"
 
 
 def import_nsys(path: str | Path, *, table: CategoryTable | None = None, category_file: str | Path | None = None,
@@ -259,7 +320,7 @@ def import_nsys(path: str | Path, *, table: CategoryTable | None = None, categor
     """A ProfileResult of the GPU work that visprof's NVTX ranges own in an nsys SQLite export."""
     from visprof import attribution
     from visprof.passes.setup import load_table
-    from visprof.profiler import MAX_UNATTRIBUTED
+    from visprof.profiler import attach_breakdown, attach_kernel_tables, unattributed_check
 
     began = time.perf_counter()
     table = load_table(table, category_file)
@@ -267,6 +328,7 @@ def import_nsys(path: str | Path, *, table: CategoryTable | None = None, categor
     trace, settings = imported.trace, imported.settings
     devices = sorted({int(d) for d in np.unique(trace.kernels["device"])})
     model_name = settings.get("model") or (imported.model_names[0] if imported.model_names else "unknown")
+    grad_mode, autocast, regime_warning = recorded_regime(settings)
     result = R.ProfileResult(
         model=R.ModelInfo(name=model_name, source=settings.get("source", "nsys"), param_count=settings.get("param_count"),
                           input_shape=list(settings.get("input_shape", [])), batch_size=settings.get("batch_size"),
@@ -274,21 +336,23 @@ def import_nsys(path: str | Path, *, table: CategoryTable | None = None, categor
         config=R.RunConfig(precision=settings.get("precision", "unknown"),
                            channels_last=bool(settings.get("channels_last", False)),
                            device=settings.get("device") or (f"cuda:{devices[0]}" if devices else "unknown"),
-                           iterations=trace.iterations, passes=["nsys import"]),
+                           iterations=trace.iterations, passes=[R.NSYS_IMPORT], grad_mode=grad_mode, autocast=autocast),
         measurement="gpu",
-        environment={"source": "nsys import", **imported.export, "visprof_run": {k: v for k, v in settings.items()
-                                                                                   if k not in ("op_flops", "op_names")}},
-        warnings=list(imported.warnings),
+        environment={"source": R.NSYS_IMPORT, **imported.export,
+                     "visprof_run": {k: v for k, v in settings.items() if k not in TEMPLATE_KEYS}},
+        warnings=[*imported.warnings, *([regime_warning] if regime_warning else [])],
     )
     if devices and devices[0] in imported.gpus:
         result.gpu = imported.gpus[devices[0]]
     attr = attribution.attribute(trace, table)
-    result.attribution = attribution.summarize(attr)
-    result.categories = attr.category_rows()
-    result.modules = attribution.module_rows(attr, top=top_modules)
-    unattributed = 1.0 - result.attribution.coverage
-    result.checks = [R.Check("unattributed time", unattributed, 0.0, MAX_UNATTRIBUTED, unattributed <= MAX_UNATTRIBUTED,
-                             unit="share", detail=f"at most {MAX_UNATTRIBUTED:.1%} of activity time without a category")]
+    attach_breakdown(result, attr, top_modules=top_modules)
+    if (trace.kernels["kind"] == KIND_KERNEL).any():
+        attach_kernel_tables(result, attr)
+    else:  # memcpys and memsets alone would make a roofline, and a prediction, of copies only
+        why = _why_no_kernels(imported)
+        result.environment["no_kernel_rows"] = why  # predict quotes it
+        result.warnings.append(f"no kernel rows: {why}; so no op types, kernel families, launch sizes or roofline")
+    result.checks = [unattributed_check(result.attribution)]
     result.passes["nsys_import"] = R.PassInfo(time.perf_counter() - began, trace.iterations)
     return result
 

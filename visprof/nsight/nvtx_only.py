@@ -178,16 +178,22 @@ def _category_key(table: CategoryTable, func, module: int, attrs, tracker: Modul
 
 
 def _run_settings(spec, config, iterations: int, capture: OpCapture) -> dict:
-    """The run's settings, written as an NVTX mark for `visprof nsys import`, with the
-    template's op names and FLOPs: op j of iteration i has the id (payload) first_op_id +
-    i * len(op_names) + j."""
+    """The run's settings, written as an NVTX mark for `visprof nsys import`: the latency
+    regime (grad mode, autocast), and the template's op names, costs ([FLOPs, bytes, weight
+    bytes, tensor-core precision] per op, for the roofline) and attributes (a convolution's
+    groups and kernel size, for its op type; a weight cast): op j of iteration i has the id
+    (payload) first_op_id + i * len(op_names) + j."""
     from visprof import __version__
+    from visprof.capture.op_costs import NO_COST
     from visprof.capture.replay import FIRST_ID
 
     template = capture.template_ops()
-    return {"op_names": [str(func) for func, *_ in template], "op_flops": [flops or 0.0 for *_, flops in template],
+    return {"op_names": [str(func) for func, *_ in template],
+            "op_costs": [list(cost or NO_COST) for *_, cost in template],
+            "op_attrs": [attrs or {} for _, _, attrs, _ in template],
             "first_op_id": FIRST_ID, "model": spec.name, "source": spec.source, "param_count": spec.param_count,
             "batch_size": config.batch_size, "img_size": spec.input_size[1],
             "input_shape": list(spec.input_shape(config.batch_size)), "precision": config.precision,
+            "grad_mode": config.grad_mode, "autocast": config.autocast,
             "channels_last": config.channels_last, "device": config.device, "iterations": iterations,
             "visprof": __version__, "time": time.time()}

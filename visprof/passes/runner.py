@@ -30,7 +30,7 @@ from torch import nn
 
 from visprof.base.errors import BadInputError
 from visprof.passes.models import ModelSpec
-from visprof.base.options import AUTOCAST_OFF, DEFAULT_AUTOCAST, DEFAULT_GRAD_MODE, REDUCED_PRECISIONS
+from visprof.base.options import DEFAULT_AUTOCAST, DEFAULT_GRAD_MODE, autocast_at
 
 _LOW_PRECISION = {"bf16": torch.bfloat16, "fp16": torch.float16}
 _GRAD_MODES = {"no_grad": torch.no_grad, "inference_mode": torch.inference_mode}
@@ -48,8 +48,7 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         # fp32/tf32 have nothing to autocast to: the regime is "off" whatever was asked.
-        if self.precision not in REDUCED_PRECISIONS:
-            object.__setattr__(self, "autocast", AUTOCAST_OFF)
+        object.__setattr__(self, "autocast", autocast_at(self.precision, self.autocast))
 
     @property
     def is_cuda(self) -> bool:
