@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from visprof.base.options import AUTOCAST_OFF, REDUCED_PRECISIONS
+from visprof.base.options import UNKNOWN_REGIME, autocast_at
 from visprof.base.inputs import describe_value
 from visprof.base.typed_json import DataclassDecoder, DocumentError
 
@@ -86,8 +86,8 @@ class RunConfig:
     def __post_init__(self) -> None:
         # fp32 and tf32 run no autocast: a result written before config.autocast was recorded
         # takes the default, which at those precisions read "autocast per forward"
-        if self.precision not in REDUCED_PRECISIONS:
-            self.autocast = AUTOCAST_OFF
+        if self.autocast != UNKNOWN_REGIME:
+            self.autocast = autocast_at(self.precision, self.autocast)
 
 
 @dataclass
