@@ -550,7 +550,7 @@ def without_cpu_results(measurements: list[Measurement]) -> tuple[list[Measureme
     host-clock: not a GPU's throughput, and its category breakdown is not a GPU's (casts and layout
     ops weigh differently), so it must not give a model its dominant category (predict refuses
     them too)."""
-    kept = [m for m in measurements if m.result is None or m.result.measurement != "cpu"]
+    kept = [m for m in measurements if not m.host_clock]
     return kept, len(measurements) - len(kept)
 
 
