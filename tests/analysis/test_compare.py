@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -138,6 +139,34 @@ def test_profiled_models_are_explained_from_their_predicted_bounds_on_the_base_g
     assert deit.predicted_speedup == pytest.approx(expected)
     assert deit.explanation.endswith(f"; its profile predicts x{expected:.2f}")
     assert abs(expected / 1.68 - 1) <= 0.10  # a transformer's gain is accounted for by its bounds
+
+
+def cpu_measurement(model: str) -> Measurement:
+    """A recorded H200 profile as a CPU run of it would be recorded: host-clock times, no GPU."""
+    result = replace(recorded_result(model), measurement="cpu", gpu=None)
+    return sources.from_result(result, "cpu.json", sources.gpu_table())
+
+
+def test_a_cpu_result_is_no_profile_of_its_model_and_a_note_says_it_was_left_out():
+    """A CPU result gave its model a dominant category (and a row of 'By dominant category') while
+    the same row said 'no profile of it': its host-clock breakdown read as the GPU model's."""
+    ms = [cpu_measurement("deit_small_patch16_224"),
+          m("deit_small_patch16_224", "rtx3090", 4586.19, batch=1024), m("deit_small_patch16_224", "rtx4090", 7688.09, batch=1024),
+          m("resnet50", "rtx3090", 3219.06, batch=1024), m("resnet50", "rtx4090", 4217.6, batch=1024)]
+    c = compare(ms, base="rtx3090", target="rtx4090")
+    deit = next(x for x in c.models if x.model == "deit_small_patch16_224")
+    assert deit.profile is None and deit.dominant_category is None and deit.shares_from == ""
+    assert "no profile of it at 224 px" in deit.explanation
+    assert [a.key for a in c.by_category] == ["(no profile)"]
+    assert c.notes[0] == "1 CPU result(s) left out: their times are host-clock, not a GPU's"
+
+
+def test_cpu_results_are_not_a_gpu_to_compare_with():
+    """A CPU result's throughput was a 'GPU' named CPU: one GPU's CSV and a CPU result made a pair."""
+    ms = [cpu_measurement("resnet50"), m("resnet50", "rtx3090", 3219.06, batch=1024)]
+    with pytest.raises(BadInputError, match=r"measurements on one only \(rtx3090\): .* \(1 CPU result\(s\) left out: "
+                                            r"their times are host-clock, not a GPU's\)$"):
+        compare(ms)
 
 
 def test_an_explanation_says_when_the_bounds_do_not_account_for_the_gain():

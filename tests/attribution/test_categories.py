@@ -14,6 +14,7 @@ from visprof.attribution.categories import (
     Rule,
     conv_kind,
     derived_attrs,
+    forward_op_name,
 )
 from visprof.native.records import KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET
 from visprof.report.chrome_trace import RESERVED_CNAMES
@@ -157,6 +158,76 @@ def test_classify_op_on_timm_module_chains(table, op, chain, attrs, expected):
 def test_unmatched_op_is_other_without_rule_name(table):
     c = table.classify_op("aten.frobnicate.default", ("Block",))
     assert c == Classification("other", None, "")
+
+
+# --- a training step: backward ops belong to their forward op's category --------------------
+# Backward ops run outside every module (the forward hooks have returned): no chain.
+BACKWARD_CASES = [
+    ("aten.convolution_backward.default", conv(128, 128, 3), "convolution/depthwise"),
+    ("aten.convolution_backward.default", conv(128, 1, 1), "convolution/pointwise"),
+    ("aten.convolution_backward.default", conv(3, 1, 7), "convolution/dense"),
+    ("aten.convolution_backward.default", None, "convolution"),
+    ("aten._slow_conv2d_backward.output_mask", None, "convolution"),
+    ("aten.native_batch_norm_backward.default", None, "normalization/batch"),
+    ("aten.cudnn_batch_norm_backward.default", None, "normalization/batch"),
+    ("aten.native_layer_norm_backward.default", None, "normalization/layer"),
+    ("aten.native_group_norm_backward.default", None, "normalization/group"),
+    ("aten._fused_rms_norm_backward.default", None, "normalization/rms"),
+    ("aten.threshold_backward.default", None, "activation"),  # ReLU's backward
+    ("aten.gelu_backward.default", None, "activation"),
+    ("aten.hardswish_backward.default", None, "activation"),
+    ("aten.log_sigmoid_backward.default", None, "activation"),
+    ("aten._softmax_backward_data.default", None, "activation"),
+    ("aten.max_pool2d_with_indices_backward.default", None, "pooling"),
+    ("aten.avg_pool2d_backward.default", None, "pooling"),
+    ("aten._adaptive_avg_pool2d_backward.default", None, "pooling"),
+    ("aten._scaled_dot_product_flash_attention_backward.default", None, "attention/core"),
+    ("aten._scaled_dot_product_efficient_attention_backward.default", None, "attention/core"),
+    ("aten.mm.default", None, "linear"),  # a linear layer's backward is GEMMs
+    ("aten.native_dropout_backward.default", None, "elementwise"),
+    ("aten.embedding_dense_backward.default", None, "memory/layout"),  # an explicit entry: not "embedding_dense"
+    ("aten.slice_backward.default", None, "memory/layout"),
+    # the loss and the optimizer step: pointwise arithmetic and reductions
+    ("aten.nll_loss_forward.default", None, "elementwise"),
+    ("aten.nll_loss_backward.default", None, "elementwise"),
+    ("aten._foreach_add_.List", None, "elementwise"),
+    ("aten._fused_adamw_.default", None, "elementwise"),
+]
+
+
+@pytest.mark.parametrize("op, attrs, expected", BACKWARD_CASES, ids=[f"{c[0]}:{c[2]}" for c in BACKWARD_CASES])
+def test_a_backward_op_is_in_its_forward_ops_category(table, op, attrs, expected):
+    """A traced training step filed convolution_backward, native_batch_norm_backward, ... under
+    "other": two thirds of resnet18's step, while the coverage check said 1.0."""
+    assert table.classify_op(op, (), attrs).key == expected
+
+
+@pytest.mark.parametrize("op, forward", [
+    ("aten.convolution_backward.default", "aten.convolution.default"),
+    ("aten._softmax_backward_data.out", "aten._softmax.out"),
+    ("aten._convolution_double_backward.default", "aten._convolution.default"),
+    ("aten.batch_norm_backward_elemt.default", "aten.batch_norm.default"),
+    ("aten.convolution.default", None),
+    ("aten._backward.default", None),  # Tensor.backward itself
+    ("aten.backward.default", None),
+])
+def test_forward_op_name(op, forward):
+    assert forward_op_name(op) == forward
+
+
+def test_a_backward_op_says_which_forward_rule_classified_it(table):
+    c = table.classify_op("aten.convolution_backward.default", (), conv(128, 128, 3))
+    assert c.rule == "backward-as-forward:depthwise-conv"
+
+
+def test_a_rule_naming_a_backward_op_wins_over_its_forward_op(table):
+    table.add_rule(name="conv-grad", op=r"^aten\.convolution_backward\.", category="other", front=False)
+    assert table.classify_op("aten.convolution_backward.default").rule == "conv-grad"
+    assert table.classify_op("aten.convolution.default").key == "convolution"
+
+
+def test_a_backward_op_whose_forward_op_is_unknown_stays_other(table):
+    assert table.classify_op("aten.frobnicate_backward.default") == Classification("other", None, "")
 
 
 def test_within_includes_the_innermost_module(table):

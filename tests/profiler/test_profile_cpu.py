@@ -100,6 +100,19 @@ def test_a_trace_counts_the_flops_of_what_ran():
     assert flops["linear"] == 2 * 2 * (8 * 14 * 14) * 10
 
 
+def test_a_traced_training_step_files_backward_ops_with_their_forward_ops():
+    """A training step's backward ops landed in "other" (convolution_backward was two thirds of
+    resnet18's step); a depthwise convolution's backward is a depthwise convolution too."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                                torch.nn.Conv2d(8, 8, 3, groups=8))
+    with visprof.trace(model) as session:
+        model(torch.randn(2, 3, 16, 16)).sum().backward()
+    ops = {(row.category, row.subcategory): row.kernel_count for row in session.category_rows()}
+    assert ops[("convolution", "dense")] == ops[("convolution", "depthwise")] == 2  # forward and backward
+    assert ops[("normalization", "batch")] >= 2 and ops[("activation", None)] >= 2
+    assert ("other", None) not in ops
+
+
 def test_a_trace_session_entered_again_records_the_new_block_only():
     """A session kept (a notebook cell run twice) added the first block's ops to the second's,
     still called one iteration: two convolutions for one forward."""

@@ -258,6 +258,58 @@ def test_html_is_self_contained(report):
     assert len(re.findall(r"<td>x\d\.\d\d – x\d\.\d\d</td>", why)) == 4
 
 
+def text_of(html_file: Path) -> str:
+    """The report's words: tags and embedded images left out."""
+    import html as html_lib
+
+    return html_lib.unescape(re.sub(r"<[^>]+>", " ", html_file.read_text()))
+
+
+@pytest.fixture(scope="module")
+def cpu_result_file(tmp_path_factory) -> Path:
+    from fixtures import cpu_trace
+    from toy_results import make_result
+
+    path = tmp_path_factory.mktemp("cpu") / "cpu.json"
+    make_result(cpu_trace()).to_json(path)
+    return path
+
+
+def test_a_cpu_result_is_reported_as_host_clock_not_gpu_time(cpu_result_file, tmp_path):
+    """Docs promise every report labels CPU results as host-clock; the HTML said '1 GPU(s) (CPU)',
+    'GPU kernel time per image' and, in its figure, 'share of kernel time'."""
+    build_report(sources.load([cpu_result_file]), tmp_path / "cpu.html", png_dir=tmp_path / "png")
+    text = text_of(tmp_path / "cpu.html")
+    assert "HOST CLOCK (CPU) MEASUREMENT: times are host-clock op durations, not GPU kernel times" in text
+    assert "1 measurements of 1 models on the CPU (host clock);" in text
+    assert "Host-clock time per image by operator category" in text
+    for gpu_words in ("GPU(s)", "GPU kernel time per", "GPU time", "share of kernel time"):
+        assert gpu_words not in text
+    assert "CPU (host clock)" in text.split("Where the time goes")[1]  # the profiles table's device column
+
+
+def test_the_category_figure_names_a_cpu_results_clock(cpu_result_file, loaded):
+    cpu = sources.load([cpu_result_file]).profiles
+    assert figures.clock_of(cpu) == "cpu" and figures.clock_of(loaded.profiles) == "gpu"
+    assert figures.clock_of(cpu + loaded.profiles) == "mixed"
+    axes = {c: [ax.get_xlabel() for ax in figures.category_bars(ps).axes[:2]]
+            for c, ps in (("cpu", cpu), ("gpu", loaded.profiles), ("mixed", cpu + loaded.profiles))}
+    assert axes == {"cpu": ["host µs per image", "share of host time (%)"],
+                    "gpu": ["GPU kernel µs per image", "share of kernel time (%)"],
+                    "mixed": ["µs per image (GPU kernel; CPU: host clock)", "share of its time (%)"]}
+
+
+def test_a_report_of_gpu_and_cpu_results_says_which_is_which(cpu_result_file, tmp_path):
+    h200 = Path(__file__).resolve().parents[1] / "data" / "h200-result-vit_base_patch16_224.json"
+    build_report(sources.load([cpu_result_file, h200]), tmp_path / "mixed.html")
+    text = text_of(tmp_path / "mixed.html")
+    assert "2 measurements of 2 models on 1 GPU(s) (h200) and 1 on the CPU (host clock);" in text
+    assert ("1 of the 2 profiles are HOST CLOCK (CPU) MEASUREMENTS, marked \"CPU (host clock)\": their times are "
+            "host-clock op durations, not GPU kernel times; the others' are GPU kernel times") in text
+    assert "GPU kernel time for the GPU profiles, host-clock op time for the CPU ones" in text
+    assert "no speed-up section" not in text  # one GPU: nothing to compare, and the CPU is no second GPU
+
+
 def test_report_refuses_empty_inputs(tmp_path):
     from visprof.base.errors import BadInputError
 

@@ -16,6 +16,8 @@
   (``visprof.analysis.predict``); where it misses the measured speed-up by more than
   ``EXPLAINED_WITHIN``, the explanation says the bounds do not account for the difference;
 * **explanation**: one sentence built from these numbers and the two GPUs' spec rows.
+
+CPU results are left out, with a note that says how many: their times are host-clock.
 """
 from __future__ import annotations
 
@@ -461,6 +463,7 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
     """``time``: END_TO_END (throughput as measured or published) or GPU (profiles only, each
     at its timing pass's GPU busy time: ``visprof.analysis.time_basis``)."""
     table = table or gpu_table()
+    measurements, host_clock = without_cpu_results(measurements)
     left_out = 0
     if time == GPU:
         measurements, left_out = on_gpu_time(measurements)
@@ -468,7 +471,12 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
             raise BadInputError(f"--time gpu compares visprof profiles' GPU busy time, and none of the inputs is such "
                                 f"a profile ({left_out} published or untimed measurement(s) have no GPU time)")
     measurements = [m for m in measurements if m.samples_per_s]
-    base_key, target_key = pick_gpus(measurements, base, target, table)
+    try:
+        base_key, target_key = pick_gpus(measurements, base, target, table)
+    except BadInputError as exc:  # the CPU results were inputs too: say why they do not count
+        if not host_clock:
+            raise
+        raise BadInputError(f"{exc} ({cpu_results_note(host_clock)})") from None
     by_gpu: dict[str, dict[tuple, list[Measurement]]] = {base_key: defaultdict(list), target_key: defaultdict(list)}
     profiles: dict[tuple, list[Measurement]] = defaultdict(list)
     for m in measurements:
@@ -502,7 +510,7 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
     unmatched = {k: len(set(by_gpu[k]) - set(by_gpu[o])) for k, o in ((base_key, target_key), (target_key, base_key))}
     base_only = {key: max(rows, key=lambda m: m.kind == "reference") for key, rows in by_gpu[base_key].items()
                  if key not in by_gpu[target_key]}
-    notes = []
+    notes = [cpu_results_note(host_clock)] if host_clock else []
     if time == GPU:
         notes.append("speed-ups of GPU busy time per sample (each profile's timing pass; the GPU's idle time left out)"
                      + (f"; {left_out} measurement(s) without one left out (published rows have no GPU time)"
@@ -535,6 +543,19 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
                       by_bound=_aggregate(models, lambda m: _dominant_bound(m.shares) or "(no profile)"),
                       unmatched=unmatched, notes=notes, prediction=prediction, software=software, paths=paths, host=host,
                       base_name=base_name, target_name=target_name, base_only=base_only)
+
+
+def without_cpu_results(measurements: list[Measurement]) -> tuple[list[Measurement], int]:
+    """The measurements less the CPU results, and how many those were. A CPU result's times are
+    host-clock: not a GPU's throughput, and its category breakdown is not a GPU's (casts and layout
+    ops weigh differently), so it must not give a model its dominant category (predict refuses
+    them too)."""
+    kept = [m for m in measurements if not m.host_clock]
+    return kept, len(measurements) - len(kept)
+
+
+def cpu_results_note(count: int) -> str:
+    return f"{count} CPU result(s) left out: their times are host-clock, not a GPU's"
 
 
 def tensor_key(precision: str | None) -> str | None:

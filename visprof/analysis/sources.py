@@ -60,6 +60,11 @@ class Measurement:
         return architecture(self.model)
 
     @property
+    def host_clock(self) -> bool:
+        """A CPU result: its times are host-clock op durations, not a GPU's kernel times."""
+        return self.result is not None and self.result.measurement == "cpu"
+
+    @property
     def gpu(self) -> str:
         """The key measurements of one GPU share: its spec id, else its name."""
         return self.gpu_id or self.gpu_name

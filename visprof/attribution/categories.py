@@ -9,7 +9,8 @@ Two entry points:
 
 * ``classify_op(op_name, module_classes, attrs)``: for an aten op, given the class names of
   the modules it ran in (innermost first). Capture calls it online for every op, so results
-  are cached by (op name, module classes, the attrs that rules look at).
+  are cached by (op name, module classes, the attrs that rules look at). A backward op no rule
+  names gets its forward op's category (``convolution_backward`` -> ``convolution``).
 * ``classify_kernel(kernel_name, kind)``: for a row that has no op (external id 0, e.g. a
   Triton kernel from torch.compile), and first for memcpy/memset rows.
 """
@@ -41,6 +42,11 @@ KIND_NAMES = {
 _REGEX_FIELDS = ("op", "module", "within", "kernel")
 _RULE_FIELDS = {"name", "category", "subcategory", "kind", "attrs", "note", *_REGEX_FIELDS}
 _PATTERN_REF = re.compile(r"\$\{(\w+)\}")
+# A backward op's name: its forward op's packet, "_backward" (or "_double_backward"), maybe more
+# ("_data", "_elemt", "_overrideable"), then the overload: aten.convolution_backward.default.
+_BACKWARD_OP = re.compile(r"^(\w+\.\w+?)(?:_double)?_backward\w*(\.\w+)$")
+# The rule name of a backward op classified as its forward op: says which rule and why.
+BACKWARD_RULE_PREFIX = "backward-as-forward:"
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,14 @@ def derived_attrs(attrs: Mapping[str, Any] | None) -> dict[str, Any]:
         if kind is not None:
             out["conv_kind"] = kind
     return out
+
+
+def forward_op_name(op_name: str) -> str | None:
+    """The forward op a backward op differentiates (``aten.convolution_backward.default`` ->
+    ``aten.convolution.default``, ``aten._softmax_backward_data.out`` -> ``aten._softmax.out``);
+    None for an op whose name is not a backward's."""
+    match = _BACKWARD_OP.match(op_name)
+    return match.group(1) + match.group(2) if match else None
 
 
 def _freeze(value: Any) -> Any:
@@ -481,16 +495,30 @@ class CategoryTable:
     ) -> Classification:
         """Classify an aten op run inside ``module_classes`` (innermost first).
 
-        Never None: an op no rule matches is ``other``, which the report lists by name.
+        Never None: an op no rule matches is ``other``, which the report lists by name. A backward op
+        that no rule matches is classified as its forward op (``forward_op_name``).
         """
         classes = module_classes if isinstance(module_classes, tuple) else tuple(module_classes)
         derived = derived_attrs(attrs) if attrs and self._attr_keys else {}
         key = (op_name, classes, tuple(_freeze(derived.get(k)) for k in self._attr_keys))
         hit = self._op_cache.get(key)
         if hit is None:
-            hit = next((r.classification() for r in self._op_rules if r.matches_op(op_name, classes, derived)), UNMATCHED_OP)
+            hit = self._first_match(op_name, classes, derived) or self._as_forward_op(op_name, classes, derived)
             self._op_cache[key] = hit
         return hit
+
+    def _first_match(self, op_name: str, classes: tuple[str, ...], attrs: Mapping[str, Any]) -> Classification | None:
+        return next((r.classification() for r in self._op_rules if r.matches_op(op_name, classes, attrs)), None)
+
+    def _as_forward_op(self, op_name: str, classes: tuple[str, ...], attrs: Mapping[str, Any]) -> Classification:
+        """A backward op that no rule names belongs to its forward op's category: a training step's
+        convolution_backward is convolution time (its attrs give the same sub-kind), not "other".
+        One general rule instead of a rule per backward op; a rule naming the backward op wins."""
+        forward = forward_op_name(op_name)
+        found = self._first_match(forward, classes, attrs) if forward else None
+        if found is None:
+            return UNMATCHED_OP
+        return Classification(found.category, found.subcategory, BACKWARD_RULE_PREFIX + found.rule)
 
     def classify_kernel(self, kernel_name: str, kind: str | int | None = None) -> Classification | None:
         """Classify a row by its kernel name (and kind); None when no row rule matches."""

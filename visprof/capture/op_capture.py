@@ -30,9 +30,10 @@ from visprof.native.records import ModuleRecord, OpRecord
 from visprof.capture.structure import EXTERNAL, PARAM, SOFTMAX, Dataflow, find_roles, op_kind
 
 _aten = torch.ops.aten
-# Where each convolution overload keeps `groups` among its positional arguments.
-_GROUPS_ARG = {_aten.convolution.default: 8, _aten.conv1d.default: 6, _aten.conv2d.default: 6,
-               _aten.conv3d.default: 6}
+# Where each convolution overload keeps its input, weight and `groups` among its positional
+# arguments. The backward's are recorded too: it takes its forward's sub-kind (depthwise, ...).
+_CONV_ARGS = {_aten.convolution.default: (0, 1, 8), _aten.conv1d.default: (0, 1, 6), _aten.conv2d.default: (0, 1, 6),
+              _aten.conv3d.default: (0, 1, 6), _aten.convolution_backward.default: (1, 2, 9)}
 # The op autocast casts a tensor with: a cast of a parameter is autocast re-casting a weight.
 # What autocast calls to cast a weight: _to_copy under no_grad, to.dtype under inference_mode
 # (which skips the ADInplaceOrView key that decomposes aten.to into _to_copy).
@@ -112,7 +113,7 @@ def _module_attrs(module: torch.nn.Module) -> dict[str, Any]:
 
 def _op_attrs(func, args: tuple, kwargs: dict) -> dict[str, Any] | None:
     """What the taxonomy and the report need to know about an op beyond its name."""
-    if func in _GROUPS_ARG:
+    if func in _CONV_ARGS:
         return _conv_attrs(func, args, kwargs)
     if func in _CASTS and args and isinstance(args[0], torch.nn.Parameter):
         return {"weight_cast": True}
@@ -120,10 +121,10 @@ def _op_attrs(func, args: tuple, kwargs: dict) -> dict[str, Any] | None:
 
 
 def _conv_attrs(func, args: tuple, kwargs: dict) -> dict[str, Any]:
-    position = _GROUPS_ARG[func]
-    groups = args[position] if len(args) > position else kwargs.get("groups", 1)
-    weight = args[1]
-    return {"groups": int(groups), "in_channels": int(args[0].shape[1]), "kernel_size": [int(k) for k in weight.shape[2:]]}
+    x, weight, groups_at = _CONV_ARGS[func]
+    groups = args[groups_at] if len(args) > groups_at else kwargs.get("groups", 1)
+    return {"groups": int(groups), "in_channels": int(args[x].shape[1]),
+            "kernel_size": [int(k) for k in args[weight].shape[2:]]}
 
 
 def _attrs_key(attrs: dict) -> tuple:

@@ -73,13 +73,31 @@ def _log_scale(ax, axis: str, values) -> str:
     return ", log"
 
 
+def clock_of(profiles: Sequence) -> str:
+    """Whose clock the profiles' times are: "gpu" (kernel times), "cpu" (host-clock op times, a CPU
+    result's) or "mixed". Reports word their time by it: a CPU result's is no GPU kernel time."""
+    host = {m.host_clock for m in profiles}
+    return "mixed" if len(host) > 1 else "cpu" if True in host else "gpu"
+
+
+# The category figure's axes, by clock_of.
+TIME_AXIS = {"gpu": "GPU kernel µs per image", "cpu": "host µs per image",
+             "mixed": "µs per image (GPU kernel; CPU: host clock)"}
+SHARE_AXIS = {"gpu": "share of kernel time (%)", "cpu": "share of host time (%)", "mixed": "share of its time (%)"}
+
+
+def device_label(m) -> str:
+    """Where a measurement ran, as reports name it: its GPU, or the CPU with its clock said."""
+    return "CPU (host clock)" if m.host_clock else m.gpu_id or m.gpu_name.replace("NVIDIA ", "")
+
+
 def _label(m) -> str:
-    gpu = m.gpu_id or m.gpu_name.replace("NVIDIA ", "")
-    return f"{m.model} · {gpu} · b{m.batch_size}"
+    return f"{m.model} · {device_label(m)} · b{m.batch_size}"
 
 
 def category_bars(profiles: Sequence, max_bars: int = MAX_BARS):
-    """Per profile: GPU time per image by category, the same as shares, and time by bound."""
+    """Per profile: GPU kernel (a CPU result's: host-clock) time per image by category, the same as
+    shares, and time by bound."""
     profiles = [m for m in profiles if m.result is not None and m.result.categories]
     if not profiles:
         return None
@@ -106,7 +124,7 @@ def category_bars(profiles: Sequence, max_bars: int = MAX_BARS):
     fig = _figure(5.0 * panels + (1.6 if has_bounds else 0), max(3.0, 1.4 + 0.3 * len(totals)))
     axes = fig.subplots(1, panels, sharey=True, width_ratios=[1.25, 1, 1][:panels])
     y = list(range(len(totals)))
-    cpu = any(m.result.measurement != "gpu" for m, *_ in totals)
+    clock = clock_of([m for m, *_ in totals])
     for panel, ax in enumerate(axes[:2]):
         left = [0.0] * len(totals)
         for cat in order:
@@ -124,8 +142,8 @@ def category_bars(profiles: Sequence, max_bars: int = MAX_BARS):
         if panel == 0:
             _clip_outliers(ax, y, left)
     axes[0].set_yticks(y, [_label(m) for m, *_ in totals], fontsize=8)
-    axes[0].set_xlabel(("host" if cpu else "GPU kernel") + " µs per image")
-    axes[1].set_xlabel("share of kernel time (%)")
+    axes[0].set_xlabel(TIME_AXIS[clock])
+    axes[1].set_xlabel(SHARE_AXIS[clock])
     axes[1].set_xlim(0, 100)
     axes[0].set_title("Time by category" + note, loc="left", fontsize=10)
     axes[1].set_title("Share by category", loc="left", fontsize=10)

@@ -38,6 +38,29 @@ td.explain { text-align: left; white-space: normal; max-width: 760px; color: #34
 """
 
 
+# A profile's time as the report's sentences name it, by figures.clock_of of the profiles: a CPU
+# result's times are host-clock op durations (docs/result-schema.md), never "GPU time".
+RUN_TIME = {"gpu": "GPU time", "cpu": "host-clock time",
+            "mixed": "time (GPU time; host-clock time for a CPU profile)"}
+# What "launches < SMs" holds, by clock_of: a CPU profile launches nothing (each op is its own row).
+SMALL_LAUNCHES = {
+    "gpu": ", and the share of its kernel time in launches of fewer thread blocks than the GPU has SMs (profiles "
+           "made before 2026-12-05 do not have it)",
+    "cpu": " (a CPU profile: each op is its own row, no kernels, so no launches to count)",
+    "mixed": ", and, for a GPU profile, the share of its kernel time in launches of fewer thread blocks than the GPU "
+             "has SMs (profiles made before 2026-12-05 do not have it)",
+}
+WHERE_THE_TIME_GOES = {
+    "gpu": "GPU kernel time per image by operator category, the same as shares, and the share of latency bound by "
+           "tensor-core throughput, memory bandwidth, other compute, or the host (idle GPU).",
+    "cpu": "Host-clock time per image by operator category (a CPU measurement: each op's duration on the host, not "
+           "GPU kernel time), and the same as shares. A CPU profile has no bounds: there are no ceilings to place it by.",
+    "mixed": "Time per image by operator category, and the same as shares: GPU kernel time for the GPU profiles, "
+             "host-clock op time for the CPU ones (marked \"CPU (host clock)\"); and, for the GPU profiles, the share "
+             "of latency bound by tensor-core throughput, memory bandwidth, other compute, or the host (idle GPU).",
+}
+
+
 def _img(png: bytes, alt: str) -> str:
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
 
@@ -58,9 +81,14 @@ def _fmt(value, spec: str, empty: str = "-") -> str:
     return empty if value is None else format(value, spec)
 
 
+def _device_column(profiles) -> str:
+    """"GPU", or "device" where a CPU result is among them (its cell says "CPU (host clock)")."""
+    return "device" if any(m.host_clock for m in profiles) else "GPU"
+
+
 def _profiles_table(profiles) -> str:
     from visprof.analysis.roofline import dominant_category
-    from visprof.report.figures import peak_memory
+    from visprof.report.figures import device_label, peak_memory
 
     rows = []
     for m in sorted(profiles, key=lambda m: (m.gpu, m.model, m.img_size or 0)):
@@ -68,12 +96,12 @@ def _profiles_table(profiles) -> str:
         shares = (r.roofline.shares if r.roofline else None) or {}
         bounds = ", ".join(f"{b} {v:.0%}" for b, v in sorted(shares.items(), key=lambda kv: -kv[1]) if v >= 0.01)
         mem = peak_memory(m)
-        rows.append([m.model, str(m.img_size or "-"), m.gpu, str(m.batch_size), m.precision or "-",
+        rows.append([m.model, str(m.img_size or "-"), device_label(m), str(m.batch_size), m.precision or "-",
                      _fmt(r.timing.latency_ms.median if r.timing else None, ".3f"), _fmt(m.samples_per_s, ",.0f"),
                      _fmt(mem / 2**20 if mem else None, ",.0f"), dominant_category(r) or "-", bounds or "-",
                      "FAIL" if r.failed_checks else "pass" if r.checks else "-"])
-    return _table(["model", "img", "GPU", "batch", "precision", "latency ms", "images/s", "peak MiB", "dominant category",
-                   "time by bound", "self-checks"], rows, text_columns=(0, 2, 4, 8, 9, 10))
+    return _table(["model", "img", _device_column(profiles), "batch", "precision", "latency ms", "images/s", "peak MiB",
+                   "dominant category", "time by bound", "self-checks"], rows, text_columns=(0, 2, 4, 8, 9, 10))
 
 
 # Op types and kernel families named per profile in "What the models run".
@@ -83,6 +111,8 @@ TOP_OP_TYPES, TOP_KERNEL_FAMILIES = 4, 3
 def _what_they_run(profiles) -> str:
     """Per profile with op-type tables: its costliest op types and kernel families, and how much
     of its kernel time ran in launches too small for the GPU's SMs."""
+    from visprof.report.figures import clock_of, device_label
+
     def top(rows, name, n):
         return ", ".join(f"{getattr(r, name)} {r.share:.0%}" for r in rows[:n]) or "-"
 
@@ -93,16 +123,19 @@ def _what_they_run(profiles) -> str:
             continue
         under = r.small_launches()
         small = sum(x.share for x in under) if under is not None else None
-        rows.append([m.model, m.gpu, top(r.op_types, "op_type", TOP_OP_TYPES),
+        rows.append([m.model, device_label(m), top(r.op_types, "op_type", TOP_OP_TYPES),
                      top(r.kernel_families, "family", TOP_KERNEL_FAMILIES), _fmt(small, ".1%")])
     if not rows:
         return ""
-    return ("<section><h2>What the models run</h2><p class=\"caption\">Each profile's costliest aten op types "
-            "(convolutions by kind, GEMMs by arithmetic intensity) and kernel families, with their share of its GPU "
-            "time, and the share of its kernel time in launches of fewer thread blocks than the GPU has SMs (profiles "
-            "made before 2026-12-05 do not have it). The JSON results keep every op type and kernel family.</p>"
-            + _table(["model", "GPU", f"top {TOP_OP_TYPES} op types", f"top {TOP_KERNEL_FAMILIES} kernel families",
-                      "launches < SMs"], rows, text_columns=(0, 1, 2, 3)) + "</section>")
+    shown = [m for m in profiles if m.result.op_types]
+    clock = clock_of(shown)
+    caption = ("Each profile's costliest aten op types (convolutions by kind, GEMMs by arithmetic intensity) and "
+               f"kernel families, with their share of its {RUN_TIME[clock]}{SMALL_LAUNCHES[clock]}. The JSON results "
+               "keep every op type and kernel family.")
+    return (f'<section><h2>What the models run</h2><p class="caption">{html.escape(caption)}</p>'
+            + _table(["model", _device_column(shown), f"top {TOP_OP_TYPES} op types",
+                      f"top {TOP_KERNEL_FAMILIES} kernel families", "launches < SMs"], rows, text_columns=(0, 1, 2, 3))
+            + "</section>")
 
 
 def _calibrated_section(calibration, profiles, table, batch_size: int | None = None) -> str:
@@ -181,7 +214,7 @@ def _comparison_section(comparison, figures) -> list[str]:
 def _comparison(loaded, base, target, table, notes):
     from visprof.analysis.compare import busiest_pair, compare, gpu_keys
 
-    keys = gpu_keys(loaded.measurements)
+    keys = gpu_keys(m for m in loaded.measurements if not m.host_clock)  # compare leaves CPU results out
     named = bool(base or target)  # the user asked for this pair: a pair that fails is their mistake
     if len(keys) < 2 and not named:
         return None
@@ -202,6 +235,32 @@ def _comparison(loaded, base, target, table, notes):
         return None
     notes.extend(n for n in (comparison.software, comparison.paths, comparison.host) if n)
     return comparison
+
+
+def _what_was_measured(measurements) -> str:
+    """The header's count: "3 measurements of 2 models on 1 GPU(s) (h200)", the CPU results said
+    apart as host clock ("... and 1 on the CPU (host clock)"): the CPU is no GPU."""
+    gpus = sorted({m.gpu for m in measurements if not m.host_clock})
+    on_cpu = sum(m.host_clock for m in measurements)
+    where = [f"{len(gpus)} GPU(s) ({', '.join(gpus)})"] if gpus else []
+    if on_cpu:
+        where.append("the CPU (host clock)" if not gpus else f"{on_cpu} on the CPU (host clock)")
+    return (f"{len(measurements)} measurements of {len({m.arch for m in measurements})} models on "
+            + " and ".join(where))
+
+
+def _host_clock_banner(profiles) -> str | None:
+    """What the terminal report says of a CPU result, said once at the top: every time below is
+    host-clock (all CPU), or which profiles' times are (GPU and CPU mixed)."""
+    from visprof.report.table import CPU_BANNER
+
+    on_cpu = sum(m.host_clock for m in profiles)
+    if not on_cpu:
+        return None
+    if on_cpu == len(profiles):
+        return CPU_BANNER
+    return (f"{on_cpu} of the {len(profiles)} profiles are HOST CLOCK (CPU) MEASUREMENTS, marked \"CPU (host clock)\": "
+            "their times are host-clock op durations, not GPU kernel times; the others' are GPU kernel times")
 
 
 # The figures a report may draw, by name; with ``png_dir`` each is written as NAME.png there.
@@ -251,6 +310,7 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
     speed-up over its pair, at ``batch_size`` (else each profile's own batch)."""
     from visprof.analysis.gpus import gpu_table
     from visprof.base.outputs import atomic_write_all
+    from visprof.report.figures import clock_of
     from visprof.result import visprof_version
 
     if not loaded.measurements:
@@ -264,19 +324,19 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
                      f"precision, layout): only the latest of each is shown")
     comparison = _comparison(loaded, base, target, table, notes)
     figures = render_figures(loaded, comparison, table)
-    gpus = sorted({m.gpu for m in loaded.measurements})
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
-             f"<header><h1>{html.escape(title)}</h1><p>{len(loaded.measurements)} measurements of "
-             f"{len({m.arch for m in loaded.measurements})} models on {len(gpus)} GPU(s) ({html.escape(', '.join(gpus))}); "
+             f"<header><h1>{html.escape(title)}</h1><p>{html.escape(_what_was_measured(loaded.measurements))}; "
              f"{len(loaded.profiles)} visprof profiles · made {now} by visprof {html.escape(visprof_version())}</p></header><main>"]
+    banner = _host_clock_banner(loaded.profiles)
+    if banner:
+        parts.append(f'<p class="caption"><b>{html.escape(banner)}</b></p>')
     for note in notes + [f"skipped {s}" for s in loaded.skipped[:10]]:
         parts.append(f'<p class="caption">Note: {html.escape(note)}</p>')
     if loaded.profiles:
-        parts.append("<section><h2>Where the time goes</h2><p class=\"caption\">GPU kernel time per image by operator "
-                     "category, the same as shares, and the share of latency bound by tensor-core throughput, memory "
-                     "bandwidth, other compute, or the host (idle GPU).</p>")
+        parts.append(f"<section><h2>Where the time goes</h2><p class=\"caption\">"
+                     f"{html.escape(WHERE_THE_TIME_GOES[clock_of(loaded.profiles)])}</p>")
         if "categories" in figures:
             parts.append(_img(figures["categories"], "time by category"))
         parts.append(_profiles_table(loaded.profiles) + "</section>")
