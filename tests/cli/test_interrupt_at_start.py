@@ -175,10 +175,12 @@ def test_the_model_commands_arguments_are_checked_before_torch_loads():
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.parametrize("sent, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 @pytest.mark.parametrize("moment", ["during the import", "during the run"])
-def test_sigterm_stops_a_command_as_ctrl_c_does(tmp_path, moment):
-    """SIGTERM (timeout, SLURM, docker stop) ended the process at once with no word (exit 143 by the
-    signal), before any cleanup: a sweep's run stayed 'running'. It now takes Ctrl-C's path."""
+def test_sigterm_stops_a_command_as_ctrl_c_does(tmp_path, moment, sent, code):
+    """SIGTERM (timeout, SLURM, docker stop) and SIGHUP (the terminal closed, ssh dropped) ended the
+    process at once with no word, before any cleanup: a sweep's run stayed 'running'. They now take
+    Ctrl-C's path."""
     if moment == "during the import":
         proc = subprocess.Popen([sys.executable, "-c", _SLOW_IMPORT_CLI.replace("run()", "run()  # as the console script")],
                                 stderr=subprocess.PIPE, env=child_env(), text=True, cwd=tmp_path)
@@ -190,8 +192,23 @@ def test_sigterm_stops_a_command_as_ctrl_c_does(tmp_path, moment):
         deadline = time.monotonic() + 120
         while "timing" not in proc.stderr.readline() and time.monotonic() < deadline:  # the progress reached timing
             pass
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sent)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 143, err
-    assert err.strip().splitlines()[-1] == "visprof: error: terminated (SIGTERM); not written: r.json, t.json", err
+    assert proc.returncode == code, err
+    assert err.strip().splitlines()[-1] == f"visprof: error: terminated ({sent.name}); not written: r.json, t.json", err
     assert not (tmp_path / "r.json").exists() and "Traceback" not in err
+
+
+def test_under_nohup_a_hang_up_does_not_stop_the_command(tmp_path):
+    """nohup ignores SIGHUP so that a command outlives its terminal: visprof must not undo that."""
+    code = ("import os, signal, sys, time, visprof.cli.app as app\n"
+            "def done():\n"
+            "    os.kill(os.getpid(), signal.SIGHUP)  # the terminal goes away mid-command\n"
+            "    time.sleep(0.2)\n"
+            "    print('went on', flush=True)\n"
+            "    return 0\n"
+            "app.main = done\n"
+            "app.run()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=child_env(),
+                          preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))  # as nohup starts it
+    assert (done.returncode, done.stdout) == (0, "went on\n"), done.stderr

@@ -386,3 +386,26 @@ def test_a_crash_detail_holds_the_crashed_cells_output_only(tmp_path):
     assert "Segmentation fault" in crash["detail"] and "string_at" in crash["detail"]
     assert "noise from" not in crash["detail"]
     assert run["status"] == "complete"
+
+
+def test_a_sweep_whose_stderr_reader_goes_away_runs_to_the_end(tmp_path):
+    """`visprof sweep ... 2>&1 | head -2`: the next progress line raised BrokenPipeError, which ended
+    the sweep with exit 1, its remaining cells not run and its --json not written."""
+    import json
+    import subprocess
+    import sys
+
+    from visprof.base.child_env import child_env
+
+    store, summary = tmp_path / "s.db", tmp_path / "summary.json"
+    proc = subprocess.Popen([sys.executable, "-m", "visprof", "sweep", "visprof_fake_tiny,visprof_fake_wide",
+                             "--store", str(store), "--import", FAKE_MODELS, "--device", "cpu", "--iterations", "3",
+                             "--warmup", "1", "--json", str(summary)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env(), text=True)
+    first = proc.stderr.readline()  # as `| head -1`: one line read, then the reader is gone
+    proc.stderr.close()
+    assert proc.wait(timeout=600) == 0, first
+    assert json.loads(summary.read_text())["done"] == 2
+    with open_store(store) as opened:
+        assert sorted(r["model"] for r in opened.rows()) == ["visprof_fake_tiny", "visprof_fake_wide"]
+        assert [r["status"] for r in opened.runs()] == ["complete"]

@@ -39,8 +39,8 @@ def import_timm_holding_interrupts(on_interrupt: Callable[[], None] | None = Non
     if "timm" in sys.modules or not hasattr(signal, "pthread_sigmask") \
             or threading.current_thread() is not threading.main_thread():
         return import_timm()
-    # SIGTERM too: the CLI stops on it as on Ctrl-C, by an exception that the import would lose as well
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    # SIGTERM and SIGHUP too: the CLI stops on them as on Ctrl-C, by an exception that the import would lose as well
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
     # Started after the mask is set, so the waiter holds SIGINT too, as sigtimedwait needs. Not where
     # the caller held SIGINT already: the waiter would take a signal that is the caller's to take.
     waiter = _HeldInterruptWaiter(on_interrupt) \

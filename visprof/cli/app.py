@@ -23,10 +23,9 @@ from visprof.base.options import AUTOCAST_MODES, GRAD_MODES, PASSES, PRECISIONS
 from visprof.base.errors import BadInputError, VisprofError, VisprofWarning
 from visprof.cli import nsight as nsight_cli
 from visprof.cli.arguments import img_size, non_negative_int, pass_list, positive_int
-from visprof.cli.closed_stdout import pipe_safe_stdout
+from visprof.cli.closed_stdout import pipe_safe_stderr, pipe_safe_stdout
 
 EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT (128 + 2)
-EXIT_TERMINATED = 143  # and for SIGTERM (128 + 15)
 
 
 # --- parser --------------------------------------------------------------------------------
@@ -384,7 +383,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         # Parsing is inside: an argument type may import torch (sweep's --img-size), and --help
         # writes to stdout.
-        with pipe_safe_stdout():
+        with pipe_safe_stdout(), pipe_safe_stderr():
             try:
                 args = build_parser().parse_args(argv)
             except SystemExit as exit_:  # --help, --version, or a usage error argparse printed
@@ -400,16 +399,22 @@ def _main(argv: Sequence[str] | None) -> int:
     except VisprofError as error:
         if os.environ.get("VISPROF_DEBUG"):
             raise
-        print(f"visprof: error: {error}", file=sys.stderr)
+        _say_error(str(error))
         return error.exit_code
     except KeyboardInterrupt as interrupt:
         # A command may say what the interruption left undone (e.g. which files were not written).
         detail = f"; {interrupt.args[0]}" if interrupt.args and interrupt.args[0] else ""
         if _terminated:
-            print(f"visprof: error: terminated (SIGTERM){detail}", file=sys.stderr)
-            return EXIT_TERMINATED
-        print(f"visprof: error: interrupted{detail}", file=sys.stderr)
+            _say_error(f"terminated ({_terminated}){detail}")
+            return 128 + signal.Signals[_terminated].value  # the shell's convention: 143 for SIGTERM, 129 for SIGHUP
+        _say_error(f"interrupted{detail}")
         return EXIT_INTERRUPTED
+
+
+def _say_error(text: str) -> None:
+    """The error's one line; with stderr gone (a closed pipe, a full disk) the exit code says it."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        print(f"visprof: error: {text}", file=sys.stderr, flush=True)
 
 
 def _files_asked_for(args: argparse.Namespace) -> "_OutputWriter":
@@ -425,15 +430,17 @@ def say_the_stop_is_coming() -> None:
         print("visprof: stopping once torch has finished loading", file=sys.stderr, flush=True)
 
 
-# SIGTERM (timeout, SLURM, docker stop, systemd) stops a command as Ctrl-C does: the same cleanup
-# (workers killed, a sweep's run marked interrupted, unwritten files named), exit 143. Python's
-# default for it is to die at once, with the run left "running" and no word.
-_terminated = False
+# SIGTERM (timeout, SLURM, docker stop, systemd) and SIGHUP (the terminal closed, an ssh session
+# dropped) stop a command as Ctrl-C does: the same cleanup (workers killed, a sweep's run marked
+# interrupted, unwritten files named), exit 128 + the signal. Python's default for them is to die at once,
+# with the run left "running" and no word. _terminated: the signal's name, once one came.
+_terminated = ""
+_STOPPING_SIGNALS = ("SIGTERM", "SIGHUP")
 
 
-def _stop_on_sigterm(signum, frame) -> None:
+def _stop_on_signal(signum, frame) -> None:
     global _terminated
-    _terminated = True
+    _terminated = signal.Signals(signum).name
     raise KeyboardInterrupt
 
 
@@ -443,12 +450,16 @@ def run() -> None:
     Once ``main`` returns the command is done (its files written, its report printed). A Ctrl-C
     while the interpreter then tears torch down would end the process by SIGINT, with no word and
     a code that says interrupted, so it is ignored from here on."""
+    # not where the signal is ignored: under nohup SIGHUP is, and the command must go on
+    stopping = [getattr(signal, name) for name in _STOPPING_SIGNALS
+                if hasattr(signal, name) and signal.getsignal(getattr(signal, name)) is not signal.SIG_IGN]
     with contextlib.suppress(ValueError):  # signal() works in the main thread only
-        signal.signal(signal.SIGTERM, _stop_on_sigterm)
+        for signum in stopping:
+            signal.signal(signum, _stop_on_signal)
     code = main()
     with contextlib.suppress(ValueError):  # signal() works in the main thread only
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for signum in (signal.SIGINT, *stopping):
+            signal.signal(signum, signal.SIG_IGN)
     _clear_unhandled_interrupt_mark()
     sys.exit(code)
 

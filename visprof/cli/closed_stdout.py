@@ -11,7 +11,10 @@
   way so that the command still writes its files, and after it the failure is reported as a
   ``StdoutWriteError`` (one line, exit 5) rather than lost.
 
-``pipe_safe_stdout()`` wraps ``sys.stdout`` for the length of a command.
+``pipe_safe_stdout()`` wraps ``sys.stdout`` for the length of a command, and
+``pipe_safe_stderr()`` ``sys.stderr``: progress and notes are a side channel, and a sweep
+whose stderr went through `| head` or onto a full log disk had died at its next progress line,
+its remaining cells not run and its --json not written. A failure there has nowhere to be said.
 """
 from __future__ import annotations
 
@@ -77,4 +80,17 @@ def pipe_safe_stdout() -> Iterator[None]:
         raise StdoutWriteError(wrapped.failure)
 
 
-__all__ = ["pipe_safe_stdout"]
+@contextlib.contextmanager
+def pipe_safe_stderr() -> Iterator[None]:
+    original = sys.stderr
+    if original is None:  # closed before the start: Python has none, and nothing is written there
+        yield
+        return
+    sys.stderr = _DropWhenClosed(original)
+    try:
+        yield
+    finally:
+        sys.stderr = original
+
+
+__all__ = ["pipe_safe_stderr", "pipe_safe_stdout"]
