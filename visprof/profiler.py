@@ -119,9 +119,9 @@ def profile(
             quiet_torch_noise():
         bar.step("loading model")
         runner = make_runner(spec, config, search_batch)
-        build_s = time.perf_counter() - build_start
-        sampler = hardware.ClockSampler(runner.device.index or 0) if kind == "cuda" else _NoSampler()
-        try:
+        try:  # from here on runner.close() puts the TF32 switches back, however the run ends
+            build_s = time.perf_counter() - build_start
+            sampler = hardware.ClockSampler(runner.device.index or 0) if kind == "cuda" else _NoSampler()
             with runner.session():
                 outcome = _run_passes(runner, passes, table, warmup, iterations, attributed_iterations, bar, notes,
                                       sampler)

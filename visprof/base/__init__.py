@@ -7,4 +7,5 @@ hardware    device resolution and GPU facts from NVML
 options     the run options (precisions, regimes, passes) and their defaults
 progress    progress lines on stderr
 child_env   the environment a visprof child process gets
+tf32_switches  torch's TF32 switches, set for a run and put back after it (imports torch: not for the CLI's checks)
 """

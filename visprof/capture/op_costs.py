@@ -15,6 +15,8 @@ from typing import Any, NamedTuple
 import torch
 from torch.utils.flop_counter import flop_registry
 
+from visprof.base.tf32_switches import tf32_in_use
+
 aten = torch.ops.aten
 _CONV_ND = {aten.conv1d, aten.conv2d, aten.conv3d}
 
@@ -197,8 +199,8 @@ def tensor_core_precision(func, inputs: list[torch.Tensor]) -> str | None:
     if dtype in _TENSOR_CORE_DTYPES:
         return _TENSOR_CORE_DTYPES[dtype]
     if dtype == torch.float32 and floats[0].is_cuda:
-        allowed = torch.backends.cudnn.allow_tf32 if packet in _CONVOLUTIONS else torch.backends.cuda.matmul.allow_tf32
-        return "tf32" if allowed else None
+        # read through the API torch itself follows: its legacy flag may be refused (a mix of the two APIs)
+        return "tf32" if tf32_in_use("conv" if packet in _CONVOLUTIONS else "matmul") else None
     return None
 
 

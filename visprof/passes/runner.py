@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from visprof.base.errors import BadInputError
+from visprof.base.tf32_switches import set_for_run
 from visprof.passes.models import ModelSpec
 from visprof.base.options import DEFAULT_AUTOCAST, DEFAULT_GRAD_MODE, autocast_at
 
@@ -74,11 +75,16 @@ class ModelRunner:
         self.spec = spec
         self.config = config
         self.device = torch.device(config.device)
-        self._saved_tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
         # fp32 means true fp32; tf32 is asked for explicitly (cuDNN enables it by default).
-        allow_tf32 = config.precision == "tf32"
-        torch.backends.cuda.matmul.allow_tf32 = allow_tf32
-        torch.backends.cudnn.allow_tf32 = allow_tf32
+        self._saved_switches = set_for_run(tf32=config.precision == "tf32")
+        try:
+            self._build(spec, config)
+        except BaseException:
+            self.close()  # a refused or interrupted build leaves the switches as it found them
+            raise
+
+    def _build(self, spec: ModelSpec, config: RunConfig) -> None:
+        """The model on its device in the regime's dtype and layout, and its input batch."""
         memory_format = torch.channels_last if config.channels_last else torch.contiguous_format
         cast_to = _LOW_PRECISION[config.precision] if config.autocast == "model-cast" else None
         module = spec.module
@@ -156,4 +162,8 @@ class ModelRunner:
         return torch.cuda.current_stream(self.device) if self.config.is_cuda else None
 
     def close(self) -> None:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = self._saved_tf32
+        """Puts the TF32 switches back as they were before this runner (once: a later call does not
+        undo what the user set since)."""
+        saved, self._saved_switches = self._saved_switches, None
+        if saved is not None:
+            saved.restore()

@@ -19,6 +19,7 @@ from visprof.base.options import (AUTOCAST_MODES, DEFAULT_AUTOCAST, DEFAULT_BATC
 from visprof.passes.batch_search import is_out_of_memory, largest_fitting_batch, release_cached_memory
 from visprof.passes.host_memory import check_host_memory, host_oom_error, is_host_out_of_memory
 from visprof.base.sizes import validate_batch_size
+from visprof.base.tf32_switches import Tf32SwitchError
 from visprof.passes.models import ModelSpec, check_weights_dtype, resolve_model
 from visprof.passes.runner import ModelRunner, RunConfig
 
@@ -173,13 +174,15 @@ def make_runner(spec: ModelSpec, config: RunConfig, search_batch: bool = True) -
             runner()
             runner.sync()
         return runner
-    except Exception as exc:
+    except BaseException as exc:
         if runner is not None:
-            runner.close()  # restores the TF32 switches it changed
+            runner.close()  # restores the TF32 switches it changed, however the forward ended (Ctrl-C too)
             runner = None  # and frees its input before a batch search
+        if not isinstance(exc, Exception):
+            raise
         if not is_oom(exc, config.is_cuda):
-            if isinstance(exc, VisprofError):
-                raise
+            if isinstance(exc, (VisprofError, Tf32SwitchError)):
+                raise  # a refusal, or the TF32 switches' set-up: no forward to blame
             raise spec.forward_error(config.batch_size, exc) from exc
     # Out of memory, handled after the except block: inside it, the exception's traceback keeps
     # the failed forward's frames, and so its input and activations, alive through the search.
