@@ -53,6 +53,14 @@ def test_the_python_writers_replace_no_pipe_device_or_store(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "results.db"]  # no temporary file left
 
 
+def test_a_symbolic_link_loop_is_refused_in_one_line(tmp_path):
+    """l1 -> l2 -> l1 as --json or --store: pathlib's RuntimeError "Symlink loop" was a traceback."""
+    (tmp_path / "l1.db").symlink_to(tmp_path / "l2.db")
+    (tmp_path / "l2.db").symlink_to(tmp_path / "l1.db")
+    with pytest.raises(BadInputError, match=r"--json: .*l1.db is a symbolic link that leads back to itself"):
+        check_output_paths({"--json": tmp_path / "l1.db"})
+
+
 @pytest.mark.parametrize("path", ["", "  "])
 def test_an_empty_path_is_refused_as_such(path, tmp_path, monkeypatch):
     """result.to_json("") said "could not write .: Device or resource busy" (Path("") is ".")."""

@@ -68,6 +68,7 @@ def check_output_path(path: str | Path, what: str = "output") -> Path:
     ``what`` names the path in the message (an option such as ``--json``). A symbolic link
     is checked (and later written) as the file it points to."""
     path = _through_links(_named(path, what))
+    _refuse_a_link_loop(path, what)
     if path.is_dir():
         raise BadInputError(f"{what}: {path} is a directory; give a file name")
     _refuse_a_special_file(path, what)
@@ -161,6 +162,16 @@ def check_output_paths(paths: Mapping[str, str | Path | None], inputs: Mapping[s
         if what not in sqlite:
             _refuse_a_store(path, what)
     return checked
+
+
+def _refuse_a_link_loop(path: Path, what: str) -> None:
+    """Links that lead back to themselves name no file (pathlib's resolve raised RuntimeError)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise BadInputError(f"{what}: {path} is a symbolic link that leads back to itself (a loop); "
+                                "give a file name") from None
 
 
 def _refuse_a_special_file(path: Path, what: str) -> None:
