@@ -441,3 +441,33 @@ def test_a_store_made_before_the_family_category_table_reads_it_empty_and_gains_
     assert [(r["model"], r["family"], r["category"]) for r in rows] == [
         (cell.model, "at::native::vectorized_elementwise_kernel", "activation"),
         (cell.model, "at::native::vectorized_elementwise_kernel", "memory"), (cell.model, "nvjet_tst", "linear")]
+
+
+def test_a_refused_write_is_advised_by_its_cause(store, monkeypatch):
+    """"database is locked" (another program's transaction) and read-only side files (left by a read
+    while the store was read-only, which SQLite makes with the store's mode) were both told to "make
+    room (or make it writable)", which the user had done."""
+    import os
+    import sqlite3
+
+    import visprof.store.result_store as module
+
+    locked = store._what_to_do(sqlite3.OperationalError("database is locked"))
+    assert locked.startswith("another program (an SQLite shell or browser, a script) holds a transaction on it")
+    shm = store.path.with_name(store.path.name + "-shm")
+    shm.touch()
+    monkeypatch.setattr(module.os, "access", lambda path, mode: Path(path) != shm)  # as a user who is not root sees 0444
+    readonly = sqlite3.OperationalError("attempt to write a readonly database")
+    assert store._what_to_do(readonly) == (f"{shm.name} beside it read-only (left by a read while the store was): "
+                                           "make them writable too")
+    monkeypatch.setattr(module.os, "access", lambda path, mode: False)
+    assert store._what_to_do(readonly) == "make room (or make it writable)"
+
+
+def test_a_store_named_like_sqlites_in_memory_database_is_a_file(tmp_path, monkeypatch, vit_doc, cell):
+    """--store :memory: said "1 measured", and kept nothing: SQLite read the name as its in-memory database."""
+    monkeypatch.chdir(tmp_path)
+    with ResultStore(":memory:", write=True) as named:
+        named.add_result(cell, vit_doc)
+    with open_store(tmp_path / ":memory:") as reopened:
+        assert reopened.count() == 1

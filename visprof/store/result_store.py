@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from visprof.base.errors import BadInputError, OutputWriteError, VisprofWarning
+from visprof.base.outputs import sqlite_side_files
 from visprof.store.flatten import (category_rows, compact_json, flatten_result, kernel_family_category_rows,
                                    kernel_family_rows, memory_rows, normalize_gpu_uuid, op_type_rows)
 from visprof.store.cell import Cell, canonical_key, img_size_text
@@ -131,7 +132,8 @@ class ResultStore:
             raise
 
     def _connect(self, uri: str | None = None) -> None:
-        self.conn = sqlite3.connect(uri or str(self.path), timeout=60, isolation_level=None, factory=StoreConnection,
+        # absolute: a store named ":memory:" is that file, not an in-memory database that keeps nothing
+        self.conn = sqlite3.connect(uri or str(self.path.absolute()), timeout=60, isolation_level=None, factory=StoreConnection,
                                     uri=uri is not None)
         self.conn.store_path = str(self.path)
         self.conn.row_factory = sqlite3.Row
@@ -293,9 +295,21 @@ class ResultStore:
             if any(text in str(exc) for text in _STORAGE_ERRORS):
                 # the store is there, with every row committed before this one ("no file was created" was wrong)
                 raise OutputWriteError(self.path, str(exc), previous_kept=True,
-                                       left="the rows stored before are kept in it; make room (or make it writable) "
+                                       left=f"the rows stored before are kept in it; {self._what_to_do(exc)} "
                                             "and run the same command again to go on") from exc
             raise
+
+    def _what_to_do(self, exc: sqlite3.OperationalError) -> str:
+        """The advice for a write the store refused, by its cause."""
+        if "locked" in str(exc):  # another program's transaction held it past the 60 s wait
+            return ("another program (an SQLite shell or browser, a script) holds a transaction on it: "
+                    "end that transaction")
+        side = [f for f in sqlite_side_files(self.path) if f.exists() and not os.access(f, os.W_OK)]
+        if side and os.access(self.path, os.W_OK):
+            # SQLite makes them with the store's mode: a read while the store was read-only leaves them so
+            return (f"{', '.join(f.name for f in side)} beside it read-only (left by a read while the store was): "
+                    "make them writable too")
+        return "make room (or make it writable)"
 
     def _require_write(self) -> None:
         if not self.write:
