@@ -17,6 +17,7 @@ FAKE_MODELS = str(Path(__file__).resolve().parents[1] / "helpers" / "sweep_fake_
     (["nosuchfamily_*"], 2, "matches no timm model"),
     (["resnet18", "--exclude", "resnet*"], 2, "leaves none"),
     (["--model-list", "{tmp}/missing.txt"], 2, "--model-list: no such file"),
+    (["--model-list", "/"], 2, "--model-list: / is a directory; give a file with one model name a line"),
     (["resnet18", "-O", "nonsense=1"], 2, "unknown profile option 'nonsense'"),
     (["resnet18", "-O", "batch_size=3"], 2, "set by the sweep itself"),
     # values profile() refuses: before, each cell failed with them, stored as a failure, and the sweep exited 0
@@ -184,3 +185,13 @@ def test_the_time_budget_counts_from_the_commands_start(monkeypatch, capsys, tmp
     monkeypatch.setattr(sweep_cli, "COMMAND_STARTED", started)
     code, _, _ = run_cli(capsys, "sweep", "resnet18", "--store", str(tmp_path / "r.db"), "--time-budget", "14")
     assert code == 0 and (given["time_budget_s"], given["started_at"]) == (14.0, started)
+
+
+def test_a_folder_as_the_model_list_is_said_to_be_one_beside_a_store_in_it(tmp_path, capsys, monkeypatch):
+    """The folder was read as a folder of inputs first: "--store mystore.db: it is the --model-list file
+    file mystore.db, read from the folder ." for a store the user was resuming."""
+    monkeypatch.chdir(tmp_path)
+    ResultStore("mystore.db", write=True).close()
+    got, _, err = run_cli(capsys, "sweep", "--model-list", ".", "--store", "mystore.db", "--device", "cpu")
+    assert got == 2
+    assert one_error_line(err) == "visprof: error: --model-list: . is a directory; give a file with one model name a line"
