@@ -409,3 +409,23 @@ def test_a_sweep_whose_stderr_reader_goes_away_runs_to_the_end(tmp_path):
     with open_store(store) as opened:
         assert sorted(r["model"] for r in opened.rows()) == ["visprof_fake_tiny", "visprof_fake_wide"]
         assert [r["status"] for r in opened.runs()] == ["complete"]
+
+
+def test_a_module_imported_by_name_from_the_current_folder_reaches_the_workers(tmp_path):
+    """`python -m visprof sweep ... --import my_models` beside my_models.py: the driver found it (the
+    current folder is on its path), and every worker, started without that folder, failed."""
+    import shutil
+    import subprocess
+    import sys
+
+    from visprof.base.child_env import child_env
+
+    shutil.copy(FAKE_MODELS, tmp_path / "my_models.py")
+    env = child_env()
+    env.pop("PYTHONSAFEPATH")  # as a user's shell runs it: the current folder first on the driver's path
+    done = subprocess.run([sys.executable, "-m", "visprof", "sweep", "visprof_fake_tiny", "--import", "my_models",
+                           "--store", "s.db", "--device", "cpu", "--iterations", "3", "--warmup", "1", "-q"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    with open_store(tmp_path / "s.db") as opened:
+        assert [r["model"] for r in opened.rows()] == ["visprof_fake_tiny"]

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 from visprof.base.child_env import child_env
 from visprof.base.errors import VisprofError
 from visprof.sweep.execute import DETAIL_CHARS
+from visprof.sweep.selection import import_roots
 from visprof.sweep.tasks import Task, TaskSource
 from visprof.sweep.worker import LineDecoder, encode_message
 
@@ -112,6 +113,7 @@ class LocalExecutor:
             raise ValueError("no slots to run workers on")
         self.slots = list(slots)
         self.imports = list(imports)
+        self.import_roots = import_roots(self.imports)  # the driver has imported them (run_sweep)
         self.timeout_s = timeout_s
         self.fresh_process = fresh_process
         self.echo_stderr = echo_stderr
@@ -261,6 +263,8 @@ class LocalExecutor:
         for module in self.imports:
             command += ["--import", module]
         env = child_env({**os.environ, **dict(slot.env), "PYTHONUNBUFFERED": "1"})
+        if self.import_roots:  # where the driver found the --import modules, which the worker's path lacks
+            env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], *self.import_roots]).strip(os.pathsep)
         # Workers share the host's cores: each takes its part for torch's CPU threads (model
         # building, host ops), unless the user set it. With every worker spinning up all cores,
         # two H200 workers each took 2.6x longer outside the passes (bench/results/h200x2-sweep-1).

@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 import importlib
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -86,9 +87,34 @@ def import_modules(modules: Sequence[str]) -> None:
         _import_one(entry)
 
 
+def import_roots(modules: Sequence[str]) -> list[str]:
+    """The folders the driver found modules named by name (not by file) in that a worker would not
+    search, for the workers' PYTHONPATH. Those are the driver's first ``sys.path`` entry: the
+    script's folder, or the current one under ``python -m``, which workers started with
+    PYTHONSAFEPATH leave out; ``run.py`` beside ``my_models.py`` had failed in every worker.
+    Call it after ``import_modules``."""
+    if sys.flags.safe_path or not sys.path:
+        return []
+    hidden = os.path.realpath(sys.path[0] or os.getcwd())
+    roots = []
+    for entry in modules:
+        spec = None if _names_a_file(entry) else getattr(sys.modules.get(entry.split(".")[0]), "__spec__", None)
+        if spec is None or not (spec.submodule_search_locations or spec.origin):
+            continue
+        location = spec.submodule_search_locations[0] if spec.submodule_search_locations else spec.origin
+        root = os.path.dirname(os.path.realpath(location))  # a package's parent, or a module's folder
+        if root == hidden and root not in roots:
+            roots.append(root)
+    return roots
+
+
+def _names_a_file(entry: str) -> bool:
+    return entry.endswith(".py") or "/" in entry or "\\" in entry
+
+
 def _import_one(entry: str) -> None:
     try:
-        if entry.endswith(".py") or "/" in entry or "\\" in entry:
+        if _names_a_file(entry):
             path = Path(entry).resolve()
             if not path.is_file():
                 raise BadInputError(f"--import: no such file: {entry}")
