@@ -324,6 +324,9 @@ def test_the_command_prints_the_report_and_writes_a_result(tmp_path, capsys):
     assert code == 0
     printed = capsys.readouterr().out
     assert "attention" in printed and "projections" in printed and "nsys 3.x" not in printed
+    # what was measured, and by what: the recording, not visprof's CUPTI pass
+    assert "measured: GPU kernel time (Nsight Systems recording, visprof nsys import)" in printed
+    assert "Recording (" in printed and "Attributed pass (" not in printed and "(CUPTI)" not in printed
     result = ProfileResult.load(out)
     assert result.model.name == "deit_small_patch16_224" and len(result.modules) == 3
     assert json.loads(out.read_text())["environment"]["source"] == "nsys import"

@@ -11,7 +11,7 @@ import textwrap
 
 from visprof.base.errors import BadInputError
 from visprof.base.options import regime_label
-from visprof.result import CategoryRow, KernelFamilyRow, MemorySummary, ProfileResult, category_totals
+from visprof.result import NSYS_IMPORT, CategoryRow, KernelFamilyRow, MemorySummary, ProfileResult, category_totals
 from visprof.report.roofline_text import roofline_section
 from visprof.report.text_table import format_table
 
@@ -75,7 +75,9 @@ def _header(result: ProfileResult) -> list[str]:
     parts.append(c.device)
     lines = ["visprof profile: " + " · ".join(parts)]
     gpu = (result.gpu or {}).get("name")
-    measured = "GPU kernel time (CUPTI)" if result.measurement == "gpu" else "host clock around each op"
+    imported = NSYS_IMPORT in result.config.passes
+    measured = ("GPU kernel time (Nsight Systems recording, visprof nsys import)" if imported
+                else "GPU kernel time (CUPTI)" if result.measurement == "gpu" else "host clock around each op")
     lines.append(f"{'GPU: ' + gpu + ' · ' if gpu else ''}measured: {measured} · {result.created_at} · visprof {result.visprof_version}")
     return lines
 
@@ -214,7 +216,8 @@ def _timing(result: ProfileResult, cpu: bool) -> list[str]:
                          f"coverage {_share(a.coverage)}")
         else:
             busy = ", ".join(f"device {d}: {ms:.3f} ms" for d, ms in a.busy_ms.items()) or "-"
-            lines.append(f"Attributed pass ({a.iterations} iterations): kernel sum {a.kernel_ms:.3f} ms/iter, memcpy "
+            source = "Recording" if NSYS_IMPORT in result.config.passes else "Attributed pass"
+            lines.append(f"{source} ({a.iterations} iterations): kernel sum {a.kernel_ms:.3f} ms/iter, memcpy "
                          f"{a.memcpy_ms:.3f}, memset {a.memset_ms:.3f}; busy {busy}; coverage {_share(a.coverage)}")
     if result.memory is not None:
         lines.append(_memory_line(result.memory))
