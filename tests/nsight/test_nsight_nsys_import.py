@@ -512,6 +512,11 @@ def test_predict_works_on_an_import(tmp_path, capsys):
     capsys.readouterr()
     assert cli.main(["predict", "--from", str(run_json), "--to", "rtx4090"]) == 0, capsys.readouterr().err
     assert "deit_small_patch16_224" in capsys.readouterr().out
+    from visprof.analysis.predict import predict_result
+
+    # a recording has no timing pass: its latency leaves the host's share out, and says so
+    prediction = predict_result(ProfileResult.load(run_json), "rtx4090")
+    assert "no timing pass: the latency is the GPU's busy time alone, without the host's idle time" in prediction.notes
 
 
 def test_an_import_without_kernel_rows_has_no_kernel_tables_and_predict_says_why(tmp_path):

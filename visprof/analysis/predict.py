@@ -366,6 +366,8 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
                 f"{idle:.3f} ms here, where the GPU has more work to hide it")
         notes.append(f"host-bound on its own GPU ({idle_on_own:.0%} idle): the host's "
                      f"{timing.idle_ms:.3f} ms of idle GPU per iteration is {kept}")
+    if timing is None:  # an attributed-only profile or an nsys import: nothing timed the host's share
+        notes.append("no timing pass: the latency is the GPU's busy time alone, without the host's idle time")
     if scale != 1:
         notes.append(f"batch {own_batch} -> {batch}: FLOPs and activation bytes x{scale:g}, weight bytes kept")
     notes.extend(_small_launch_note(result, target))
