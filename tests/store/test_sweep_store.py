@@ -471,3 +471,16 @@ def test_a_store_named_like_sqlites_in_memory_database_is_a_file(tmp_path, monke
         named.add_result(cell, vit_doc)
     with open_store(tmp_path / ":memory:") as reopened:
         assert reopened.count() == 1
+
+
+def test_a_run_whose_driver_was_killed_is_marked_so_by_the_next(tmp_path, vit_doc, cell):
+    """kill -9 of a sweep left its run "running" with 0 cells done, although it had stored rows."""
+    path = tmp_path / "k.db"
+    with ResultStore(path, write=True) as first:
+        killed = first.start_run("visprof sweep ...", "1 local worker (cpu)", planned=2, skipped=0)
+        first.add_result(cell, vit_doc, run_id=killed)  # then the driver dies: no end_run
+    with ResultStore(path, write=True) as second:
+        second.start_run("visprof sweep ...", "1 local worker (cpu)", planned=2, skipped=1)
+        runs = second.runs()
+    assert [(r["status"], r["cells_done"], r["ended_at"]) for r in runs[:1]] == [("killed", 1, None)]
+    assert runs[1]["status"] == "running"

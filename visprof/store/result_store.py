@@ -318,6 +318,12 @@ class ResultStore:
     # --- runs ------------------------------------------------------------------------
     def start_run(self, argv: str, executor: str, planned: int, skipped: int) -> int:
         with self.transaction() as conn:
+            # A writer holds the store's lock, so a run still "running" has no driver left: one
+            # killed outright (kill -9, a lost machine) stayed "running" with 0 cells done forever.
+            conn.execute("UPDATE runs SET status = 'killed', "
+                         "cells_done = (SELECT COUNT(*) FROM results WHERE results.run_id = runs.id), "
+                         "cells_failed = (SELECT COUNT(*) FROM failures WHERE failures.run_id = runs.id) "
+                         "WHERE status = 'running'")
             cursor = conn.execute(
                 "INSERT INTO runs (started_at, status, argv, host, executor, cells_planned, cells_skipped,"
                 " cells_done, cells_failed) VALUES (?, 'running', ?, ?, ?, ?, ?, 0, 0)",
