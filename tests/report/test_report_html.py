@@ -433,3 +433,16 @@ def test_each_bandwidth_bar_says_its_share_of_the_profiles_time(loaded):
         expected = sum(p.time_ms for m in loaded.profiles for p in m.result.roofline.categories
                        if p.category == category and p.gbps and not p.flops) / total * 100
         assert share == pytest.approx(expected, abs=0.05), category
+
+
+def test_the_pareto_figure_names_a_cpu_series_by_its_clock(cpu_result_file, tmp_path):
+    """A CPU result's throughput was a series named "CPU" beside the GPUs, as if the CPU were one."""
+    import json
+
+    document = json.loads(cpu_result_file.read_text())
+    document["model"].update(name="resnet50", img_size=224)  # a model with a published ImageNet top-1
+    renamed = tmp_path / "resnet50-cpu.json"
+    renamed.write_text(json.dumps(document))
+    fig = figures.pareto(sources.load([renamed]).measurements)
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend == ["CPU (host clock) (front of 1)"]

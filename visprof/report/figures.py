@@ -237,8 +237,8 @@ def pareto(measurements: Sequence):
         _style(ax)
         if panel == "acc_thr":
             by_gpu: dict[str, list] = defaultdict(list)
-            for m, acc in with_acc:
-                by_gpu[m.gpu].append((m.samples_per_s, acc, m.model))
+            for m, acc in with_acc:  # a CPU result is its own series, named as the tables name it
+                by_gpu["CPU (host clock)" if m.host_clock else m.gpu].append((m.samples_per_s, acc, m.model))
             for i, (gpu, points) in enumerate(by_gpu.items()):
                 color = GPU_COLORS[i % len(GPU_COLORS)]
                 xs, ys, _ = zip(*points)
