@@ -22,7 +22,7 @@ def test_compare_writes_its_csv_and_json_when_stdout_is_closed(tmp_path):
 
 
 def test_the_wrapper_drops_what_follows_a_closed_pipe():
-    from visprof.cli.closed_stdout import _DropWhenClosed
+    from visprof.base.closed_streams import DropWhenClosed as _DropWhenClosed
 
     class Closing:
         calls = 0

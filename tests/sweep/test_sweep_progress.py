@@ -76,3 +76,26 @@ def test_a_summary_shows_as_what_the_sweep_printed_not_every_cells_wall_time():
     assert text == f"<SweepSummary {summary.render(top=3)}>"
     assert "cells: 1005 planned, 0 already in the store, 1000 measured, 5 failed" in text
     assert text.count("FAILED") == 3 and "... and 2 more" in text and len(text) < 1000
+
+
+def test_progress_whose_reader_went_away_says_nothing_more_and_raises_nothing():
+    """run_sweep from a script whose stderr went through `| head`: the next progress line raised
+    BrokenPipeError, and the sweep stopped there (the CLI guards stderr itself; a script does not)."""
+    class Gone:
+        writes = 0
+
+        def write(self, text):
+            Gone.writes += 1
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            pass
+
+        def isatty(self):
+            return False
+
+    with SweepProgress(3, stream=Gone()) as progress:
+        progress.note("worker ready")
+        progress.cell("m b2|img=default", "cpu", 1.0)
+        progress.cell("n b2|img=default", "cpu", 1.0, "ModelForwardError")
+    assert Gone.writes == 1 and progress.done == 2 and progress.failed == {"ModelForwardError": 1}

@@ -21,53 +21,17 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Iterator, TextIO
+from typing import Iterator
 
+from visprof.base.closed_streams import DropWhenClosed
 from visprof.base.errors import StdoutWriteError
-
-
-class _DropWhenClosed:
-    """``stream`` until it fails, then nothing; ``failure`` keeps a failure that was not a closed pipe."""
-
-    def __init__(self, stream: TextIO):
-        self._stream = stream
-        self._closed = False
-        self.failure: str | None = None
-
-    def write(self, text: str) -> int:
-        if not self._closed:
-            self._guard(self._stream.write, text)
-        return len(text)
-
-    def flush(self) -> None:
-        if not self._closed:
-            self._guard(self._stream.flush)
-
-    def _guard(self, call, *args) -> None:
-        try:
-            call(*args)
-        except BrokenPipeError:
-            self._drop()
-        except OSError as error:
-            self.failure = error.strerror or str(error)
-            self._drop()
-
-    def _drop(self) -> None:
-        self._closed = True
-        with contextlib.suppress(OSError, ValueError, AttributeError):  # a stream without a descriptor
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self._stream.fileno())
-            os.close(devnull)
-
-    def __getattr__(self, name: str):
-        return getattr(self._stream, name)
 
 
 @contextlib.contextmanager
 def pipe_safe_stdout() -> Iterator[None]:
     original = sys.stdout
     stream = original if original is not None else open(os.devnull, "w")
-    wrapped = _DropWhenClosed(stream)
+    wrapped = DropWhenClosed(stream)
     sys.stdout = wrapped
     try:
         yield
@@ -86,7 +50,7 @@ def pipe_safe_stderr() -> Iterator[None]:
     if original is None:  # closed before the start: Python has none, and nothing is written there
         yield
         return
-    sys.stderr = _DropWhenClosed(original)
+    sys.stderr = DropWhenClosed(original)
     try:
         yield
     finally:

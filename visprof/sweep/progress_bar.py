@@ -14,6 +14,7 @@ import sys
 import time
 from typing import Callable, TextIO
 
+from visprof.base.closed_streams import DropWhenClosed
 from visprof.base.progress import PREFIX, load_tqdm
 
 __all__ = ["SweepProgress"]
@@ -23,8 +24,10 @@ class SweepProgress:
     def __init__(self, total: int, enabled: bool = True, stream: TextIO | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self.total = total
-        self.enabled = enabled
-        self._stream = stream
+        target = stream if stream is not None else sys.stderr
+        self.enabled = enabled and target is not None  # no stderr at all (closed before the start): nothing said
+        # progress is a side channel: a reader gone (`2>&1 | head`) or a full log disk must not stop the sweep
+        self._stream = DropWhenClosed(target)
         self._clock = clock
         self._t0 = clock()  # the rate counts from here (restart_clock moves it)
         self.done = 0
@@ -34,7 +37,7 @@ class SweepProgress:
 
     @property
     def stream(self) -> TextIO:
-        return self._stream if self._stream is not None else sys.stderr
+        return self._stream
 
     def __enter__(self) -> "SweepProgress":
         if not self.enabled:
