@@ -56,7 +56,7 @@ class TraceSession:
         self._tracker = ModuleTracker(self._model)
         # FLOPs and bytes are counted after each op's end, outside its timed span (as the roles
         # are): without them a trace's rows said 0 FLOPs for every convolution and GEMM
-        self._capture = OpCapture(self._tracker, self.table_, structure=True, flops=True)
+        self._capture = OpCapture(self._tracker, self.table_, structure=True, flops=True, backward=True)
         if self._tracer:
             self._tracer.start()
         try:

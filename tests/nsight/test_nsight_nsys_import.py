@@ -88,7 +88,8 @@ def test_a_real_2022_export_without_gpu_rows_says_what_it_lacks(tmp_path):
 
 def test_a_real_training_loop_recording_matches_the_ops_captured_in_process(tmp_path):
     """Two SGD steps under visprof.trace(): forward ops sit in module ranges, backward and
-    optimizer ops in category and op ranges only, the user's "step N" ranges are ignored."""
+    optimizer ops in category and op ranges only (a backward op's category decided in its
+    forward op's module), the user's "step N" ranges are ignored."""
     sys.path.insert(0, str(NSYS))
     try:
         import training_loop
@@ -108,7 +109,12 @@ def test_a_real_training_loop_recording_matches_the_ops_captured_in_process(tmp_
                               {k: v for k, v in op.attrs.items() if k != "role"}).key for op in captured]
     assert [op.category for op in vr.ops] == keys
     paths = lambda ops, modules: [modules[op.module].path if op.module >= 0 else None for op in ops]  # noqa: E731
-    assert paths(vr.ops, vr.modules) == paths(captured, session.trace.modules)
+    # A backward op is recorded in its forward op's module but pushes no module range (none is
+    # open on autograd's GPU threads either): in the recording it sits outside every module.
+    in_process = [None if op.attrs.get("backward") else path
+                  for op, path in zip(captured, paths(captured, session.trace.modules))]
+    assert paths(vr.ops, vr.modules) == in_process
+    assert sum(1 for op in captured if op.attrs.get("backward") and op.module >= 0) > 100
     assert vr.iterations == training_loop.STEPS  # one model range per forward
     assert sum(1 for op in vr.ops if "backward" in op.name and op.module < 0) > 0
     assert Counter(text for text, kind in zip(vr.ranges.text, vr.kinds) if kind == 0) == {"step 0": 1, "step 1": 1}

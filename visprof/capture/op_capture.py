@@ -22,6 +22,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from visprof.attribution.categories import CategoryTable, default_table
+from visprof.capture.autograd_link import AutogradLink
 from visprof.capture.dispatch import call_as_unmoded
 from visprof.native import native
 from visprof.capture.nvtx_scheme import LiveModuleRanges, ModulePlan, ModuleRanges, op_handle, op_range_name
@@ -213,11 +214,16 @@ class OpCapture(TorchDispatchMode):
               a role found from it (``visprof.capture.structure``: attention core and projections,
               norms and activations written as ops), stored as ``attrs["role"]``. Meant for
               the template forward: the captures built from it reuse its decisions.
+    backward: link each backward op to the forward op it differentiates
+              (``visprof.capture.autograd_link``): it is recorded in that op's module and, once
+              the capture exits, takes its role; it is marked ``attrs["backward"]``, stays out of
+              the forward's dataflow and pushes no module ranges (NVTX: as on autograd's GPU
+              threads, where no module range is open). For traced training steps.
     """
 
     def __init__(self, tracker: ModuleTracker, table: CategoryTable | None = None, *, nvtx: bool = True,
                  tags: bool = False, flops: bool = False, template: "OpCapture | None" = None,
-                 structure: bool = False, model_name: str | None = None):
+                 structure: bool = False, backward: bool = False, model_name: str | None = None):
         super().__init__()
         self.tracker = tracker
         self.table = table or default_table()
@@ -236,6 +242,7 @@ class OpCapture(TorchDispatchMode):
         # Dataflow of the template forward (structure=True): per raw entry, its inputs' producers.
         self._flow: FlowRecorder | None = FlowRecorder(tracker.root) if structure else None
         self.roles: dict[int, str] = {}  # raw index -> role, once the capture has exited
+        self._autograd = AutogradLink() if backward else None
         self._module_ranges = ModuleRanges(tracker.modules, model_name) if nvtx else None
         self._live_ranges = LiveModuleRanges(self._module_ranges) if nvtx else None
         # Per position: (func, module, attrs, OpCost, (handle, colour, tag)).
@@ -312,6 +319,7 @@ class OpCapture(TorchDispatchMode):
         position = self._position
         self._position = position + 1
         template = self._template
+        in_backward = False
         if template is not None and position < len(template) and template[position][0] is func:
             _, module, attrs, flops, (handle, color, tag) = template[position]
         else:
@@ -319,11 +327,15 @@ class OpCapture(TorchDispatchMode):
                 self.misaligned += 1
             stack = self.tracker.stack
             module = stack[-1] if stack else -1
+            if self._autograd is not None:
+                module, in_backward = self._autograd.op(len(self.raw), func, module)
             attrs = _op_attrs(func, args, kwargs)
+            if in_backward:
+                attrs = {**(attrs or {}), "backward": True}
             handle, color, tag = self._decide(func, module, attrs)
             flops = None
-        if self._live_ranges is not None:
-            self._live_ranges.before_op(module)
+        if self._live_ranges is not None:  # backward ops run outside module ranges, as on autograd's GPU threads
+            self._live_ranges.before_op(-1 if in_backward else module)
         external_id = self.next_id
         self.next_id += 1
         c = self._c
@@ -338,7 +350,7 @@ class OpCapture(TorchDispatchMode):
             self._live_ranges.close()  # the forward's last op: its modules end with it, as in the replay
         if flops is None:  # decided on the spot: never a template-driven op
             flops = self._cost(func, args, kwargs, out) if self._cost else NO_COST
-            if self._flow is not None:
+            if self._flow is not None and not in_backward:
                 self._flow.record(len(self.raw), func, args, kwargs, out, attrs)
         self.raw.append((external_id, func, module, self.iteration, start, end, flops, attrs))
         return out
@@ -349,6 +361,8 @@ class OpCapture(TorchDispatchMode):
         if flow is None:
             return self.roles
         self.roles = flow.roles()
+        if self._autograd is not None:  # a backward op plays its forward op's part
+            self.roles.update({b: self.roles[f] for b, f in self._autograd.backward_of.items() if f in self.roles})
         for index, role in self.roles.items():
             entry = self.raw[index]
             self.raw[index] = (*entry[:7], {**(entry[7] or {}), "role": role})
