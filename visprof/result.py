@@ -539,9 +539,9 @@ class ProfileResult:
         previous file stays whole if writing fails or is interrupted; gzipped for ``.gz``)."""
         text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
         if path is not None:
-            from visprof.base.outputs import atomic_write_text
+            from visprof.base.outputs import atomic_write_json
 
-            atomic_write_text(path, text + "\n")
+            atomic_write_json(path, text + "\n")
         return text
 
     @classmethod

@@ -53,6 +53,29 @@ def test_the_python_writers_replace_no_pipe_device_or_store(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "results.db"]  # no temporary file left
 
 
+def test_the_json_writers_replace_json_only(tmp_path):
+    """session.save("train.py") replaced the user's script with JSON; a path of the wrong type was
+    a TypeError from pathlib. A JSON file (plain, gzipped or empty) is replaced as before."""
+    from visprof.result import ProfileResult
+
+    result = ProfileResult.load(REPO / "tests/data/h200-result-vit_base_patch16_224.json")
+    script = tmp_path / "train.py"
+    script.write_text("print('training')\n")
+    with pytest.raises(BadInputError, match="train.py holds something other than JSON"):
+        result.to_json(script)
+    assert script.read_text() == "print('training')\n"
+    for kept in ("old.json", "old.json.gz", "empty.json"):
+        path = tmp_path / kept
+        result.to_json(path)
+        if kept == "empty.json":
+            path.write_text("")
+        result.to_json(path)
+        assert ProfileResult.load(path).model == result.model
+    for wrong in (3, b"out.json"):  # None: to_json returns the text and writes nothing
+        with pytest.raises(BadInputError, match="a file path is a str or a pathlib.Path"):
+            result.to_json(wrong)
+
+
 def test_a_symbolic_link_loop_is_refused_in_one_line(tmp_path):
     """l1 -> l2 -> l1 as --json or --store: pathlib's RuntimeError "Symlink loop" was a traceback."""
     (tmp_path / "l1.db").symlink_to(tmp_path / "l2.db")
@@ -201,8 +224,9 @@ def test_every_writer_keeps_the_old_file_when_the_write_fails(tmp_path):
             else:
                 print(name, "| written")
     """)
+    old = '{"old": true}'  # the JSON writers replace JSON only
     for name in ("result.json", "recording.json.gz", "trace.json", "categories.csv", "modules.csv"):
-        (tmp_path / name).write_text("old")
+        (tmp_path / name).write_text(old)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -211,7 +235,7 @@ def test_every_writer_keeps_the_old_file_when_the_write_fails(tmp_path):
         name, message = line.split(" | ")
         assert message == (f"could not write {tmp_path / name}: File too large (the file would exceed the file size "
                            "limit (ulimit -f) or the file system's limit); the previous file is unchanged")
-        assert (tmp_path / name).read_text() == "old"
+        assert (tmp_path / name).read_text() == old
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         ["result.json", "recording.json.gz", "trace.json", "categories.csv", "modules.csv"])
 

@@ -31,7 +31,7 @@ from typing import IO, Iterable, Iterator, Mapping, Sequence, Union
 
 from visprof.base.errors import BadInputError, OutputWriteError
 
-__all__ = ["atomic_output", "atomic_write_all", "atomic_write_text", "check_output_path", "check_output_paths", "describe_os_error",
+__all__ = ["atomic_output", "atomic_write_all", "atomic_write_json", "atomic_write_text", "check_output_path", "check_output_paths", "describe_os_error",
            "check_not_an_input", "check_output_dir", "files_in", "is_sqlite_file", "sqlite_side_files"]
 
 # SQLite keeps part of a database beside it, in files named after it: a results store is
@@ -88,6 +88,8 @@ def check_output_path(path: str | Path, what: str = "output") -> Path:
 def _named(path: str | Path, what: str = "output") -> Path:
     """``path`` as a Path; an empty one refused (Path("") is ".", the folder, and writing to it
     said "could not write .: Device or resource busy")."""
+    if not isinstance(path, (str, os.PathLike)):  # Path(3) is a TypeError from deep in pathlib
+        raise BadInputError(f"{what}: a file path is a str or a pathlib.Path, got {type(path).__name__} {path!r}")
     if isinstance(path, str) and not path.strip():
         raise BadInputError(f"{what}: the path is empty; give a file name")
     return Path(path)
@@ -512,6 +514,29 @@ def _discard(staged: list[tuple[Path, Path]]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
     staged.clear()
+
+
+def atomic_write_json(path: str | Path, text: str) -> None:
+    """``atomic_write_text`` for a JSON document written through the Python API (a result's
+    to_json, a trace's save and Chrome trace), which refuses to replace a file that holds
+    something else: ``session.save("train.py")`` had replaced the user's script with JSON."""
+    target = _through_links(_named(path))
+    _refuse_a_store(target, "output")  # the message that names a store
+    if target.is_file() and not _holds_json(target):
+        raise BadInputError(f"output {target} holds something other than JSON, which this JSON would replace; "
+                            "give another file name, or remove it first if it is to go")
+    atomic_write_text(path, text)
+
+
+def _holds_json(path: Path) -> bool:
+    """Empty, gzipped, or text that starts as a JSON document does (an object or a list)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:  # unreadable: the write says why it cannot replace it
+        return True
+    start = head.lstrip(b" \t\r\n\xef\xbb\xbf")  # a BOM too
+    return not start or head[:2] == b"\x1f\x8b" or start[:1] in (b"{", b"[")
 
 
 def atomic_write_text(path: str | Path, text: str, *, compress: bool | None = None) -> None:

@@ -149,9 +149,9 @@ class CapturedTrace:
 
     def save(self, path: str | Path) -> None:
         """Writes the recording (gzipped for ``.gz``) atomically: complete, or the previous file."""
-        from visprof.base.outputs import atomic_write_text
+        from visprof.base.outputs import atomic_write_json
 
-        atomic_write_text(path, json.dumps(self.to_dict(), separators=(",", ":")))
+        atomic_write_json(path, json.dumps(self.to_dict(), separators=(",", ":")))
 
     @classmethod
     def load(cls, path: str | Path) -> "CapturedTrace":

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from visprof.attribution import HOW_LABELS, Attribution, module_category_ns
-from visprof.base.outputs import atomic_write_text
+from visprof.base.outputs import atomic_write_json
 from visprof.native.records import KIND_CPU_OP, CapturedTrace
 
 # Colour names the Chrome trace viewer reserves (catapult's color_scheme); "cname" must be one.
@@ -203,5 +203,5 @@ def to_chrome_trace(trace: CapturedTrace, attribution: Attribution, path: str | 
     data = chrome_trace_events(trace, attribution)
     if path is not None:
         # dumps (the C encoder) then one write: json.dump's pure-Python encoder is ~5x slower.
-        atomic_write_text(path, json.dumps(data, separators=(",", ":"), allow_nan=False))
+        atomic_write_json(path, json.dumps(data, separators=(",", ":"), allow_nan=False))
     return data
