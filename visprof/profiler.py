@@ -28,6 +28,7 @@ from visprof.base.errors import (BadInputError, BrokenDependencyError, CuptiUnav
 from visprof.base.options import passes_for
 from visprof.base.progress import Progress
 from visprof.base.timm_import import import_timm
+from visprof.capture import live
 from visprof.native import native_info
 from visprof.passes.attributed import AttributedResult, run_attributed_pass
 from visprof.passes.memory import MemoryResult, run_memory_pass
@@ -99,6 +100,10 @@ def profile(
     turns it off).
     """
     started = time.perf_counter()
+    if live.recording_here():
+        raise BadInputError("visprof.profile() inside a visprof.trace() block: its timing would include the "
+                            "trace's per-op work, and the trace would record the profile's own forwards; "
+                            "profile outside the block")
     # top_modules before the run too: it is used only when the result is built
     check_counts(warmup=warmup, iterations=iterations, attributed_iterations=attributed_iterations,
                  top_modules=top_modules)

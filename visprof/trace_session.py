@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from visprof import attribution as attribution_mod
+from visprof.capture import live
 from visprof.capture.op_capture import ModuleTracker, OpCapture
 from visprof.attribution.categories import CategoryTable, table_or_default
 from visprof.native.tracer import KernelTracer
@@ -33,6 +34,10 @@ class TraceSession:
             named = f" {model!r}" if isinstance(model, str) else ""
             raise BadInputError(f"trace() takes the nn.Module the traced code runs, got a {type(model).__name__}{named} "
                                 "(timm.create_model(name) builds one; visprof.profile(name) profiles a model by name)")
+        if gpu is not None and not isinstance(gpu, bool):  # "no" is truthy: it had asked for the GPU
+            from visprof.base.errors import BadInputError
+
+            raise BadInputError(f"trace(gpu=...) takes True, False or None (choose by the model), got {gpu!r}")
         self.table_ = table_or_default(table)
         self._model = model
         self._tracker: ModuleTracker | None = None
@@ -52,6 +57,11 @@ class TraceSession:
         # twice) had added the earlier block's ops to the new one, still called one iteration.
         if self._capture is not None:
             raise RuntimeError("this trace session is recording already: one `with` block at a time")
+        if live.recording_here():
+            from visprof.base.errors import BadInputError
+
+            raise BadInputError("visprof.trace() inside another visprof.trace() block: each op would be timed with "
+                                "the outer block's per-op work inside it; trace one block at a time")
         self.trace = self.attribution = None
         self._tracker = ModuleTracker(self._model)
         # FLOPs and bytes are counted after each op's end, outside its timed span (as the roles
@@ -62,10 +72,13 @@ class TraceSession:
         try:
             self._tracker.__enter__()
             self._capture.__enter__()
-        except BaseException:
-            if self._tracer:
-                self._tracer.stop()
-            self._capture = None
+        except BaseException:  # a Ctrl-C between the two had left the tracker's global hooks for good
+            try:
+                self._tracker.__exit__(None, None, None)
+            finally:
+                if self._tracer:
+                    self._tracer.stop()
+                self._capture = None
             raise
         return self
 

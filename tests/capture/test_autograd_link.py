@@ -191,3 +191,15 @@ def test_a_node_and_the_op_that_makes_it_share_a_stem(node, op):
 
 def test_a_custom_functions_node_is_not_its_first_ops():
     assert node_stem("_ExpThenMatmulBackward") != op_stem("aten.exp.default")
+
+
+def test_a_reentrant_checkpoints_backward_is_linked_as_a_plain_steps():
+    """A reentrant checkpoint recomputes under grad in its own backward and differentiates that:
+    those nodes had been left unnumbered, and its attention backward was `linear` again."""
+    model = HandWrittenAttention()
+    with visprof.trace(model) as session:
+        checkpoint(model, torch.randn(2, 8, 32, requires_grad=True), use_reentrant=True).sum().backward()
+    ops = _ops(session)
+    backward = [op for op, record in zip(ops, session.trace.ops) if record.attrs.get("backward")]
+    assert {(c, s) for n, c, s in backward if n == "aten.bmm.default"} == {("attention", "core")}
+    assert {(c, s) for n, c, s in backward if n == "aten.mm.default"} == {("attention", "projections")}

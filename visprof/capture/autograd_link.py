@@ -15,12 +15,15 @@ only where the node's name is the forward op's (``BmmBackward0`` for ``aten.bmm`
 ``NativeLayerNormBackward0`` for ``aten.native_layer_norm``), and its module only then or for a
 custom ``autograd.Function``'s node. The numbers alone would misread two cases: a custom
 Function's node is made before its forward's first op, so it is that Function's (its module's),
-not that op's (its role's); and the counter is per thread, so a node numbered on another thread
-(a reentrant checkpoint's inner backward runs on the engine's thread) can carry a number of the
-forward's thread. Whatever is not linked is classified by its op name, as before.
+not that op's (its role's); and the counter is per thread, so the numbers are kept per thread
+and a backward op looks for its node's on its own thread first (a reentrant checkpoint recomputes
+and differentiates on the engine's thread), then on the thread that entered the capture, where
+a number of another thread's can name an op of another kind. Whatever is not linked is
+classified by its op name, as before.
 
-Not linked either: ops that run inside a module's forward during backward (a checkpoint's
-recomputation: they are forward ops again, in their module), and the ``add`` with which the
+Ops that run inside a module's forward during backward (a checkpoint's recomputation) are
+forward ops again, in their module, and their nodes are numbered as a forward's. Not linked:
+the ``add`` with which the
 engine sums the gradients of a tensor used twice (a residual stream; q used for q·kᵀ and a
 projection) while it runs the node whose gradient arrives second: that is gradient
 accumulation, elementwise work, not the node's op.
@@ -28,6 +31,7 @@ accumulation, elementwise work, not the node's op.
 from __future__ import annotations
 
 import re
+import threading
 
 import torch
 from torch.autograd.function import BackwardCFunction
@@ -60,8 +64,11 @@ class AutogradLink:
 
     def __init__(self) -> None:
         self.available = _current_node is not None
-        self._counter = _sequence_counter() if self.available else 0
-        self._forward: dict[int, tuple[int, int, object]] = {}  # node number -> (op index, module, op)
+        self._thread = threading.get_ident()  # the capture's: it runs the forward
+        # per thread, the node counter as the last op on it left it
+        self._counters = {self._thread: _sequence_counter()} if self.available else {}
+        # (thread, node number) -> (op index, module, op)
+        self._forward: dict[tuple[int, int], tuple[int, int, object]] = {}
         self._stems: dict[object, str] = {}
         self.backward_of: dict[int, int] = {}
 
@@ -71,22 +78,25 @@ class AutogradLink:
         if not self.available:
             return module, False
         node = _current_node()
-        if node is None:  # a forward op (or one outside autograd)
+        if node is None or module >= 0:  # a forward op, or a recomputation inside a module's forward
+            thread = threading.get_ident()
             counter = _sequence_counter()
-            if counter != self._counter:  # this op's autograd kernel made the newest node
-                self._counter = counter
-                self._forward[counter - 1] = (index, module, func)
+            last = self._counters.get(thread)
+            self._counters[thread] = counter
+            if last is not None and counter != last:  # this op's autograd kernel made the newest node
+                self._forward[thread, counter - 1] = (index, module, func)
             return module, False
-        if module >= 0:  # inside a module's forward: a recomputation, not a backward op
-            return module, False
-        forward = self._forward.get(node._sequence_nr())
-        if forward is None or (func in _ADDS and forward[2] not in _ADDS):
-            return module, True
-        if self._made(node, forward[2]):
-            self.backward_of[index] = forward[0]
-        elif not isinstance(node, BackwardCFunction):  # numbered on another thread: not this forward's
-            return module, True
-        return forward[1], True  # a custom Function's node: its module, not its first op's role
+        number = node._sequence_nr()
+        for thread in dict.fromkeys((threading.get_ident(), self._thread)):
+            forward = self._forward.get((thread, number))
+            if forward is None or (func in _ADDS and forward[2] not in _ADDS):
+                continue
+            if self._made(node, forward[2]):
+                self.backward_of[index] = forward[0]
+                return forward[1], True
+            if isinstance(node, BackwardCFunction):  # a custom Function's node: its module, not its first op's role
+                return forward[1], True
+        return module, True
 
     def _made(self, node, forward_func) -> bool:
         """Whether ``node`` is the one ``forward_func``'s autograd kernel makes (by name)."""

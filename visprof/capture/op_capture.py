@@ -14,6 +14,7 @@ run, in ``to_records()``.
 """
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from typing import Any
@@ -22,6 +23,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from visprof.attribution.categories import CategoryTable, default_table
+from visprof.capture import live
 from visprof.capture.autograd_link import AutogradLink
 from visprof.capture.dispatch import call_as_unmoded
 from visprof.native import native
@@ -41,54 +43,102 @@ _CONV_ARGS = {_aten.convolution.default: (0, 1, 8), _aten.conv1d.default: (0, 1,
 _CASTS = (_aten._to_copy.default, _aten.to.dtype)  # by name: analysis/roofline.py's CAST_OPS
 
 
+def _annotation_ops() -> frozenset:
+    """record_function's ops (an optimizer's step is wrapped in one): annotations, no work. Left
+    out of the recording: every training step had listed them under "other"."""
+    ops = []
+    for name in ("_record_function_enter", "_record_function_enter_new", "_record_function_exit"):
+        packet = getattr(torch.ops.profiler, name, None)
+        ops.extend(getattr(packet, overload) for overload in (packet.overloads() if packet is not None else ()))
+    return frozenset(ops)
+
+
+_ANNOTATIONS = _annotation_ops()
+
+
 class ModuleTracker:
     """Keeps the stack of nn.Modules whose forward is running, by index into ``modules``.
 
-    Modules are named from ``root.named_modules()``; a module outside the root (or any
-    module, without a root) is named by its class. The hooks are global, so they also see
+    Modules are named from ``root.named_modules()``. A module outside the root (or any module,
+    without a root: a teacher model, an EMA copy) is named by its class under the module that
+    called it, numbered where that name is taken (``VisionTransformer#2``), and its own children
+    by their attribute names under it: named by class alone, a second ViT's qkv and proj and
+    every block had shared one path. The hooks are global, so they also see
     modules called through functional wrappers, and ``always_call`` pops a module whose
-    forward raised.
+    forward raised. Each thread has its own stack: the hooks also see modules that other
+    threads run meanwhile (a metrics or EMA thread), which had lent their module to the
+    recording thread's ops.
     """
 
     def __init__(self, root: torch.nn.Module | None = None):
         self.root = root
         self.modules: list[ModuleRecord] = []
         self._index: dict[int, int] = {}
+        self._paths: set[str] = set()
         self._classes: list[tuple[str, ...]] = []  # per module: its class and its ancestors'
-        self.stack: list[int] = []
+        self._stacks = threading.local()
         self._handles: list[Any] = []
         if root is not None:
             self._add_tree(root)
 
-    def _add_tree(self, root: torch.nn.Module) -> None:
-        parents: dict[str, int] = {}
+    def _add_tree(self, root: torch.nn.Module, base: str = "", parent: int = -1) -> int:
+        """Adds ``root`` as ``base`` under ``parent`` and its children by attribute path; a module
+        seen already keeps its index. Returns the root's."""
+        indices: dict[str, int] = {}
         for path, module in root.named_modules():
-            parent = parents.get(path.rpartition(".")[0], -1) if path else -1
-            parents[path] = self._add(module, path, parent)
+            known = self._index.get(id(module))
+            if known is not None:
+                indices[path] = known
+                continue
+            above = indices.get(path.rpartition(".")[0], parent) if path else parent
+            full = ".".join(part for part in (base, path) if part)
+            indices[path] = self._add(module, full, above)
+        return indices[""]
 
     def _add(self, module: torch.nn.Module, path: str, parent: int) -> int:
         index = len(self.modules)
+        self._paths.add(path)
         self.modules.append(ModuleRecord(path=path, cls=type(module).__name__, parent=parent, attrs=_module_attrs(module)))
         inherited = self._classes[parent] if parent >= 0 else ()
         self._classes.append((type(module).__name__, *inherited))
         self._index[id(module)] = index
         return index
 
+    @property
+    def stack(self) -> list[int]:
+        """The modules whose forward runs on this thread, outermost first."""
+        try:
+            return self._stacks.modules
+        except AttributeError:
+            self._stacks.modules = []
+            return self._stacks.modules
+
     def classes(self, index: int) -> tuple[str, ...]:
         """Class names of module ``index`` and its ancestors, innermost first."""
         return self._classes[index] if index >= 0 else ()
 
     def _pre(self, module: torch.nn.Module, args: Any) -> None:
+        stack = self.stack
         index = self._index.get(id(module))
         if index is None:  # called outside the root's tree: hang it under the current module
-            parent = self.stack[-1] if self.stack else -1
+            parent = stack[-1] if stack else -1
             prefix = self.modules[parent].path + "." if parent >= 0 and self.modules[parent].path else ""
-            index = self._add(module, prefix + type(module).__name__, parent)
-        self.stack.append(index)
+            index = self._add_tree(module, self._unused(prefix + type(module).__name__), parent)
+        stack.append(index)
+
+    def _unused(self, path: str) -> str:
+        """``path``, or ``path#2``, ``path#3``, ... where it is taken."""
+        number = 1
+        candidate = path
+        while candidate in self._paths:
+            number += 1
+            candidate = f"{path}#{number}"
+        return candidate
 
     def _post(self, module: torch.nn.Module, args: Any, output: Any) -> None:
-        if self.stack:
-            self.stack.pop()
+        stack = self.stack
+        if stack:
+            stack.pop()
 
     def __enter__(self) -> "ModuleTracker":
         from torch.nn.modules import module as nn_module
@@ -97,13 +147,19 @@ class ModuleTracker:
             nn_module.register_module_forward_pre_hook(self._pre),
             nn_module.register_module_forward_hook(self._post, always_call=True),
         ]
+        live.started(self)
         return self
 
     def __exit__(self, *exc) -> None:
+        self.stand_down()
+        self._stacks = threading.local()
+        live.ended(self)
+
+    def stand_down(self) -> None:
+        """Removes the hooks (also what a forked child does: visprof.capture.live)."""
         for handle in self._handles:
             handle.remove()
         self._handles = []
-        self.stack.clear()
 
 
 def _module_attrs(module: torch.nn.Module) -> dict[str, Any]:
@@ -281,12 +337,22 @@ class OpCapture(TorchDispatchMode):
         if self._live_ranges is not None:
             self._live_ranges.close()
 
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        """torch.compile'd code called inside a capture runs compiled, and the capture sees the
+        ops its compiled code calls (Inductor's extern GEMMs, its fallbacks), not the eager ops
+        (in torch >= 2.9, which asks; older torch runs it eagerly under any dispatch mode)."""
+        return True
+
     def __enter__(self):
         if self._live_ranges is not None:
             self._live_ranges.claim_thread()
-        return super().__enter__()
+        entered = super().__enter__()
+        live.started(self)
+        return entered
 
     def __exit__(self, exc_type, exc, tb):
+        live.ended(self)
         try:
             if self._live_ranges is not None:
                 self._live_ranges.close()  # balanced however the forward ended
@@ -295,6 +361,11 @@ class OpCapture(TorchDispatchMode):
         if self._flow is not None and exc_type is None:
             self.apply_structure()  # the template forward ended: roles from its dataflow
         return False
+
+    def stand_down(self) -> None:
+        """In a forked child the mode is off its stack already (visprof.capture.live): nothing
+        to time or range there."""
+        self._live_ranges = None
 
     def tag_names(self) -> dict[int, str]:
         """Allocation tag -> category id (tag 0: allocated outside any op)."""
@@ -316,6 +387,8 @@ class OpCapture(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func in _ANNOTATIONS:
+            return func(*args, **kwargs)
         position = self._position
         self._position = position + 1
         template = self._template
