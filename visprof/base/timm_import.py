@@ -22,6 +22,11 @@ def import_timm() -> ModuleType:
     return timm
 
 
+# Signals that stop a command as Ctrl-C does (the CLI's handlers, visprof/cli/app.py): SIGTERM
+# (timeout, SLURM, docker stop, systemd) and SIGHUP (the terminal closed, an ssh session dropped).
+STOPPING_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
 def import_timm_holding_interrupts(on_interrupt: Callable[[], None] | None = None) -> ModuleType:
     """``import_timm`` (and with it torch) with Ctrl-C held until the import is done.
 
@@ -39,8 +44,8 @@ def import_timm_holding_interrupts(on_interrupt: Callable[[], None] | None = Non
     if "timm" in sys.modules or not hasattr(signal, "pthread_sigmask") \
             or threading.current_thread() is not threading.main_thread():
         return import_timm()
-    # SIGTERM and SIGHUP too: the CLI stops on them as on Ctrl-C, by an exception that the import would lose as well
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+    # The stopping signals too: the CLI stops on them as on Ctrl-C, by an exception that the import would lose as well
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, *(getattr(signal, name) for name in STOPPING_SIGNALS)})
     # Started after the mask is set, so the waiter holds SIGINT too, as sigtimedwait needs. Not where
     # the caller held SIGINT already: the waiter would take a signal that is the caller's to take.
     waiter = _HeldInterruptWaiter(on_interrupt) \

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from visprof.base.options import AUTOCAST_MODES, GRAD_MODES, PASSES, PRECISIONS
+from visprof.base.timm_import import STOPPING_SIGNALS
 from visprof.base.errors import BadInputError, VisprofError, VisprofWarning
 from visprof.cli import nsight as nsight_cli
 from visprof.cli.arguments import img_size, non_negative_int, pass_list, positive_int
@@ -435,7 +436,6 @@ def say_the_stop_is_coming() -> None:
 # interrupted, unwritten files named), exit 128 + the signal. Python's default for them is to die at once,
 # with the run left "running" and no word. _terminated: the signal's name, once one came.
 _terminated = ""
-_STOPPING_SIGNALS = ("SIGTERM", "SIGHUP")
 
 
 def _stop_on_signal(signum, frame) -> None:
@@ -451,7 +451,7 @@ def run() -> None:
     while the interpreter then tears torch down would end the process by SIGINT, with no word and
     a code that says interrupted, so it is ignored from here on."""
     # not where the signal is ignored: under nohup SIGHUP is, and the command must go on
-    stopping = [getattr(signal, name) for name in _STOPPING_SIGNALS
+    stopping = [getattr(signal, name) for name in STOPPING_SIGNALS
                 if hasattr(signal, name) and signal.getsignal(getattr(signal, name)) is not signal.SIG_IGN]
     with contextlib.suppress(ValueError):  # signal() works in the main thread only
         for signum in stopping:
