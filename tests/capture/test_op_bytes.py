@@ -192,3 +192,39 @@ def test_the_fused_multi_head_attention_of_nn_multiheadattention_counts_its_flop
     projections = 2 * batch * width * width * (queries + 2 * keys + queries)  # q, k, v in; out
     attention = 2 * 2 * batch * queries * keys * width  # q k^T and softmax @ v, over all heads
     assert fused.flops == projections + attention
+
+
+def test_a_training_steps_sdpa_backward_on_the_cpu_counts_its_flops():
+    """aten._scaled_dot_product_flash_attention_for_cpu_backward counted 0 FLOPs (torch's flop_registry
+    has no entry for it). Like the flash backward torch counts, it recomputes q k^T and runs four more
+    GEMMs of that size (the gradients of the scores, v, q and k): 5 x 2 B H L S E, 2.5 x the forward."""
+    import visprof
+
+    batch, heads, tokens, width = 2, 3, 5, 8
+    q, k, v = (torch.randn(batch, heads, tokens, width, requires_grad=True) for _ in range(3))
+    with visprof.trace() as session:
+        torch.nn.functional.scaled_dot_product_attention(q, k, v).sum().backward()
+    flops = {op.name: op.flops for op in session.trace.ops}
+    gemm = 2 * batch * heads * tokens * tokens * width  # one L x S x E product per (batch, head)
+    assert flops["aten._scaled_dot_product_flash_attention_for_cpu.default"] == 2 * gemm
+    assert flops["aten._scaled_dot_product_flash_attention_for_cpu_backward.default"] == 5 * gemm
+
+
+@pytest.mark.parametrize("op, backward", [
+    (aten._scaled_dot_product_flash_attention_backward.default, True),  # torch's own formula: the reference
+    (aten._scaled_dot_product_flash_attention_for_cpu_backward.default, True),
+    (aten._scaled_dot_product_fused_attention_overrideable.default, False),  # an out-of-tree device's backend
+    (aten._scaled_dot_product_fused_attention_overrideable_backward.default, True),
+    (aten._scaled_dot_product_attention_math.default, False),  # the math backend called by name
+])
+def test_every_sdpa_backend_counts_its_forward_and_backward_flops(op, backward):
+    """The SDPA ops of the taxonomy's sdpa_op pattern that torch's flop_registry leaves out counted 0.
+    A forward is two GEMMs per (batch, head) slice, q k^T and softmax @ v; a backward five."""
+    from visprof.capture.op_costs import op_flops
+
+    batch, heads, queries, keys, width = 2, 3, 5, 7, 8
+    q = torch.randn(batch, heads, queries, width)
+    k, v = torch.randn(batch, heads, keys, width), torch.randn(batch, heads, keys, width)
+    args = (torch.randn(batch, heads, queries, width), q, k, v) if backward else (q, k, v)
+    gemm = 2 * batch * heads * queries * keys * width
+    assert op_flops(op, args, {}, None) == (5 if backward else 2) * gemm
