@@ -58,6 +58,9 @@ OP_CASES = [
     ("aten._scaled_dot_product_efficient_attention.default", ("EvaAttention",), None, "attention/core"),
     ("aten._scaled_dot_product_cudnn_attention.default", ("WindowAttention",), None, "attention/core"),
     ("aten._scaled_dot_product_flash_attention_for_cpu.default", (), None, "attention/core"),
+    # torch's fused nn.MultiheadAttention, and nn.TransformerEncoderLayer (the whole layer, FFN and norms too)
+    ("aten._native_multi_head_attention.default", ("MultiheadAttention",), None, "attention/core"),
+    ("aten._transformer_encoder_layer_fwd.default", ("TransformerEncoderLayer",), None, "attention/core"),
     (SDPA, ("AttentionPoolLatent", "VisionTransformer"), None, "attention/core"),
     # manual attention: q.k^T, masks, softmax (module or op), head merge copies
     ("aten.bmm.default", ("Attention", "Block"), None, "attention/core"),

@@ -4,7 +4,8 @@ torch.utils.flop_counter's formulas cover the ops autograd leaves behind (convol
 addmm, bmm, the CUDA SDPA backends and their backward). Under torch.inference_mode the dispatch
 mode sees the composite ops before they decompose (aten.conv2d, aten.linear, aten.matmul,
 aten.scaled_dot_product_attention), the CPU runs SDPA backends of its own (forward and backward),
-and nn.MultiheadAttention has a fused fast path, so those are mapped onto the same formulas here.
+and nn.MultiheadAttention and nn.TransformerEncoderLayer have fused fast paths, so those are
+mapped onto the same formulas here.
 """
 from __future__ import annotations
 
@@ -91,6 +92,20 @@ def _native_mha(args, kwargs, out) -> float:
     return 2.0 * batch * width * (width * (2 * length + 2 * keys) + 2 * length * keys)
 
 
+def _transformer_encoder_layer(args, kwargs, out) -> float:
+    """nn.TransformerEncoderLayer's fused fast path (eval, batch_first, no grad): one op,
+    aten._transformer_encoder_layer_fwd, runs the whole layer, which counted 0 FLOPs. Its self-attention
+    counts as _native_mha's (src attends to itself: qkv and out projections, q k^T, softmax times v); its
+    feed-forward block's two linears 2 x tokens x their weight's elements each. The norms, the activation
+    and the residual adds count none, as they do as ops of their own."""
+    # the op's schema: src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu,
+    # norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1, ffn_bias_1,
+    # ffn_weight_2, ffn_bias_2, mask, mask_type
+    src, ffn_weight_1, ffn_weight_2 = args[0], args[14], args[16]
+    batch, length, _ = _shape(src)
+    return _native_mha((src, src), {}, out) + 2.0 * batch * length * (ffn_weight_1.numel() + ffn_weight_2.numel())
+
+
 def _torch_formula(packet):
     """torch's own formula for ``packet``, for an op whose leading arguments are the same tensors."""
     formula = flop_registry[packet]
@@ -119,6 +134,7 @@ _COMPOSITES = {
     aten._scaled_dot_product_fused_attention_overrideable_backward: _sdpa_backward,
     aten._scaled_dot_product_attention_math: _sdpa,
     aten._native_multi_head_attention: _native_mha,
+    aten._transformer_encoder_layer_fwd: _transformer_encoder_layer,
 }
 
 
