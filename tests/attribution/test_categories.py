@@ -141,6 +141,10 @@ OP_CASES = [
     ("aten.max_pool2d_with_indices.default", ("MaxPool2d",), None, "pooling"),
     ("aten.upsample_bilinear2d.vec", (), None, "pooling"),
     ("aten.mean.dim", ("VisionTransformer",), None, "pooling"),
+    # a mean of the whole tensor to a scalar (a hand-written loss's) is a reduction, as sum is, not a pool
+    ("aten.mean.default", (), None, "elementwise"),
+    ("aten.mean.dtype_out", (), None, "elementwise"),
+    ("aten.sum.default", (), None, "elementwise"),
     ("aten.add.Tensor", ("Block",), None, "elementwise"),
     ("aten.clamp_min.default", (), None, "elementwise"),
     ("aten.copy_.default", ("Block",), None, "memory/layout"),
