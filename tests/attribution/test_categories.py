@@ -58,6 +58,9 @@ OP_CASES = [
     ("aten._scaled_dot_product_efficient_attention.default", ("EvaAttention",), None, "attention/core"),
     ("aten._scaled_dot_product_cudnn_attention.default", ("WindowAttention",), None, "attention/core"),
     ("aten._scaled_dot_product_flash_attention_for_cpu.default", (), None, "attention/core"),
+    # torch's fused nn.MultiheadAttention, and nn.TransformerEncoderLayer (the whole layer, FFN and norms too)
+    ("aten._native_multi_head_attention.default", ("MultiheadAttention",), None, "attention/core"),
+    ("aten._transformer_encoder_layer_fwd.default", ("TransformerEncoderLayer",), None, "attention/core"),
     (SDPA, ("AttentionPoolLatent", "VisionTransformer"), None, "attention/core"),
     # manual attention: q.k^T, masks, softmax (module or op), head merge copies
     ("aten.bmm.default", ("Attention", "Block"), None, "attention/core"),
@@ -138,6 +141,10 @@ OP_CASES = [
     ("aten.max_pool2d_with_indices.default", ("MaxPool2d",), None, "pooling"),
     ("aten.upsample_bilinear2d.vec", (), None, "pooling"),
     ("aten.mean.dim", ("VisionTransformer",), None, "pooling"),
+    # a mean of the whole tensor to a scalar (a hand-written loss's) is a reduction, as sum is, not a pool
+    ("aten.mean.default", (), None, "elementwise"),
+    ("aten.mean.dtype_out", (), None, "elementwise"),
+    ("aten.sum.default", (), None, "elementwise"),
     ("aten.add.Tensor", ("Block",), None, "elementwise"),
     ("aten.clamp_min.default", (), None, "elementwise"),
     ("aten.copy_.default", ("Block",), None, "memory/layout"),

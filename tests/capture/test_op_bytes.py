@@ -13,10 +13,10 @@ from visprof.native.records import CapturedTrace, OpRecord
 aten = torch.ops.aten
 
 
-def capture(model, x, autocast=False):
+def capture(model, x, autocast=False, grad_mode=torch.inference_mode):
     tracker = ModuleTracker(model)
     cap = OpCapture(tracker, nvtx=False, flops=True)
-    with torch.inference_mode(), tracker, cap, torch.autocast("cpu", torch.bfloat16, enabled=autocast):
+    with grad_mode(), tracker, cap, torch.autocast("cpu", torch.bfloat16, enabled=autocast):
         model(x)
     return cap.to_records()
 
@@ -169,8 +169,9 @@ def test_the_capture_counts_einsum_and_5d_attention_flops():
     assert ops["aten.scaled_dot_product_attention.default"].flops == 2 * 2 * 4 * 4 * (8 + 8)
 
 
-def test_the_fused_multi_head_attention_of_nn_multiheadattention_counts_its_flops():
-    """In eval under inference_mode a batch_first nn.MultiheadAttention runs one fused op,
+@pytest.mark.parametrize("grad_mode", [torch.inference_mode, torch.no_grad])
+def test_the_fused_multi_head_attention_of_nn_multiheadattention_counts_its_flops(grad_mode):
+    """In eval under inference_mode or no_grad a batch_first nn.MultiheadAttention runs one fused op,
     aten._native_multi_head_attention, which counted 0 FLOPs: the roofline lost the layer's work."""
     mha = torch.nn.MultiheadAttention(16, 4, batch_first=True).eval()
 
@@ -185,10 +186,64 @@ def test_the_fused_multi_head_attention_of_nn_multiheadattention_counts_its_flop
     batch, queries, width = 2, 5, 16
     keys = queries
     tracker = ModuleTracker(Net())
-    with torch.inference_mode(), tracker, OpCapture(tracker, flops=True) as cap:
+    with grad_mode(), tracker, OpCapture(tracker, flops=True) as cap:
         tracker.root(torch.randn(batch, queries, width))
     ops = {op.name: op for op in cap.to_records()}
     fused = ops["aten._native_multi_head_attention.default"]
     projections = 2 * batch * width * width * (queries + 2 * keys + queries)  # q, k, v in; out
     attention = 2 * 2 * batch * queries * keys * width  # q k^T and softmax @ v, over all heads
     assert fused.flops == projections + attention
+
+
+@pytest.mark.parametrize("norm_first, activation", [(False, "relu"), (True, "gelu")])
+def test_the_fused_transformer_encoder_layer_counts_the_whole_layers_flops(norm_first, activation):
+    """In eval under no_grad nn.TransformerEncoderLayer runs one op, aten._transformer_encoder_layer_fwd,
+    which counted 0 FLOPs though it runs the layer's attention and its feed-forward linears."""
+    batch, tokens, width, heads, hidden = 2, 5, 16, 4, 24
+    layer = torch.nn.TransformerEncoderLayer(width, heads, dim_feedforward=hidden, batch_first=True,
+                                             norm_first=norm_first, activation=activation).eval()
+    x = torch.randn(batch, tokens, width)
+    (fused,) = capture(layer, x, grad_mode=torch.no_grad)
+    assert fused.name == "aten._transformer_encoder_layer_fwd.default"
+    projections = 2 * batch * tokens * (3 * width * width + width * width)  # qkv in, out
+    attention = 2 * 2 * batch * tokens * tokens * width  # q k^T and softmax @ v, over all heads
+    feed_forward = 2 * batch * tokens * (width * hidden + hidden * width)  # linear1, linear2
+    assert fused.flops == projections + attention + feed_forward
+    # with autograd on the same layer runs op by op (linears, SDPA), and they count as much
+    assert sum(op.flops for op in capture(layer, x, grad_mode=torch.enable_grad)) == fused.flops
+
+
+def test_a_training_steps_sdpa_backward_on_the_cpu_counts_its_flops():
+    """aten._scaled_dot_product_flash_attention_for_cpu_backward counted 0 FLOPs (torch's flop_registry
+    has no entry for it). Like the flash backward torch counts, it recomputes q k^T and runs four more
+    GEMMs of that size (the gradients of the scores, v, q and k): 5 x 2 B H L S E, 2.5 x the forward."""
+    import visprof
+
+    batch, heads, tokens, width = 2, 3, 5, 8
+    q, k, v = (torch.randn(batch, heads, tokens, width, requires_grad=True) for _ in range(3))
+    with visprof.trace() as session:
+        torch.nn.functional.scaled_dot_product_attention(q, k, v).sum().backward()
+    flops = {op.name: op.flops for op in session.trace.ops}
+    gemm = 2 * batch * heads * tokens * tokens * width  # one L x S x E product per (batch, head)
+    assert flops["aten._scaled_dot_product_flash_attention_for_cpu.default"] == 2 * gemm
+    assert flops["aten._scaled_dot_product_flash_attention_for_cpu_backward.default"] == 5 * gemm
+
+
+@pytest.mark.parametrize("op, backward", [
+    (aten._scaled_dot_product_flash_attention_backward.default, True),  # torch's own formula: the reference
+    (aten._scaled_dot_product_flash_attention_for_cpu_backward.default, True),
+    (aten._scaled_dot_product_fused_attention_overrideable.default, False),  # an out-of-tree device's backend
+    (aten._scaled_dot_product_fused_attention_overrideable_backward.default, True),
+    (aten._scaled_dot_product_attention_math.default, False),  # the math backend called by name
+])
+def test_every_sdpa_backend_counts_its_forward_and_backward_flops(op, backward):
+    """The SDPA ops of the taxonomy's sdpa_op pattern that torch's flop_registry leaves out counted 0.
+    A forward is two GEMMs per (batch, head) slice, q k^T and softmax @ v; a backward five."""
+    from visprof.capture.op_costs import op_flops
+
+    batch, heads, queries, keys, width = 2, 3, 5, 7, 8
+    q = torch.randn(batch, heads, queries, width)
+    k, v = torch.randn(batch, heads, keys, width), torch.randn(batch, heads, keys, width)
+    args = (torch.randn(batch, heads, queries, width), q, k, v) if backward else (q, k, v)
+    gemm = 2 * batch * heads * queries * keys * width
+    assert op_flops(op, args, {}, None) == (5 if backward else 2) * gemm

@@ -113,6 +113,20 @@ def test_a_traced_training_step_files_backward_ops_with_their_forward_ops():
     assert ("other", None) not in ops
 
 
+def test_a_hand_written_losss_mean_is_elementwise_and_a_global_average_pool_is_pooling():
+    """((y - t) ** 2).mean(), aten.mean.default, a full reduction to a scalar, was filed as pooling;
+    a loss is elementwise. The model's mean over the spatial dims (aten.mean.dim) is a pool."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU())
+    x, target = torch.randn(2, 3, 16, 16), torch.randn(2, 8)
+    with visprof.trace(model) as session:
+        y = model(x).mean((2, 3))  # global average pool
+        ((y - target) ** 2).mean().backward()
+    attribution = session.attribution
+    categories = {(op.name, attribution.op_classification(i).category) for i, op in enumerate(session.trace.ops)
+                  if op.name.startswith("aten.mean.")}
+    assert categories == {("aten.mean.dim", "pooling"), ("aten.mean.default", "elementwise")}
+
+
 def test_a_trace_session_entered_again_records_the_new_block_only():
     """A session kept (a notebook cell run twice) added the first block's ops to the second's,
     still called one iteration: two convolutions for one forward."""

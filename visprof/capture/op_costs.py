@@ -1,10 +1,11 @@
 """FLOPs of one aten op from its argument shapes, and (``OpCostCounter``) the bytes it moves.
 
 torch.utils.flop_counter's formulas cover the ops autograd leaves behind (convolution, mm,
-addmm, bmm, the SDPA backends). Under torch.inference_mode the dispatch mode sees the
-composite ops before they decompose (aten.conv2d, aten.linear, aten.matmul,
-aten.scaled_dot_product_attention), and under no_grad the CPU runs its own SDPA backend, so
-those are mapped onto the same formulas here.
+addmm, bmm, the CUDA SDPA backends and their backward). Under torch.inference_mode the dispatch
+mode sees the composite ops before they decompose (aten.conv2d, aten.linear, aten.matmul,
+aten.scaled_dot_product_attention), the CPU runs SDPA backends of its own (forward and backward),
+and nn.MultiheadAttention and nn.TransformerEncoderLayer have fused fast paths, so those are
+mapped onto the same formulas here.
 """
 from __future__ import annotations
 
@@ -91,15 +92,49 @@ def _native_mha(args, kwargs, out) -> float:
     return 2.0 * batch * width * (width * (2 * length + 2 * keys) + 2 * length * keys)
 
 
+def _transformer_encoder_layer(args, kwargs, out) -> float:
+    """nn.TransformerEncoderLayer's fused fast path (eval, batch_first, no grad): one op,
+    aten._transformer_encoder_layer_fwd, runs the whole layer, which counted 0 FLOPs. Its self-attention
+    counts as _native_mha's (src attends to itself: qkv and out projections, q k^T, softmax times v); its
+    feed-forward block's two linears 2 x tokens x their weight's elements each. The norms, the activation
+    and the residual adds count none, as they do as ops of their own."""
+    # the op's schema: src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu,
+    # norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1, ffn_bias_1,
+    # ffn_weight_2, ffn_bias_2, mask, mask_type
+    src, ffn_weight_1, ffn_weight_2 = args[0], args[14], args[16]
+    batch, length, _ = _shape(src)
+    return _native_mha((src, src), {}, out) + 2.0 * batch * length * (ffn_weight_1.numel() + ffn_weight_2.numel())
+
+
+def _torch_formula(packet):
+    """torch's own formula for ``packet``, for an op whose leading arguments are the same tensors."""
+    formula = flop_registry[packet]
+    return lambda args, kwargs, out: formula(*args, **kwargs, out_val=out)
+
+
+# Every SDPA backend's backward takes (grad_out, query, key, value, ...) first, as the flash and efficient
+# backward that torch counts do, so torch's formula counts those it leaves out too: the scores recomputed,
+# then the gradients of the scores, v, q and k, five GEMMs where the forward runs two.
+_sdpa_backward = _torch_formula(aten._scaled_dot_product_flash_attention_backward)
+
+# Ops torch's flop_registry has no formula for.
 _COMPOSITES = {
     **{packet: _conv_nd for packet in _CONV_ND},
     aten.linear: _linear,
     aten.matmul: _matmul,
     aten.scaled_dot_product_attention: _sdpa,
     aten.einsum: _einsum,
-    # The CPU's SDPA backend (what no_grad, unlike inference_mode, dispatches to on the CPU).
+    # The CPU's SDPA backend (what no_grad, unlike inference_mode, dispatches to on the CPU) and its
+    # backward (a training step's), which counted 0.
     aten._scaled_dot_product_flash_attention_for_cpu: _sdpa,
+    aten._scaled_dot_product_flash_attention_for_cpu_backward: _sdpa_backward,
+    # An out-of-tree (privateuse1) device's SDPA backend, and the math backend called by name under
+    # inference_mode (its GEMMs then run unseen inside it).
+    aten._scaled_dot_product_fused_attention_overrideable: _sdpa,
+    aten._scaled_dot_product_fused_attention_overrideable_backward: _sdpa_backward,
+    aten._scaled_dot_product_attention_math: _sdpa,
     aten._native_multi_head_attention: _native_mha,
+    aten._transformer_encoder_layer_fwd: _transformer_encoder_layer,
 }
 
 
