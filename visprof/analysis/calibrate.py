@@ -110,6 +110,9 @@ class Fleet:
     # Per model, whether a covariate that can be missing was filled (covariate_fills) for it: such a
     # model is predicted with the band of models predicted that way (Fit.filled_bands).
     covariate_filled: list[bool] = field(default_factory=list)
+    # The batch of the published rows the fit is made on, at which the models without them are
+    # predicted (None: each at its profile's own).
+    batch_size: int | None = None
 
     def __post_init__(self):
         n = len(self.models)
@@ -532,7 +535,8 @@ def ratio_table(fit: Fit, fleet: Fleet) -> list[BucketRatio]:
     """Per bucket: its rate (``bucket_rates``), own factor, training weight and models, sorted by
     how far it is from the offset."""
     rates = bucket_rates(fit)
-    counts = (fleet.X >= MIN_SHARE).sum(axis=0)
+    # the models it was fitted on: the fleet's others (predicted only) had counted too, 1,454 for a fit of 28
+    counts = (fleet.X[np.isfinite(fleet.log_obs)] >= MIN_SHARE).sum(axis=0)
     out = [BucketRatio(f, rates[f], math.exp(fit.delta[j]), float(fit.weight[j]), int(counts[j]))
            for j, f in enumerate(fit.features) if f in rates]
     out.sort(key=lambda b: -abs(math.log(b.ratio) - fit.intercept))
@@ -548,7 +552,7 @@ def format_ratio_table(rows: list[BucketRatio], fit: Fit, top: int = 20) -> str:
     if len(rows) > top:
         lines.append(f"  ... {len(rows) - top} more buckets, closer to the offset")
     lines.append(f"  (own: the bucket's factor over its parent's; weight: the models' time in it, family-weighted; "
-                 f"models: those spending >= {MIN_SHARE:.0%} of their time in it)")
+                 f"models: the fitted ones spending >= {MIN_SHARE:.0%} of their time in it)")
     covs = [(f, d) for f, d in zip(fit.features, fit.delta) if f.startswith("cov:")]
     if covs:
         lines.append("  covariates (x per standard deviation over the fleet): "
@@ -563,7 +567,10 @@ def unpublished_predictions(fit: Fit, fleet: Fleet) -> list[dict]:
         return []
     filled = [fleet.covariate_filled[i] for i in idx] if fleet.covariate_filled else None
     p, lo, hi = fit.predict(fleet.X[idx], fleet.log_spec[idx], [fleet.families[i] for i in idx], filled)
-    return [{"model": fleet.models[i], "family": fleet.families[i], "spec_speedup": float(math.exp(fleet.log_spec[i])),
+    # the image size and batch tell apart one model's predictions at several sizes
+    return [{"model": fleet.models[i], "img_size": fleet.img_sizes[i] if fleet.img_sizes else None,
+             "batch_size": fleet.batch_size, "family": fleet.families[i],
+             "spec_speedup": float(math.exp(fleet.log_spec[i])),
              "calibrated": float(a), "low": float(b), "high": float(c)} for i, a, b, c in zip(idx, p, lo, hi)]
 
 

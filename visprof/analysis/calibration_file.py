@@ -65,6 +65,9 @@ class SavedCalibration:
     created_at: str = ""
     covariate_fills: dict[str, float] = field(default_factory=dict)  # Fleet.covariate_fills
     split_families: bool = False  # Fleet.split_families: how a profile's kernel families are bucketed
+    # the published batch the fit (and its band) was made at, and profiles are predicted at;
+    # None in files written before it was kept: each profile at its own batch
+    batch_size: int | None = None
 
     @classmethod
     def of(cls, fit: Fit, fleet: Fleet, base: str, target: str, precision: str | None,
@@ -73,7 +76,7 @@ class SavedCalibration:
         return cls(base, target, precision, fit, dict(fleet.covariate_scales), [fleet.models[i] for i in published],
                    len({fleet.families[i] for i in published}), dict(held_out or {}),
                    datetime.now(timezone.utc).isoformat(timespec="seconds"), dict(fleet.covariate_fills),
-                   fleet.split_families)
+                   fleet.split_families, fleet.batch_size)
 
     def __repr__(self) -> str:
         # What the file calibrates and how well, not every fitted model's name and the fit's arrays.
@@ -97,6 +100,7 @@ class SavedCalibration:
                 "fitted_families": sorted(fit.families),
                 "covariate_scales": {k: list(v) for k, v in self.covariate_scales.items()},
                 "covariate_fills": dict(self.covariate_fills), "split_families": self.split_families,
+                "batch_size": self.batch_size,
                 "fitted_models": self.fitted_models, "families": self.families, "held_out": self.held_out}
 
     def save(self, path: str | Path) -> None:
@@ -164,9 +168,12 @@ class SavedCalibration:
         split = doc.get("split_families", False)
         if not isinstance(split, bool):
             raise TypeError("split_families is not true or false")
+        batch = doc.get("batch_size")
+        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
+            raise TypeError("batch_size is not a positive whole number")
         return cls(str(doc["base"]), str(doc["target"]), doc.get("precision"), fit, scales,
                    [str(m) for m in doc.get("fitted_models", [])], int(doc.get("families", 0)),
-                   dict(doc.get("held_out") or {}), str(doc.get("created_at", "")), fills, split)
+                   dict(doc.get("held_out") or {}), str(doc.get("created_at", "")), fills, split, batch)
 
     def describe(self) -> str:
         """One line: the pair, what it was fitted on and how it held up with families held out."""
@@ -182,8 +189,9 @@ class SavedCalibration:
         """``profile`` (a measurement with a result) from the pair's base to its target; None where the
         profile lacks what the fit reads (roofline groups, timing, FLOPs and bytes) or the spec
         ratios cannot predict it. ``spec``: its spec-ratio speed-up where the caller has it (compare's,
-        at the published batch); else made at ``batch_size`` (predict's --batch-size), or the profile's
-        own batch without one, and the base table's precision.
+        at the published batch); else made at ``batch_size`` (predict's --batch-size), or at the
+        published batch the fit was made at (the profile's own in a file written before it was
+        kept), and the base table's precision.
         ``base_over``: its ``compare.base_time_over_predicted`` where the caller has its published
         base number (compare's); else the fitted fleet's median."""
         result = profile.result
@@ -194,7 +202,7 @@ class SavedCalibration:
             return None
         if spec is None:
             _, _, spec = spec_at_own_batch(profile, table.get(self.base), table.get(self.target), table, self.precision,
-                                           batch_size)
+                                           batch_size or self.batch_size)
         if not spec or spec <= 0:
             return None
         values = {"spec": math.log(spec), "profile_time_per_sample": covs[0], "profile_flops_per_byte": covs[1],

@@ -31,8 +31,9 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     published numbers join it too, with no speed-up (NaN): the fit predicts them. One measured on
     the base GPU only is predicted from that measurement (``Comparison.base_only``: its batch,
     precision and base number), as a user predicts a new GPU from the one they have; any other at
-    the profile's own batch and the published base rows' most common precision, its base covariate
-    at the fleet's median. ``spec_excess``: other ways to scale time off the roof
+    the published base rows' most common batch and precision (``fleet.batch_size``), the ones the
+    fit and its band were made at (at a profile's own batch 64 the band held 15% of the published
+    3090 -> 4090 values, not 80%), its base covariate at the fleet's median. ``spec_excess``: other ways to scale time off the roof
     (``predict.EXCESS_MODES``) whose spec-only speed-ups the fleet carries as ``spec_variants``
     (needs ``table``). Returns the fleet and how many joined models had no usable profile."""
     if spec_excess and table is None:
@@ -89,7 +90,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     if table is not None and comparison.base_spec is not None and comparison.target_spec is not None:
         from visprof.analysis.families import family
 
-        precision = base_precision(comparison)
+        precision, batch = base_precision(comparison), base_batch(comparison)
         for key, cands in sorted(by_key.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
             if key in joined:
                 continue
@@ -105,7 +106,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
                 continue
             chosen = with_spec[-1]
             base, shares, predicted = spec_at_own_batch(chosen, comparison.base_spec, comparison.target_spec, table,
-                                                        precision)
+                                                        precision, batch)
             add(chosen.model, family(chosen.model), chosen, base, predicted, float("nan"), shares)
     bound_keys = sorted({b for s in bounds for b in s})
     extra = {f"bound:{b}": [s.get(b, 0.0) for s in bounds] for b in bound_keys}
@@ -120,6 +121,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     fleet.split_families = split_families
     fleet.covariate_filled = [v is None for v in base_over]
     fleet.img_sizes = sizes
+    fleet.batch_size = base_batch(comparison)
     return fleet, missing
 
 
@@ -140,6 +142,11 @@ def base_precision(comparison) -> str | None:
     """The precision most of the base GPU's published rows were measured at: a profile without a
     published pair is predicted at it."""
     return Counter(mc.base.precision for mc in comparison.models).most_common(1)[0][0]
+
+
+def base_batch(comparison) -> int | None:
+    """The batch most of the base GPU's published rows were measured at (timm's: 1024 where it fits)."""
+    return Counter(mc.base.batch_size for mc in comparison.models).most_common(1)[0][0]
 
 
 def spec_at_own_batch(profile, base_spec, target_spec, table, precision: str | None, batch_size: int | None = None):
@@ -166,4 +173,4 @@ def profile_covariates(result) -> tuple[float, float] | None:
 
 
 __all__ = ["BASE_COVARIATE", "base_precision", "base_time_over_predicted", "fleet_from_comparison", "profile_covariates",
-           "profiling_gpus_note", "spec_at_own_batch"]
+           "profiling_gpus_note", "spec_at_own_batch", "base_batch"]

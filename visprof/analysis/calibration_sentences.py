@@ -123,8 +123,10 @@ def model_sentence(fit: Fit, fleet: Fleet, index: int, top: int = 3) -> ModelSen
     contributions.sort(key=lambda c: -abs(math.log(c.factor)))
     listed, others = contributions[:top], contributions[top:]
     rest = float(math.exp(sum(math.log(c.factor) for c in others)))
+    # the band unpublished_predictions gives it: a model predicted without its base number gets that band
+    filled = fleet.covariate_filled[index:index + 1] if fleet.covariate_filled else None
     mid, low, high = (float(v[0]) for v in fit.predict(x[None, :], fleet.log_spec[index:index + 1],
-                                                        fleet.families[index:index + 1]))
+                                                        fleet.families[index:index + 1], filled))
     observed = fleet.log_obs[index]
     return ModelSentence(fleet.models[index], float(math.exp(fleet.log_spec[index])), mid, low, high,
                          float(math.exp(fit.intercept)), float(math.exp(observed)) if np.isfinite(observed) else None,

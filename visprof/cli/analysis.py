@@ -308,7 +308,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     print(format_ratio_table(rows, fit, top=args.top), end="")
     print(held.lines(), end="")
     if unpublished:
-        print(f"{len(unpublished)} profiled model(s) without both published numbers predicted (in --json): "
+        at = f" at batch {fleet.batch_size} (the published table's)" if fleet.batch_size else ""
+        print(f"{len(unpublished)} profiled model(s) without both published numbers predicted{at} (in --json): "
               + ", ".join(f"{p['model']} x{p['calibrated']:.2f} ({p['low']:.2f}-{p['high']:.2f})" for p in unpublished[:3])
               + (" ..." if len(unpublished) > 3 else ""))
     if args.explain:
