@@ -28,6 +28,9 @@ FAST = ["-b", "1", "--img-size", "32", "--passes", "timing,attributed", "--itera
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU path; a GPU changes the defaults")
 
 
+# An earlier run's trace, replaced by the next: JSON (the JSON outputs replace JSON only).
+OLD_TRACE = '{"traceEvents": []}'
+
 def _env(**extra: str) -> dict[str, str]:
     env = child_env(**extra)
     env.pop("VISPROF_DEBUG", None)
@@ -82,6 +85,18 @@ def test_a_read_only_folder_is_refused_before_the_run(read_only_dir):
     assert "--json: " in line and str(read_only_dir) in line
     assert "Read-only file system" in line or "is not writable" in line
     assert list(read_only_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize("option", ["--json", "--trace"])
+def test_a_file_of_something_else_is_refused_before_the_run(tmp_path, option):
+    """The JSON writers replace JSON only (a script given as the path by mistake stays): the
+    CLI says so before the run, not after it."""
+    script = tmp_path / "train.py"
+    script.write_text("print('training')\n")
+    done = visprof("profile", "resnet18", *FAST, option, script)
+    assert done.returncode == 2 and done.stdout == ""
+    assert f"{option} {script} holds something other than JSON" in _one_error_line(done)
+    assert script.read_text() == "print('training')\n"
 
 
 @pytest.mark.parametrize("option, path, words", [
@@ -149,7 +164,7 @@ def test_bad_category_files_are_one_line_before_the_run(tmp_path, name, content,
 
 def test_a_cpu_run_prints_the_report_then_writes_each_file_whole(tmp_path):
     out, trace = tmp_path / "r.json", tmp_path / "t.json"
-    trace.write_text("old")
+    trace.write_text(OLD_TRACE)
     # stdout and stderr in one pipe, so their order is the order they were written in
     done = subprocess.run([sys.executable, "-m", "visprof", "profile", "resnet18", *FAST, "--precision", "tf32",
                            "--json", str(out), "--trace", str(trace)], env=_env(), stdout=subprocess.PIPE,
@@ -239,7 +254,7 @@ def test_ctrl_c_while_the_trace_is_written_keeps_the_old_file(tmp_path):
     caught with a half-written trace. The write takes tens of ms (a gzipped efficientnet_b0
     trace), so a slow scheduler can miss it; then the run is repeated."""
     out, trace = tmp_path / "r.json", tmp_path / "t.json.gz"
-    trace.write_text("old")
+    trace.write_text(OLD_TRACE)
     old = trace.stat()
     for attempt in range(4):
         out.unlink(missing_ok=True)
@@ -266,12 +281,12 @@ def test_ctrl_c_while_the_trace_is_written_keeps_the_old_file(tmp_path):
                 proc.kill()
         if caught:
             break
-        trace.write_text("old")
+        trace.write_text(OLD_TRACE)
         old = trace.stat()
     else:
         pytest.fail("the trace's write was never caught in progress in 4 runs")
     print(f"caught in run {attempt + 1}")
-    assert trace.read_text() == "old"  # the old trace, whole
+    assert trace.read_text() == OLD_TRACE  # the old trace, whole
     assert code == 130
     assert rest.splitlines()[-1] == (f"visprof: error: interrupted; not written: {trace} (its previous version "
                                      "is unchanged)")

@@ -27,7 +27,7 @@ def test_gpu_run_prints_the_report_then_writes_whole_files(tmp_path):
     from visprof.result import ProfileResult
 
     out, trace = tmp_path / "r.json", tmp_path / "t.json.gz"
-    trace.write_text("old")
+    trace.write_text('{"traceEvents": []}')  # an earlier trace (the JSON outputs replace JSON only)
     # an empty module cache: what a fresh install prints, the first-use compile notices included
     with tempfile.TemporaryDirectory() as cache:
         done = _visprof("resnet18", "-b", "8", "--iterations", "20", "--precision", "tf32", "--json", out,

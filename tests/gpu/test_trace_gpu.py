@@ -44,7 +44,7 @@ def test_an_attentions_backward_is_attention_on_the_gpu(how):
         {("attention", "core")}
     rows = {(r.category, r.subcategory): r for r in session.category_rows()}
     assert ("linear", None) not in rows  # every GEMM here is the attention's
-    assert session.attribution.coverage == pytest.approx(1.0)
+    assert session.summary().coverage == pytest.approx(1.0)
 
 
 def test_a_timm_vits_training_step_files_its_attention_backward_as_attention():

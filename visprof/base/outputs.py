@@ -134,11 +134,13 @@ def _create_new(path: Path) -> int:
 
 
 def check_output_paths(paths: Mapping[str, str | Path | None], inputs: Mapping[str, InputPaths] | None = None, *,
-                       folder_files: str | tuple[str, ...] = "*", sqlite: Sequence[str] = ()) -> dict[str, Path]:
+                       folder_files: str | tuple[str, ...] = "*", sqlite: Sequence[str] = (),
+                       json: Sequence[str] = ()) -> dict[str, Path]:
     """Checks each given path (None: option not used), that no two name the same file (nor
     one a store's side file of the other), that none but the ``sqlite`` ones (a sweep's --store)
-    would replace an SQLite file, and, given the command's ``inputs``, that none of them is an
-    input (``check_not_an_input``). Returns the checked paths."""
+    would replace an SQLite file, that none of the ``json`` ones (written by ``atomic_write_json``)
+    would replace a file of something else, and, given the command's ``inputs``, that none of
+    them is an input (``check_not_an_input``). Returns the checked paths."""
     checked = {what: check_output_path(p, what) for what, p in paths.items() if p is not None}
     seen: dict[Path, str] = {}
     for what, path in checked.items():
@@ -163,6 +165,8 @@ def check_output_paths(paths: Mapping[str, str | Path | None], inputs: Mapping[s
     for what, path in checked.items():
         if what not in sqlite:
             _refuse_a_store(path, what)
+        if what in json:  # before the run: atomic_write_json would refuse it after
+            _refuse_other_than_json(path, what)
     return checked
 
 
@@ -522,10 +526,14 @@ def atomic_write_json(path: str | Path, text: str) -> None:
     something else: ``session.save("train.py")`` had replaced the user's script with JSON."""
     target = _through_links(_named(path))
     _refuse_a_store(target, "output")  # the message that names a store
-    if target.is_file() and not _holds_json(target):
-        raise BadInputError(f"output {target} holds something other than JSON, which this JSON would replace; "
-                            "give another file name, or remove it first if it is to go")
+    _refuse_other_than_json(target, "output")
     atomic_write_text(path, text)
+
+
+def _refuse_other_than_json(path: Path, what: str) -> None:
+    if path.is_file() and not _holds_json(path):
+        raise BadInputError(f"{what} {path} holds something other than JSON, which this JSON would replace; "
+                            "give another file name, or remove it first if it is to go")
 
 
 def _holds_json(path: Path) -> bool:
