@@ -419,3 +419,22 @@ def test_the_predict_header_counts_models_not_profiles():
     assert format_predictions(at_sizes, "NVIDIA GeForce RTX 4090").startswith(
         "visprof predict: 1 model(s) from 3 profiles (sizes, precisions, GPUs) on NVIDIA GeForce RTX 4090\n")
     assert format_predictions(at_sizes[:1], "X").startswith("visprof predict: 1 model(s) on X\n")
+
+
+def test_a_loaded_measurement_is_predicted_as_its_profile_and_bad_arguments_are_one_line():
+    """From a notebook: sources.load(...).profiles holds measurements, which predict_result took
+    into an AttributeError; int8 was sent to "profile it at int8"; excess="banana" a plain ValueError."""
+    from visprof.analysis import sources
+    from visprof.analysis.gpus import gpu_table
+
+    table = gpu_table()
+    result = recorded_result("deit_small_patch16_224")
+    measurement = sources.from_result(result, "h200.json", table)
+    assert predict_result(measurement, "rtx4090", table=table).latency_ms == \
+        pytest.approx(predict_result(result, "rtx4090", table=table).latency_ms)
+    with pytest.raises(BadInputError, match="got Measurement without a profile"):
+        predict_result(dataclasses.replace(measurement, result=None), "rtx4090", table=table)
+    with pytest.raises(BadInputError, match="predicts at fp32, tf32, bf16, fp16"):
+        predict_result(result, "rtx4090", precision="int8", table=table)
+    with pytest.raises(BadInputError, match="excess must be one of"):
+        predict_result(result, "rtx4090", excess="banana", table=table)

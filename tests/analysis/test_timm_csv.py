@@ -24,6 +24,16 @@ def test_file_name_says_precision_layout_versions_and_gpu():
                                                       "torch": "2.4.0", "cuda": "12.4", "gpu": "rtx4090"}
     assert parse_benchmark_filename("benchmark-infer-fp32-nhwc-pt210-cu121-a100.csv")["precision"] == "fp32"
     assert parse_benchmark_filename("numbers.csv")["gpu"] == "numbers"
+
+
+@pytest.mark.parametrize("name, precision, gpu", [
+    ("amp-bf16-l4.csv", "amp-bf16", "l4"),  # had been amp-fp16 on a GPU called "bf16-l4"
+    ("benchmark-infer-amp-bf16-nchw-pt291-cu130-5090.csv", "amp-bf16", "5090"),
+    ("amp-fp16-l4.csv", "amp-fp16", "l4"), ("amp-l4.csv", "amp-fp16", "l4"), ("bf16-4090.csv", "amp-bf16", "4090"),
+])
+def test_amp_followed_by_its_dtype_is_that_dtype(name, precision, gpu):
+    parsed = parse_benchmark_filename(name)
+    assert (parsed["precision"], parsed["gpu"]) == (precision, gpu)
     assert canonical_precision("amp-fp16") == "fp16" and canonical_precision("bf16") == "bf16"
 
 

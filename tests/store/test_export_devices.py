@@ -85,7 +85,8 @@ def test_a_store_of_imported_timm_rows_has_no_results_to_export(reference_only, 
                                "adds them); its 1 reference rows come from visprof import-timm and are read by "
                                "compare and calibrate (--format json exports them)")
     assert not (tmp_path / "out").exists()
-    export_store(reference_only, tmp_path / "all.json", "json")  # the json export holds the references
+    # the json export holds the references, and counts them (it had said "wrote 0 rows")
+    assert export_store(reference_only, tmp_path / "all.json", "json") == 1
     assert len(json.loads((tmp_path / "all.json").read_text())["references"]) == 1
 
 

@@ -49,6 +49,7 @@ from typing import Iterable
 from visprof.analysis.gpus import GpuSpec, GpuTable, gpu_table
 from visprof.analysis.roofline import BOUNDS, roofline_ms
 from visprof.base.errors import BadInputError
+from visprof.base.options import PRECISIONS
 from visprof.base.sizes import validate_batch_size
 from visprof.result import NSYS_IMPORT, ProfileResult, RooflineGroup
 
@@ -209,7 +210,7 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
     which ratio of the two GPUs the "clock" mode's measured rate scales by; None takes
     ``default_rate_scaling``."""
     if excess not in EXCESS_MODES:
-        raise ValueError(f"excess must be one of {EXCESS_MODES}, got {excess!r}")
+        raise BadInputError(f"excess must be one of {', '.join(EXCESS_MODES)}, got {excess!r}")
     floor = g.kernel_count * KERNEL_FLOOR_MS
     # A copy or fill of its own (no op around it) is predicted from the bytes it moved, like
     # an op: counted as helper time it would scale with the batch and bandwidth whatever its
@@ -287,12 +288,26 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
     return GroupPrediction(g, main_b + helper, kind if flops_b > 0 and compute_b >= memory_b else "memory", helper)
 
 
+def _profile_result(given) -> ProfileResult:
+    """A ProfileResult, or a loaded measurement's (``sources.load(...).profiles`` holds those): given
+    one of those, predict_result had raised an AttributeError from deep inside."""
+    if isinstance(given, ProfileResult):
+        return given
+    inner = getattr(given, "result", None)
+    if isinstance(inner, ProfileResult):
+        return inner
+    raise BadInputError(f"predict takes a visprof profile (a ProfileResult, or a loaded measurement with one), "
+                        f"got {type(given).__name__}" + (" without a profile" if hasattr(given, "result") else ""))
+
+
 def _check_precision(result: ProfileResult, precision: str | None) -> str:
     own = result.config.precision
     if precision is None or precision == own:
         return own
     if precision in SIXTEEN_BIT and own in SIXTEEN_BIT:
         return precision
+    if precision not in PRECISIONS:  # "profile it at int8" had sent the user to what visprof cannot do
+        raise BadInputError(f"precision {precision!r}: visprof profiles and predicts at {', '.join(PRECISIONS)}")
     raise BadInputError(f"{result.model.name}: profiled at {own}; a prediction can switch between fp16 and bf16 "
                         f"(same bytes per value) but not to {precision}: profile it at {precision}")
 
@@ -328,6 +343,7 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
     ``source`` overrides the spec row of the profile's GPU. ``efficiency`` (a number) skips
     the measured efficiencies: a pure roofline, for profiles whose times do not count
     (CPU results), used by bench/predict_check.py's baseline. ``excess``: see ``predict_group``."""
+    result = _profile_result(result)
     table = table or gpu_table()
     target = table.get(target) if isinstance(target, str) else target
     roof = result.roofline

@@ -61,9 +61,11 @@ def parse_benchmark_filename(name: str) -> dict[str, str | None]:
     if parts and parts[0] == "benchmark":
         parts = parts[1:]
     rest = []
-    for part in parts:
+    for i, part in enumerate(parts):
         if part in ("infer", "train") and out["mode"] is None:
             out["mode"] = part
+        elif part == "amp" and i + 1 < len(parts) and parts[i + 1] in ("fp16", "bf16") and out["precision"] is None:
+            continue  # amp-bf16: the next part says which (read as amp-fp16 with a GPU "bf16-...", it was)
         elif part in PRECISION_WORDS and out["precision"] is None:
             out["precision"] = PRECISION_WORDS[part]
         elif part in ("nchw", "nhwc") and out["layout"] is None:
