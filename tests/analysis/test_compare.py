@@ -487,3 +487,26 @@ def test_published_rows_of_one_model_that_disagree_are_said_so():
     apart = [m("resnet50", "rtx4090", 3000.0, batch=1024), m("resnet50", "rtx4090", 300.0, batch=64),
              m("resnet50", "rtx5090", 6356.0, batch=1024)]  # two batches: told apart, nothing to say
     assert not any("not in throughput" in n for n in compare(apart, "rtx4090", "rtx5090").notes)
+
+
+def _profiled_pair(base_rates, target_rates):
+    """Two recorded H200 profiles with published numbers on the 3090 and 4090 (fp16, batch 256)."""
+    table = gpu_table()
+    names = ["deit_small_patch16_224", "resnet50"]
+    profiles = [sources.from_result(recorded_result(n), f"{n}.json", table) for n in names]
+    refs = [m(n, "rtx3090", b) for n, b in zip(names, base_rates)] + \
+        [m(n, "rtx4090", t) for n, t in zip(names, target_rates)]
+    return compare([*profiles, *refs], base="rtx3090", target="rtx4090", table=table)
+
+
+def test_tables_that_cannot_be_right_are_said_so():
+    """A hunt's tables: one file imported for both GPUs (every speed-up x1.000), and a 4090 table in
+    ms per batch read as samples/s (x0.09 where the spec ratios say x1.9): compared without a word."""
+    plausible = _profiled_pair([1000.0, 2000.0], [1400.0, 2700.0])
+    assert plausible.implausible is None
+    same = _profiled_pair([1000.0, 2000.0], [1000.0, 2000.0])
+    assert "exactly x1.000" in same.implausible and same.implausible in same.notes
+    predicted = sorted(mc.predicted_speedup for mc in plausible.models)
+    assert all(p > 1.2 for p in predicted)
+    ms_per_batch = _profiled_pair([1000.0, 2000.0], [256 / 1400.0 * 1e3, 256 / 2700.0 * 1e3])
+    assert "check the tables' units" in ms_per_batch.implausible

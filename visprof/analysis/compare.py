@@ -164,6 +164,7 @@ class Comparison:
     software: str | None = None  # where the two GPUs' numbers come from different software: why it matters (a note too)
     paths: str | None = None  # the models whose two published runs took different paths (batch_witness; a note too)
     host: str | None = None  # profiles on both sides whose end-to-end time carries their hosts (time_basis; a note too)
+    implausible: str | None = None  # speed-ups that say a table is wrong, not the GPUs (implausible_note; a note too)
     base_name: str = ""  # the GPUs as sentences name them ("RTX 4090")
     target_name: str = ""
     # (architecture, image size) -> its base GPU measurement, for models measured on the base only:
@@ -534,6 +535,9 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
                              base_name, target_name)
     if paths:
         notes.append(paths)
+    implausible = implausible_note(models, base_name, target_name)
+    if implausible:
+        notes.append(implausible)
     prediction = PredictionAgreement.of(models)
     if prediction:
         notes.append(prediction.sentence())
@@ -542,6 +546,7 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
                       by_category=_aggregate(models, lambda m: m.dominant_category or "(no profile)"),
                       by_bound=_aggregate(models, lambda m: _dominant_bound(m.shares) or "(no profile)"),
                       unmatched=unmatched, notes=notes, prediction=prediction, software=software, paths=paths, host=host,
+                      implausible=implausible,
                       base_name=base_name, target_name=target_name, base_only=base_only)
 
 
@@ -577,6 +582,33 @@ def precision_note(models: list[ModelComparison], base_name: str, target_name: s
     (base_p, target_p), _ = pairs.most_common(1)[0]
     return (f"{sum(pairs.values())} model(s) compare numbers of two precisions (e.g. the {base_name} at {base_p}, "
             f"the {target_name} at {target_p}): their speed-ups carry the change of precision as well as the GPUs'")
+
+
+# How far the median measured speed-up may sit from the median the spec ratios predict before the
+# tables, not the GPUs, are the likelier cause: on timm's published pairs it is x0.97 (3090 -> 4090,
+# 1,424 profiled models) and x0.98 (4090 -> 5090, 1,579) of it; a table in ms per batch read as
+# samples/s inverts the speed-up and scales it by the batch.
+IMPLAUSIBLE_FACTOR = 4.0
+
+
+def implausible_note(models: list[ModelComparison], base_name: str, target_name: str) -> str | None:
+    """Where the speed-ups say a table is wrong: every model exactly x1.000 (one file imported for
+    both GPUs), or the median far from what the spec ratios predict (a column's units: ms per
+    batch, not samples/s). Nothing is refused: the user's numbers may be right."""
+    speedups = [m.speedup for m in models if m.speedup and math.isfinite(m.speedup)]
+    if len(speedups) >= 2 and all(abs(s - 1.0) < 1e-9 for s in speedups):
+        return (f"every model's published speed-up from {base_name} to {target_name} is exactly x1.000: the two GPUs' "
+                f"numbers are the same (one table imported for both?)")
+    pairs = [(m.speedup, m.predicted_speedup) for m in models if m.predicted_speedup and m.speedup in speedups]
+    if len(pairs) < 2:
+        return None
+    measured = statistics.median(s for s, _ in pairs)
+    predicted = statistics.median(p for _, p in pairs)
+    if 1 / IMPLAUSIBLE_FACTOR <= measured / predicted <= IMPLAUSIBLE_FACTOR:
+        return None
+    return (f"the median published speed-up from {base_name} to {target_name} is x{measured:.3g} where the spec ratios "
+            f"predict x{predicted:.3g} for the same models: check the tables' units (samples per second, not ms per "
+            f"batch) and which GPU each table is")
 
 
 def software_note(models: list[ModelComparison], base_name: str, target_name: str) -> str | None:

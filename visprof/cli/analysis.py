@@ -288,6 +288,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     comparison = compare(loaded.measurements, args.base, args.target, table)
     _check_not_circular(comparison)
     _check_explained_names(args.explain or [], comparison)  # before the fit: a typo costs no minute
+    if comparison.implausible:
+        _warn(comparison.implausible)
     if comparison.software:
         _warn(comparison.software)
     if comparison.paths:
