@@ -156,8 +156,9 @@ def _run_script(script: str) -> subprocess.CompletedProcess:
     # the visprof this process imported (installed, or a tree built in place), from a neutral directory
     home = str(Path(visprof.__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [home, os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
-                          timeout=300, cwd=tempfile.gettempdir(), env=env)
+    with tempfile.TemporaryDirectory() as empty:  # /tmp itself may hold a stray enum.py that shadows the stdlib's
+        return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
+                              timeout=300, cwd=empty, env=env)
 
 
 def test_squares_and_upsampling_run_in_fp32_under_the_capture_with_cudas_autocast_kernels():

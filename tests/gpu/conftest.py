@@ -18,7 +18,10 @@ def pytest_configure(config):
     """
     if importlib.util.find_spec("torch") is None:
         return
-    probe = subprocess.run([sys.executable, "-c", "import visprof"], cwd=tempfile.gettempdir(), capture_output=True)
+    # from an empty folder: a stray module in /tmp (an enum.py shadowed the stdlib's once) had failed the
+    # probe, and every child process of every test then imported the source tree without its extension
+    with tempfile.TemporaryDirectory() as empty:
+        probe = subprocess.run([sys.executable, "-c", "import visprof"], cwd=empty, capture_output=True)
     if probe.returncode != 0:
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
 

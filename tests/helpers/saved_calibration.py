@@ -12,10 +12,11 @@ BASE_FILL = -0.05  # the fleet's median log(published / predicted base time), fo
 
 
 def saved_calibration(result, base="rtx4090", target="rtx5090", fitted=("deit_small_patch16_224.fb_in1k",),
-                      base_covariate: bool = True):
+                      base_covariate: bool = True, batch_size: int | None = 1024):
     """Three of ``result``'s buckets, one no profile has, and the covariates, with fixed corrections,
     variance factors, band quantiles and leverage coefficients. ``base_covariate=False``: a file of
-    the method before it read the base GPU's published number (three covariates, no fill)."""
+    the method before it read the base GPU's published number (three covariates, no fill).
+    ``batch_size``: the published batch it keeps (None: a file written before it was kept)."""
     buckets = sorted(k for k, v in buckets_of(result).items() if v > 0.05)[:3] + ["op:never/-/seen"]
     features = buckets + COVARIATES + ([f"cov:{BASE_COVARIATE}"] if base_covariate else [])
     delta = np.array([0.2, -0.3, 0.1, 0.5, -0.4, 0.05, 0.02, 0.3][:len(features)])
@@ -28,4 +29,5 @@ def saved_calibration(result, base="rtx4090", target="rtx5090", fitted=("deit_sm
         scales[BASE_COVARIATE] = (0.02, 0.1)
         fills[BASE_COVARIATE] = BASE_FILL
     return SavedCalibration(base, target, "fp16", fit, scales, list(fitted), 1,
-                            {"spearman": 0.7, "median_abs_error": 0.04, "coverage": 0.8}, covariate_fills=fills)
+                            {"spearman": 0.7, "median_abs_error": 0.04, "coverage": 0.8}, covariate_fills=fills,
+                            batch_size=batch_size)

@@ -138,10 +138,10 @@ def calibrated_section(saved, table, profiles: list, published: list[PublishedRo
 def _batch_words(batch: int | None, fitted: int | None) -> str:
     """At which batch the speed-ups are, and whether the band's coverage was measured there."""
     if batch is None:
-        return "each profile at its own batch (a calibration file that does not say its published batch)"
+        return "each profile at its own batch (the calibration file does not say the published one)"
     if batch == fitted:
-        return f"at batch {batch}, the published table's"
-    held = f", the band's coverage measured at the published batch {fitted} only" if fitted else ""
+        return f"at the published batch {batch}"
+    held = f" (the band's coverage was measured at the published batch {fitted} only)" if fitted else ""
     return f"at batch {batch}{held}"
 
 
