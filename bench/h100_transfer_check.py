@@ -32,6 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from visprof.analysis.metrics import spearman  # noqa: E402
 from visprof.base.errors import BadInputError  # noqa: E402
+from visprof.base.spelling import command_line  # noqa: E402
 from visprof.base.outputs import atomic_write_text  # noqa: E402
 from visprof.sweep.selection import read_model_list  # noqa: E402
 EXCESS = ("clock", "fraction", "bound", "compute", "none")
@@ -107,9 +108,9 @@ def main() -> int:
     models = None
     if args.models is not None:
         try:
-            models = {entry.split("@")[0] for entry in read_model_list(args.models)}  # a row's size is its own
+            with command_line():  # the reader names the sweep's flag, --model-list; this script's is --models
+                models = {entry.split("@")[0] for entry in read_model_list(args.models)}  # a row's size is its own
         except BadInputError as exc:
-            # the reader names the sweep's option; this script's is --models
             raise SystemExit(f"h100_transfer_check.py: --models: {str(exc).removeprefix('--model-list: ')}") from None
     slow = h100_rows(args.h100, models)
     fast = h200_rows(args.h200, slow)

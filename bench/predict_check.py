@@ -404,11 +404,14 @@ def main() -> int:
 
 
 def run(entry) -> int:
-    """``entry()``, with a user mistake (a missing store, a file that is no profile) as one line."""
+    """``entry()``, with a user mistake (a missing store, a file that is no profile) as one line;
+    visprof's messages name options as a command line's flags, as visprof's own CLI does."""
     from visprof.base.errors import BadInputError
+    from visprof.base.spelling import command_line
 
     try:
-        return entry()
+        with command_line():
+            return entry()
     except BadInputError as exc:
         print(f"{Path(sys.argv[0]).name}: error: {exc}", file=sys.stderr)
         return 2

@@ -27,6 +27,7 @@ from visprof.base.errors import (BadInputError, BrokenDependencyError, CuptiUnav
                                   VisprofError, VisprofWarning)
 from visprof.base.options import passes_for
 from visprof.base.progress import Progress
+from visprof.base.spelling import option, options
 from visprof.base.timm_import import import_timm
 from visprof.capture import live
 from visprof.native import native_info
@@ -179,7 +180,7 @@ def _trace_sink(trace_path, recording_path, on_trace, category_file, passes) -> 
         # as the CLI's --trace: silently, the run would end with no file and no word why
         raise BadInputError(f"{' and '.join(wanted)} need{'s' if len(wanted) == 1 else ''} the attributed pass, "
                             "which passes leaves out; add "
-                            f"it (passes={','.join((*passes, 'attributed'))!r})")
+                            f"it ({option('passes', (*passes, 'attributed'))})")
     if trace_path is None and on_trace is None:
         return None
 
@@ -374,12 +375,12 @@ def _weight_cast_note(result: R.ProfileResult) -> list[str]:
         return []
     share = a.weight_cast_ms / a.activity_ms
     cached_by = ("under inference_mode autocast caches no cast: a loop under no_grad with autocast entered once "
-                 "around it caches them (--grad-mode no_grad --autocast whole-loop)" if inference else
-                 "a loop with autocast entered once around it caches them (--autocast whole-loop)")
+                 f"around it caches them ({options(grad_mode='no_grad', autocast='whole-loop')})" if inference else
+                 f"a loop with autocast entered once around it caches them ({option('autocast', 'whole-loop')})")
     return [f"autocast re-casts the fp32 weights every forward: {a.weight_cast_count:g} casts, "
             f"{a.weight_cast_ms:.3f} ms per iteration ({share:.1%} of {'GPU' if result.measurement == 'gpu' else 'op'} "
             f"time). {cached_by[0].upper() + cached_by[1:]}, and a model cast to {config.precision} has none "
-            "(--autocast model-cast)."]
+            f"({option('autocast', 'model-cast')})."]
 
 
 def _cast_copies_note(result: R.ProfileResult) -> list[str]:
@@ -396,8 +397,8 @@ def _cast_copies_note(result: R.ProfileResult) -> list[str]:
         return []
     return [f"the peak is under inference_mode, where autocast keeps no cast weight; under no_grad it keeps each "
             f"weight's {config.precision} copy until the autocast context exits, so a no_grad loop's peak can be up to "
-            f"{copies / MIB:.1f} MiB higher ({copies / memory.peak_bytes:.0%} of this one; --grad-mode no_grad "
-            f"measures it)."]
+            f"{copies / MIB:.1f} MiB higher ({copies / memory.peak_bytes:.0%} of this one; "
+            f"{option('grad_mode', 'no_grad')} measures it)."]
 
 
 def _self_checks(result, trace_only, attributed, timing, memory, sm_clock_mhz: dict) -> list[R.Check]:

@@ -403,7 +403,7 @@ def test_tensor_core_work_without_a_tensor_rate_on_the_target_is_named():
     tensor_ms = sum(g.time_ms for g in result.roofline.groups if g.tensor_core == "bf16")
     assert share == pytest.approx(tensor_ms / sum(g.time_ms for g in result.roofline.groups), abs=0.005) and share > 0.1
     assert note.startswith("the t4 has no bf16 tensor cores") and "FP32 rate (8.1 TFLOP/s)" in note
-    assert "--precision fp16" in note
+    assert "(precision='fp16' predicts it on them)" in note
     as_fp16 = predict_result(result, "t4", precision="fp16")
     assert not any("tensor cores" in n for n in as_fp16.notes) and as_fp16.latency_ms < on_t4.latency_ms
     assert not any("tensor cores" in n for n in predict_result(result, "rtx4090").notes)  # bf16 tensor cores there

@@ -61,7 +61,7 @@ def test_gpu_time_divides_busy_time_and_leaves_published_rows_out(fleet):
     assert deit.speedup == pytest.approx(h100.timing.samples_per_s / h200.timing.samples_per_s)
     assert deit.speedup < 0.5 < c.models[0].speedup
     assert e2e.host.startswith("1 of the 1 model(s) profiled on both GPUs left the GPU idle more than 10%")
-    assert f"(e.g. {MODEL})" in e2e.host and "--time gpu" in e2e.host and e2e.host in e2e.notes
+    assert f"(e.g. {MODEL})" in e2e.host and "; time='gpu' compares GPU busy time" in e2e.host and e2e.host in e2e.notes
     assert c.host is None
 
 

@@ -75,7 +75,7 @@ def test_bad_files_fail_on_one_line_naming_file_and_line(body, header, message):
 
 
 def test_precision_must_be_known():
-    with pytest.raises(BadInputError, match=r"does not say the precision .*: give it with --precision P \(visprof import-timm FILE"):
+    with pytest.raises(BadInputError, match=r"does not say the precision .*: give it with precision=P \(visprof import-timm FILE"):
         parse("m,224,1,1,1,1,1,1\n", name="mybench-rtx4090.csv")
     parsed = parse_benchmark_csv(HEADER + "m,224,1,1000,1,1,1,1\n", source="mybench.csv", gpu_name="X", precision="amp")
     assert parsed.rows[0]["precision"] == "amp-fp16"
@@ -152,8 +152,8 @@ def test_a_precision_that_contradicts_the_file_name_is_refused():
     """--precision fp32 over ...-infer-amp-...csv was taken: 1,611 amp rows stored as fp32, and a
     second copy under each other precision given."""
     name = "benchmark-infer-amp-nchw-pt291-cu128-4090.csv"
-    with pytest.raises(BadInputError, match=rf"^{re.escape(name)}: its name says amp-fp16, but --precision fp32 was "
-                                            r"given for it; leave --precision out"):
+    with pytest.raises(BadInputError, match=rf"^{re.escape(name)}: its name says amp-fp16, but precision='fp32' was "
+                                            r"given for it; leave precision out"):
         parse_benchmark_csv(HEADER + "m,224,1,1000,1,1,1,1\n", source=name, gpu_name="X", precision="fp32")
     same = parse_benchmark_csv(HEADER + "m,224,1,1000,1,1,1,1\n", source=name, gpu_name="X", precision="amp")
     assert same.rows[0]["precision"] == "amp-fp16"

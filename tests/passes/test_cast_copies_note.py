@@ -44,7 +44,7 @@ def test_activation_casts_are_not_counted(vit):
 
 def test_the_note_says_how_much_higher_a_no_grad_peak_can_be(vit):
     (note,) = profiler._cast_copies_note(vit)
-    assert "up to 164.8 MiB higher" in note and "--grad-mode no_grad" in note
+    assert "up to 164.8 MiB higher" in note and "grad_mode='no_grad' measures it" in note
     assert f"{164.75 * MIB / vit.memory.peak_bytes:.0%} of this one" in note
 
 

@@ -46,7 +46,7 @@ def test_out_of_memory_message_names_the_batch_that_fits():
     error = OutOfMemoryError(512, max_batch_size=384, device="cuda:0")
     assert (error.batch_size, error.max_batch_size) == (512, 384)
     assert str(error) == (
-        "out of GPU memory at batch size 512 on cuda:0; the largest batch that fits is 384 (--batch-size 384)"
+        "out of GPU memory at batch size 512 on cuda:0; the largest batch that fits is 384 (batch_size=384)"
     )
     assert "not even batch size 1" in str(OutOfMemoryError(8, None, searched=True))
 
@@ -255,7 +255,7 @@ def test_a_timm_module_built_for_other_channels_is_fed_them(channels):
 
 @pytest.mark.parametrize("dtype, precision, message", [
     (torch.bfloat16, "fp32", r"TinyNet's weights are torch.bfloat16, which precision fp32 does not feed: profile it "
-                             r"at precision bf16 \(--precision bf16\), or cast it to float32 first \(module.float\(\)\)"),
+                             r"at precision bf16 \(precision='bf16'\), or cast it to float32 first \(module.float\(\)\)"),
     (torch.float16, "bf16", "weights are torch.float16, which precision bf16 does not feed: profile it at precision fp16"),
     (torch.float64, "fp32", r"weights are torch.float64, and visprof runs fp32, tf32, bf16 or fp16: cast it to float32"),
 ])

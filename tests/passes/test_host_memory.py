@@ -90,7 +90,7 @@ def test_a_batch_that_cannot_fit_is_refused_before_it_runs():
     assert error.estimated and error.searched and error.max_batch_size == pytest.approx(best, abs=1)
     assert re.match(r"out of host memory \(RAM\) at batch size 1000000000 on the CPU \(it needs at least "
                     r"[\d.,]+ PiB, [\d.]+ GiB is available\); the largest batch that fits is about (\d+) "
-                    r"\(--batch-size \1\), estimated from the memory one sample needs$", str(error)), str(error)
+                    r"\(batch_size=\1\), estimated from the memory one sample needs$", str(error)), str(error)
     assert error.exit_code == 3
 
 
@@ -100,7 +100,7 @@ def test_without_the_search_the_error_names_no_batch():
         visprof.profile(model, batch_size=10**9, img_size=8, passes="timing", iterations=1, progress=False,
                         search_batch=False)
     assert info.value.max_batch_size is None and not info.value.searched
-    assert str(info.value) == "out of host memory (RAM) at batch size 1000000000 on the CPU; try a smaller --batch-size"
+    assert str(info.value) == "out of host memory (RAM) at batch size 1000000000 on the CPU; try a smaller batch_size"
     assert max(model.batches) <= 2
 
 
@@ -117,7 +117,7 @@ def test_a_forward_that_runs_out_of_memory_gets_an_estimated_batch(monkeypatch):
     assert model.batches == [batch, 1, 2]  # tried once, then estimated
     assert error.batch_size == batch and error.estimated
     assert error.max_batch_size == pytest.approx(int(0.8 * available_bytes() // per_sample), abs=1)
-    assert f"--batch-size {error.max_batch_size}" in str(error)
+    assert f"(batch_size={error.max_batch_size})" in str(error)
     assert error.__cause__ is None and error.__context__ is None  # the failed try is let go
 
 
@@ -155,7 +155,7 @@ def test_not_even_batch_1_fits():
     with pytest.raises(OutOfMemoryError) as info:
         visprof.profile(model, batch_size=2, img_size=8, passes="timing", iterations=1, progress=False)
     assert info.value.max_batch_size is None and info.value.searched
-    assert str(info.value).endswith("; not even batch size 1 fits (try a smaller --img-size)")
+    assert str(info.value).endswith("; not even batch size 1 fits (try a smaller img_size)")
 
 
 def test_a_small_batch_costs_no_estimate():
@@ -182,4 +182,4 @@ class FailsOnThirdCall(torch.nn.Module):
 def test_out_of_memory_in_a_later_pass_is_out_of_memory_not_the_models_fault():
     with pytest.raises(OutOfMemoryError) as info:
         visprof.profile(FailsOnThirdCall(), batch_size=2, img_size=8, passes="attributed", progress=False)
-    assert str(info.value) == "out of host memory (RAM) at batch size 2 on the CPU; try a smaller --batch-size"
+    assert str(info.value) == "out of host memory (RAM) at batch size 2 on the CPU; try a smaller batch_size"

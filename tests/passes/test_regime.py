@@ -73,7 +73,7 @@ def test_under_inference_mode_autocast_caches_no_cast_and_the_note_says_how_to_g
     monkeypatch.setattr(profiler, "CAST_NOTE_SHARE", 0.0)
     result = profile(autocast="whole-loop", grad_mode="inference_mode")
     assert result.attribution.weight_cast_count == 4
-    assert "--grad-mode no_grad --autocast whole-loop" in result.notes[0]
+    assert "grad_mode='no_grad', autocast='whole-loop'" in result.notes[0]
 
 
 def test_no_grad_is_selectable():
@@ -99,7 +99,7 @@ def test_the_weight_cast_note_names_the_cost_and_the_regimes_that_remove_it(monk
     monkeypatch.setattr(profiler, "CAST_NOTE_SHARE", 0.0)
     result = profile(autocast="per-forward")
     assert result.notes and "re-casts the fp32 weights every forward: 4 casts" in result.notes[0]
-    assert "--autocast whole-loop" in result.notes[0] and "Notes" in render(result)
+    assert "autocast='whole-loop'" in result.notes[0] and "Notes" in render(result)
     assert not profile(autocast="whole-loop", grad_mode="no_grad").notes
 
 

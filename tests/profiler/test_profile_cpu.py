@@ -289,7 +289,7 @@ def test_a_trace_asked_of_a_run_without_the_attributed_pass_is_refused_as_the_cl
     for wanted in ({"trace_path": tmp_path / "t.json"}, {"recording_path": tmp_path / "r.json.gz"},
                    {"on_trace": lambda trace, attribution: None}):
         (name,) = wanted
-        with pytest.raises(BadInputError, match=rf"^{name} needs the attributed pass.*passes='timing,attributed'"):
+        with pytest.raises(BadInputError, match=rf"^{name} needs the attributed pass.*passes=\['timing', 'attributed'\]"):
             visprof.profile(model, batch_size=1, img_size=8, passes="timing", progress=False, **wanted)
     assert model.calls == 0 and not list(tmp_path.iterdir())
     with pytest.raises(BadInputError, match="^no pass named"):

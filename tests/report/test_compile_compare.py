@@ -95,9 +95,9 @@ def test_an_nchw_eager_run_against_inductor_s_channels_last_convolutions_is_said
     eager = result(False, {"convolution/dense": 3.0, "normalization": 2.0}, library={"convolution/dense": 3.0})
     compiled = result(True, {"convolution/dense": 1.6, "normalization": 1.3}, library={"convolution/dense": 1.6})
     compiled.attribution.inductor_conv_layout = "channels_last"
-    assert "compare with an eager --channels-last run" in render_compile_comparison(eager, compiled)
+    assert "compare with an eager channels_last=True run" in render_compile_comparison(eager, compiled)
     eager.config.channels_last = True
-    assert "--channels-last run" not in render_compile_comparison(eager, compiled)
+    assert "channels_last=True run" not in render_compile_comparison(eager, compiled)
     again = ProfileResult.from_dict(json.loads(compiled.to_json()))
     assert again.attribution.inductor_conv_layout == "channels_last"
     assert again.categories[0].flop_time_ms == 1.6

@@ -49,7 +49,7 @@ def test_the_report_over_its_own_profile_is_refused(work, how):
         os.link(work / "vit.json", target)
     loaded = sources.load([work / "vit.json"])
     before = snapshot(work)
-    with pytest.raises(BadInputError, match=r"--output .*overwrite that input"):
+    with pytest.raises(BadInputError, match=r"^output .*overwrite that input"):
         build_report(loaded, target)
     assert snapshot(work) == before
 
@@ -72,7 +72,7 @@ def test_a_png_over_an_input_is_refused_and_no_report_written(work):
     shutil.move(work / "vit.json", work / "categories.png")  # a profile, whatever its name
     loaded = sources.load([work / "categories.png"])
     before = snapshot(work)
-    with pytest.raises(BadInputError, match=r"--png-dir categories .*overwrite that input"):
+    with pytest.raises(BadInputError, match=r"^png_dir categories .*overwrite that input"):
         build_report(loaded, work / "r.html", png_dir=work)
     assert snapshot(work) == before
 
@@ -81,7 +81,7 @@ def test_one_path_for_the_report_and_its_png_folder_is_refused_before_any_drawin
     """report -o X --png-dir X drew every figure, made X a folder, then failed to write X (exit 5,
     'the previous file is unchanged' of a file that never was)."""
     loaded = sources.load([work / "vit.json"])
-    with pytest.raises(BadInputError, match=r"^--output and --png-dir name the same path"):
+    with pytest.raises(BadInputError, match=r"^output and png_dir name the same path"):
         build_report(loaded, work / "r.html", png_dir=work / "." / "r.html")
     assert sorted(p.name for p in work.iterdir()) == ["vit.json"]
 
@@ -89,7 +89,7 @@ def test_one_path_for_the_report_and_its_png_folder_is_refused_before_any_drawin
 def test_a_png_folder_that_cannot_be_made_leaves_no_report(work):
     # Was: report.html written, then FileNotFoundError from the PNGs.
     loaded = sources.load([work / "vit.json"])
-    with pytest.raises(BadInputError, match=r"--png-dir: cannot create /proc/visprof-x"):
+    with pytest.raises(BadInputError, match=r"^png_dir: cannot create /proc/visprof-x"):
         build_report(loaded, work / "r.html", png_dir="/proc/visprof-x")
     assert sorted(p.name for p in work.iterdir()) == ["vit.json"]
 
@@ -100,7 +100,7 @@ def test_a_png_target_that_is_a_folder_leaves_the_old_report_and_no_png(work):
     (work / "png" / "roofline.png").mkdir()  # where the roofline figure would go
     loaded = sources.load([work / "vit.json"])
     before = snapshot(work)
-    with pytest.raises(BadInputError, match=r"--png-dir roofline: .*roofline\.png is a directory"):
+    with pytest.raises(BadInputError, match=r"^png_dir roofline: .*roofline\.png is a directory"):
         build_report(loaded, work / "r.html", png_dir=work / "png")
     assert snapshot(work) == before  # the old report, no PNG, no temporary file
     assert [p.name for p in (work / "png").iterdir()] == ["roofline.png"]

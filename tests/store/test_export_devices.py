@@ -40,7 +40,7 @@ def exported(store, fmt="csv", **filters) -> list[dict]:
 
 
 def test_the_cpu_rows_go_by_the_name_the_error_offers(mixed):
-    with pytest.raises(BadInputError, match=r"holds several \(NVIDIA H200, cpu\); choose one with --gpu") as info:
+    with pytest.raises(BadInputError, match=r"holds several \(NVIDIA H200, cpu\); choose one with gpu$") as info:
         exported(mixed, "timm")
     offered = str(info.value).split("(")[1].split(")")[0].split(", ")
     rows = {name: exported(mixed, "timm", gpu=name) for name in offered}
@@ -71,7 +71,7 @@ def test_a_negated_set_in_a_pattern_means_what_the_shell_means(mixed):
 
 @pytest.mark.parametrize("option, value", [("gpu", ""), ("gpu", " "), ("model", "")])
 def test_an_empty_filter_is_refused(mixed, tmp_path, option, value):
-    with pytest.raises(BadInputError, match=rf"^--{option} is empty: give .*, or leave --{option} out") as info:
+    with pytest.raises(BadInputError, match=rf"^{option} is empty: give .*, or leave {option} out") as info:
         export_store(mixed, tmp_path / "out.csv", "timm", **{option: value})
     assert "\n" not in str(info.value)
     assert not (tmp_path / "out.csv").exists()
@@ -81,9 +81,9 @@ def test_an_empty_filter_is_refused(mixed, tmp_path, option, value):
 def test_a_store_of_imported_timm_rows_has_no_results_to_export(reference_only, tmp_path, fmt):
     with pytest.raises(BadInputError) as info:
         export_store(reference_only, tmp_path / "out", fmt)
-    assert str(info.value) == (f"{reference_only} holds no profile results (visprof sweep --store {reference_only} "
+    assert str(info.value) == (f"{reference_only} holds no profile results (run_sweep(..., store={str(reference_only)!r}) "
                                "adds them); its 1 reference rows come from visprof import-timm and are read by "
-                               "compare and calibrate (--format json exports them)")
+                               "compare and calibrate (fmt='json' exports them)")
     assert not (tmp_path / "out").exists()
     # the json export holds the references, and counts them (it had said "wrote 0 rows")
     assert export_store(reference_only, tmp_path / "all.json", "json") == 1
@@ -92,7 +92,7 @@ def test_a_store_of_imported_timm_rows_has_no_results_to_export(reference_only, 
 
 def test_an_empty_store_has_no_results_to_export(tmp_path):
     open_store(tmp_path / "empty.db", write=True).close()
-    with pytest.raises(BadInputError, match=r"empty\.db holds no profile results \(visprof sweep --store .*\)$"):
+    with pytest.raises(BadInputError, match=r"empty\.db holds no profile results \(run_sweep\(\.\.\., store=.*\) adds them\)$"):
         exported(tmp_path / "empty.db", "timm")
 
 
@@ -105,12 +105,12 @@ def test_timm_format_has_one_row_per_model_and_size_and_says_how_to_choose(tmp_p
         for cell, batch in zip(SweepPlan(["vit_base_patch16_224"], "cuda", batch_sizes=[64, 256]).cells(), (64, 256)):
             store.add_result(cell, {**doc, "model": {**doc["model"], "batch_size": batch}})
     with pytest.raises(BadInputError, match=r"has 2 for vit_base_patch16_224 at 224 \(batch_size 256, 64\); choose "
-                                            r"with --batch-size or --precision, or export --format csv"):
+                                            r"with batch_size or precision, or export fmt='csv'"):
         exported(path, "timm")
     (row,) = exported(path, "timm", batch_size=256)
     assert row["infer_batch_size"] == "256"
     assert len(exported(path, "csv")) == 2
-    with pytest.raises(BadInputError, match=r"^--batch-size and --precision choose the rows of --format timm"):
+    with pytest.raises(BadInputError, match=r"^batch_size and precision choose the rows of fmt='timm'"):
         exported(path, "csv", batch_size=256)
 
 
@@ -126,7 +126,7 @@ def test_timm_format_writes_the_newest_of_rows_no_option_can_choose_between(tmp_
             timing = {**doc["timing"], "samples_per_s": 64 / latency * 1e3}
             store.add_result(cell, {**doc, "timing": timing})
     with pytest.warns(VisprofWarning, match=r"1 model\(s\) have several rows at one size .* the newest of each is "
-                                            r"written; --format csv keeps every row"):
+                                            r"written; fmt='csv' keeps every row"):
         (row,) = exported(path, "timm")
     assert float(row["infer_samples_per_sec"]) == pytest.approx(8000.0)  # the newest, grad mode inference_mode
 

@@ -38,7 +38,7 @@ def here(tmp_path, monkeypatch):
 @pytest.mark.parametrize("fmt", ["csv", "json", "timm"])
 def test_the_store_itself_is_refused_as_the_output(here, output, fmt):
     before = snapshot(here)
-    with pytest.raises(BadInputError, match=r"^--output .*(it is|SQLite's).*overwrite that input") as info:
+    with pytest.raises(BadInputError, match=r"^output .*(it is|SQLite's).*overwrite that input") as info:
         export_store("s.db", output.replace("{abs}", str(here)), fmt)
     assert "\n" not in str(info.value)
     assert snapshot(here) == before

@@ -91,7 +91,7 @@ def test_faults_are_recorded_and_the_sweep_goes_on(tmp_path):
     # "complete ... 0 failed" alone hid that four of the seven are failures, kept from an earlier run
     assert again.skipped_failed == 4
     assert "7 already in the store (4 of them failed earlier)" in again.render()
-    assert "4 cell(s) failed in an earlier run and were not tried again (--retry-failed tries them" in again.render()
+    assert "4 cell(s) failed in an earlier run and were not tried again (retry_failed=True tries them" in again.render()
     assert time.monotonic() - start < 60
     with open_store(store_path) as store:
         assert store.count() == 3 and len(store.failures()) == 4
@@ -219,7 +219,7 @@ def test_a_budget_spent_before_the_sweep_began_says_so_and_counts_in_its_elapsed
     assert summary.status == "time budget" and summary.done == 0 and summary.elapsed_s >= 60
     [line] = [line for line in capsys.readouterr().err.splitlines() if "time budget: spent" in line]
     assert line.endswith("before a worker was ready (torch's imports count, in the driver and in each worker); "
-                         "give a longer --time-budget")
+                         "give a longer time_budget_s")
 
 
 def test_a_cell_stopped_at_the_time_budget_is_named(tmp_path, capsys):
@@ -230,8 +230,8 @@ def test_a_cell_stopped_at_the_time_budget_is_named(tmp_path, capsys):
     assert summary.status == "time budget" and summary.done == 0 and summary.remaining == 2
     [line] = [line for line in capsys.readouterr().err.splitlines() if "was still running after" in line]
     assert line.startswith("[visprof] time budget: visprof_fake_hangs b2|") and line.endswith(
-        "s and was stopped, unrecorded; the same command starts it first again, so give a --time-budget longer "
-        "than it needs")
+        "s and was stopped, unrecorded; the same run_sweep call starts it first again, so give a time_budget_s "
+        "longer than it needs")
     assert worker_pids(os.getpid()) == []
 
 

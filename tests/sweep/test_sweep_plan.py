@@ -60,7 +60,7 @@ def test_exclude_and_limit():
     assert select_models("*convnext*", limit=3) == everything[:3]
     with pytest.raises(BadInputError, match="leaves none"):
         select_models("resnet18", exclude="resnet*")
-    with pytest.raises(BadInputError, match="--limit"):
+    with pytest.raises(BadInputError, match="^limit must be"):
         select_models("resnet18", limit=0)
 
 

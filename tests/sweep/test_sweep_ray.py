@@ -62,6 +62,6 @@ def test_a_checkout_in_the_working_directory_that_ray_would_import_is_refused(tm
     (tmp_path / "visprof").mkdir()
     (tmp_path / "visprof" / "__init__.py").write_text("")
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(BadInputError, match=rf"--ray: Ray's workers would import the visprof sources in {tmp_path} "
+    with pytest.raises(BadInputError, match=rf"^ray: Ray's workers would import the visprof sources in {tmp_path} "
                                             r"\(the working directory"):
         run_sweep(["visprof_fake_tiny"], store=tmp_path / "r.db", ray="auto", imports=[FAKE_MODELS], progress=False)

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from visprof.base.spelling import either
+
 # More than this between one run's least and the other's most memory per sample: two paths.
 # One decay step is x4/3 or x3/2, so a model that failed a full step earlier than its memory
 # allows clears it; a run one step apart on GPUs of equal memory (x1.0) does not.
@@ -114,7 +116,8 @@ def path_change_note(changes: list[tuple[str, PathChange]], base_name: str, targ
     more = f" and {len(ranked) - shown} more" if len(ranked) > shown else ""
     return (f"{len(ranked)} model(s) ran at batches that no single memory footprint per sample explains, so their two "
             f"runs took different paths and their speed-ups carry that change as well as the GPUs': {named}{more} "
-            f"(memory per sample, at least that many times the other run's; more in each model's sentence, --csv, --json)")
+            f"(memory per sample, at least that many times the other run's; more in each model's sentence"
+            f"{either('', ', --csv, --json')})")
 
 
 __all__ = ["WITNESS_FACTOR", "PathChange", "decays_from", "footprint_factor", "path_change", "path_change_note",

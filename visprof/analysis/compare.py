@@ -35,6 +35,7 @@ from visprof.analysis.time_basis import END_TO_END, GPU, host_note, on_gpu_time
 from visprof.analysis.roofline import BOUND_LABELS, dominant_category
 from visprof.analysis.sources import Measurement
 from visprof.base.errors import BadInputError
+from visprof.base.spelling import option
 
 # A predicted speed-up within this of the measured one: the bounds account for the gain.
 EXPLAINED_WITHIN = 0.10
@@ -225,17 +226,18 @@ def pick_gpus(measurements: list[Measurement], base: str | None, target: str | N
     if base is None and target is None:
         if len(keys) != 2:
             raise BadInputError(f"the inputs have measurements on {len(keys)} GPU(s) ({', '.join(keys) or 'none'}); "
-                                f"name the two to compare with --base and --target")
+                                f"name the two to compare with {option('base')} and {option('target')}")
         return keys[0], keys[1]
     if base is None or target is None:
         named = _resolve(base or target, keys, table)
         others = [k for k in keys if k != named]
         if len(others) != 1:
-            raise BadInputError(f"name both --base and --target: the inputs have GPUs {', '.join(keys)}")
+            raise BadInputError(f"name both {option('base')} and {option('target')}: the inputs have GPUs "
+                                f"{', '.join(keys)}")
         return (named, others[0]) if base else (others[0], named)
     b, t = _resolve(base, keys, table), _resolve(target, keys, table)
     if b == t:
-        raise BadInputError(f"--base and --target are the same GPU ({b})")
+        raise BadInputError(f"{option('base')} and {option('target')} are the same GPU ({b})")
     return b, t
 
 
@@ -469,8 +471,9 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
     if time == GPU:
         measurements, left_out = on_gpu_time(measurements)
         if not measurements:
-            raise BadInputError(f"--time gpu compares visprof profiles' GPU busy time, and none of the inputs is such "
-                                f"a profile ({left_out} published or untimed measurement(s) have no GPU time)")
+            raise BadInputError(f"{option('time', GPU)} compares visprof profiles' GPU busy time, and none of the "
+                                f"inputs is such a profile ({left_out} published or untimed measurement(s) have no "
+                                "GPU time)")
     measurements = [m for m in measurements if m.samples_per_s]
     try:
         base_key, target_key = pick_gpus(measurements, base, target, table)

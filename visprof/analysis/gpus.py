@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from visprof.base.errors import BadInputError
+from visprof.base.spelling import either
 from visprof.base.inputs import load_toml_file
 
 DEFAULT_GPUS_PATH = Path(__file__).resolve().parent.parent / "data" / "gpus.toml"
@@ -217,9 +218,14 @@ class GpuTable:
         spec = self.find(name)
         if spec is None:
             known = ", ".join(spec.id for spec in self.specs.values())
-            raise BadInputError(f"unknown GPU {name!r}; known: {known} (add a row with --gpus FILE, "
+            raise BadInputError(f"unknown GPU {name!r}; known: {known} (add a row with {more_gpus()}, "
                                 f"see docs/hardware-sensitivity.md)")
         return spec
+
+
+def more_gpus() -> str:
+    """How the caller adds rows to the spec table: a table made with them, or the CLI's option."""
+    return either("table=gpu_table(extra=FILE)", "--gpus FILE")
 
 
 def read_specs(path: str | Path, require_sources: bool = False) -> list[GpuSpec]:

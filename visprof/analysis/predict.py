@@ -46,11 +46,12 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
-from visprof.analysis.gpus import GpuSpec, GpuTable, gpu_table
+from visprof.analysis.gpus import GpuSpec, GpuTable, gpu_table, more_gpus
 from visprof.analysis.roofline import BOUNDS, roofline_ms
 from visprof.base.errors import BadInputError
 from visprof.base.options import PRECISIONS
 from visprof.base.sizes import validate_batch_size
+from visprof.base.spelling import option
 from visprof.result import NSYS_IMPORT, ProfileResult, RooflineGroup
 
 KERNEL_FLOOR_MS = 0.001  # shortest kernels in the H200 recordings: 0.96-1.0 us (tests/data)
@@ -318,7 +319,7 @@ def source_spec(result: ProfileResult, table: GpuTable) -> GpuSpec:
     spec = (table.find(result.roofline.gpu) if result.roofline and result.roofline.gpu else None) or table.for_device(name)
     if spec is None:
         raise BadInputError(f"{result.model.name}: its GPU {name!r} has no row in the GPU spec table; "
-                            f"add one with --gpus FILE to predict from it")
+                            f"add one with {more_gpus()} to predict from it")
     return spec
 
 
@@ -436,7 +437,8 @@ def _no_tensor_rate_note(groups: list[RooflineGroup], target: GpuSpec, precision
         return []
     names = " or ".join(sorted(missing))
     share = sum(missing.values()) / total
-    fp16 = " (--precision fp16 predicts it on them)" if "bf16" in missing and target.tensor_peak("fp16") else ""
+    fp16 = (f" ({option('precision', 'fp16')} predicts it on them)" if "bf16" in missing and target.tensor_peak("fp16")
+            else "")
     return [f"the {target.id} has no {names} tensor cores: {share:.0%} of the profile's kernel time ran on tensor "
             f"cores in {names} and is predicted at its FP32 rate ({target.fp32_tflops:g} TFLOP/s) there{fp16}"]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from visprof.analysis.families import architecture
-from visprof.analysis.gpus import GpuTable, gpu_table
+from visprof.analysis.gpus import GpuTable, gpu_table, more_gpus
 from visprof.analysis.store_adapter import is_sqlite_file, open_store, reference_dict
 from visprof.analysis.timm_csv import (canonical_precision, check_benchmark_csv, parse_benchmark_filename,
                                       read_benchmark_csv)
@@ -188,7 +188,7 @@ def csv_gpu(path: Path, gpu: str | None, table: GpuTable, how: str = "name it as
     if spec is None:
         what = f"GPU {hint!r} (from the file name)" if hint else "no GPU in its name"
         raise BadInputError(f"{path}: {what} is not in the GPU spec table; {how} with a known GPU, "
-                            f"or add a row with --gpus FILE")
+                            f"or add a row with {more_gpus()}")
     return spec.name
 
 

@@ -17,6 +17,7 @@ from typing import Iterable
 from visprof.analysis.predict import HOST_BOUND_IDLE, idle_share
 from visprof.analysis.sources import Measurement
 from visprof.base.options import TIME_BASES, TIME_END_TO_END as END_TO_END, TIME_GPU as GPU
+from visprof.base.spelling import option
 
 
 def gpu_samples_per_s(m: Measurement) -> float | None:
@@ -51,7 +52,7 @@ def host_note(pairs: Iterable[tuple[Measurement, Measurement]]) -> str | None:
         return None
     return (f"{len(host_bound)} of the {len(profiled)} model(s) profiled on both GPUs left the GPU idle more than "
             f"{HOST_BOUND_IDLE:.0%} of an iteration on one of them (e.g. {', '.join(host_bound[:3])}): their end-to-end "
-            f"speed-ups carry the two hosts as well as the GPUs; --time gpu compares GPU busy time")
+            f"speed-ups carry the two hosts as well as the GPUs; {option('time', GPU)} compares GPU busy time")
 
 
 __all__ = ["END_TO_END", "GPU", "TIME_BASES", "gpu_samples_per_s", "host_note", "on_gpu_time"]

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from visprof.base.errors import BadInputError
+from visprof.base.spelling import option
 from visprof.store.result_store import SQLITE_HEADER
 
 REQUIRED = ("model", "infer_img_size", "infer_samples_per_sec", "infer_batch_size")
@@ -125,14 +126,15 @@ def parse_benchmark_csv(text: str, *, source: str, gpu_name: str, precision: str
     precision = precision or meta["precision"]
     if precision is None:
         raise BadInputError(f"{source}: the file name does not say the precision (amp, fp32, ...): give it with "
-                            "--precision P (visprof import-timm FILE --precision P --gpu GPU --store STORE; compare, "
-                            "predict and calibrate then read that store)")
+                            f"{option('precision', metavar='P')} (visprof import-timm FILE --precision P --gpu GPU "
+                            "--store STORE; compare, predict and calibrate then read that store)")
     if precision.lower() not in PRECISION_WORDS:  # it is stored with every row: a typo would stay there
         raise BadInputError(f"{source}: unknown precision {precision!r}; choose from {', '.join(PRECISION_WORDS)}")
     precision = PRECISION_WORDS[precision.lower()]
     if meta["precision"] is not None and precision != meta["precision"]:  # as a --gpu against the name is refused
-        raise BadInputError(f"{source}: its name says {meta['precision']}, but --precision {precision} was given for "
-                            "it; leave --precision out to take the name's, or rename the file if its name is wrong")
+        raise BadInputError(f"{source}: its name says {meta['precision']}, but {option('precision', precision)} was "
+                            f"given for it; leave {option('precision')} out to take the name's, or rename the file if "
+                            "its name is wrong")
     base_extra = {k: v for k, v in meta.items() if k in ("layout", "torch", "cuda", "mode") and v}
     base_extra.update(extra or {})
     parsed = ParsedBenchmark(rows=[])

@@ -3,6 +3,8 @@
 Every ``VisprofError`` carries a message written for the person at the terminal: the CLI
 prints it as ``visprof: error: <message>`` with no traceback, and exits with the class's
 ``exit_code``. Anything that is not a ``VisprofError`` is a bug and keeps its traceback.
+A remedy names options in the caller's terms (``batch_size=8`` from Python, ``--batch-size 8``
+in the CLI: visprof/base/spelling.py), fixed when the error is made.
 
 The errors pickle with all their fields, because the memory pass runs in a subprocess and
 sends its failure back to the parent.
@@ -10,6 +12,8 @@ sends its failure back to the parent.
 from __future__ import annotations
 
 from typing import Sequence
+
+from visprof.base.spelling import option
 
 # Exit codes of the CLI, one per kind of failure, so scripts driving sweeps can tell a typo
 # (don't retry) from an OOM (retry smaller) from a missing GPU (retry elsewhere).
@@ -79,10 +83,11 @@ class NoGPUError(VisprofError):
 
     exit_code = EXIT_NO_DEVICE
 
-    def __init__(self, reason: str = "", cpu_remedy: str = "pass --device cpu for the CPU path"):
+    def __init__(self, reason: str = "", cpu_remedy: str | None = None):
         message = "no CUDA GPU is visible to PyTorch"
         if reason:
             message += f" ({reason})"
+        cpu_remedy = cpu_remedy or f"pass {option('device', 'cpu')} for the CPU path"
         message += f"; run on a GPU machine, or {cpu_remedy}"
         super().__init__(message)
         self.reason = reason
@@ -137,13 +142,15 @@ class OutOfMemoryError(VisprofError):
             message += f" ({detail})"
         if max_batch_size is not None:
             about = "about " if estimated else ""
-            message += f"; the largest batch that fits is {about}{max_batch_size} (--batch-size {max_batch_size})"
+            message += (f"; the largest batch that fits is {about}{max_batch_size} "
+                        f"({option('batch_size', max_batch_size)})")
             if estimated:
                 message += ", estimated from the memory one sample needs"
         elif searched:
-            message += "; not even batch size 1 fits (try " + ("a smaller --img-size" if host else "bf16/fp16 or a smaller --img-size") + ")"
+            precision = "" if host else "bf16/fp16 or "
+            message += f"; not even batch size 1 fits (try {precision}a smaller {option('img_size')})"
         elif batch_size > 1:
-            message += "; try a smaller --batch-size"
+            message += f"; try a smaller {option('batch_size')}"
         super().__init__(message)
 
 
@@ -156,7 +163,7 @@ class CuptiUnavailableError(VisprofError):
         message = (
             "CUPTI is unavailable: another profiler holds it in this process "
             f"({self.HOLDERS}); run visprof outside it, or skip the attributed pass "
-            "with --passes timing,memory"
+            f"with {option('passes', ('timing', 'memory'))}"
         )
         if detail:
             message += f" [{detail}]"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from visprof.base.errors import BadInputError
+from visprof.base.spelling import option
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 REDUCED_PRECISIONS = ("bf16", "fp16")  # the ones that autocast or a model cast applies to
@@ -30,9 +31,9 @@ def passes_for(passes: Sequence[str] | str | None, kind: str) -> tuple[str, ...]
     if unknown:
         raise BadInputError(f"unknown pass(es) {unknown!r}; choose from {', '.join(PASSES)}")
     if kind == "cpu" and "memory" in passes:
-        others = ",".join(p for p in PASSES if p in passes and p != "memory") or "timing,attributed"
+        others = tuple(p for p in PASSES if p in passes and p != "memory") or ("timing", "attributed")
         raise BadInputError("the memory pass needs a GPU: it measures CUDA allocations, and host memory is not "
-                            f"profiled; on the CPU, run --passes {others}")
+                            f"profiled; on the CPU, run {option('passes', others)}")
     return tuple(p for p in PASSES if p in passes)
 
 

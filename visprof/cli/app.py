@@ -22,6 +22,7 @@ from typing import Any, Sequence
 from visprof.base.options import AUTOCAST_MODES, GRAD_MODES, PASSES, PRECISIONS
 from visprof.base.timm_import import STOPPING_SIGNALS
 from visprof.base.errors import BadInputError, VisprofError, VisprofWarning
+from visprof.base.spelling import command_line
 from visprof.cli import nsight as nsight_cli
 from visprof.cli.arguments import img_size, non_negative_int, pass_list, positive_int
 from visprof.cli.closed_stdout import pipe_safe_stderr, pipe_safe_stdout
@@ -361,8 +362,9 @@ MODEL_COMMANDS = {"profile", "sweep", "compare-compile", "ncu"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (argparse's own errors and --help included)."""
-    with warnings.catch_warnings():  # the caller's warning display, back as it was on return
+    """Run the CLI; returns the exit code (argparse's own errors and --help included). Its
+    messages name options as flags (``--batch-size 8``), where the Python API names keywords."""
+    with warnings.catch_warnings(), command_line():  # the caller's warning display, back as it was on return
         warnings.showwarning = _show_warning(warnings.showwarning)
         return _main(argv)
 

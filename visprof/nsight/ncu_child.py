@@ -19,6 +19,7 @@ WARMUP = 2
 
 def main(argv: list[str]) -> int:
     from visprof.base.errors import VisprofError
+    from visprof.base.spelling import command_line
     from visprof.nsight.nvtx_only import run_nvtx_only
 
     spec = json.loads(open(argv[0]).read())
@@ -31,10 +32,11 @@ def main(argv: list[str]) -> int:
         return spec["positions"]
 
     try:
-        run_nvtx_only(spec["model"], batch_size=spec["batch_size"], img_size=spec["img_size"],
-                      precision=spec["precision"], channels_last=spec["channels_last"], device=spec["device"],
-                      warmup=WARMUP, iterations=1, category_file=spec.get("category_file"), progress=False,
-                      ranged_ops=sampled)
+        with command_line(spec.get("command_line", False)):  # options named as the parent names them
+            run_nvtx_only(spec["model"], batch_size=spec["batch_size"], img_size=spec["img_size"],
+                          precision=spec["precision"], channels_last=spec["channels_last"], device=spec["device"],
+                          warmup=WARMUP, iterations=1, category_file=spec.get("category_file"), progress=False,
+                          ranged_ops=sampled)
     except VisprofError as error:
         print(f"visprof: error: {error}", file=sys.stderr)
         return error.exit_code

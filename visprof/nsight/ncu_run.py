@@ -37,6 +37,7 @@ from visprof import result as R
 from visprof.analysis.measured_bounds import counter_bound, weighted_mean
 from visprof.base.errors import BadInputError, ExternalToolError, NoGPUError
 from visprof.base.outputs import atomic_write_text, check_output_paths
+from visprof.base.spelling import on_command_line, option
 from visprof.nsight import ncu_metrics as M
 from visprof.nsight.ncu_csv import NcuKernel, parse_ncu_csv
 from visprof.capture.nvtx_scheme import DOMAIN, ncu_filter
@@ -334,7 +335,8 @@ def profile_with_ncu(model: str, categories: Sequence[str] | str = ("attention",
     except NoGPUError as exc:
         raise NoGPUForNcuError(exc.reason) from None
     if not on_gpu:
-        raise BadInputError("visprof ncu needs a GPU: Nsight Compute measures GPU kernels, not --device cpu")
+        raise BadInputError("visprof ncu needs a GPU: Nsight Compute measures GPU kernels, not "
+                            f"{option('device', 'cpu')}")
     tool = find_tool("ncu", ncu)
     with tempfile.TemporaryDirectory(prefix="visprof-ncu-") as scratch_dir:
         scratch = Path(scratch_dir)
@@ -359,7 +361,8 @@ def profile_with_ncu(model: str, categories: Sequence[str] | str = ("attention",
         spec = {"model": model, "batch_size": result.model.batch_size, "img_size": img_size,
                 "precision": result.config.precision, "channels_last": result.config.channels_last,
                 "device": result.config.device, "category_file": category_file, "ops": len(ops),
-                "op_names": [op.name for op in ops]}
+                "op_names": [op.name for op in ops],
+                "command_line": on_command_line()}  # the child's messages name options as this process's do
         warnings: list[str] = []
         runs: list[NcuRun] = []
 

@@ -17,6 +17,7 @@ from torch import nn
 
 from visprof.base.errors import BadInputError, ModelForwardError, UnknownModelError
 from visprof.base.sizes import normalize_img_size, validate_batch_size
+from visprof.base.spelling import option
 from visprof.base.timm_import import import_timm
 from visprof.passes.user_module import ModuleState
 
@@ -235,7 +236,8 @@ def check_weights_dtype(model: Any, precision: str) -> None:
                             "cast it to float32 first (module.float())")
     if precision != matching:
         raise BadInputError(f"{name}'s weights are {dtype}, which precision {precision} does not feed: profile it "
-                            f"at precision {matching} (--precision {matching}), or cast it to float32 first (module.float())")
+                            f"at precision {matching} ({option('precision', matching)}), or cast it to float32 first "
+                            "(module.float())")
 
 
 def timm_name(requested: str) -> str:

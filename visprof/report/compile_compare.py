@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from visprof.base.spelling import option
 from visprof.result import ProfileResult
 
 __all__ = ["CompileRow", "compare_compile", "comparison_rows_as_dicts", "render_compile_comparison"]
@@ -97,7 +98,7 @@ def _layout_note(eager: ProfileResult, compiled: ProfileResult) -> list[str]:
         return []
     return ["Inductor ran the convolutions channels-last (its layout optimisation) and this eager run ran them NCHW, "
             "so the convolution kernels differ (cuDNN converts NCHW<->NHWC around each eager convolution): compare "
-            "with an eager --channels-last run for the same convolution work."]
+            f"with an eager {option('channels_last', True)} run for the same convolution work."]
 
 
 def render_compile_comparison(eager: ProfileResult, compiled: ProfileResult) -> str:

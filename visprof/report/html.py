@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from visprof.base.errors import BadInputError
+from visprof.base.spelling import option
 
 CSS = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 0; color: #1d2329; background: #f6f7f9; }
@@ -225,7 +226,7 @@ def _comparison(loaded, base, target, table, notes):
             return None
         base, target = base or pair[0], target or pair[1]
         notes.append(f"measurements on {len(keys)} GPUs; the speed-up section compares {base} and {target}, "
-                     f"the pair with the most models in common (choose with --base/--target)")
+                     f"the pair with the most models in common (choose with {option('base')}/{option('target')})")
     try:
         comparison = compare(loaded.measurements, base, target, table)
     except BadInputError as exc:
@@ -292,12 +293,12 @@ def check_report_outputs(output: str | Path, png_dir: str | Path | None = None, 
     pngs = {}
     if png_dir is not None:
         if Path(png_dir).resolve() == Path(output).resolve():  # the report would be written into a folder of its own name
-            raise BadInputError(f"--output and --png-dir name the same path ({output}): the report is a file, the "
-                                "PNGs go into a folder; give each its own")
-        png_dir = check_output_dir(png_dir, "--png-dir")
+            raise BadInputError(f"{option('output')} and {option('png_dir')} name the same path ({output}): the report "
+                                "is a file, the PNGs go into a folder; give each its own")
+        png_dir = check_output_dir(png_dir, option("png_dir"))
         if png_dir.is_dir():  # else it is to be made: nothing is in it yet, so no input either
-            pngs = {f"--png-dir {name}": png_dir / f"{name}.png" for name in FIGURES}
-    check_output_paths({"--output": output, **pngs}, inputs=inputs, folder_files=FOLDER_FILES)
+            pngs = {f"{option('png_dir')} {name}": png_dir / f"{name}.png" for name in FIGURES}
+    check_output_paths({option("output"): output, **pngs}, inputs=inputs, folder_files=FOLDER_FILES)
 
 
 def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = None, base: str | None = None,

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from visprof.base.errors import BadInputError, VisprofWarning
+from visprof.base.spelling import either, option
 from visprof.store.result_store import ResultStore, device_name, open_store
 from visprof.store.timm_format import TIMM_COLUMNS, to_timm_row
 
@@ -44,16 +45,18 @@ def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt
     if fmt not in FORMATS:
         raise BadInputError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
     if output is None and fmt == "parquet":
-        raise BadInputError("--format parquet writes a binary file: give one with -o FILE")
+        raise BadInputError(f"{_format('parquet')} writes a binary file: give one with "
+                            f"{either('output=FILE', '-o FILE')}")
     if failures and fmt not in ("csv", "json"):
-        raise BadInputError("--failures exports as csv or json")
+        raise BadInputError(f"{option('failures', True)} exports as csv or json")
     _check_patterns(model, gpu)
     if (batch_size is not None or precision is not None) and fmt != "timm":
-        raise BadInputError("--batch-size and --precision choose the rows of --format timm (one per model and image "
-                            f"size); --format {fmt} keeps every row, with its batch_size and precision columns")
+        raise BadInputError(f"{option('batch_size')} and {option('precision')} choose the rows of {_format('timm')} "
+                            f"(one per model and image size); {_format(fmt)} keeps every row, with its batch_size and "
+                            "precision columns")
     if output is not None:
         source = store.path if isinstance(store, ResultStore) else store
-        check_output_paths({"--output": output}, inputs={"store": source})
+        check_output_paths({option("output"): output}, inputs={"store": source})
     owned = not isinstance(store, ResultStore)
     reader = open_store(store) if owned else store
     try:
@@ -77,27 +80,33 @@ def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt
     return count
 
 
+def _format(fmt: str) -> str:
+    """The export format as the caller gives it: ``fmt='timm'``, or ``--format timm``."""
+    return option("fmt", fmt, flag="--format")
+
+
 # What each filter selects, for the message when it is given empty (it would match nothing).
-_PATTERN_EXAMPLES = {"--model": "a model name or pattern ('vit_*')",
-                     "--gpu": "a GPU name or pattern ('*H200*'), or cpu for the CPU's rows"}
+_PATTERN_EXAMPLES = {"model": "a model name or pattern ('vit_*')",
+                     "gpu": "a GPU name or pattern ('*H200*'), or cpu for the CPU's rows"}
 
 
 def _check_patterns(model: str | None, gpu: str | None) -> None:
-    for option, pattern in (("--model", model), ("--gpu", gpu)):
+    for keyword, pattern in (("model", model), ("gpu", gpu)):
         if pattern is not None and not pattern.strip():
-            raise BadInputError(f"{option} is empty: give {_PATTERN_EXAMPLES[option]}, or leave {option} out for "
-                                "every row")
+            raise BadInputError(f"{option(keyword)} is empty: give {_PATTERN_EXAMPLES[keyword]}, or leave "
+                                f"{option(keyword)} out for every row")
 
 
 def _no_results(store: ResultStore) -> str:
     """Why an export of results has nothing to write: the store holds none, and what it holds instead."""
-    text = f"{store.path} holds no profile results (visprof sweep --store {store.path} adds them)"
+    sweep = either(f"run_sweep(..., store={str(store.path)!r})", f"visprof sweep --store {store.path}")
+    text = f"{store.path} holds no profile results ({sweep} adds them)"
     references, failures = store.count("references"), store.count("failures")
     if references:
         text += (f"; its {references} reference rows come from visprof import-timm and are read by compare and "
-                 "calibrate (--format json exports them)")
+                 f"calibrate ({_format('json')} exports them)")
     if failures:
-        text += f"; {failures} cells failed (--failures exports them)"
+        text += f"; {failures} cells failed ({option('failures', True)} exports them)"
     return text
 
 
@@ -116,8 +125,8 @@ def _write_text(store: ResultStore, fmt: str, out: IO[str], model, gpu, failures
                 and (precision is None or r.get("precision") == precision)]
         gpus = sorted({device_name(r) for r in rows})
         if len(gpus) > 1:
-            raise BadInputError(f"--format timm writes one device's results and the store holds several "
-                                f"({', '.join(gpus)}); choose one with --gpu")
+            raise BadInputError(f"{_format('timm')} writes one device's results and the store holds several "
+                                f"({', '.join(gpus)}); choose one with {option('gpu')}")
         timm_rows = _one_row_per_key(rows, [to_timm_row(r) for r in rows])
         return _write_csv(out, list(TIMM_COLUMNS), timm_rows)
     columns, rows = store.table_rows(model, gpu)
@@ -149,9 +158,10 @@ def _one_row_per_key(rows: list[dict[str, Any]], timm_rows: list[dict[str, Any]]
     if told_again:
         import warnings
 
-        warnings.warn(f"--format timm: {told_again} model(s) have several rows at one size that --batch-size and "
-                      "--precision cannot tell apart (measured again, or under another grad mode or version): the "
-                      "newest of each is written; --format csv keeps every row", VisprofWarning, stacklevel=2)
+        warnings.warn(f"{_format('timm')}: {told_again} model(s) have several rows at one size that "
+                      f"{option('batch_size')} and {option('precision')} cannot tell apart (measured again, or under "
+                      f"another grad mode or version): the newest of each is written; {_format('csv')} keeps every "
+                      "row", VisprofWarning, stacklevel=2)
     # the newest: the highest row id (rows come oldest first)
     return [max(group, key=lambda pair: pair[0].get("id") or 0)[1] for group in by_key.values()]
 
@@ -161,11 +171,11 @@ def _refuse_repeated(repeated: dict[tuple, list[dict[str, Any]]]) -> None:
     values = {column: sorted({str(r.get(column)) for r in group}) for column in _TIMM_DISTINGUISHES}
     differ = [f"{column} {', '.join(seen)}" for column, seen in values.items() if len(seen) > 1]
     raise BadInputError(
-        f"--format timm writes one row per model and image size, as timm's CSVs (the key they join on), and the "
+        f"{_format('timm')} writes one row per model and image size, as timm's CSVs (the key they join on), and the "
         f"store has {len(group)} for {name} at {size} ({'; '.join(differ) or 'measured again'})"
         + (f", and {len(repeated) - 1} more such model(s)" if len(repeated) > 1 else "")
-        + "; choose with --batch-size or --precision, or export --format csv, which keeps every row with "
-          "its settings")
+        + f"; choose with {option('batch_size')} or {option('precision')}, or export {_format('csv')}, which keeps "
+          "every row with its settings")
 
 
 def _write_csv(out: IO[str], columns: list[str], rows: list[dict[str, Any]]) -> int:
@@ -201,7 +211,7 @@ def _parquet_frame(store: ResultStore, model, gpu):
         import pandas  # noqa: F401
         import pyarrow  # noqa: F401
     except ImportError:
-        raise BadInputError('--format parquet needs pandas and pyarrow: pip install "visprof[pandas]"') from None
+        raise BadInputError(f'{_format("parquet")} needs pandas and pyarrow: pip install "visprof[pandas]"') from None
     return store.dataframe(model, gpu)
 
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from visprof.base.errors import BadInputError, OutputWriteError, VisprofWarning
 from visprof.base.outputs import sqlite_side_files
+from visprof.base.spelling import option
 from visprof.store.flatten import (category_rows, compact_json, flatten_result, kernel_family_category_rows,
                                    kernel_family_rows, memory_rows, normalize_gpu_uuid, op_type_rows)
 from visprof.store.cell import Cell, canonical_key, img_size_text
@@ -166,7 +167,7 @@ class ResultStore:
 
         path = Path(path)
         if write:
-            check_output_path(path, "--store")
+            check_output_path(path, option("store"))
         elif not path.exists():
             raise BadInputError(f"no such store: {path}")
         elif path.is_dir():

@@ -15,6 +15,7 @@ import sqlite3
 from pathlib import Path
 
 from visprof.base.errors import BadInputError
+from visprof.base.spelling import option
 
 __all__ = ["DamagedStoreError", "StoreBusyError", "StoreConnection", "StoreCursor", "lock_for_writing"]
 
@@ -96,10 +97,11 @@ def lock_for_writing(path: Path) -> int:
     try:
         fd = os.open(path, os.O_RDWR)
     except OSError as exc:
-        raise BadInputError(f"--store: cannot open {path}: {exc.strerror}") from None
+        raise BadInputError(f"{option('store')}: cannot open {path}: {exc.strerror}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise StoreBusyError(f"another sweep is writing to {path}; wait for it to finish, or give another --store") from None
+        raise StoreBusyError(f"another sweep is writing to {path}; wait for it to finish, or give another "
+                             f"{option('store')}") from None
     return fd

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 from visprof.base.child_env import child_env
 from visprof.base.errors import VisprofError
+from visprof.base.spelling import on_command_line
 from visprof.sweep.execute import DETAIL_CHARS
 from visprof.sweep.selection import import_roots
 from visprof.sweep.tasks import Task, TaskSource
@@ -262,6 +263,8 @@ class LocalExecutor:
         command = [sys.executable, "-m", "visprof.sweep.worker", "--device", slot.device, "--parent-pid", str(os.getpid())]
         for module in self.imports:
             command += ["--import", module]
+        if on_command_line():  # the worker's messages name options as the driver's do
+            command.append("--command-line")
         env = child_env({**os.environ, **dict(slot.env), "PYTHONUNBUFFERED": "1"})
         if self.import_roots:  # where the driver found the --import modules, which the worker's path lacks
             env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], *self.import_roots]).strip(os.pathsep)

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from visprof.base.errors import BadInputError
 from visprof.base.options import DEFAULT_BATCH, DEFAULT_PRECISION, PRECISIONS, passes_for
 from visprof.base.sizes import parse_img_size
+from visprof.base.spelling import option
 from visprof.store.cell import Cell, ImgSize, img_size_text
 
 __all__ = ["Cell", "SweepPlan", "img_size_text", "split_sized"]
@@ -85,7 +86,8 @@ class SweepPlan:
         except BadInputError as exc:
             if self.device_kind != "cpu" or "memory" not in self.passes:
                 raise
-            raise BadInputError(f"this sweep runs on the CPU (--device cpu, or no GPU visible), and {exc}") from None
+            raise BadInputError(f"this sweep runs on the CPU ({option('device', 'cpu')}, or no GPU visible), "
+                                f"and {exc}") from None
         self.options = dict(sorted(self.options.items()))
         self._cells = self._crossed()
 

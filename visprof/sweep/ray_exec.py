@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from visprof.base.child_env import VISPROF_PATH, shadowing_checkout
 from visprof.base.errors import BadInputError
+from visprof.base.spelling import command_line, on_command_line, option
 from visprof.sweep.tasks import Task, TaskSource
 
 __all__ = ["RayExecutor", "import_ray"]
@@ -27,12 +28,19 @@ def import_ray():
     try:
         import ray
     except ImportError:
-        raise BadInputError('--ray needs Ray: pip install "visprof[ray]"') from None
+        raise BadInputError(f'{option("ray")} needs Ray: pip install "visprof[ray]"') from None
     return ray
 
 
-def _run_cell_task(cell: dict[str, Any], imports: Sequence[str], timeout_s: float) -> dict[str, Any]:
-    """The body of one Ray task (runs in the Ray worker process)."""
+def _run_cell_task(cell: dict[str, Any], imports: Sequence[str], timeout_s: float,
+                   flags: bool = False) -> dict[str, Any]:
+    """The body of one Ray task (runs in the Ray worker process); its messages name options as
+    the driver's do (``flags``: as the CLI's flags)."""
+    with command_line(flags):
+        return _run_cell(cell, imports, timeout_s)
+
+
+def _run_cell(cell: dict[str, Any], imports: Sequence[str], timeout_s: float) -> dict[str, Any]:
     import ray
 
     from visprof.sweep.execute import execute_cell, worker_facts
@@ -78,8 +86,8 @@ class RayExecutor:
         """Joins (or starts) the cluster; returns its resources (``{"CPU": .., "GPU": ..}``)."""
         shadow = shadowing_checkout()
         if shadow is not None:
-            raise BadInputError(f"--ray: Ray's workers would import the visprof sources in {shadow} (the working "
-                                f"directory, which Ray puts first on their path) rather than this visprof "
+            raise BadInputError(f"{option('ray')}: Ray's workers would import the visprof sources in {shadow} (the "
+                                f"working directory, which Ray puts first on their path) rather than this visprof "
                                 f"({VISPROF_PATH}); run the sweep from another directory")
         ray = self._ray = import_ray()
         if not ray.is_initialized():
@@ -93,7 +101,7 @@ class RayExecutor:
                 else:
                     ray.init(address=self.address, **kwargs)
             except (ConnectionError, ValueError, RuntimeError) as exc:
-                raise BadInputError(f"--ray {self.address}: cannot reach a Ray cluster: {exc}") from None
+                raise BadInputError(f"{option('ray', self.address)}: cannot reach a Ray cluster: {exc}") from None
             self._started_ray = True
         resources = ray.cluster_resources()
         self.description = (f"Ray ({self.address}): {int(resources.get('GPU', 0))} GPUs, "
@@ -125,7 +133,7 @@ class RayExecutor:
                     task = source.next_task()
                     if task is None:
                         break
-                    ref = remote.remote(task.cell.to_dict(), self.imports, self.timeout_s)
+                    ref = remote.remote(task.cell.to_dict(), self.imports, self.timeout_s, on_command_line())
                     in_flight[ref] = task
                     source.started(task, "ray")
                 if not in_flight:

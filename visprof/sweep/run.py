@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from visprof.base.errors import BadInputError, DeviceNotFoundError, NoGPUError
+from visprof.base.spelling import either, option
 from visprof.sweep.plan import SweepPlan
 from visprof.sweep.progress_bar import SweepProgress
 from visprof.sweep.selection import import_modules, select_models
@@ -53,10 +54,10 @@ def parse_gpus(gpus: str | Sequence[int] | None) -> str | list[int]:
     for item in items:
         text = str(item).strip().lower().removeprefix("cuda:")
         if not text.isdigit():
-            raise BadInputError(f"--gpus takes 'all' or GPU indices such as 0,1; got {gpus!r}")
+            raise BadInputError(f"{option('gpus')} takes 'all' or GPU indices such as 0,1; got {gpus!r}")
         indices.append(int(text))
     if not indices:
-        raise BadInputError(f"--gpus takes 'all' or GPU indices such as 0,1; got {gpus!r}")
+        raise BadInputError(f"{option('gpus')} takes 'all' or GPU indices such as 0,1; got {gpus!r}")
     return list(dict.fromkeys(indices))
 
 
@@ -129,13 +130,14 @@ def run_sweep(
 
 
 def _check_numbers(timeout_s, retries, time_budget_s, workers) -> None:
-    for option, seconds in (("--timeout", timeout_s), ("--time-budget", time_budget_s)):
+    for name, seconds in ((option("timeout_s", flag="--timeout"), timeout_s),
+                          (option("time_budget_s", flag="--time-budget"), time_budget_s)):
         if seconds is not None and not _positive_seconds(seconds):
-            raise BadInputError(f"{option} must be a positive, finite number of seconds, got {seconds!r}")
+            raise BadInputError(f"{name} must be a positive, finite number of seconds, got {seconds!r}")
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise BadInputError(f"--retries must be an integer >= 0, got {retries!r}")
+        raise BadInputError(f"{option('retries')} must be an integer >= 0, got {retries!r}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise BadInputError(f"--workers must be an integer >= 1, got {workers!r}")
+        raise BadInputError(f"{option('workers')} must be an integer >= 1, got {workers!r}")
 
 
 def _positive_seconds(value) -> bool:
@@ -201,7 +203,8 @@ def _executor(device, gpus, workers, ray, imports, timeout_s, retries, fresh_pro
 def _make_executor(device, gpus, workers, ray, imports, retries, fresh_process, echo):
     choice = (device or "auto").strip().lower()
     if choice not in ("auto", "cuda", "gpu", "cpu"):
-        raise BadInputError(f"--device for a sweep is auto, cuda or cpu (pick GPUs with --gpus), got {device!r}")
+        raise BadInputError(f"{option('device')} for a sweep is auto, cuda or cpu (pick GPUs with {option('gpus')}), "
+                            f"got {device!r}")
     _check_where(choice, gpus, workers, ray)
     if ray is not None:
         from visprof.sweep.ray_exec import RayExecutor
@@ -224,7 +227,8 @@ def _make_executor(device, gpus, workers, ray, imports, retries, fresh_process, 
             slots, kind, devices = cpu_slots(workers or 1), "cpu", _done_on_this_cpu()
         else:
             if workers is not None:
-                raise BadInputError("--workers is for CPU sweeps; a GPU sweep runs one worker per GPU (choose them with --gpus)")
+                raise BadInputError(f"{option('workers')} is for CPU sweeps; a GPU sweep runs one worker per GPU "
+                                    f"(choose them with {option('gpus')})")
             slots, kind, devices = gpu_slots(indices), "cuda", _done_on_gpus(indices)
     return LocalExecutor(slots, imports=imports, fresh_process=fresh_process, echo_stderr=echo), kind, devices
 
@@ -233,9 +237,11 @@ def _check_where(choice: str, gpus, workers, ray) -> None:
     """Options that say where to run and contradict each other are refused, not half obeyed."""
     picked_gpus = gpus is not None and gpus != "all"
     if choice == "cpu" and picked_gpus:
-        raise BadInputError(f"--gpus {gpus} picks GPUs, and --device cpu runs on the CPU: give one of them")
+        raise BadInputError(f"{option('gpus', gpus)} picks GPUs, and {option('device', 'cpu')} runs on the CPU: "
+                            "give one of them")
     if ray is not None and (picked_gpus or workers is not None):
-        raise BadInputError(f"--ray places each cell on the cluster itself: leave out {'--gpus' if picked_gpus else '--workers'}")
+        raise BadInputError(f"{option('ray')} places each cell on the cluster itself: leave out "
+                            f"{option('gpus' if picked_gpus else 'workers')}")
 
 
 def _gpu_indices(gpus: str | list[int], explicit: bool) -> list[int] | None:
@@ -329,7 +335,8 @@ class _Sweep:
         with SweepProgress(len(self.queue), enabled=self.show_progress) as self.progress:
             self.progress.note(f"{len(self.plan)} cells ({self.plan.model_count()} models); "
                                f"{self.summary.skipped} already in {self.store.path}"
-                               + (f" ({self.summary.skipped_failed} failed earlier; --retry-failed tries them)"
+                               + (f" ({self.summary.skipped_failed} failed earlier; "
+                                  f"{option('retry_failed', True)} tries them)"
                                   if self.summary.skipped_failed else "") + "; "
                                f"{len(self.queue)} to run on {self.executor.description}; {self.versions}")
             try:
@@ -351,9 +358,10 @@ class _Sweep:
                 self.store.end_run(self.run_id, status, self.summary.done, self.summary.failed_total,
                                    self.summary.elapsed_s, self.summary.startup_s)
                 if status in ("interrupted", "time budget"):
+                    again = either("call run_sweep again with the same arguments", "run the same command again")
                     self.progress.note(f"{status}: {self.summary.done + self.summary.failed_total} cells finished "
                                        f"this run, {self.summary.remaining} left; finished cells are kept in "
-                                       f"{self.store.path}: run the same command again to resume")
+                                       f"{self.store.path}: {again} to resume")
         self.summary.slowest.sort(key=lambda kv: -kv[1])
         return self.summary
 
@@ -370,8 +378,9 @@ class _Sweep:
         now = time.monotonic()
         for task, began in self.running.values():
             self.progress.note(f"time budget: {task.cell.model} {task.cell.config_text} was still running after "
-                               f"{now - began:.0f} s and was stopped, unrecorded; the same command starts it first "
-                               "again, so give a --time-budget longer than it needs")
+                               f"{now - began:.0f} s and was stopped, unrecorded; the same "
+                               f"{either('run_sweep call', 'command')} starts it first again, so give a "
+                               f"{option('time_budget_s', flag='--time-budget')} longer than it needs")
 
     def _say_budget_spent(self) -> None:
         """The budget ran out with no cell declined or stopped for it (next_task and _say_abandoned
@@ -380,7 +389,8 @@ class _Sweep:
         before = ("before a worker was ready (torch's imports count, in the driver and in each worker)"
                   if self.summary.startup_s is None else f"{spent - self.summary.startup_s:.0f} s after the first "
                   f"worker was ready ({self.summary.startup_s:.1f} s in)")
-        self.progress.note(f"time budget: spent after {spent:.1f} s, {before}; give a longer --time-budget")
+        self.progress.note(f"time budget: spent after {spent:.1f} s, {before}; give a longer "
+                           f"{option('time_budget_s', flag='--time-budget')}")
 
     def next_task(self) -> Task | None:
         if not self.queue or self.stopping:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from visprof.base.errors import BadInputError, UnknownModelError
+from visprof.base.spelling import option
 from visprof.base.timm_import import import_timm
 from visprof.sweep.plan import SIZE_MARK, img_size_text, split_sized
 
@@ -63,18 +64,20 @@ def _model_list_entries(path: str | Path) -> list[tuple[str, int]]:
     try:
         text = path.read_text(encoding="utf-8-sig")  # -sig: the byte-order mark Windows Notepad starts with
     except FileNotFoundError:
-        raise BadInputError(f"--model-list: no such file: {path}") from None
+        raise BadInputError(f"{option('model_list')}: no such file: {path}") from None
     except IsADirectoryError:
-        raise BadInputError(f"--model-list: {path} is a directory; give a file with one model name a line") from None
+        raise BadInputError(f"{option('model_list')}: {path} is a directory; give a file with one model name "
+                            "a line") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise BadInputError(f"--model-list: cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        why = getattr(exc, "strerror", None) or exc
+        raise BadInputError(f"{option('model_list')}: cannot read {path}: {why}") from None
     entries = []
     for number, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if line:
             entries.extend((name, number) for name in split_names(line))
     if not entries:
-        raise BadInputError(f"--model-list: {path} names no model (one name or pattern a line)")
+        raise BadInputError(f"{option('model_list')}: {path} names no model (one name or pattern a line)")
     return entries
 
 
@@ -117,7 +120,7 @@ def _import_one(entry: str) -> None:
         if _names_a_file(entry):
             path = Path(entry).resolve()
             if not path.is_file():
-                raise BadInputError(f"--import: no such file: {entry}")
+                raise BadInputError(f"{_import_option()}: no such file: {entry}")
             name = f"visprof_user_{path.stem}"
             if name in sys.modules:
                 return
@@ -135,11 +138,16 @@ def _import_one(entry: str) -> None:
         raise
     except ModuleNotFoundError as exc:
         if exc.name and entry.split(".")[0] == exc.name.split(".")[0]:
-            raise BadInputError(f"--import: no module named {entry!r} (give a module on the Python path, "
+            raise BadInputError(f"{_import_option()}: no module named {entry!r} (give a module on the Python path, "
                                 "or a path to a .py file)") from None
-        raise BadInputError(f"--import {entry}: {type(exc).__name__}: {exc}") from exc
+        raise BadInputError(f"{_import_option()} {entry}: {type(exc).__name__}: {exc}") from exc
     except Exception as exc:
-        raise BadInputError(f"--import {entry} failed: {type(exc).__name__}: {exc}") from exc
+        raise BadInputError(f"{_import_option()} {entry} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _import_option() -> str:
+    """The option that names modules to import: run_sweep's ``imports``, the CLI's ``--import``."""
+    return option("imports", flag="--import")
 
 
 def select_models(
@@ -161,9 +169,10 @@ def select_models(
         requested += [(name, None) for name in timm.list_models()]
     if not requested:
         raise BadInputError("no models given: name models or patterns ('resnet50,vit_*'), "
-                            "or use --model-list FILE or --all")
+                            f"or use {option('model_list', metavar='FILE')} or "
+                            f"{option('all_models', True, flag='--all')}")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise BadInputError(f"--limit must be an integer >= 1, got {limit!r}")
+        raise BadInputError(f"{option('limit')} must be an integer >= 1, got {limit!r}")
     exclude_patterns = split_names(exclude)
 
     chosen: dict[str, None] = {}
@@ -172,7 +181,7 @@ def select_models(
             chosen.setdefault(name, None)
     kept = [name for name in chosen if not any(_excludes(pattern, name) for pattern in exclude_patterns)]
     if not kept:
-        raise BadInputError(f"--exclude {','.join(exclude_patterns)} leaves none of the {len(chosen)} selected models")
+        raise BadInputError(f"{option('exclude', exclude_patterns)} leaves none of the {len(chosen)} selected models")
     return kept[:limit] if limit is not None else kept
 
 
@@ -185,7 +194,7 @@ def _excludes(pattern: str, name: str) -> bool:
 
 def _expand_listed(item: str, timm, path: str | Path, line: int) -> list[str]:
     """``_expand`` for an entry of a model-list file: an error names the file and the line."""
-    where = f"--model-list {path} line {line}"
+    where = f"{option('model_list')} {path} line {line}"
     if not set(item) <= _NAME_CHARS:  # a JSON or CSV file, a sentence: no name could hold these
         raise BadInputError(f"{where}: {item!r} is not a timm model name (a model list has one name or pattern a "
                             "line, # starts a comment)")

@@ -8,6 +8,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+from visprof.base.spelling import either, option
 from visprof.store.cell import canonical_key
 
 __all__ = ["SweepSummary", "summarize_rows", "summarize_store"]
@@ -62,7 +63,8 @@ class SweepSummary:
         lines.append(counts)
         if self.skipped_failed:
             lines.append(f"{self.skipped_failed} cell(s) failed in an earlier run and were not tried again "
-                         "(--retry-failed tries them; visprof export STORE --failures lists them)")
+                         f"({option('retry_failed', True)} tries them; "
+                         f"{either('open_store(STORE).failures()', 'visprof export STORE --failures')} lists them)")
         if self.failed:
             lines.append("failed by class: " + ", ".join(f"{name} {n}" for name, n in
                                                         sorted(self.failed.items(), key=lambda kv: (-kv[1], kv[0]))))
@@ -78,7 +80,8 @@ class SweepSummary:
         for failure in self.failures[:top]:
             lines.append(f"  FAILED {failure['cell']}: {failure['error_class']}: {_one_line(failure['message'])}")
         if len(self.failures) > top:
-            lines.append(f"  ... and {len(self.failures) - top} more (visprof export STORE --format csv --failures)")
+            lines.append(f"  ... and {len(self.failures) - top} more "
+                         f"({either('open_store(STORE).failures()', 'visprof export STORE --format csv --failures')})")
         return "\n".join(lines)
 
 

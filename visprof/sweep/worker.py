@@ -1,4 +1,4 @@
-"""A sweep worker: ``python -m visprof.sweep.worker --device cuda:0 [--import MODULE ...]``.
+"""A sweep worker: ``python -m visprof.sweep.worker --device cuda:0 [--import MODULE ...] [--command-line]``.
 
 The driver starts one per GPU (pinned with ``CUDA_VISIBLE_DEVICES``), or one or more for the
 CPU, as a plain subprocess: a fresh interpreter that never runs the user's ``__main__`` (a
@@ -10,6 +10,9 @@ Protocol: JSON lines. The driver writes ``{"type": "run", "id": N, "cell": {...}
 then ``{"type": "done", "id": N, "outcome": {...}}`` per cell, or ``{"type": "fatal", ...}``
 if it cannot start. The protocol has a private copy of the original stdout; file descriptor
 1 is pointed at stderr, so whatever a model prints (from Python or C++) cannot corrupt it.
+
+Its messages name options as its driver's do (``--command-line``: as the CLI's flags, else as
+Python's keywords; visprof/base/spelling.py), so a cell's failure reads alike from either.
 
 A worker dies with its driver (``PR_SET_PDEATHSIG`` on Linux, and a watchdog thread
 everywhere), so a ``kill -9`` of the driver leaves no worker holding a GPU.
@@ -24,6 +27,8 @@ import sys
 import threading
 import time
 from typing import IO, Any, Iterator
+
+from visprof.base.spelling import command_line
 
 __all__ = ["encode_message", "LineDecoder", "main"]
 
@@ -82,8 +87,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="cuda:0 (pinned with CUDA_VISIBLE_DEVICES) or cpu")
     parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE")
     parser.add_argument("--parent-pid", type=int, default=0)
+    parser.add_argument("--command-line", action="store_true", help="name options as the CLI's flags")
     args = parser.parse_args(argv)
+    with command_line(args.command_line):
+        return _serve(args)
 
+
+def _serve(args: argparse.Namespace) -> int:
     protocol = _take_stdout()
 
     def send(message: dict[str, Any]) -> None:
