@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch import nn
 
 import visprof
 from visprof.base.child_env import child_env
@@ -18,17 +17,9 @@ from visprof.passes.models import resolve_model
 from visprof.passes.runner import ModelRunner, RunConfig
 from visprof.passes.timing import warm_up
 from visprof.report.table import render
+from small_modules import TwoLinears
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-class TwoLinears(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1, self.fc2 = nn.Linear(3 * 8 * 8, 32), nn.Linear(32, 4)
-
-    def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x.flatten(1))))
 
 
 def profile(**kwargs):

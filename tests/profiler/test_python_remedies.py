@@ -16,20 +16,12 @@ from torch import nn
 
 import visprof
 from visprof.base.errors import BadInputError, NoGPUError, OutOfMemoryError
+from small_modules import TwoLinears
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU path: no GPU, host memory")
 
 FAKE_MODELS = str(Path(__file__).resolve().parents[1] / "helpers" / "sweep_fake_models.py")
 FAST = dict(img_size=8, iterations=2, warmup=0, progress=False)
-
-
-class TwoLinears(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1, self.fc2 = nn.Linear(3 * 8 * 8, 32), nn.Linear(32, 4)
-
-    def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x.flatten(1))))
 
 
 class BytesPerSample(nn.Module):
