@@ -35,6 +35,8 @@ def recording_here() -> bool:
 
 
 def _stand_down_in_child() -> None:
+    if not _live:  # every fork of the process comes here (subprocesses, multiprocessing): most with nothing to do
+        return
     modes = python_dispatch._get_current_dispatch_mode_stack()
     if any(mode in _live for mode in modes):
         for _ in modes:  # the stack is popped from its top; the others go back in their order
