@@ -215,6 +215,18 @@ class SavedCalibration:
         return CalibratedSpeedup(profile.model, spec, mid, low, high, architecture(profile.model) in self._fitted,
                                  self.fit.seen(fam))
 
+    def batch_words(self, batch_size: int | None = None) -> str:
+        """At which batch ``predict(..., batch_size)`` makes its speed-ups, and whether the band's
+        coverage was measured there: a caption's words."""
+        batch = batch_size or self.batch_size
+        if batch is None:
+            return "each profile at its own batch (the calibration file does not say the published one)"
+        if batch == self.batch_size:
+            return f"at the published batch {batch}"
+        held = f" (the band's coverage was measured at the published batch {self.batch_size} only)" \
+            if self.batch_size else ""
+        return f"at batch {batch}{held}"
+
     @property
     def reads_base_number(self) -> bool:
         """Whether the fit reads the model's published base number (a profile alone gets the median)."""

@@ -96,7 +96,7 @@ def calibrated_section(saved, table, profiles: list, published: list[PublishedRo
     profile's own)."""
     rows = [saved.predict(p, table, spec=published[i].spec, base_over=published[i].base_over) if published
             else saved.predict(p, table, batch_size=batch_size) for i, p in enumerate(profiles)]
-    batch = _batch_words(batch_size or saved.batch_size, saved.batch_size)
+    batch = saved.batch_words(batch_size)
     at = "" if published else (f"; {batch} and the base table's precision"
                                + (", without a published base number (the fit's median)" if saved.reads_base_number
                                   else ""))
@@ -133,16 +133,6 @@ def calibrated_section(saved, table, profiles: list, published: list[PublishedRo
                 inside = sum(r.low <= pub <= r.high for r, pub in group)
                 lines.append(f"  published inside the band, {name}: {inside} of {len(group)} ({inside / len(group):.0%})")
     return "\n".join(lines) + "\n", rows
-
-
-def _batch_words(batch: int | None, fitted: int | None) -> str:
-    """At which batch the speed-ups are, and whether the band's coverage was measured there."""
-    if batch is None:
-        return "each profile at its own batch (the calibration file does not say the published one)"
-    if batch == fitted:
-        return f"at the published batch {batch}"
-    held = f" (the band's coverage was measured at the published batch {fitted} only)" if fitted else ""
-    return f"at batch {batch}{held}"
 
 
 __all__ = ["PublishedRow", "add_calibration_option", "calibrated_section", "calibration_pair", "compare_calibrated", "csv_columns", "load_calibration",

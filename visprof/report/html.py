@@ -141,7 +141,7 @@ def _what_they_run(profiles) -> str:
 
 def _calibrated_section(calibration, profiles, table, batch_size: int | None = None) -> str:
     """Each profiled model's calibrated speed-up over a saved calibration's pair, with its 80% band,
-    at ``batch_size`` (else each profile's own batch)."""
+    at ``batch_size`` (else the published batch the calibration keeps)."""
     rows, missing = [], 0
     for m in sorted(profiles, key=lambda m: (m.model, m.img_size or 0, m.batch_size or 0)):
         got = calibration.predict(m, table, batch_size=batch_size)
@@ -149,11 +149,13 @@ def _calibrated_section(calibration, profiles, table, batch_size: int | None = N
             missing += 1
             continue
         # the batch the speed-up is at (the caption's), not the profile's; the size tells one model's profiles apart
-        rows.append([m.model, str(m.img_size or "-"), str(batch_size or m.batch_size), f"x{got.spec_speedup:.2f}",
+        rows.append([m.model, str(m.img_size or "-"), str(batch_size or calibration.batch_size or m.batch_size),
+                     f"x{got.spec_speedup:.2f}",
                      f"x{got.calibrated:.2f}",
                      f"x{got.low:.2f} – x{got.high:.2f}",
                      "yes (in sample)" if got.fitted else "its family" if got.family_seen else "no"])
-    at = f"At batch {batch_size}" if batch_size else "Each profile at its own batch"
+    words = calibration.batch_words(batch_size)
+    at = words[0].upper() + words[1:]
     caption = (f"{calibration.describe()}. {at}: the spec ratios' speed-up, the calibrated one "
                f"(the fitted per-bucket corrections on top) and its 80% band. A model the fit saw is in sample; "
                f"a model whose timm family the fit saw gets the narrower band of such models."
@@ -308,7 +310,7 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
     PNGs written. Every target is checked before any work (none may be one of the files
     ``loaded`` was read from), and the files are written all together or not at all.
     ``calibration`` (``calibration_file.SavedCalibration``): a section of each profile's calibrated
-    speed-up over its pair, at ``batch_size`` (else each profile's own batch)."""
+    speed-up over its pair, at ``batch_size`` (else the published batch the calibration keeps)."""
     from visprof.analysis.gpus import gpu_table
     from visprof.base.outputs import atomic_write_all
     from visprof.report.figures import clock_of
