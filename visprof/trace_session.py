@@ -12,6 +12,7 @@ names modules by their path in it; other modules by their class.
 """
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import torch
@@ -21,6 +22,7 @@ from visprof.capture import live
 from visprof.capture.op_capture import ModuleTracker, OpCapture
 from visprof.attribution.categories import CategoryTable, table_or_default
 from visprof.native.tracer import KernelTracer
+from visprof.passes.torch_noise import quiet_torch_noise
 from visprof.passes.attributed import build_trace
 from visprof.native.records import CapturedTrace
 
@@ -63,6 +65,9 @@ class TraceSession:
             raise BadInputError("visprof.trace() inside another visprof.trace() block: each op would be timed with "
                                 "the outer block's per-op work inside it; trace one block at a time")
         self.trace = self.attribution = None
+        # torch's warning that a compiled module runs under global hooks is about visprof's hooks
+        self._quiet = contextlib.ExitStack()
+        self._quiet.enter_context(quiet_torch_noise())
         self._tracker = ModuleTracker(self._model)
         # FLOPs and bytes are counted after each op's end, outside its timed span (as the roles
         # are): without them a trace's rows said 0 FLOPs for every convolution and GEMM
@@ -79,6 +84,7 @@ class TraceSession:
                 if self._tracer:
                     self._tracer.stop()
                 self._capture = None
+                self._quiet.close()
             raise
         return self
 
@@ -96,6 +102,7 @@ class TraceSession:
                         torch.cuda.synchronize()
                     self._tracer.stop()
                 capture, tracker, self._capture, self._tracker = self._capture, self._tracker, None, None
+                self._quiet.close()
         records = self._tracer.records if self._tracer else None
         self.trace = build_trace(records, capture, tracker, iterations=1)
         self.attribution = attribution_mod.attribute(self.trace, self.table_)
