@@ -65,16 +65,16 @@ class TraceSession:
             raise BadInputError("visprof.trace() inside another visprof.trace() block: each op would be timed with "
                                 "the outer block's per-op work inside it; trace one block at a time")
         self.trace = self.attribution = None
-        # torch's warning that a compiled module runs under global hooks is about visprof's hooks
-        self._quiet = contextlib.ExitStack()
-        self._quiet.enter_context(quiet_torch_noise())
         self._tracker = ModuleTracker(self._model)
         # FLOPs and bytes are counted after each op's end, outside its timed span (as the roles
         # are): without them a trace's rows said 0 FLOPs for every convolution and GEMM
         self._capture = OpCapture(self._tracker, self.table_, structure=True, flops=True, backward=True)
         if self._tracer:
             self._tracer.start()
+        self._quiet = contextlib.ExitStack()
         try:
+            # torch's warning that a compiled module runs under global hooks is about visprof's hooks
+            self._quiet.enter_context(quiet_torch_noise())
             self._tracker.__enter__()
             self._capture.__enter__()
         except BaseException:  # a Ctrl-C between the two had left the tracker's global hooks for good

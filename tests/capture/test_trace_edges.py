@@ -153,3 +153,13 @@ def test_modules_outside_the_root_are_named_apart():
     assert gemms == ["", "Sequential.0", "Sequential.2", "Sequential#2.0", "Sequential#2.2",
                      "Sequential.0", "Sequential.2"]
     assert len({m.path for m in modules}) == len(modules)
+
+
+def test_the_users_warning_filters_set_inside_a_block_stay():
+    """The block drops one torch warning; it had put back the whole filter list at its end, and
+    with it undone a filter the user's code set inside the block."""
+    with warnings.catch_warnings():
+        with visprof.trace(torch.nn.Linear(4, 4)):
+            warnings.filterwarnings("ignore", message="the user's own filter")
+        assert any(f[1] is not None and f[1].pattern == "the user's own filter" for f in warnings.filters)
+        assert not any(f[1] is not None and "global hooks" in f[1].pattern for f in warnings.filters)

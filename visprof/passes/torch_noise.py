@@ -7,7 +7,9 @@
   Inductor compiling for the CPU on a machine that has a CUDA toolkit but no GPU.
 
 Only these exact messages are dropped, and only while ``quiet_torch_noise()`` is active;
-every other warning and log line goes through.
+every other warning and log line goes through. Its filters are added and then taken out one by
+one, not by ``warnings.catch_warnings()``, which puts the whole filter list back: inside a
+``visprof.trace()`` block the user's own code runs, and the filters it set there would have gone.
 """
 from __future__ import annotations
 
@@ -35,13 +37,18 @@ class _DropMatching(logging.Filter):
 @contextlib.contextmanager
 def quiet_torch_noise() -> Iterator[None]:
     filters = [(logging.getLogger(name), _DropMatching(pattern)) for name, pattern in _LOGS.items()]
-    with warnings.catch_warnings():
+    added = []
+    try:
         for message in _WARNINGS:
             warnings.filterwarnings("ignore", message=message, category=UserWarning)
+            added.append(warnings.filters[0])
         for logger, drop in filters:
             logger.addFilter(drop)
-        try:
-            yield
-        finally:
-            for logger, drop in filters:
-                logger.removeFilter(drop)
+        yield
+    finally:
+        for logger, drop in filters:
+            logger.removeFilter(drop)
+        for entry in added:
+            with contextlib.suppress(ValueError):  # the user's code may have reset the filters meanwhile
+                warnings.filters.remove(entry)
+        getattr(warnings, "_filters_mutated", lambda: None)()  # the C module's cache of the list
