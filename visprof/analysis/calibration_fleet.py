@@ -87,10 +87,11 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
         raise BadInputError(f"{published} model(s) have a profile, a spec prediction and both published numbers "
                             f"for {comparison.base} -> {comparison.target}; calibration needs at least {MIN_MODELS}")
     split_families = any(split)
+    batch = base_batch(comparison)  # the published batch: the models the fit only predicts are made there
     if table is not None and comparison.base_spec is not None and comparison.target_spec is not None:
         from visprof.analysis.families import family
 
-        precision, batch = base_precision(comparison), base_batch(comparison)
+        precision = base_precision(comparison)
         for key, cands in sorted(by_key.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
             if key in joined:
                 continue
@@ -121,7 +122,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     fleet.split_families = split_families
     fleet.covariate_filled = [v is None for v in base_over]
     fleet.img_sizes = sizes
-    fleet.batch_size = base_batch(comparison)
+    fleet.batch_size = batch
     return fleet, missing
 
 

@@ -598,11 +598,11 @@ def implausible_note(models: list[ModelComparison], base_name: str, target_name:
     """Where the speed-ups say a table is wrong: every model exactly x1.000 (one file imported for
     both GPUs), or the median far from what the spec ratios predict (a column's units: ms per
     batch, not samples/s). Nothing is refused: the user's numbers may be right."""
-    speedups = [m.speedup for m in models if m.speedup and math.isfinite(m.speedup)]
-    if len(speedups) >= 2 and all(abs(s - 1.0) < 1e-9 for s in speedups):
+    published = [m for m in models if m.speedup and math.isfinite(m.speedup)]
+    if len(published) >= 2 and all(abs(m.speedup - 1.0) < 1e-9 for m in published):
         return (f"every model's published speed-up from {base_name} to {target_name} is exactly x1.000: the two GPUs' "
                 f"numbers are the same (one table imported for both?)")
-    pairs = [(m.speedup, m.predicted_speedup) for m in models if m.predicted_speedup and m.speedup in speedups]
+    pairs = [(m.speedup, m.predicted_speedup) for m in published if m.predicted_speedup]
     if len(pairs) < 2:
         return None
     measured = statistics.median(s for s, _ in pairs)
