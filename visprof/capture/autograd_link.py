@@ -23,10 +23,9 @@ classified by its op name, as before.
 
 Ops that run inside a module's forward during backward (a checkpoint's recomputation) are
 forward ops again, in their module, and their nodes are numbered as a forward's. Not linked:
-the ``add`` with which the
-engine sums the gradients of a tensor used twice (a residual stream; q used for q·kᵀ and a
-projection) while it runs the node whose gradient arrives second: that is gradient
-accumulation, elementwise work, not the node's op.
+the ``add`` with which the engine sums the gradients of a tensor used twice (a residual stream;
+q used for q·kᵀ and a projection) while it runs the node whose gradient arrives second: that is
+gradient accumulation, elementwise work, not the node's op.
 """
 from __future__ import annotations
 
