@@ -14,7 +14,7 @@ from visprof.passes.models import DEFAULT_INPUT_SIZE, resolve_model, timm_name
 
 
 class TinyNet(nn.Module):
-    """Module-level, so it pickles (the memory pass needs that)."""
+    """A small conv net with a head, defined at module level."""
 
     def __init__(self, in_chans: int = 3):
         super().__init__()

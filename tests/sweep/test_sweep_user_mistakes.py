@@ -191,3 +191,24 @@ def test_the_model_list_reader_keeps_its_result(tmp_path):
     listing = tmp_path / "models.txt"
     listing.write_text("# c\nresnet18, vit_*@384\n\nresnet50  # x\n")
     assert read_model_list(listing) == ["resnet18", "vit_*@384", "resnet50"]
+
+
+def test_a_model_list_given_as_a_pipe_is_read_once(tmp_path, capsys, recorded_cells):
+    """`--model-list <(grep vit_ models.txt)`: the shell hands over a pipe, whose text a second read
+    finds gone; the CLI read it to check it, then the sweep found it empty ("names no model")."""
+    import os
+    import threading
+
+    fifo = tmp_path / "models.fifo"
+    os.mkfifo(fifo)
+
+    def shell():  # the text for the first reader, end-of-file for any later one (as a drained pipe gives)
+        fifo.write_text("resnet18\nvit_tiny_patch16_224\n")
+        while True:
+            fifo.write_text("")
+
+    threading.Thread(target=shell, daemon=True).start()
+    code, _, err = run_cli(capsys, "sweep", "--model-list", str(fifo), "--store", str(tmp_path / "sw.db"),
+                           "--device", "cpu", "-q", "--passes", "timing")
+    assert code == 0, err
+    assert [c.model for c in recorded_cells] == ["resnet18", "vit_tiny_patch16_224"]

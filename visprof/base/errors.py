@@ -6,8 +6,8 @@ prints it as ``visprof: error: <message>`` with no traceback, and exits with the
 A remedy names options in the caller's terms (``batch_size=8`` from Python, ``--batch-size 8``
 in the CLI: visprof/base/spelling.py), fixed when the error is made.
 
-The errors pickle with all their fields, because the memory pass runs in a subprocess and
-sends its failure back to the parent.
+The errors pickle with all their fields, so that one raised in another process (a Ray task,
+a user's multiprocessing pool) arrives whole, remedy included.
 """
 from __future__ import annotations
 

@@ -164,10 +164,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"[visprof] no models named: the starter list ({', '.join(STARTER_MODELS)}); name models or "
               f"patterns ('resnet50,vit_*'), or use --model-list FILE or --all for others", file=sys.stderr)
     from visprof.base.outputs import check_output_paths
-    from visprof.sweep.selection import read_model_list
+    from visprof.sweep.selection import load_model_list
 
-    if args.model_list is not None:  # read first: as a folder of inputs, "/" was walked whole (a traceback)
-        read_model_list(args.model_list)
+    # Read first (as a folder of inputs, "/" was walked whole: a traceback), and once: a pipe is empty after.
+    model_list = load_model_list(args.model_list) if args.model_list is not None else None
     # The store, the summary and the files the sweep reads: none may be another (or its -wal).
     scripts = [name for name in args.imports if name.endswith(".py")]
     check_output_paths({"--store": args.store, "--json": args.json},
@@ -185,7 +185,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         summary = run_sweep(
             args.models,
             store=args.store,
-            model_list=args.model_list,
+            model_list=model_list,
             all_models=args.all_models,
             exclude=args.exclude,
             limit=args.limit,

@@ -19,7 +19,7 @@ def is_out_of_memory(error: BaseException) -> bool:
     """True for a CUDA out-of-memory error in any of the forms it takes."""
     from visprof.base.errors import OutOfMemoryError
 
-    if isinstance(error, OutOfMemoryError):  # e.g. reported back by the memory pass's subprocess
+    if isinstance(error, OutOfMemoryError):  # visprof's own, e.g. from the memory pass or the CPU estimate
         return True
     torch = sys.modules.get("torch")  # torch's own OOM type exists only if torch is loaded
     if torch is not None and isinstance(error, torch.cuda.OutOfMemoryError):

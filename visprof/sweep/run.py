@@ -28,7 +28,7 @@ from visprof.base.errors import BadInputError, DeviceNotFoundError, NoGPUError
 from visprof.base.spelling import either, option
 from visprof.sweep.plan import SweepPlan
 from visprof.sweep.progress_bar import SweepProgress
-from visprof.sweep.selection import import_modules, select_models
+from visprof.sweep.selection import ModelList, import_modules, select_models
 from visprof.store.result_store import ResultStore
 from visprof.sweep.summary import SweepSummary
 from visprof.sweep.tasks import Task
@@ -65,7 +65,7 @@ def run_sweep(
     models: Iterable[str] | str | None = None,
     *,
     store: str | os.PathLike,
-    model_list: str | os.PathLike | None = None,
+    model_list: str | os.PathLike | ModelList | None = None,
     all_models: bool = False,
     exclude: Iterable[str] | str | None = None,
     limit: int | None = None,

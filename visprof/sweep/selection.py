@@ -16,6 +16,7 @@ import importlib
 import importlib.util
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -24,7 +25,8 @@ from visprof.base.spelling import option
 from visprof.base.timm_import import import_timm
 from visprof.sweep.plan import SIZE_MARK, img_size_text, split_sized
 
-__all__ = ["STARTER_MODELS", "select_models", "read_model_list", "split_names", "import_modules", "is_pattern"]
+__all__ = ["STARTER_MODELS", "ModelList", "select_models", "load_model_list", "read_model_list", "split_names",
+           "import_modules", "is_pattern"]
 
 # What `visprof sweep --store FILE` sweeps when no model is named: one model of each kind the
 # categories tell apart (CNNs plain, depthwise and mobile; ViTs plain, distilled, windowed;
@@ -48,9 +50,23 @@ def split_names(items: Iterable[str] | str | None) -> list[str]:
     return [part.strip() for item in items for part in str(item).split(",") if part.strip()]
 
 
+@dataclass(frozen=True)
+class ModelList:
+    """A model-list file's entries, read once: ``--model-list <(grep vit_ models.txt)`` is a pipe,
+    which a second read finds empty, so whoever checks the file early hands this on."""
+
+    path: str
+    entries: tuple[tuple[str, int], ...]  # (name or pattern, line number)
+
+
 def read_model_list(path: str | Path) -> list[str]:
     """Names from a file, one a line (timm's ``--model-list`` format); ``#`` starts a comment."""
-    return [name for name, _ in _model_list_entries(path)]
+    return [name for name, _ in load_model_list(path).entries]
+
+
+def load_model_list(path: str | Path) -> ModelList:
+    """The file's names or patterns with their line numbers (errors name the line)."""
+    return ModelList(str(path), tuple(_model_list_entries(path)))
 
 
 # What a name or pattern of a model list may hold: timm names and tags (letters, digits, _ . -),
@@ -153,7 +169,7 @@ def _import_option() -> str:
 def select_models(
     names: Iterable[str] | str | None = None,
     *,
-    model_list: str | Path | None = None,
+    model_list: str | Path | ModelList | None = None,
     all_models: bool = False,
     exclude: Iterable[str] | str | None = None,
     limit: int | None = None,
@@ -164,7 +180,9 @@ def select_models(
     # (entry, where it came from: None, or the model list's line number)
     requested: list[tuple[str, int | None]] = [(name, None) for name in split_names(names)]
     if model_list is not None:
-        requested += _model_list_entries(model_list)
+        if not isinstance(model_list, ModelList):
+            model_list = load_model_list(model_list)
+        requested += model_list.entries
     if all_models:
         requested += [(name, None) for name in timm.list_models()]
     if not requested:
@@ -177,7 +195,7 @@ def select_models(
 
     chosen: dict[str, None] = {}
     for item, line in requested:
-        for name in _expand(item, timm) if line is None else _expand_listed(item, timm, model_list, line):
+        for name in _expand(item, timm) if line is None else _expand_listed(item, timm, model_list.path, line):
             chosen.setdefault(name, None)
     kept = [name for name in chosen if not any(_excludes(pattern, name) for pattern in exclude_patterns)]
     if not kept:
