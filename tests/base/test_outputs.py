@@ -224,9 +224,11 @@ def test_every_writer_keeps_the_old_file_when_the_write_fails(tmp_path):
             else:
                 print(name, "| written")
     """)
-    old = '{"old": true}'  # the JSON writers replace JSON only
-    for name in ("result.json", "recording.json.gz", "trace.json", "categories.csv", "modules.csv"):
-        (tmp_path / name).write_text(old)
+    names = ("result.json", "recording.json.gz", "trace.json", "categories.csv", "modules.csv")
+    # each writer replaces only a file of the kind it writes
+    olds = {name: "model,old\nx,1\n" if name.endswith(".csv") else '{"old": true}' for name in names}
+    for name in names:
+        (tmp_path / name).write_text(olds[name])
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -235,7 +237,7 @@ def test_every_writer_keeps_the_old_file_when_the_write_fails(tmp_path):
         name, message = line.split(" | ")
         assert message == (f"could not write {tmp_path / name}: File too large (the file would exceed the file size "
                            "limit (ulimit -f) or the file system's limit); the previous file is unchanged")
-        assert (tmp_path / name).read_text() == old
+        assert (tmp_path / name).read_text() == olds[name]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         ["result.json", "recording.json.gz", "trace.json", "categories.csv", "modules.csv"])
 
@@ -263,3 +265,54 @@ def test_a_link_is_written_through_and_stays_a_link(tmp_path):
     dangling.symlink_to(tmp_path / "missing" / "x.json")
     with pytest.raises(BadInputError, match="does not exist"):
         check_output_path(dangling, "--json")
+
+
+# --- what an output may replace: nothing, an empty file, or its own kind -------------------------------
+
+NCU_RAW = ('==PROF== Connected to process 2604 (/usr/bin/python3.12)\n"ID","Process ID","Kernel Name"\n'
+           '"0","2604","ampere_sgemm"\n')
+OWN_KIND = {
+    "json": ['{"a": 1}', "[1, 2]\n", "\ufeff  {}"],
+    "html": ["<!DOCTYPE html>\n<html></html>", "  <html lang='en'>"],
+    "csv": ["model,img_size\nresnet50,224\n", "model,img_size\n", NCU_RAW, 'a,"b, c"\n1,2\n'],
+    "parquet": ["PAR1...."],
+    "png": ["\x89PNG\r\n"],
+}
+OTHER = ["import torch\nprint('train')\n", "from x import a, b\nimport torch\n", "name: value\n", "hello"]
+
+
+@pytest.mark.parametrize("kind", sorted(OWN_KIND))
+def test_an_output_replaces_only_its_own_kind_or_an_empty_file(tmp_path, kind):
+    from visprof.base.outputs import refuse_another_kind
+
+    path = tmp_path / "out"
+    def encoded(text: str) -> bytes:
+        return text.encode("latin-1") if text.startswith("\x89") else text.encode()
+
+    for text in OWN_KIND[kind] + ["", "\n \n"]:
+        path.write_bytes(encoded(text))
+        refuse_another_kind(path, "--out", kind)  # no error
+    for text in OTHER + [OWN_KIND[other][0] for other in OWN_KIND if other != kind]:
+        path.write_bytes(encoded(text))
+        with pytest.raises(BadInputError, match=r"--out .*out holds something other than"):
+            refuse_another_kind(path, "--out", kind)
+        assert path.read_bytes() == encoded(text)
+
+
+def test_the_python_api_writers_refuse_another_kind_too(tmp_path):
+    """No command's check runs before these: the writer refuses, and the file stays."""
+    from visprof.base.outputs import atomic_write_json
+    from visprof.report.csv import write_categories_csv
+    from visprof.result import ProfileResult
+
+    script = tmp_path / "train.py"
+    script.write_text("import torch\n")
+    result = ProfileResult.load(REPO / "tests/data/h200-result-vit_base_patch16_224.json")
+    with pytest.raises(BadInputError, match="other than CSV"):
+        write_categories_csv(result, script)
+    with pytest.raises(BadInputError, match="other than JSON"):
+        atomic_write_json(script, "{}")
+    assert script.read_text() == "import torch\n"
+    write_categories_csv(result, tmp_path / "c.csv")
+    write_categories_csv(result, tmp_path / "c.csv")  # its own output again: replaced
+    assert (tmp_path / "c.csv").read_text().startswith("model,measurement,")

@@ -245,3 +245,46 @@ def test_ncu_outputs_onto_its_rules_file(work):
         refused(visprof(work, "ncu", "resnet18", "--category", "attention", "--categories", "rules.toml",
                         option, "./rules.toml"), option, "overwrite")
     assert snapshot(work) == before
+
+
+# --- an output never replaces a file of another kind ------------------------------------------------
+# A mistyped --json, -o or --csv had replaced a user's train.py (only `profile` refused it): every
+# output refuses a non-empty file that is not of the kind it writes, before any work.
+
+SCRIPT = "import torch\nprint('my training script')\n"
+OTHER_KIND = [
+    ("compare", ["compare", "s.db", CSV_4090.name, "--json", "train.py"], "--json", "JSON"),
+    ("compare-csv", ["compare", "s.db", CSV_4090.name, "--csv", "train.py"], "--csv", "CSV"),
+    ("predict-csv", ["predict", "--from", "g.json", "--to", "rtx4090", "--csv", "train.py"], "--csv", "CSV"),
+    ("calibrate-save", ["calibrate", CSV_3090.name, "s.db", "--base", "rtx3090", "--target", "rtx4090",
+                        "--save", "train.py"], "--save", "JSON"),
+    ("export-json", ["export", "s.db", "--format", "json", "-o", "train.py"], "--output", "JSON"),
+    ("export-timm", ["export", "s.db", "--format", "timm", "-o", "train.py"], "--output", "CSV"),
+    ("export-parquet", ["export", "s.db", "--format", "parquet", "-o", "train.py"], "--output", "Parquet"),
+    ("report", ["report", "g.json", "-o", "train.py"], "--output", "an HTML page"),
+    ("sweep", ["sweep", "resnet18", "--store", "new.db", "--json", "train.py", "--device", "cpu"], "--json", "JSON"),
+    ("bounds", ["bounds", "build", "vit.json", "-o", "train.py"], "-o", "JSON"),
+]
+
+
+@pytest.mark.parametrize("args, option, kind", [case[1:] for case in OTHER_KIND], ids=[case[0] for case in OTHER_KIND])
+def test_an_output_never_replaces_a_file_of_another_kind(work, args, option, kind):
+    (work / "train.py").write_text(SCRIPT)
+    before = snapshot(work)
+    proc = visprof(work, *args)
+    refused(proc, option, "train.py", f"other than {kind}")
+    assert "wrote" not in proc.stdout + proc.stderr
+    assert snapshot(work) == before and not (work / "new.db").exists()
+
+
+def test_an_output_replaces_its_own_kind(work):
+    """Running a command again replaces what it wrote the first time (and an empty file)."""
+    (work / "empty.csv").write_text("")
+    for _ in range(2):
+        for args in (["compare", "s.db", CSV_4090.name, "--json", "c.json", "--csv", "c.csv"],
+                     ["export", "s.db", "--format", "timm", "-o", "empty.csv"], ["report", "g.json", "-o", "r.html"]):
+            proc = visprof(work, *args)
+            assert proc.returncode == 0, proc.stderr
+    assert json.loads((work / "c.json").read_text())["models"]
+    assert (work / "r.html").read_text().startswith("<!DOCTYPE html>")
+    assert (work / "empty.csv").read_text().startswith("model,")

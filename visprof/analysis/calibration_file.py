@@ -104,9 +104,9 @@ class SavedCalibration:
                 "fitted_models": self.fitted_models, "families": self.families, "held_out": self.held_out}
 
     def save(self, path: str | Path) -> None:
-        from visprof.base.outputs import atomic_write_text
+        from visprof.base.outputs import atomic_write_json
 
-        atomic_write_text(path, json.dumps(self.to_dict(), allow_nan=False) + "\n")
+        atomic_write_json(path, json.dumps(self.to_dict(), allow_nan=False) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> "SavedCalibration":

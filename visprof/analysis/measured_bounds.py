@@ -108,9 +108,9 @@ class BoundLibrary:
         return cls(gpu=doc["gpu"], tool=doc["tool"], entries=entries)
 
     def save(self, path: str | Path) -> None:
-        from visprof.base.outputs import atomic_write_text
+        from visprof.base.outputs import atomic_write_json
 
-        atomic_write_text(path, json.dumps(self.to_dict(), indent=1) + "\n")
+        atomic_write_json(path, json.dumps(self.to_dict(), indent=1) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> "BoundLibrary":

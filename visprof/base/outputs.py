@@ -20,6 +20,7 @@ Every file visprof writes (results, traces, exports, reports) goes through here,
 from __future__ import annotations
 
 import contextlib
+import csv
 import errno
 import gzip
 import io
@@ -31,8 +32,9 @@ from typing import IO, Iterable, Iterator, Mapping, Sequence, Union
 
 from visprof.base.errors import BadInputError, OutputWriteError
 
-__all__ = ["atomic_output", "atomic_write_all", "atomic_write_json", "atomic_write_text", "check_output_path", "check_output_paths", "describe_os_error",
-           "check_not_an_input", "check_output_dir", "files_in", "is_sqlite_file", "sqlite_side_files"]
+__all__ = ["OUTPUT_KINDS", "atomic_output", "atomic_write_all", "atomic_write_json", "atomic_write_text", "check_output_path",
+           "check_output_paths", "describe_os_error", "check_not_an_input", "check_output_dir", "files_in", "is_sqlite_file",
+           "refuse_another_kind", "sqlite_side_files"]
 
 # SQLite keeps part of a database beside it, in files named after it: a results store is
 # these files as well as its own (writing over one of them corrupts the store).
@@ -135,12 +137,13 @@ def _create_new(path: Path) -> int:
 
 def check_output_paths(paths: Mapping[str, str | Path | None], inputs: Mapping[str, InputPaths] | None = None, *,
                        folder_files: str | tuple[str, ...] = "*", sqlite: Sequence[str] = (),
-                       json: Sequence[str] = ()) -> dict[str, Path]:
+                       kinds: Mapping[str, str] | None = None) -> dict[str, Path]:
     """Checks each given path (None: option not used), that no two name the same file (nor
     one a store's side file of the other), that none but the ``sqlite`` ones (a sweep's --store)
-    would replace an SQLite file, that none of the ``json`` ones (written by ``atomic_write_json``)
-    would replace a file of something else, and, given the command's ``inputs``, that none of
-    them is an input (``check_not_an_input``). Returns the checked paths."""
+    would replace an SQLite file, that none of those ``kinds`` names (option -> "json", "html",
+    "csv", "parquet", "png": what it writes) would replace a file of something else, and, given
+    the command's ``inputs``, that none of them is an input (``check_not_an_input``). Returns
+    the checked paths."""
     checked = {what: check_output_path(p, what) for what, p in paths.items() if p is not None}
     seen: dict[Path, str] = {}
     for what, path in checked.items():
@@ -165,8 +168,8 @@ def check_output_paths(paths: Mapping[str, str | Path | None], inputs: Mapping[s
     for what, path in checked.items():
         if what not in sqlite:
             _refuse_a_store(path, what)
-        if what in json:  # before the run: atomic_write_json would refuse it after
-            _refuse_other_than_json(path, what)
+        if kinds and what in kinds:  # before the run: the writer would refuse it after
+            refuse_another_kind(path, what, kinds[what])
     return checked
 
 
@@ -347,13 +350,18 @@ def _creation_mode() -> int:
 
 @contextlib.contextmanager
 def atomic_output(path: str | Path, mode: str = "w", *, compress: bool | None = None,
-                  encoding: str = "utf-8") -> Iterator[IO]:
+                  encoding: str = "utf-8", kind: str | None = None) -> Iterator[IO]:
     """Opens a temporary file beside ``path`` for writing; renames it to ``path`` when the
     block ends normally, deletes it when the block raises (KeyboardInterrupt included).
 
     ``mode`` is "w" (text) or "wb". ``compress`` gzips the data (default: when the name ends
-    in .gz). A failure of the file system (full disk, permissions changed meanwhile) becomes
-    ``OutputWriteError`` naming the file and the reason."""
+    in .gz). ``kind`` (OUTPUT_KINDS: "json", "csv" ...): what is written, and so the only
+    kind of file it may replace. A failure of the file system (full disk, permissions changed
+    meanwhile) becomes ``OutputWriteError`` naming the file and the reason."""
+    if kind is not None:  # checked here too, not only by the commands' check_output_paths: the Python API
+        target = _through_links(_named(path))
+        _refuse_a_store(target, "output")  # the message that names a store
+        refuse_another_kind(target, "output", kind)
     staged: list[tuple[Path, Path]] = []
     try:
         with _staged_output(path, mode, compress, encoding, staged) as fh:
@@ -521,33 +529,64 @@ def _discard(staged: list[tuple[Path, Path]]) -> None:
 
 
 def atomic_write_json(path: str | Path, text: str) -> None:
-    """``atomic_write_text`` for a JSON document written through the Python API (a result's
-    to_json, a trace's save and Chrome trace), which refuses to replace a file that holds
-    something else: ``session.save("train.py")`` had replaced the user's script with JSON."""
-    target = _through_links(_named(path))
-    _refuse_a_store(target, "output")  # the message that names a store
-    _refuse_other_than_json(target, "output")
-    atomic_write_text(path, text)
+    """``atomic_write_text`` of a JSON document: it refuses to replace a file that holds
+    something else (``session.save("train.py")`` had replaced the user's script with JSON)."""
+    atomic_write_text(path, text, kind="json")
 
 
-def _refuse_other_than_json(path: Path, what: str) -> None:
-    if path.is_file() and not _holds_json(path):
-        raise BadInputError(f"{what} {path} holds something other than JSON, which this JSON would replace; "
-                            "give another file name, or remove it first if it is to go")
-
-
-def _holds_json(path: Path) -> bool:
-    """Empty, gzipped, or text that starts as a JSON document does (an object or a list)."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(4096)
-    except OSError:  # unreadable: the write says why it cannot replace it
-        return True
+# What an output may replace: nothing, an empty file, or a file of the kind it writes. A
+# mistyped --json, -o or --csv had replaced a user's train.py, or a CSV with a JSON document.
+# Each test reads the file's first 8 KiB and says whether they look like that kind.
+def _looks_like_json(head: bytes) -> bool:
+    """Text that starts as a JSON document does (an object or a list); gzipped: taken as ours."""
     start = head.lstrip(b" \t\r\n\xef\xbb\xbf")  # a BOM too
     return not start or head[:2] == b"\x1f\x8b" or start[:1] in (b"{", b"[")
 
 
-def atomic_write_text(path: str | Path, text: str, *, compress: bool | None = None) -> None:
+def _looks_like_html(head: bytes) -> bool:
+    start = head.lstrip(b" \t\r\n\xef\xbb\xbf").lower()
+    return start.startswith((b"<!doctype html", b"<html"))
+
+
+def _looks_like_csv(head: bytes) -> bool:
+    """A table: its first lines (up to five) have the same number of comma-separated fields, two or
+    more. A script or prose does not (``from x import a, b`` then ``import torch``). Lines of
+    ncu's own messages (``==PROF== ...``), which its raw CSV starts with, are passed over."""
+    text = head.decode("utf-8-sig", errors="replace")
+    lines = text.splitlines()
+    if len(head) == _HEAD_BYTES and not text.endswith(("\n", "\r")):
+        lines = lines[:-1]  # cut off mid-line
+    lines = [line for line in lines if line.strip() and not line.startswith("==")][:5]
+    widths = {len(row) for row in csv.reader(lines)}
+    return len(widths) == 1 and widths.pop() >= 2
+
+
+OUTPUT_KINDS = {
+    "json": ("JSON", _looks_like_json),
+    "html": ("an HTML page", _looks_like_html),
+    "csv": ("CSV", _looks_like_csv),
+    "parquet": ("Parquet", lambda head: head.startswith(b"PAR1")),
+    "png": ("a PNG image", lambda head: head.startswith(b"\x89PNG")),
+}
+_HEAD_BYTES = 8192
+
+
+def refuse_another_kind(path: Path, what: str, kind: str) -> None:
+    """BadInputError if ``path`` is a non-empty file that does not look like ``kind`` (OUTPUT_KINDS)."""
+    name, looks_like = OUTPUT_KINDS[kind]
+    if not path.is_file():
+        return
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_HEAD_BYTES)
+    except OSError:  # unreadable: the write says why it cannot replace it
+        return
+    if head.strip() and not looks_like(head):
+        raise BadInputError(f"{what} {path} holds something other than {name}, which this output would replace; "
+                            "give another file name, or remove it first if it is to go")
+
+
+def atomic_write_text(path: str | Path, text: str, *, compress: bool | None = None, kind: str | None = None) -> None:
     """Writes ``text`` (UTF-8) to ``path`` atomically; see ``atomic_output``."""
-    with atomic_output(path, "w", compress=compress) as fh:
+    with atomic_output(path, "w", compress=compress, kind=kind) as fh:
         fh.write(text)

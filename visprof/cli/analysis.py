@@ -202,8 +202,12 @@ def _check_outputs(args: argparse.Namespace, **paths) -> None:
     from visprof.analysis.sources import FOLDER_FILES
     from visprof.base.outputs import check_output_paths
 
-    check_output_paths({f"--{k.replace('_', '-')}": v for k, v in paths.items()}, inputs=_inputs(args),
-                       folder_files=FOLDER_FILES)
+    flags = {k: f"--{k.replace('_', '-')}" for k in paths}
+    check_output_paths({flags[k]: v for k, v in paths.items()}, inputs=_inputs(args), folder_files=FOLDER_FILES,
+                       kinds={flags[k]: _OUTPUT_KIND[k] for k in paths})
+
+
+_OUTPUT_KIND = {"json": "json", "csv": "csv", "save": "json"}  # what each output option writes
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -236,10 +240,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if saved:
             doc["calibration"] = {"file": str(args.calibration), "about": saved.describe(),
                                   "models": [r.row() for r in calibrated.values()]}
-        atomic_write_text(args.json, json.dumps(doc, indent=2, allow_nan=False) + "\n")
+        atomic_write_text(args.json, json.dumps(doc, indent=2, allow_nan=False) + "\n", kind="json")
     if args.csv is not None:
         atomic_write_text(args.csv, rows_to_csv([{**m.row(), **csv_columns(calibrated.get(id(m)))}
-                                                 for m in comparison.models]))
+                                                 for m in comparison.models]), kind="csv")
     return 0
 
 
@@ -327,7 +331,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                "ratios": [b.row() for b in rows], "held_out": held.to_dict(), "software_note": comparison.software,
                "path_note": comparison.paths,
                "sentences": [s.row() for s in sentences(fit, fleet)]}
-        atomic_write_text(args.json, json.dumps(doc, indent=1, allow_nan=False) + "\n")
+        atomic_write_text(args.json, json.dumps(doc, indent=1, allow_nan=False) + "\n", kind="json")
     return 0
 
 
@@ -422,11 +426,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
         if saved:
             doc["calibration"] = {"file": str(args.calibration), "about": saved.describe(),
                                   "models": [r.row() for r in calibrated.values()]}
-        atomic_write_text(args.json, json.dumps(doc, indent=2, default=_json_default) + "\n")
+        atomic_write_text(args.json, json.dumps(doc, indent=2, default=_json_default) + "\n", kind="json")
     if args.csv is not None:
         atomic_write_text(args.csv, rows_to_csv([
             {**prediction_row(p), **csv_columns(calibrated.get((p.model, p.img_size, p.source_batch, p.source_gpu)))}
-            for p in predictions]))
+            for p in predictions]), kind="csv")
     return 0
 
 

@@ -155,7 +155,7 @@ def _check_profile_inputs(args: argparse.Namespace) -> dict[str, Path]:
     from visprof.base.outputs import check_output_paths
 
     outputs = check_output_paths({"--json": args.json, "--trace": args.trace},
-                                 inputs={"--categories file": args.categories}, json=("--json", "--trace"))
+                                 inputs={"--categories file": args.categories}, kinds={"--json": "json", "--trace": "json"})
     if args.trace is not None and args.passes is not None and "attributed" not in args.passes:
         raise BadInputError("--trace writes the attributed pass, which --passes leaves out; add attributed "
                             f"(--passes {','.join((*args.passes, 'attributed'))})")

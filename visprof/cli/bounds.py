@@ -44,7 +44,7 @@ def cmd_bounds_build(args: argparse.Namespace) -> int:
     from visprof.base.outputs import check_output_paths
     from visprof.result import ProfileResult
 
-    check_output_paths({"-o": args.output}, inputs={"NCU_RESULT": args.results})
+    check_output_paths({"-o": args.output}, inputs={"NCU_RESULT": args.results}, kinds={"-o": "json"})
     _refuse_repeats(args.results)
     library = build_library(counter_set(ProfileResult.load(path)) for path in args.results)
     library.save(args.output)
@@ -80,10 +80,10 @@ def cmd_bounds_coverage(args: argparse.Namespace) -> int:
     from visprof.analysis import sources
     from visprof.analysis.measured_bounds import BoundLibrary, coverage, gpu_name
     from visprof.base.errors import BadInputError
-    from visprof.base.outputs import atomic_write_text, check_output_paths
+    from visprof.base.outputs import atomic_write_json, check_output_paths
 
     check_output_paths({"--json": args.json}, inputs={"LIBRARY": args.library, "input": sources.input_paths(args.sources)},
-                       folder_files=sources.FOLDER_FILES)
+                       folder_files=sources.FOLDER_FILES, kinds={"--json": "json"})
     library = BoundLibrary.load(args.library)
     loaded, _ = sources.load(args.sources).latest_profiles_only()
     if not loaded.profiles:
@@ -122,5 +122,5 @@ def cmd_bounds_coverage(args: argparse.Namespace) -> int:
     if args.json is not None:
         doc = [{"model": m.model, "img_size": m.img_size, "kernel_ms": c.kernel_ms, "measured_ms": c.measured_ms,
                 "by_bound_ms": c.by_bound_ms, "under_filled_ms": c.under_filled_ms} for m, c in rows]
-        atomic_write_text(args.json, json.dumps({"gpu": library.gpu, "profiles": doc}, indent=1) + "\n")
+        atomic_write_json(args.json, json.dumps({"gpu": library.gpu, "profiles": doc}, indent=1) + "\n")
     return 0

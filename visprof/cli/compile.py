@@ -38,9 +38,9 @@ def add_commands(commands) -> None:
 
 
 def cmd_compare_compile(args: argparse.Namespace) -> int:
-    from visprof.base.outputs import atomic_write_text, check_output_paths
+    from visprof.base.outputs import atomic_write_json, check_output_paths
 
-    check_output_paths({"--json": args.json})
+    check_output_paths({"--json": args.json}, kinds={"--json": "json"})
     options = {"batch_size": args.batch_size, "img_size": args.img_size, "precision": args.precision,
                "device": args.device, "warmup": args.warmup, "iterations": args.iterations}
     kwargs: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
@@ -53,7 +53,7 @@ def cmd_compare_compile(args: argparse.Namespace) -> int:
     print(render_compile_comparison(eager, compiled))
     if args.json is not None:
         rows = comparison_rows_as_dicts(compare_compile(eager, compiled))
-        atomic_write_text(args.json, json.dumps({"eager": eager.to_dict(), "compiled": compiled.to_dict(),
+        atomic_write_json(args.json, json.dumps({"eager": eager.to_dict(), "compiled": compiled.to_dict(),
                                                  "comparison": rows}, indent=1) + "\n")
         if not args.quiet:
             print(f"[visprof] wrote {args.json}", file=sys.stderr)

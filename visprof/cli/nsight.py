@@ -122,12 +122,12 @@ def cmd_ncu(args: argparse.Namespace) -> int:
 
 
 def _print_result(result, args) -> None:
-    from visprof.base.outputs import atomic_write_text
+    from visprof.base.outputs import atomic_write_json
     from visprof.report.table import render
 
     print(render(result, top_modules=args.top))
     if args.json is not None:
-        atomic_write_text(args.json, result.to_json() + "\n")
+        atomic_write_json(args.json, result.to_json() + "\n")
         print(f"[visprof] wrote {args.json}", file=sys.stderr)
 
 
@@ -138,7 +138,8 @@ def _check_report_args(args, outputs: dict | None = None, inputs: dict | None = 
     from visprof.base.outputs import check_output_paths
 
     check_output_paths({"--json": args.json, **(outputs or {})},
-                       inputs={"--categories file": args.categories, **(inputs or {})})
+                       inputs={"--categories file": args.categories, **(inputs or {})},
+                       kinds={"--json": "json", "--csv": "csv"})  # nsys's -o files are nsys's own kinds
     if args.categories is not None and not args.categories.is_file():
         raise BadInputError(f"--categories: no such file: {args.categories}")
     if args.top < 1:

@@ -171,7 +171,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     # The store, the summary and the files the sweep reads: none may be another (or its -wal).
     scripts = [name for name in args.imports if name.endswith(".py")]
     check_output_paths({"--store": args.store, "--json": args.json},
-                       inputs={"--model-list file": args.model_list, "--import file": scripts}, sqlite=("--store",))
+                       inputs={"--model-list file": args.model_list, "--import file": scripts}, sqlite=("--store",),
+                       kinds={"--json": "json"})
     memory_formats = list(args.memory_format or [])
     if args.channels_last:
         memory_formats.append(True)
@@ -225,9 +226,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _write_summary(path: Path, summary) -> None:
-    from visprof.base.outputs import atomic_write_text
+    from visprof.base.outputs import atomic_write_json
 
-    atomic_write_text(path, json.dumps(summary.to_dict(), indent=2) + "\n")
+    atomic_write_json(path, json.dumps(summary.to_dict(), indent=2) + "\n")
 
 
 def _check_memory_formats(channels_last: bool, memory_formats: list[bool] | None) -> None:

@@ -12,7 +12,7 @@ from visprof.result import CategoryRow, ModuleRow, ProfileResult
 def _write(path: str | Path, row_type: type, rows: list, result: ProfileResult) -> None:
     # model/measurement columns make files from many runs concatenable
     names = ["model", "measurement", *(f.name for f in dataclasses.fields(row_type))]
-    with atomic_output(path) as fh:  # newline="" already: csv writes its own line ends
+    with atomic_output(path, kind="csv") as fh:  # newline="" already: csv writes its own line ends
         writer = csv.DictWriter(fh, fieldnames=names)
         writer.writeheader()
         for row in rows:

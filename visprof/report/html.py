@@ -300,7 +300,8 @@ def check_report_outputs(output: str | Path, png_dir: str | Path | None = None, 
         png_dir = check_output_dir(png_dir, option("png_dir"))
         if png_dir.is_dir():  # else it is to be made: nothing is in it yet, so no input either
             pngs = {f"{option('png_dir')} {name}": png_dir / f"{name}.png" for name in FIGURES}
-    check_output_paths({option("output"): output, **pngs}, inputs=inputs, folder_files=FOLDER_FILES)
+    check_output_paths({option("output"): output, **pngs}, inputs=inputs, folder_files=FOLDER_FILES,
+                       kinds={option("output"): "html", **{what: "png" for what in pngs}})
 
 
 def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = None, base: str | None = None,

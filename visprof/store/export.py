@@ -28,6 +28,7 @@ from visprof.store.timm_format import TIMM_COLUMNS, to_timm_row
 __all__ = ["export_store", "FORMATS", "EXPORT_SCHEMA"]
 
 FORMATS = ("csv", "parquet", "json", "timm")
+_KIND = {"csv": "csv", "parquet": "parquet", "json": "json", "timm": "csv"}  # what each format's file is
 EXPORT_SCHEMA = "visprof.store-export/1"
 
 
@@ -56,7 +57,7 @@ def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt
                             "precision columns")
     if output is not None:
         source = store.path if isinstance(store, ResultStore) else store
-        check_output_paths({option("output"): output}, inputs={"store": source})
+        check_output_paths({option("output"): output}, inputs={"store": source}, kinds={option("output"): _KIND[fmt]})
     owned = not isinstance(store, ResultStore)
     reader = open_store(store) if owned else store
     try:
@@ -64,7 +65,7 @@ def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt
             raise BadInputError(_no_results(reader))
         if fmt == "parquet":
             frame = _parquet_frame(reader, model, gpu)
-            with atomic_output(output, "wb") as fh:
+            with atomic_output(output, "wb", kind="parquet") as fh:
                 frame.to_parquet(fh, index=False)
             return len(frame)
         buffer = io.StringIO()
@@ -75,7 +76,7 @@ def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt
     if output is None:
         (stdout or sys.stdout).write(buffer.getvalue())
     else:
-        with atomic_output(output) as fh:
+        with atomic_output(output, kind=_KIND[fmt]) as fh:
             fh.write(buffer.getvalue())
     return count
 
