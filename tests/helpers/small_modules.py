@@ -14,3 +14,28 @@ class TwoLinears(nn.Module):
 
     def forward(self, x):
         return self.fc2(torch.relu(self.fc1(x.flatten(1))))
+
+
+class PaddedEncoder(nn.Module):
+    """Images -> tokens -> nn.TransformerEncoder with a padding mask (the first image's last half is
+    padding). In eval under no_grad or inference_mode it takes torch's fast path: the batch is packed
+    into a nested tensor before the fused layers and padded back after them."""
+
+    width, heads, hidden, layers = 16, 4, 24, 2
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, self.width, 1)
+        layer = nn.TransformerEncoderLayer(self.width, self.heads, self.hidden, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, self.layers)
+
+    def forward(self, images):
+        tokens = self.stem(images).flatten(2).transpose(1, 2)
+        return self.encoder(tokens, src_key_padding_mask=self.padding(tokens))
+
+    @staticmethod
+    def padding(tokens: torch.Tensor) -> torch.Tensor:
+        mask = torch.zeros(tokens.shape[:2], dtype=torch.bool, device=tokens.device)
+        mask[0, tokens.shape[1] // 2:] = True
+        return mask
+
