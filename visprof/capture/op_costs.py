@@ -22,6 +22,7 @@ import torch
 from torch.utils.flop_counter import flop_registry
 
 from visprof.base.tf32_switches import tf32_in_use
+from visprof.capture.higher_order import FLEX_ATTENTION, FLEX_ATTENTION_BACKWARD
 
 aten = torch.ops.aten
 _CONV_ND = {aten.conv1d, aten.conv2d, aten.conv3d}
@@ -132,6 +133,13 @@ def _transformer_encoder_layer(args, kwargs, out) -> float:
                for length in _sequence_lengths(src))
 
 
+def _flex_attention_backward(args, kwargs, out) -> float:
+    """flex_attention's backward takes (q, k, v, out, logsumexp, grad_out, ...): as an SDPA backward,
+    five GEMMs of the size of the forward's two (torch's own formula, where it has one, counts as much).
+    Eager flex_attention computes every score, masked or not, so neither counts a block mask's sparsity."""
+    return 2.5 * _sdpa(args[:3], kwargs, out)
+
+
 def _torch_formula(packet):
     """torch's own formula for ``packet``, for an op whose leading arguments are the same tensors."""
     formula = flop_registry[packet]
@@ -162,13 +170,19 @@ _COMPOSITES = {
     aten._native_multi_head_attention: _native_mha,
     aten._transformer_encoder_layer_fwd: _transformer_encoder_layer,
 }
+if FLEX_ATTENTION is not None:  # an SDPA whose scores a function modifies; torch's formulas (2.14 has them) agree
+    _COMPOSITES.update({FLEX_ATTENTION: _sdpa, FLEX_ATTENTION_BACKWARD: _flex_attention_backward})
 
+
+def _packet(func) -> Any:
+    """The overload packet of an aten op; a higher-order op (flex_attention) is its own."""
+    return getattr(func, "_overloadpacket", func)
 
 
 def op_flops(func, args: tuple, kwargs: dict, out: Any) -> float:
     """FLOPs of `func(*args, **kwargs) -> out`; 0 for ops no formula covers (elementwise,
     norms: visprof counts matrix and convolution work, as torch's FlopCounterMode does)."""
-    packet = func._overloadpacket
+    packet = _packet(func)
     try:
         formula = flop_registry.get(packet)
         if formula is not None:
@@ -268,7 +282,7 @@ def tensor_core_precision(func, inputs: list[torch.Tensor]) -> str | None:
     floats = [t for t in inputs[:2] if t.is_floating_point()]
     if not floats:
         return None
-    packet = func._overloadpacket
+    packet = _packet(func)
     if packet in _CONVOLUTIONS and len(inputs) > 1 and inputs[1].dim() > 2:
         if inputs[1].shape[1] == 1 and inputs[0].dim() > 1 and inputs[0].shape[1] > 1:
             return None  # depthwise: one input channel per filter, no GEMM for tensor cores
@@ -320,12 +334,12 @@ class OpCostCounter:
 def _moves_data(func, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> bool:
     """False for ops that only return aliases of their inputs (views, a no-op ``.to``) or
     allocate without writing (``empty``): they launch no kernel."""
-    schema = func._schema
-    if schema.is_mutable:  # in-place and out= ops write into an input
+    schema = getattr(func, "_schema", None)  # a higher-order op has none, and writes into no input
+    if schema is not None and schema.is_mutable:  # in-place and out= ops write into an input
         return True
     if not outputs:
         return False
-    if func._overloadpacket in _NO_KERNEL:
+    if _packet(func) in _NO_KERNEL:
         return False
     in_ptrs = {p for p in map(_storage_ptr, inputs) if p is not None}
     return not all(_storage_ptr(t) in in_ptrs for t in outputs)
