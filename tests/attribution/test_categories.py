@@ -61,6 +61,13 @@ OP_CASES = [
     # torch's fused nn.MultiheadAttention, and nn.TransformerEncoderLayer (the whole layer, FFN and norms too)
     ("aten._native_multi_head_attention.default", ("MultiheadAttention",), None, "attention/core"),
     ("aten._transformer_encoder_layer_fwd.default", ("TransformerEncoderLayer",), None, "attention/core"),
+    # eager flex_attention and its backward: higher-order ops, named without "aten."
+    ("flex_attention", (), None, "attention/core"),
+    ("flex_attention_backward", ("Mlp",), None, "attention/core"),
+    # nn.TransformerEncoder's fast path packs a padded batch into a nested tensor and pads it back
+    ("aten._nested_tensor_from_mask.default", ("TransformerEncoder",), None, "memory/layout"),
+    ("aten._nested_tensor_from_mask_left_aligned.default", ("TransformerEncoder",), None, "memory/layout"),
+    ("aten.to_padded_tensor.default", ("TransformerEncoder",), None, "memory/layout"),
     (SDPA, ("AttentionPoolLatent", "VisionTransformer"), None, "attention/core"),
     # manual attention: q.k^T, masks, softmax (module or op), head merge copies
     ("aten.bmm.default", ("Attention", "Block"), None, "attention/core"),

@@ -247,3 +247,44 @@ def test_every_sdpa_backend_counts_its_forward_and_backward_flops(op, backward):
     args = (torch.randn(batch, heads, queries, width), q, k, v) if backward else (q, k, v)
     gemm = 2 * batch * heads * queries * keys * width
     assert op_flops(op, args, {}, None) == (5 if backward else 2) * gemm
+
+
+def test_a_nested_tensors_bytes_are_its_elements_and_its_views_move_nothing():
+    """A nested tensor has no shape or strides to read (``t.shape`` raises for the strided layout and is
+    symbolic for the jagged one): counting its bytes raised inside the capture. It holds its elements."""
+    packed = torch.nested.nested_tensor([torch.randn(3, 16), torch.randn(5, 16)])
+    assert tensor_bytes(packed) == (3 + 5) * 16 * 4
+    jagged = torch.nested.nested_tensor([torch.randn(3, 16), torch.randn(5, 16)], layout=torch.jagged)
+    assert tensor_bytes(jagged) == (3 + 5) * 16 * 4
+    linear = torch.nn.Linear(16, 8)
+    with torch.inference_mode():
+        out = linear(jagged)
+        view = out.transpose(1, 2)
+    counter = OpCostCounter()
+    cost = counter(aten.linear.default, (jagged, linear.weight, linear.bias), {}, out)
+    assert cost.flops == 2 * (3 + 5) * 16 * 8  # the real tokens, not the longest sequence's times the batch
+    assert cost.bytes == ((3 + 5) * 16 + 16 * 8 + 8 + (3 + 5) * 8) * 4
+    assert counter(aten.transpose.int, (out, 1, 2), {}, view).bytes == 0  # a view of the same values
+
+
+@pytest.mark.parametrize("grad_mode", [torch.inference_mode, torch.no_grad])
+def test_a_padded_batch_through_the_fused_encoder_counts_each_sequence_at_its_length(grad_mode):
+    """nn.TransformerEncoder with a src_key_padding_mask (eval, autograd off) packs the batch into a nested
+    tensor, which crashed the byte counter; the fused layers' FLOPs read its shape and counted 0."""
+    from tests.helpers.small_modules import PaddedEncoder
+
+    model = PaddedEncoder().eval()
+    images = torch.randn(2, 3, 4, 4)  # 16 tokens per image; the first one's last 8 are padding
+    lengths, width = (8, 16), PaddedEncoder.width
+    ops = capture(model, images, grad_mode=grad_mode)
+    layers = [op for op in ops if op.name == "aten._transformer_encoder_layer_fwd.default"]
+    assert len(layers) == PaddedEncoder.layers
+    hidden = PaddedEncoder.hidden
+    # per sequence of n tokens: qkv and output projections, q k^T and softmax @ v, the two feed-forward linears
+    per_sequence = [2 * n * 4 * width * width + 2 * 2 * n * n * width + 2 * n * 2 * width * hidden for n in lengths]
+    assert all(op.flops == sum(per_sequence) for op in layers)
+    # qkv and output projections, two norms, two feed-forward linears: weights and biases
+    weights = 3 * (width + 1) * width + (width + 1) * width + 4 * width + (width + 1) * hidden + (hidden + 1) * width
+    assert all(op.bytes == (2 * sum(lengths) * width + weights) * 4 for op in layers)  # packed tokens in and out
+    packing = next(op for op in ops if op.name == "aten._nested_tensor_from_mask.default")
+    assert packing.bytes == (2 * 16 + sum(lengths)) * width * 4 + 2 * 16  # padded tokens and mask in, packed out

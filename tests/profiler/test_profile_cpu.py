@@ -127,6 +127,36 @@ def test_a_hand_written_losss_mean_is_elementwise_and_a_global_average_pool_is_p
     assert categories == {("aten.mean.dim", "pooling"), ("aten.mean.default", "elementwise")}
 
 
+@pytest.mark.parametrize("grad_mode", [torch.inference_mode, torch.no_grad])
+def test_a_padding_masked_transformer_encoder_is_traced_and_profiled(grad_mode):
+    """nn.TransformerEncoder given a src_key_padding_mask (eval, autograd off) packs the batch into a
+    nested tensor for its fused layers: trace() and profile() failed on it ("NestedTensorImpl doesn't
+    support sizes", from the byte counter). The layers stay attention; packing and unpacking are layout."""
+    from tests.helpers.small_modules import PaddedEncoder
+
+    model = PaddedEncoder().eval()
+    images = torch.randn(2, 3, 4, 4)
+    with grad_mode():
+        expected = model(images)
+    with grad_mode(), visprof.trace(model) as session:
+        got = model(images)
+    assert torch.equal(got, expected)
+    classified = {op.name: session.attribution.op_classification(i) for i, op in enumerate(session.trace.ops)}
+    layer = classified["aten._transformer_encoder_layer_fwd.default"]
+    assert (layer.category, layer.subcategory) == ("attention", "core")
+    for conversion in ("aten._nested_tensor_from_mask.default", "aten.to_padded_tensor.default"):
+        assert (classified[conversion].category, classified[conversion].subcategory) == ("memory", "layout")
+    assert "other" not in {c.category for c in classified.values()}
+    rows = {(row.category, row.subcategory): row for row in session.category_rows()}
+    assert rows[("attention", "core")].flops > 0
+
+    result = visprof.profile(model, batch_size=2, img_size=8, iterations=2, warmup=0, attributed_iterations=1,
+                             grad_mode=grad_mode.__name__, progress=False, search_batch=False)
+    rows = {(row.category, row.subcategory): row for row in result.categories}
+    assert rows[("attention", "core")].flops > 0 and not result.failed_checks
+    assert not result.attribution.other_ops
+
+
 def test_a_trace_session_entered_again_records_the_new_block_only():
     """A session kept (a notebook cell run twice) added the first block's ops to the second's,
     still called one iteration: two convolutions for one forward."""

@@ -5,5 +5,6 @@ replay       replaying a captured op stream (the cheap second capture of the att
 structure    attention found by dataflow (hand-written attention, window partition/shift)
 compiled     torch.compile'd models: Inductor kernels mapped back to ops and modules
 op_costs     FLOPs and bytes per aten op
+higher_order the higher-order ops capture records as one op (eager flex_attention)
 nvtx_scheme  the names and nesting of visprof's NVTX ranges, which capture emits
 """

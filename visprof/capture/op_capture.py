@@ -23,7 +23,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from visprof.attribution.categories import CategoryTable, default_table
-from visprof.capture import live
+from visprof.capture import higher_order, live
 from visprof.capture.autograd_link import AutogradLink
 from visprof.capture.dispatch import call_as_unmoded
 from visprof.native import native
@@ -447,3 +447,6 @@ class OpCapture(TorchDispatchMode):
                      cpu_end_ns=end, attrs=attrs or {}, **flops.record_fields())
             for ext, func, module, it, start, end, flops, attrs in self.raw
         ]
+
+
+higher_order.register(OpCapture)  # flex_attention reaches __torch_dispatch__ as one op

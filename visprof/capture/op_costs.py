@@ -6,6 +6,11 @@ mode sees the composite ops before they decompose (aten.conv2d, aten.linear, ate
 aten.scaled_dot_product_attention), the CPU runs SDPA backends of its own (forward and backward),
 and nn.MultiheadAttention and nn.TransformerEncoderLayer have fused fast paths, so those are
 mapped onto the same formulas here.
+
+With a ``src_key_padding_mask`` in eval under no_grad, ``nn.TransformerEncoder`` packs the batch
+into a nested tensor (each sequence at its own length, padding dropped) before its fused layers,
+and a nested tensor has no shape or strides to read (``t.shape`` raises), only its element count
+and its buffer: FLOPs and bytes of nested tensors are counted from those.
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ import torch
 from torch.utils.flop_counter import flop_registry
 
 from visprof.base.tf32_switches import tf32_in_use
+from visprof.capture.higher_order import FLEX_ATTENTION, FLEX_ATTENTION_BACKWARD
 
 aten = torch.ops.aten
 _CONV_ND = {aten.conv1d, aten.conv2d, aten.conv3d}
@@ -34,12 +40,14 @@ def _conv_nd(args, kwargs, out) -> float:
 
 
 def _linear(args, kwargs, out) -> float:
+    """Each output element is a dot product over ``in_features``; numel, not the shape, so a nested
+    output (packed sequences) counts its real elements."""
     in_features = args[1].shape[1]
-    return 2.0 * math.prod(_shape(out)) * in_features
+    return 2.0 * out.numel() * in_features
 
 
 def _matmul(args, kwargs, out) -> float:
-    return 2.0 * math.prod(_shape(out)) * args[0].shape[-1]
+    return 2.0 * out.numel() * args[0].size(-1)
 
 
 def _sdpa(args, kwargs, out) -> float:
@@ -79,17 +87,33 @@ def _einsum(args, kwargs, out) -> float:
     return 2.0 * math.prod(sizes.values())
 
 
+def _sequence_lengths(t: torch.Tensor) -> list[int]:
+    """Tokens of each sequence of a (batch, tokens, width) tensor. A nested tensor's sequences each
+    have their own (nn.TransformerEncoder's fast path packs a padded batch so)."""
+    if t.is_nested:
+        return [int(sequence.shape[0]) for sequence in t.unbind()]
+    batch, length, _ = _shape(t)
+    return [length] * batch
+
+
+def _attention_layer(length: int, keys: int, width: int) -> float:
+    """One sequence through a multi-head attention layer of width E (the heads split E), L queries and
+    S keys: projections 2 E^2 (L + 2 S) + 2 E^2 L, attention 2 L S E for q k^T and as much for its
+    softmax times v."""
+    return 2.0 * width * (width * (2 * length + 2 * keys) + 2 * length * keys)
+
+
 def _native_mha(args, kwargs, out) -> float:
     """nn.MultiheadAttention's fused fast path (eval, batch_first, no grad): one op runs the q, k, v
-    projections, the attention and the output projection, which counted 0 FLOPs. Per batch element
-    with L queries, S keys and width E (the heads split E): projections 2 E^2 (L + 2 S) + 2 E^2 L,
-    attention 2 L S E for q k^T and as much for its softmax times v."""
+    projections, the attention and the output projection, which counted 0 FLOPs. A nested input counts
+    each sequence at its own length, the work its tokens need (as torch's FlopCounterMode counts nested
+    attention), not at the longest's."""
     query, key = args[0], args[1]
     if query.dim() != 3 or key.dim() != 3:
         return 0.0
-    batch, length, width = _shape(query)
-    keys = key.shape[1]
-    return 2.0 * batch * width * (width * (2 * length + 2 * keys) + 2 * length * keys)
+    width = query.size(-1)
+    return sum(_attention_layer(length, keys, width)
+               for length, keys in zip(_sequence_lengths(query), _sequence_lengths(key)))
 
 
 def _transformer_encoder_layer(args, kwargs, out) -> float:
@@ -102,8 +126,18 @@ def _transformer_encoder_layer(args, kwargs, out) -> float:
     # norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1, ffn_bias_1,
     # ffn_weight_2, ffn_bias_2, mask, mask_type
     src, ffn_weight_1, ffn_weight_2 = args[0], args[14], args[16]
-    batch, length, _ = _shape(src)
-    return _native_mha((src, src), {}, out) + 2.0 * batch * length * (ffn_weight_1.numel() + ffn_weight_2.numel())
+    if src.dim() != 3:
+        return 0.0
+    width, feed_forward = src.size(-1), ffn_weight_1.numel() + ffn_weight_2.numel()
+    return sum(_attention_layer(length, length, width) + 2.0 * length * feed_forward
+               for length in _sequence_lengths(src))
+
+
+def _flex_attention_backward(args, kwargs, out) -> float:
+    """flex_attention's backward takes (q, k, v, out, logsumexp, grad_out, ...): as an SDPA backward,
+    five GEMMs of the size of the forward's two (torch's own formula, where it has one, counts as much).
+    Eager flex_attention computes every score, masked or not, so neither counts a block mask's sparsity."""
+    return 2.5 * _sdpa(args[:3], kwargs, out)
 
 
 def _torch_formula(packet):
@@ -136,12 +170,19 @@ _COMPOSITES = {
     aten._native_multi_head_attention: _native_mha,
     aten._transformer_encoder_layer_fwd: _transformer_encoder_layer,
 }
+if FLEX_ATTENTION is not None:  # an SDPA whose scores a function modifies; torch's formulas (2.14 has them) agree
+    _COMPOSITES.update({FLEX_ATTENTION: _sdpa, FLEX_ATTENTION_BACKWARD: _flex_attention_backward})
+
+
+def _packet(func) -> Any:
+    """The overload packet of an aten op; a higher-order op (flex_attention) is its own."""
+    return getattr(func, "_overloadpacket", func)
 
 
 def op_flops(func, args: tuple, kwargs: dict, out: Any) -> float:
     """FLOPs of `func(*args, **kwargs) -> out`; 0 for ops no formula covers (elementwise,
     norms: visprof counts matrix and convolution work, as torch's FlopCounterMode does)."""
-    packet = func._overloadpacket
+    packet = _packet(func)
     try:
         formula = flop_registry.get(packet)
         if formula is not None:
@@ -190,10 +231,13 @@ _CONVOLUTIONS = {aten.convolution, aten._convolution, *_CONV_ND}
 
 def tensor_bytes(t: torch.Tensor) -> int:
     """Bytes a kernel must touch to read ``t``: its elements, or less for a broadcast view
-    (stride 0), whose memory extent is smaller than its element count."""
+    (stride 0), whose memory extent is smaller than its element count. A nested tensor has no
+    strides (each sequence has its own): its elements, which its buffer holds."""
     n = t.numel()
     if n == 0:
         return 0
+    if t.is_nested:
+        return n * t.element_size()
     extent = 1 + sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride()))
     return min(n, extent) * t.element_size()
 
@@ -204,18 +248,30 @@ def _tensors(tree: Any) -> list[torch.Tensor]:
     return [x for x in tree_leaves(tree) if isinstance(x, torch.Tensor)]
 
 
+def _holder(t: torch.Tensor) -> torch.Tensor:
+    """The tensor whose storage holds ``t``'s elements: ``t``, or for a jagged nested tensor (a Python
+    subclass without storage of its own) its values, so that its views are seen to move nothing."""
+    if not t.is_nested or t.layout == torch.strided:
+        return t
+    try:
+        return t.values()
+    except (RuntimeError, NotImplementedError):  # then it is read as memory of its own
+        return t
+
+
 def _storage_key(t: torch.Tensor) -> tuple[int, int, int]:
     """Identity of the memory ``t`` covers: the same region passed twice is read once."""
+    held = _holder(t)
     try:
-        ptr = t.untyped_storage().data_ptr()
+        ptr = held.untyped_storage().data_ptr()
     except (RuntimeError, NotImplementedError):  # no storage (sparse, a tensor subclass)
         ptr = id(t)
-    return ptr, t.storage_offset(), tensor_bytes(t)
+    return ptr, held.storage_offset(), tensor_bytes(t)
 
 
 def _storage_ptr(t: torch.Tensor) -> int | None:
     try:
-        return t.untyped_storage().data_ptr()
+        return _holder(t).untyped_storage().data_ptr()
     except (RuntimeError, NotImplementedError):
         return None
 
@@ -226,7 +282,7 @@ def tensor_core_precision(func, inputs: list[torch.Tensor]) -> str | None:
     floats = [t for t in inputs[:2] if t.is_floating_point()]
     if not floats:
         return None
-    packet = func._overloadpacket
+    packet = _packet(func)
     if packet in _CONVOLUTIONS and len(inputs) > 1 and inputs[1].dim() > 2:
         if inputs[1].shape[1] == 1 and inputs[0].dim() > 1 and inputs[0].shape[1] > 1:
             return None  # depthwise: one input channel per filter, no GEMM for tensor cores
@@ -278,12 +334,12 @@ class OpCostCounter:
 def _moves_data(func, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> bool:
     """False for ops that only return aliases of their inputs (views, a no-op ``.to``) or
     allocate without writing (``empty``): they launch no kernel."""
-    schema = func._schema
-    if schema.is_mutable:  # in-place and out= ops write into an input
+    schema = getattr(func, "_schema", None)  # a higher-order op has none, and writes into no input
+    if schema is not None and schema.is_mutable:  # in-place and out= ops write into an input
         return True
     if not outputs:
         return False
-    if func._overloadpacket in _NO_KERNEL:
+    if _packet(func) in _NO_KERNEL:
         return False
     in_ptrs = {p for p in map(_storage_ptr, inputs) if p is not None}
     return not all(_storage_ptr(t) in in_ptrs for t in outputs)

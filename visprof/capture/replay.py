@@ -24,6 +24,7 @@ the attributed pass re-runs with ``OpCapture``, which handles that case op by op
 """
 from __future__ import annotations
 
+from visprof.capture.higher_order import is_higher_order
 from visprof.capture.op_capture import OpCapture
 from visprof.native import native
 from visprof.native.records import OpRecord
@@ -205,6 +206,11 @@ class ReplayCapture:
         template of `planned` (an OpCapture made with template=). (capture, "") or (None, why).
         Without `timestamps` (--nvtx-only, which only pushes ranges) the ops get no host times
         and to_records() is refused."""
+        # RecordFunction sees no call for a higher-order op, only the aten calls inside it: no
+        # recorded call could take its place (and recording a forward to find so would be wasted).
+        hop = next((func for func, *_ in planned.template_ops() if is_higher_order(func)), None)
+        if hop is not None:
+            return None, f"{hop} is a higher-order op, which the ATen observer sees as its inner calls only"
         observer.record_start()
         try:
             forward()

@@ -101,7 +101,7 @@ def op_kind(name: str) -> str:
 
 def is_sdpa(kind: str) -> bool:
     return ("scaled_dot_product" in kind or "flash_attention" in kind or "efficient_attention" in kind
-            or "cudnn_attention" in kind or kind in ("_fused_sdp_choice",))
+            or "cudnn_attention" in kind or kind in ("_fused_sdp_choice", "flex_attention"))
 
 
 @dataclass
