@@ -4,7 +4,8 @@
 #   native   GPU tests of the native core + bench/native_overhead.py
 #   profile  GPU tests of the profiler + `visprof profile` of one model (the README excerpt)
 #   memory   GPU tests of the in-process memory pass + bench/alloc_tracker_cost.py
-#   trace-tests  GPU tests of visprof.trace() around training steps, checkpoints, compiled code, forks
+#   trace-tests  GPU tests of visprof.trace() around training steps, checkpoints, compiled code, forks,
+#                and of the capture's flex_attention and nested-tensor paths
 #   regimes  bench/latency_check.py (latency per regime, memory, whole-profile wall time);
 #            starts no model after $REGIMES_DEADLINE_S seconds since this script started;
 #            REGIMES_ARGS adds options (e.g. "--memory-only --repeat-first")
@@ -63,7 +64,7 @@ for step in "${steps[@]}"; do
       model=${MODEL:-vit_base_patch16_224}
       python3 -m visprof profile "$model" --quiet --json "$OUT/visprof-profile-$model.json" 2>&1 | tee "$OUT/visprof-profile-$model.txt" ;;
     trace-tests)
-      python3 -m pytest tests/gpu/test_trace_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-trace.txt" | grep -E "PASS|FAIL|SKIP|Error|passed|failed|assert" | head -40 ;;
+      python3 -m pytest tests/gpu/test_trace_gpu.py tests/gpu/test_capture_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-trace.txt" | grep -E "PASS|FAIL|SKIP|Error|passed|failed|assert" | head -40 ;;
     memory)
       python3 -m pytest tests/gpu/test_memory_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-memory.txt" | grep -E "PASS|FAIL|SKIP|Error|passed|failed|assert" | head -40
       python3 bench/alloc_tracker_cost.py --json "$OUT/alloc-tracker-cost-h200.json" 2>&1 | tee "$OUT/alloc-tracker-cost.txt" | tail -4 ;;

@@ -1,0 +1,70 @@
+"""The capture's newer paths on a GPU, where kernels, not host times, are attributed: eager
+flex_attention (a higher-order op, visprof/capture/higher_order.py) forward and backward, and
+nn.TransformerEncoder's nested-tensor fast path under a padding mask. The CPU side is
+tests/capture/test_higher_order.py and tests/profiler/test_profile_cpu.py."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import visprof
+from visprof.capture.higher_order import FLEX_ATTENTION
+from tests.helpers.small_modules import FlexMixer, PaddedEncoder
+
+pytestmark = [
+    pytest.mark.gpu,
+    # eager flex_attention says once per process that it runs unfused: these tests mean it to
+    pytest.mark.filterwarnings("ignore:.*flex_attention called without torch.compile"),
+]
+needs_flex = pytest.mark.skipif(FLEX_ATTENTION is None, reason="this torch has no flex_attention")
+
+
+def _classified(session) -> dict[str, set[tuple[str, str | None]]]:
+    out: dict[str, set] = {}
+    for i, op in enumerate(session.trace.ops):
+        c = session.attribution.op_classification(i)
+        out.setdefault(op.name, set()).add((c.category, c.subcategory))
+    return out
+
+
+@needs_flex
+def test_a_flex_attention_training_step_is_attention_forward_and_backward():
+    """Forward and backward of eager flex_attention: one op each, their kernels attention/core, every
+    kernel of the step attributed."""
+    model = FlexMixer().cuda()
+    images = torch.randn(4, 3, 8, 8, device="cuda")
+    with visprof.trace(model) as session:
+        model(images).square().mean().backward()
+    classified = _classified(session)
+    print(sorted(classified.items()))
+    assert classified["flex_attention"] == {("attention", "core")}
+    backward = [name for name in classified if "flex_attention_backward" in name]
+    assert backward and all(classified[name] == {("attention", "core")} for name in backward)
+    assert classified["aten.linear.default"] == {("attention", "projections")}
+    rows = {(r.category, r.subcategory): r for r in session.category_rows()}
+    assert rows[("attention", "core")].time_ms > 0 and ("other", None) not in rows
+    assert session.summary().coverage == pytest.approx(1.0)
+
+
+@needs_flex
+def test_a_flex_attention_model_profiles_with_every_self_check():
+    result = visprof.profile(FlexMixer().eval(), batch_size=8, img_size=16, iterations=5, warmup=2,
+                             progress=False, search_batch=False)
+    rows = {(row.category, row.subcategory): row for row in result.categories}
+    print(visprof.text_report(result))
+    assert rows[("attention", "core")].time_ms > 0 and rows[("attention", "core")].flops > 0
+    assert not result.failed_checks
+    assert not result.attribution.other_ops
+
+
+@pytest.mark.parametrize("grad_mode", ["inference_mode", "no_grad"])
+def test_a_padding_masked_encoder_profiles_on_the_gpu(grad_mode):
+    """The fused encoder layers run on packed (nested) sequences: attention/core with FLOPs, the packing
+    memory/layout, nothing in other, every self-check passed."""
+    result = visprof.profile(PaddedEncoder().eval(), batch_size=4, img_size=8, iterations=5, warmup=2,
+                             grad_mode=grad_mode, progress=False, search_batch=False)
+    rows = {(row.category, row.subcategory): row for row in result.categories}
+    print(visprof.text_report(result))
+    assert rows[("attention", "core")].time_ms > 0 and rows[("attention", "core")].flops > 0
+    assert not result.failed_checks
+    assert not result.attribution.other_ops
