@@ -482,17 +482,20 @@ def roofline(profiles: Sequence, table_specs) -> object | None:
         total_by_model = {id(m): sum(p.time_ms for p in m.result.roofline.categories) or 1.0 for m in ms}
         # Hundreds of profiles at full size cover the plot; smaller, see-through markers show where they crowd.
         crowd = 1.0 if len(ms) <= 20 else 0.25
-        for m in ms:
-            for p in m.result.roofline.categories:
-                if p.intensity and p.tflops:
-                    area = (30 + 500 * p.time_ms / total_by_model[id(m)]) * crowd  # points squared
-                    ax.scatter([p.intensity], [p.tflops], s=area, color=cat_table.category(p.category).color,
-                               edgecolors="#222222", linewidths=0.6 * crowd, alpha=0.85 if crowd == 1 else 0.5, zorder=4)
-                    if len(ms) <= 4:
-                        # Beside the marker, whatever its size: a fixed offset put large markers over their label.
-                        ax.annotate(f"{p.category}\n{m.model}" if len(ms) > 1 else p.category, (p.intensity, p.tflops),
-                                    fontsize=6.5, xytext=(math.sqrt(area / math.pi) + 2, 0), textcoords="offset points",
-                                    va="center", zorder=5)
+        # One scatter of every marker, in the order they were drawn one by one (the same overlaps):
+        # a call per marker took 16 s for 2,808 profiles' 4,482 categories.
+        points = [(m, p) for m in ms for p in m.result.roofline.categories if p.intensity and p.tflops]
+        areas = [(30 + 500 * p.time_ms / total_by_model[id(m)]) * crowd for m, p in points]  # points squared
+        if points:
+            ax.scatter([p.intensity for _, p in points], [p.tflops for _, p in points], s=areas,
+                       color=[cat_table.category(p.category).color for _, p in points], edgecolors="#222222",
+                       linewidths=0.6 * crowd, alpha=0.85 if crowd == 1 else 0.5, zorder=4)
+        if len(ms) <= 4:
+            for (m, p), area in zip(points, areas):
+                # Beside the marker, whatever its size: a fixed offset put large markers over their label.
+                ax.annotate(f"{p.category}\n{m.model}" if len(ms) > 1 else p.category, (p.intensity, p.tflops),
+                            fontsize=6.5, xytext=(math.sqrt(area / math.pi) + 2, 0), textcoords="offset points",
+                            va="center", zorder=5)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(lo, hi)
