@@ -212,9 +212,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             echo_worker_output=args.verbose,
             argv="visprof " + " ".join(sys.argv[1:]),
         )
-    except KeyboardInterrupt as interrupt:  # Ctrl-C or SIGTERM: the summary of what ran is still asked for
+    except KeyboardInterrupt as interrupt:
+        # Ctrl-C or SIGTERM once the run began: what its cells measured is still worth reading, so the summary
+        # (its first line says "interrupted") goes to stdout and --json as a finished sweep's does; the exit
+        # code still says interrupted (130, or 143 for SIGTERM).
         summary = getattr(interrupt, "sweep_summary", None)
-        if args.json is None or summary is None:
+        if summary is None:
+            raise
+        print(summary.render())
+        if args.json is None:
             raise
         _write_summary(args.json, summary)
         raise KeyboardInterrupt(f"the summary of the cells run is in {args.json}") from None

@@ -103,7 +103,8 @@ def run_sweep(
     ``time.monotonic()`` the budget and the summary's elapsed time count from (default: this
     call; the CLI gives its own start, so that torch's imports count as the user's clock does).
     On Ctrl-C the workers are killed, the run is marked interrupted, and KeyboardInterrupt
-    propagates.
+    propagates; once the run had begun, it carries the run's summary (status "interrupted") as
+    its ``sweep_summary`` attribute.
     """
     started = time.monotonic() if started_at is None else min(float(started_at), time.monotonic())
     _check_numbers(timeout_s, retries, time_budget_s, workers)
@@ -352,6 +353,8 @@ class _Sweep:
                 interrupt.sweep_summary = self.summary  # filled in below: the CLI still writes its --json
                 raise
             finally:
+                # Here, not after a normal return: an interrupted sweep's summary is written too (--json).
+                self.summary.slowest.sort(key=lambda kv: -kv[1])
                 self.summary.remaining = len(self.queue) + self.in_flight
                 self.summary.status = status
                 self.summary.elapsed_s = time.monotonic() - self.t0
@@ -362,7 +365,6 @@ class _Sweep:
                     self.progress.note(f"{status}: {self.summary.done + self.summary.failed_total} cells finished "
                                        f"this run, {self.summary.remaining} left; finished cells are kept in "
                                        f"{self.store.path}: {again} to resume")
-        self.summary.slowest.sort(key=lambda kv: -kv[1])
         return self.summary
 
     # --- TaskSource -------------------------------------------------------------------
