@@ -6,7 +6,8 @@ one line, exit code 2, before the store is made; the requests next to them still
 - `--model-list FILE` whose lines are not model names: was `unknown model '{'`, no file named.
 
 The accepted requests run through the real CLI entry with the worker loop replaced by one
-that records the cells it is given: no model is built, so a "GPU" can be faked on a CPU machine.
+that records the cells it is given (``recorded_cells``, conftest.py): no model is built, so a "GPU"
+can be faked on a CPU machine.
 """
 from __future__ import annotations
 
@@ -17,22 +18,6 @@ from cli_in_process import one_error_line, run_cli
 from visprof.sweep.plan import SweepPlan
 
 MEMORY_REFUSED = "the memory pass needs a GPU"
-
-
-@pytest.fixture
-def recorded_cells(monkeypatch):
-    """The cells the sweep hands its workers, which run none of them."""
-    from visprof.sweep import local
-
-    cells = []
-
-    def run(self, source):
-        while (task := source.next_task()) is not None:
-            cells.append(task.cell)
-            source.in_flight -= 1
-
-    monkeypatch.setattr(local.LocalExecutor, "run", run)
-    return cells
 
 
 @pytest.fixture
@@ -164,14 +149,15 @@ def test_the_documented_model_list_formats_are_still_read(tmp_path, capsys, reco
                        "resnet18\n"
                        "\n"
                        "   resnet50@160   # a model at its own size\n"
-                       "timm/resnet18.a1_in1k, hf-hub:timm/convnext_atto.d2_in1k\n"
+                       # not resnet18's default tag (a1_in1k), which is resnet18's cell (test_sweep_same_cells.py)
+                       "timm/resnet18.tv_in1k, hf-hub:timm/convnext_atto.d2_in1k\n"
                        "vit_tiny_patch16_2*@384x256\n"
                        "RESNET18\n")
     code, _, err = run_cli(capsys, "sweep", "--model-list", str(listing), "--store", str(tmp_path / "sw.db"),
                            "--device", "cpu", "-q", "--passes", "timing")
     assert code == 0, err
     assert [(c.model, c.img_size) for c in recorded_cells] == [
-        ("resnet18", None), ("resnet50", 160), ("resnet18.a1_in1k", None), ("convnext_atto.d2_in1k", None),
+        ("resnet18", None), ("resnet50", 160), ("resnet18.tv_in1k", None), ("convnext_atto.d2_in1k", None),
         ("vit_tiny_patch16_224", (384, 256)),
     ]
 

@@ -28,7 +28,7 @@ from visprof.base.errors import BadInputError, DeviceNotFoundError, NoGPUError
 from visprof.base.spelling import either, option
 from visprof.sweep.plan import SweepPlan
 from visprof.sweep.progress_bar import SweepProgress
-from visprof.sweep.selection import ModelList, import_modules, select_models
+from visprof.sweep.selection import ModelList, import_modules, registry_sizes, select_models
 from visprof.store.result_store import ResultStore
 from visprof.sweep.summary import SweepSummary
 from visprof.sweep.tasks import Task
@@ -118,7 +118,8 @@ def run_sweep(
         names = select_models(models, model_list=model_list, all_models=all_models, exclude=exclude, limit=limit)
         executor, device_kind, devices = _executor(device, gpus, workers, ray, imports, timeout_s, retries,
                                                    fresh_process, echo_worker_output)
-        plan = SweepPlan(names, device_kind, batch_sizes, img_sizes, precisions, channels_last, passes, options)
+        plan = SweepPlan(names, device_kind, batch_sizes, img_sizes, precisions, channels_last, passes, options,
+                         sizes=registry_sizes)
         # Created (and locked against a second sweep) only once the sweep is known to be sound.
         writer = ResultStore(store, write=True)
         sweep = _Sweep(writer, plan, executor, devices, retries, retry_failed, time_budget_s, started, progress)
@@ -308,7 +309,8 @@ class _Sweep:
         self.show_progress = progress
         self.progress: SweepProgress | None = None
         self.walls: collections.deque[float] = collections.deque(maxlen=20)
-        self.summary = SweepSummary(planned=len(plan), executor=executor.description, store=str(store.path))
+        self.summary = SweepSummary(planned=len(plan), merged=plan.merged, executor=executor.description,
+                                    store=str(store.path))
         # one configuration a model: the slowest cells are named by their model alone
         self.one_config = len(plan) == plan.model_count()
         self.in_flight = 0
@@ -320,7 +322,7 @@ class _Sweep:
                   else store.cell_states(self.versions, devices.uuids, devices.gpu_names))
         self.queue: collections.deque[Task] = collections.deque()
         for cell in plan.cells():
-            state = states.get(cell.key)
+            state = _stored_state(states, plan.spellings(cell))
             if state is None:
                 self.queue.append(Task(cell, 1))
             elif state.status == "failed" and (retry_failed or not state.final):
@@ -334,7 +336,9 @@ class _Sweep:
         self.run_id = self.store.start_run(argv, self.executor.description, len(self.plan), self.summary.skipped)
         status = "error"
         with SweepProgress(len(self.queue), enabled=self.show_progress) as self.progress:
-            self.progress.note(f"{len(self.plan)} cells ({self.plan.model_count()} models); "
+            self.progress.note(f"{len(self.plan)} cells ({self.plan.model_count()} models)"
+                               + (f", {self.plan.merged} more merged into them (the same model and input under "
+                                  "other names or sizes)" if self.plan.merged else "") + "; "
                                f"{self.summary.skipped} already in {self.store.path}"
                                + (f" ({self.summary.skipped_failed} failed earlier; "
                                   f"{option('retry_failed', True)} tries them)"
@@ -459,6 +463,14 @@ class _Sweep:
         else:
             self.queue.append(Task(cell, total + 1))
         self.progress.cell(label, where, wall, error_class, retry=not final)
+
+
+def _stored_state(states: Mapping[str, Any], keys: Sequence[str]):
+    """A cell's state in the store under any of its spellings (a store swept with ``--img-size 224``
+    holds the cell a sweep with ``--img-size test,224`` now keys as ``img=default``); a result wins
+    over a failure, as it does in ``cell_states``."""
+    found = [states[key] for key in keys if key in states]
+    return next((state for state in found if state.status == "ok"), found[0] if found else None)
 
 
 def _where(facts: dict[str, Any] | None) -> str:

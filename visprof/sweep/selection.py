@@ -23,10 +23,10 @@ from typing import Iterable, Sequence
 from visprof.base.errors import BadInputError, UnknownModelError
 from visprof.base.spelling import option
 from visprof.base.timm_import import import_timm
-from visprof.sweep.plan import SIZE_MARK, img_size_text, split_sized
+from visprof.sweep.plan import SIZE_MARK, ModelSizes, img_size_text, split_sized
 
 __all__ = ["STARTER_MODELS", "ModelList", "select_models", "load_model_list", "read_model_list", "split_names",
-           "import_modules", "is_pattern"]
+           "import_modules", "is_pattern", "registry_sizes"]
 
 # What `visprof sweep --store FILE` sweeps when no model is named: one model of each kind the
 # categories tell apart (CNNs plain, depthwise and mobile; ViTs plain, distilled, windowed;
@@ -238,3 +238,23 @@ def _expand(item: str, timm) -> list[str]:
     from visprof.passes.models import timm_name
 
     return [timm_name(item)]  # UnknownModelError, with close matches, for a typo
+
+
+def registry_sizes(name: str) -> ModelSizes | None:
+    """``name``'s sizes from its pretrained config in timm's registry (the config ``timm.create_model``
+    gives the model, which the worker's ``resolve_model`` reads the test and training sizes from), for
+    a ``SweepPlan`` to see which cells measure the same thing. A look-up, no model built: all 1371
+    architectures of timm 1.0.31 took 0.07 s. None where the registry has no config with an input size
+    (a model registered without one, as visprof's test models): its cells are told apart by key only."""
+    timm = import_timm()
+    try:
+        cfg = timm.models.get_pretrained_cfg(name)
+    except Exception:  # noqa: BLE001 - a name timm cannot resolve a config for: nothing to merge on
+        return None
+    input_size = getattr(cfg, "input_size", None)
+    if not input_size:
+        return None
+    train = tuple(input_size[-2:])
+    test = tuple(cfg.test_input_size[-2:]) if getattr(cfg, "test_input_size", None) else train
+    tag = getattr(cfg, "tag", None)
+    return ModelSizes(f"{name.split('.', 1)[0]}.{tag}" if tag else name, train, test)
