@@ -175,12 +175,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     memory_formats = list(args.memory_format or [])
     if args.channels_last:
         memory_formats.append(True)
-    options = dict(args.profile_option)
-    for key in ("warmup", "iterations"):
-        if getattr(args, key) is not None:
-            options[key] = getattr(args, key)
-    if args.compile:
-        options["compile"] = True
+    options = _profile_options(args)
     try:
         summary = run_sweep(
             args.models,
@@ -234,6 +229,24 @@ def _write_summary(path: Path, summary) -> None:
     from visprof.base.outputs import atomic_write_text
 
     atomic_write_text(path, json.dumps(summary.to_dict(), indent=2) + "\n")
+
+
+def _profile_options(args: argparse.Namespace) -> dict:
+    """The profile options of ``-O`` and of --warmup, --iterations and --compile, which are also
+    profile options: one given twice with two values is refused, naming both (``-O iterations=3
+    --iterations 5`` had run 5 without a word); given twice alike, it is taken once."""
+    given = [(f"-O {key}={value if isinstance(value, str) else json.dumps(value)}", key, value)
+             for key, value in args.profile_option]
+    given += [(f"--{key} {getattr(args, key)}", key, getattr(args, key)) for key in ("warmup", "iterations")
+              if getattr(args, key) is not None]
+    if args.compile:
+        given.append(("--compile", "compile", True))
+    options, said = {}, {}
+    for text, key, value in given:
+        if key in options and options[key] != value:
+            raise BadInputError(f"{said[key]} and {text} contradict each other: give one of them")
+        options[key], said[key] = value, text
+    return options
 
 
 def _check_memory_formats(channels_last: bool, memory_formats: list[bool] | None) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 
 from visprof.base.errors import BadInputError
-from visprof.base.options import DEFAULT_BATCH, DEFAULT_PRECISION, PRECISIONS, passes_for
+from visprof.base.options import DEFAULT_BATCH, DEFAULT_PRECISION, PRECISIONS, idle_autocast_note, passes_for
 from visprof.base.sizes import parse_img_size
 from visprof.base.spelling import option
 from visprof.store.cell import Cell, ImgSize, img_size_text
@@ -138,6 +138,12 @@ class SweepPlan:
 
     def __len__(self) -> int:
         return len(self._cells)
+
+    def notes(self) -> list[str]:
+        """Options that change nothing in some of the plan's cells, as ``visprof.profile`` notes them in
+        a result (``autocast=whole-loop`` at fp32: those cells get keys and rows of their own)."""
+        notes = (idle_autocast_note(self.options.get("autocast"), precision) for precision in self.precisions)
+        return [note for note in notes if note is not None]
 
     def model_count(self) -> int:
         """Models, not entries: ``resnet50@224`` and ``resnet50@288`` are one model (and so are

@@ -21,10 +21,11 @@ import math
 import os
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from visprof.base.errors import BadInputError, DeviceNotFoundError, NoGPUError
+from visprof.base.errors import BadInputError, DeviceNotFoundError, NoGPUError, VisprofWarning
 from visprof.base.spelling import either, option
 from visprof.sweep.plan import SweepPlan
 from visprof.sweep.progress_bar import SweepProgress
@@ -39,10 +40,20 @@ __all__ = ["run_sweep", "parse_gpus", "DEFAULT_TIMEOUT_S"]
 # Seconds a cell may take (every pass, every batch tried) before its worker is killed. A GPU
 # cell takes seconds; a CPU cell of a large model can take minutes on a small machine.
 DEFAULT_TIMEOUT_S = {"cuda": 300.0, "cpu": 1800.0}
-# Keyword arguments of visprof.profile that the sweep sets itself, per cell.
 _CALLABLES = {"on_trace"}  # profile() options that take a function
-_SET_BY_SWEEP = {"model", "batch_size", "img_size", "precision", "channels_last", "device", "passes",
-                 "progress", "search_batch", "trace_path", "recording_path", "table", "category_file"}
+# Keyword arguments of visprof.profile that the sweep sets itself, per cell: a refusal of one in
+# profile_options (-O) names the sweep's own option for it (keyword, flag) ...
+_SWEEP_OWN = {"model": ("models", "MODEL arguments"), "batch_size": ("batch_sizes", "--batch-size"),
+              "img_size": ("img_sizes", "--img-size"), "precision": ("precisions", "--precision"),
+              "channels_last": ("channels_last", "--memory-format"), "device": ("device", "--device"),
+              "passes": ("passes", "--passes"), "progress": ("progress", "--quiet")}
+# ... or says why a sweep has none.
+_NO_FILES = "a sweep writes no file per cell (profile one model for that)"
+_OWN_CATEGORIES = "a sweep attributes every cell with the built-in categories"
+_NOT_IN_A_SWEEP = {"search_batch": "the sweep decays a batch that does not fit itself, as timm's benchmark.py does",
+                   "trace_path": _NO_FILES, "recording_path": _NO_FILES,
+                   "table": _OWN_CATEGORIES, "category_file": _OWN_CATEGORIES}
+_SET_BY_SWEEP = _SWEEP_OWN.keys() | _NOT_IN_A_SWEEP.keys()
 
 
 def parse_gpus(gpus: str | Sequence[int] | None) -> str | list[int]:
@@ -120,6 +131,8 @@ def run_sweep(
                                                    fresh_process, echo_worker_output)
         plan = SweepPlan(names, device_kind, batch_sizes, img_sizes, precisions, channels_last, passes, options,
                          sizes=registry_sizes)
+        for note in plan.notes():  # said once, before the cells, rather than only in each cell's result
+            warnings.warn(note, VisprofWarning, stacklevel=2)
         # Created (and locked against a second sweep) only once the sweep is known to be sound.
         writer = ResultStore(store, write=True)
         sweep = _Sweep(writer, plan, executor, devices, retries, retry_failed, time_budget_s, started, progress)
@@ -157,7 +170,7 @@ def _check_profile_options(options: Mapping[str, Any]) -> dict[str, Any]:
     accepted = set(inspect.signature(profile).parameters) - _SET_BY_SWEEP
     for key, value in options.items():
         if key in _SET_BY_SWEEP:
-            raise BadInputError(f"profile option {key!r} is set by the sweep itself; use its own sweep option")
+            raise BadInputError(_refusal(key))
         if key not in accepted:
             raise BadInputError(f"unknown profile option {key!r}; visprof.profile takes {', '.join(sorted(accepted))}")
         try:
@@ -166,6 +179,14 @@ def _check_profile_options(options: Mapping[str, Any]) -> dict[str, Any]:
             raise BadInputError(f"profile option {key}={value!r} is not a plain value (number, string, list)") from None
         _check_profile_value(key, value)
     return dict(options)
+
+
+def _refusal(key: str) -> str:
+    """Why profile option ``key`` (one of ``_SET_BY_SWEEP``) is refused, and what to give instead."""
+    if key in _SWEEP_OWN:
+        keyword, flag = _SWEEP_OWN[key]
+        return f"profile option {key!r} is set by the sweep itself: use the sweep's own {option(keyword, flag=flag)}"
+    return f"profile option {key!r} is not for a sweep: {_NOT_IN_A_SWEEP[key]}"
 
 
 def _check_profile_value(key: str, value: Any) -> None:

@@ -60,7 +60,8 @@ class ModelList:
 
 
 def read_model_list(path: str | Path) -> list[str]:
-    """Names from a file, one a line (timm's ``--model-list`` format); ``#`` starts a comment."""
+    """Names from a file, one a line (timm's ``--model-list`` format; several on a line separated by
+    commas or whitespace); ``#`` starts a comment."""
     return [name for name, _ in load_model_list(path).entries]
 
 
@@ -89,9 +90,9 @@ def _model_list_entries(path: str | Path) -> list[tuple[str, int]]:
         raise BadInputError(f"{option('model_list')}: cannot read {path}: {why}") from None
     entries = []
     for number, line in enumerate(text.splitlines(), 1):
-        line = line.split("#", 1)[0].strip()
-        if line:
-            entries.extend((name, number) for name in split_names(line))
+        # Several names on a line may be separated by commas or by any whitespace (a tab-separated
+        # line was refused): no timm name, tag, pattern or @SIZE holds whitespace.
+        entries.extend((name, number) for name in split_names(line.split("#", 1)[0].split()))
     if not entries:
         raise BadInputError(f"{option('model_list')}: {path} names no model (one name or pattern a line)")
     return entries
