@@ -111,7 +111,7 @@ class SweepPlan:
         """Each cell once (with the keys of every spelling of it, and how many spellings were folded
         into another's cell): ``resnet50@224`` and ``resnet50`` with ``--img-size 224`` name one cell,
         which had run twice (the store kept one row; the summary counted two), and so do the
-        spellings ``measured`` finds alike."""
+        spellings ``_measured`` finds alike."""
         options = tuple(self.options.items())
         firsts: dict[Hashable, Cell] = {}
         spellings: dict[str, list[str]] = {}
@@ -122,7 +122,7 @@ class SweepPlan:
             for img, precision, layout, batch in itertools.product(
                     [own] if own is not None else self.img_sizes, self.precisions, self.channels_last, self.batch_sizes):
                 cell = Cell(model, batch, img, precision, layout, tuple(self.passes), options)
-                first = firsts.setdefault(measured(cell, sizes), cell)
+                first = firsts.setdefault(_measured(cell, sizes), cell)
                 merged += first is not cell
                 keys = spellings.setdefault(first.key, [])
                 if cell.key not in keys:
@@ -151,7 +151,7 @@ class SweepPlan:
         return len({cell.model for cell in self._cells})
 
 
-def measured(cell: Cell, sizes: ModelSizes | None) -> Hashable:
+def _measured(cell: Cell, sizes: ModelSizes | None) -> Hashable:
     """What ``cell`` measures: equal for two cells that build the same model and feed it the same
     input in the same configuration. Without ``sizes`` that is its key. With them, a named size is
     the size it resolves to (``test`` is ``train`` where the config has no test size), an untagged
