@@ -19,7 +19,19 @@ FAKE_MODELS = str(Path(__file__).resolve().parents[1] / "helpers" / "sweep_fake_
     (["--model-list", "{tmp}/missing.txt"], 2, "--model-list: no such file"),
     (["--model-list", "/"], 2, "--model-list: / is a directory; give a file with one model name a line"),
     (["resnet18", "-O", "nonsense=1"], 2, "unknown profile option 'nonsense'"),
-    (["resnet18", "-O", "batch_size=3"], 2, "set by the sweep itself"),
+    # the refusal names the sweep's own option in the caller's terms (it said "use its own sweep option")
+    (["resnet18", "-O", "batch_size=3"], 2, "profile option 'batch_size' is set by the sweep itself: use the sweep's "
+                                            "own --batch-size"),
+    (["resnet18", "-O", "channels_last=true"], 2, "use the sweep's own --memory-format"),
+    (["resnet18", "-O", "trace_path=t.json"], 2, "profile option 'trace_path' is not for a sweep: a sweep writes no "
+                                                 "file per cell"),
+    # a profile option given by -O and by the sweep's flag for it with two values (the flag had won silently)
+    (["resnet18", "-O", "iterations=3", "--iterations", "5"], 2, "-O iterations=3 and --iterations 5 contradict each "
+                                                                 "other: give one of them"),
+    (["resnet18", "--warmup", "2", "-O", "warmup=0"], 2, "-O warmup=0 and --warmup 2 contradict each other"),
+    (["resnet18", "-O", "compile=false", "--compile"], 2, "-O compile=false and --compile contradict each other"),
+    (["resnet18", "-O", "autocast=whole-loop", "-O", "autocast=model-cast"], 2,
+     "-O autocast=whole-loop and -O autocast=model-cast contradict each other"),
     # values profile() refuses: before, each cell failed with them, stored as a failure, and the sweep exited 0
     (["resnet18", "-O", "grad_mode=bogus"], 2, "profile option grad_mode: unknown grad_mode 'bogus'; choose one of"),
     (["resnet18", "-O", "iterations=0"], 2, "profile option iterations: iterations must be a whole number >= 1, got 0"),

@@ -3,10 +3,15 @@ one line, exit code 2, before the store is made; the requests next to them still
 
 - `--passes memory` on a sweep that runs on the CPU: was a timing-only cell, exit 0.
 - `--channels-last --memory-format nchw`: was resolved silently (an NHWC cell ran too).
-- `--model-list FILE` whose lines are not model names: was `unknown model '{'`, no file named.
+- `--model-list FILE` whose lines are not model names: was `unknown model '{'`, no file named;
+  a line of names separated by tabs was refused where commas were read.
+- `-O iterations=3 --iterations 5`: the flag won without a word. `-O batch_size=8` was refused
+  without naming the sweep's own option; `-O autocast=whole-loop` at fp32 made cells of their own,
+  where `visprof profile` says it does nothing there.
 
 The accepted requests run through the real CLI entry with the worker loop replaced by one
-that records the cells it is given: no model is built, so a "GPU" can be faked on a CPU machine.
+that records the cells it is given (``recorded_cells``, conftest.py): no model is built, so a "GPU"
+can be faked on a CPU machine.
 """
 from __future__ import annotations
 
@@ -17,22 +22,6 @@ from cli_in_process import one_error_line, run_cli
 from visprof.sweep.plan import SweepPlan
 
 MEMORY_REFUSED = "the memory pass needs a GPU"
-
-
-@pytest.fixture
-def recorded_cells(monkeypatch):
-    """The cells the sweep hands its workers, which run none of them."""
-    from visprof.sweep import local
-
-    cells = []
-
-    def run(self, source):
-        while (task := source.next_task()) is not None:
-            cells.append(task.cell)
-            source.in_flight -= 1
-
-    monkeypatch.setattr(local.LocalExecutor, "run", run)
-    return cells
 
 
 @pytest.fixture
@@ -140,8 +129,8 @@ def test_memory_formats_that_agree_are_swept(tmp_path, capsys, recorded_cells, a
     ("r.json", '{\n  "models": ["resnet18"]\n}\n', "line 1: '{' is not a timm model name"),
     ("r.json", '["resnet18", "resnet50"]\n', """line 1: '["resnet18"' is not a timm model name"""),
     ("r.csv", "model,infer_img_size\nresnet18,224\n", "line 1: unknown model 'model'"),
-    ("m.txt", "# mine\nresnet18\n\nresnet50 and vit_tiny_patch16_224\n", "line 4: 'resnet50 and vit_tiny_patch16_224' "
-                                                                        "is not a timm model name"),
+    # whitespace separates names on a line (as commas do): a sentence fails on its first word that is none
+    ("m.txt", "# mine\nresnet18\n\nresnet50 and vit_tiny_patch16_224\n", "line 4: unknown model 'and'"),
     ("m.txt", "resnet18\nresnet5o  # typo\n", "line 2: unknown model 'resnet5o'; did you mean: resnet50"),
     ("m.txt", "resnet18\n\nnosuchfamily_*\n", "line 3: model pattern 'nosuchfamily_*' matches no timm model"),
     ("m.txt", "resnet18\nresnet50@abc\n", "line 2: model entry 'resnet50@abc'"),
@@ -164,16 +153,28 @@ def test_the_documented_model_list_formats_are_still_read(tmp_path, capsys, reco
                        "resnet18\n"
                        "\n"
                        "   resnet50@160   # a model at its own size\n"
-                       "timm/resnet18.a1_in1k, hf-hub:timm/convnext_atto.d2_in1k\n"
+                       # not resnet18's default tag (a1_in1k), which is resnet18's cell (test_sweep_same_cells.py)
+                       "timm/resnet18.tv_in1k, hf-hub:timm/convnext_atto.d2_in1k\n"
                        "vit_tiny_patch16_2*@384x256\n"
                        "RESNET18\n")
     code, _, err = run_cli(capsys, "sweep", "--model-list", str(listing), "--store", str(tmp_path / "sw.db"),
                            "--device", "cpu", "-q", "--passes", "timing")
     assert code == 0, err
     assert [(c.model, c.img_size) for c in recorded_cells] == [
-        ("resnet18", None), ("resnet50", 160), ("resnet18.a1_in1k", None), ("convnext_atto.d2_in1k", None),
+        ("resnet18", None), ("resnet50", 160), ("resnet18.tv_in1k", None), ("convnext_atto.d2_in1k", None),
         ("vit_tiny_patch16_224", (384, 256)),
     ]
+
+
+def test_names_on_a_line_may_be_separated_by_tabs_or_spaces(tmp_path, capsys, recorded_cells):
+    """A tab-separated line was refused ("is not a timm model name") where a comma-separated one was read."""
+    listing = tmp_path / "models.txt"
+    listing.write_text("resnet18\tmobilenetv3_small_100\nresnet34  resnet50 \t, vit_tiny_patch16_224\n")
+    code, _, err = run_cli(capsys, "sweep", "--model-list", str(listing), "--store", str(tmp_path / "sw.db"),
+                           "--device", "cpu", "-q")
+    assert code == 0, err
+    assert [c.model for c in recorded_cells] == ["resnet18", "mobilenetv3_small_100", "resnet34", "resnet50",
+                                                 "vit_tiny_patch16_224"]
 
 
 def test_a_name_on_the_command_line_is_not_blamed_on_the_list(tmp_path, capsys):
@@ -212,3 +213,43 @@ def test_a_model_list_given_as_a_pipe_is_read_once(tmp_path, capsys, recorded_ce
                            "--device", "cpu", "-q", "--passes", "timing")
     assert code == 0, err
     assert [c.model for c in recorded_cells] == ["resnet18", "vit_tiny_patch16_224"]
+
+
+# --- 4. profile options: -O beside the sweep's own flags, its own options, options that do nothing ----------
+
+def test_a_profile_option_given_alike_by_o_and_by_its_flag_is_taken_once(tmp_path, capsys, recorded_cells):
+    code, _, err = run_cli(capsys, "sweep", "resnet18", "--store", str(tmp_path / "sw.db"), "--device", "cpu", "-q",
+                           "-O", "iterations=5", "--iterations", "5", "--compile", "-O", "compile=true")
+    assert code == 0, err
+    assert [c.key for c in recorded_cells] == ["resnet18|b2|img=default|fp32|nchw|timing+attributed|compile=true|"
+                                               "iterations=5"]
+
+
+def test_run_sweep_names_its_own_keyword_for_a_profile_option_it_sets(tmp_path):
+    from visprof.sweep import run_sweep
+
+    with pytest.raises(BadInputError, match="^profile option 'batch_size' is set by the sweep itself: use the sweep's "
+                                            "own batch_sizes$"):
+        run_sweep("resnet18", store=tmp_path / "r.db", device="cpu", profile_options={"batch_size": 1})
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_an_autocast_that_does_nothing_at_fp32_is_said_as_profile_says_it(tmp_path, capsys, recorded_cells):
+    """-O autocast=whole-loop at fp32 made cells (keys, rows) of their own without a word; `visprof profile`
+    notes it in its result. The sweep warns, once per precision it does nothing at, before any cell."""
+    from visprof.base.options import idle_autocast_note
+
+    code, _, err = run_cli(capsys, "sweep", "resnet18", "--store", str(tmp_path / "sw.db"), "--device", "cpu", "-q",
+                           "--precision", "fp32,bf16,tf32", "-O", "autocast=whole-loop")
+    assert code == 0, err
+    warned = [line for line in err.splitlines() if line.startswith("visprof: warning:")]
+    assert warned == [f"visprof: warning: {idle_autocast_note('whole-loop', p)}" for p in ("fp32", "tf32")]
+    assert warned[0] == ("visprof: warning: autocast=whole-loop does nothing at fp32: the model runs in fp32 without "
+                         "autocast")
+    assert len(recorded_cells) == 3
+
+
+def test_no_warning_where_the_autocast_applies(tmp_path, capsys, recorded_cells):
+    code, _, err = run_cli(capsys, "sweep", "resnet18", "--store", str(tmp_path / "sw.db"), "--device", "cpu", "-q",
+                           "--precision", "bf16", "-O", "autocast=whole-loop")
+    assert code == 0 and "warning" not in err

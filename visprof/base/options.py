@@ -56,6 +56,14 @@ def autocast_at(precision: str, autocast: str) -> str:
     return autocast if precision in REDUCED_PRECISIONS else AUTOCAST_OFF
 
 
+def idle_autocast_note(autocast: str | None, precision: str) -> str | None:
+    """The note for an ``autocast`` asked for at a ``precision`` that has nothing to autocast to, or
+    None: ``visprof.profile`` puts it in its result, and a sweep warns of it before any cell runs."""
+    if autocast in (None, DEFAULT_AUTOCAST) or autocast_at(precision, autocast) == autocast:
+        return None
+    return f"autocast={autocast} does nothing at {precision}: the model runs in {precision} without autocast"
+
+
 # What visprof.profile does when a keyword is not given, for the keywords a sweep passes on as
 # they are (its -O): a sweep cell that restates one of these is the cell without it, one key and
 # one stored row, not a second measurement of the same thing.

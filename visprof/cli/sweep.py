@@ -176,12 +176,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     memory_formats = list(args.memory_format or [])
     if args.channels_last:
         memory_formats.append(True)
-    options = dict(args.profile_option)
-    for key in ("warmup", "iterations"):
-        if getattr(args, key) is not None:
-            options[key] = getattr(args, key)
-    if args.compile:
-        options["compile"] = True
+    options = _profile_options(args)
     try:
         summary = run_sweep(
             args.models,
@@ -213,9 +208,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             echo_worker_output=args.verbose,
             argv="visprof " + " ".join(sys.argv[1:]),
         )
-    except KeyboardInterrupt as interrupt:  # Ctrl-C or SIGTERM: the summary of what ran is still asked for
+    except KeyboardInterrupt as interrupt:
+        # Ctrl-C or SIGTERM once the run began: what its cells measured is still worth reading, so the summary
+        # (its first line says "interrupted") goes to stdout and --json as a finished sweep's does; the exit
+        # code still says interrupted (130, or 143 for SIGTERM).
         summary = getattr(interrupt, "sweep_summary", None)
-        if args.json is None or summary is None:
+        if summary is None:
+            raise
+        print(summary.render())
+        if args.json is None:
             raise
         _write_summary(args.json, summary)
         raise KeyboardInterrupt(f"the summary of the cells run is in {args.json}") from None
@@ -229,6 +230,24 @@ def _write_summary(path: Path, summary) -> None:
     from visprof.base.outputs import atomic_write_json
 
     atomic_write_json(path, json.dumps(summary.to_dict(), indent=2) + "\n")
+
+
+def _profile_options(args: argparse.Namespace) -> dict:
+    """The profile options of ``-O`` and of --warmup, --iterations and --compile, which are also
+    profile options: one given twice with two values is refused, naming both (``-O iterations=3
+    --iterations 5`` had run 5 without a word); given twice alike, it is taken once."""
+    given = [(f"-O {key}={value if isinstance(value, str) else json.dumps(value)}", key, value)
+             for key, value in args.profile_option]
+    given += [(f"--{key} {getattr(args, key)}", key, getattr(args, key)) for key in ("warmup", "iterations")
+              if getattr(args, key) is not None]
+    if args.compile:
+        given.append(("--compile", "compile", True))
+    options, said = {}, {}
+    for text, key, value in given:
+        if key in options and options[key] != value:
+            raise BadInputError(f"{said[key]} and {text} contradict each other: give one of them")
+        options[key], said[key] = value, text
+    return options
 
 
 def _check_memory_formats(channels_last: bool, memory_formats: list[bool] | None) -> None:

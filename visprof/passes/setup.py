@@ -15,7 +15,7 @@ from visprof.base import hardware
 from visprof.base.hardware import cpu_flags
 from visprof.base.errors import BadInputError, OutOfMemoryError, VisprofError
 from visprof.base.options import (AUTOCAST_MODES, DEFAULT_AUTOCAST, DEFAULT_BATCH, DEFAULT_GRAD_MODE,
-                                  DEFAULT_PRECISION, GRAD_MODES, PRECISIONS)
+                                  DEFAULT_PRECISION, GRAD_MODES, PRECISIONS, idle_autocast_note)
 from visprof.passes.batch_search import is_out_of_memory, largest_fitting_batch, release_cached_memory
 from visprof.passes.host_memory import check_host_memory, host_oom_error, is_host_out_of_memory
 from visprof.base.sizes import validate_batch_size
@@ -98,8 +98,8 @@ def resolve_run(model: Any, *, batch_size: int | None = None, img_size: Any = No
     config = RunConfig(batch_size=batch_size, precision=precision, channels_last=channels_last,
                        compile=compile, device=device, grad_mode=grad_mode, autocast=autocast)
     notes = list(spec.notes) + _device_notes(kind, precision)
-    if autocast != DEFAULT_AUTOCAST and config.autocast != autocast:
-        notes.append(f"autocast={autocast} does nothing at {precision}: the model runs in {precision} without autocast")
+    if (note := idle_autocast_note(autocast, precision)) is not None:
+        notes.append(note)
     return RunSetup(spec, config, table, kind, notes)
 
 

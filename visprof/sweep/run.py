@@ -21,14 +21,15 @@ import math
 import os
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from visprof.base.errors import BadInputError, DeviceNotFoundError, NoGPUError
+from visprof.base.errors import BadInputError, DeviceNotFoundError, NoGPUError, VisprofWarning
 from visprof.base.spelling import either, option
 from visprof.sweep.plan import SweepPlan
 from visprof.sweep.progress_bar import SweepProgress
-from visprof.sweep.selection import ModelList, import_modules, select_models
+from visprof.sweep.selection import ModelList, import_modules, registry_sizes, select_models
 from visprof.store.result_store import ResultStore
 from visprof.sweep.summary import SweepSummary
 from visprof.sweep.tasks import Task
@@ -39,10 +40,20 @@ __all__ = ["run_sweep", "parse_gpus", "DEFAULT_TIMEOUT_S"]
 # Seconds a cell may take (every pass, every batch tried) before its worker is killed. A GPU
 # cell takes seconds; a CPU cell of a large model can take minutes on a small machine.
 DEFAULT_TIMEOUT_S = {"cuda": 300.0, "cpu": 1800.0}
-# Keyword arguments of visprof.profile that the sweep sets itself, per cell.
 _CALLABLES = {"on_trace"}  # profile() options that take a function
-_SET_BY_SWEEP = {"model", "batch_size", "img_size", "precision", "channels_last", "device", "passes",
-                 "progress", "search_batch", "trace_path", "recording_path", "table", "category_file"}
+# Keyword arguments of visprof.profile that the sweep sets itself, per cell: a refusal of one in
+# profile_options (-O) names the sweep's own option for it (keyword, flag) ...
+_SWEEP_OWN = {"model": ("models", "MODEL arguments"), "batch_size": ("batch_sizes", "--batch-size"),
+              "img_size": ("img_sizes", "--img-size"), "precision": ("precisions", "--precision"),
+              "channels_last": ("channels_last", "--memory-format"), "device": ("device", "--device"),
+              "passes": ("passes", "--passes"), "progress": ("progress", "--quiet")}
+# ... or says why a sweep has none.
+_NO_FILES = "a sweep writes no file per cell (profile one model for that)"
+_OWN_CATEGORIES = "a sweep attributes every cell with the built-in categories"
+_NOT_IN_A_SWEEP = {"search_batch": "the sweep decays a batch that does not fit itself, as timm's benchmark.py does",
+                   "trace_path": _NO_FILES, "recording_path": _NO_FILES,
+                   "table": _OWN_CATEGORIES, "category_file": _OWN_CATEGORIES}
+_SET_BY_SWEEP = _SWEEP_OWN.keys() | _NOT_IN_A_SWEEP.keys()
 
 
 def parse_gpus(gpus: str | Sequence[int] | None) -> str | list[int]:
@@ -103,7 +114,8 @@ def run_sweep(
     ``time.monotonic()`` the budget and the summary's elapsed time count from (default: this
     call; the CLI gives its own start, so that torch's imports count as the user's clock does).
     On Ctrl-C the workers are killed, the run is marked interrupted, and KeyboardInterrupt
-    propagates.
+    propagates; once the run had begun, it carries the run's summary (status "interrupted") as
+    its ``sweep_summary`` attribute.
     """
     started = time.monotonic() if started_at is None else min(float(started_at), time.monotonic())
     _check_numbers(timeout_s, retries, time_budget_s, workers)
@@ -117,7 +129,10 @@ def run_sweep(
         names = select_models(models, model_list=model_list, all_models=all_models, exclude=exclude, limit=limit)
         executor, device_kind, devices = _executor(device, gpus, workers, ray, imports, timeout_s, retries,
                                                    fresh_process, echo_worker_output)
-        plan = SweepPlan(names, device_kind, batch_sizes, img_sizes, precisions, channels_last, passes, options)
+        plan = SweepPlan(names, device_kind, batch_sizes, img_sizes, precisions, channels_last, passes, options,
+                         sizes=registry_sizes)
+        for note in plan.notes():  # said once, before the cells, rather than only in each cell's result
+            warnings.warn(note, VisprofWarning, stacklevel=2)
         # Created (and locked against a second sweep) only once the sweep is known to be sound.
         writer = ResultStore(store, write=True)
         sweep = _Sweep(writer, plan, executor, devices, retries, retry_failed, time_budget_s, started, progress)
@@ -155,7 +170,7 @@ def _check_profile_options(options: Mapping[str, Any]) -> dict[str, Any]:
     accepted = set(inspect.signature(profile).parameters) - _SET_BY_SWEEP
     for key, value in options.items():
         if key in _SET_BY_SWEEP:
-            raise BadInputError(f"profile option {key!r} is set by the sweep itself; use its own sweep option")
+            raise BadInputError(_refusal(key))
         if key not in accepted:
             raise BadInputError(f"unknown profile option {key!r}; visprof.profile takes {', '.join(sorted(accepted))}")
         try:
@@ -164,6 +179,14 @@ def _check_profile_options(options: Mapping[str, Any]) -> dict[str, Any]:
             raise BadInputError(f"profile option {key}={value!r} is not a plain value (number, string, list)") from None
         _check_profile_value(key, value)
     return dict(options)
+
+
+def _refusal(key: str) -> str:
+    """Why profile option ``key`` (one of ``_SET_BY_SWEEP``) is refused, and what to give instead."""
+    if key in _SWEEP_OWN:
+        keyword, flag = _SWEEP_OWN[key]
+        return f"profile option {key!r} is set by the sweep itself: use the sweep's own {option(keyword, flag=flag)}"
+    return f"profile option {key!r} is not for a sweep: {_NOT_IN_A_SWEEP[key]}"
 
 
 def _check_profile_value(key: str, value: Any) -> None:
@@ -307,7 +330,8 @@ class _Sweep:
         self.show_progress = progress
         self.progress: SweepProgress | None = None
         self.walls: collections.deque[float] = collections.deque(maxlen=20)
-        self.summary = SweepSummary(planned=len(plan), executor=executor.description, store=str(store.path))
+        self.summary = SweepSummary(planned=len(plan), merged=plan.merged, executor=executor.description,
+                                    store=str(store.path))
         # one configuration a model: the slowest cells are named by their model alone
         self.one_config = len(plan) == plan.model_count()
         self.in_flight = 0
@@ -319,7 +343,7 @@ class _Sweep:
                   else store.cell_states(self.versions, devices.uuids, devices.gpu_names))
         self.queue: collections.deque[Task] = collections.deque()
         for cell in plan.cells():
-            state = states.get(cell.key)
+            state = _stored_state(states, plan.spellings(cell))
             if state is None:
                 self.queue.append(Task(cell, 1))
             elif state.status == "failed" and (retry_failed or not state.final):
@@ -333,7 +357,9 @@ class _Sweep:
         self.run_id = self.store.start_run(argv, self.executor.description, len(self.plan), self.summary.skipped)
         status = "error"
         with SweepProgress(len(self.queue), enabled=self.show_progress) as self.progress:
-            self.progress.note(f"{len(self.plan)} cells ({self.plan.model_count()} models); "
+            self.progress.note(f"{len(self.plan)} cells ({self.plan.model_count()} models)"
+                               + (f", {self.plan.merged} more merged into them (the same model and input under "
+                                  "other names or sizes)" if self.plan.merged else "") + "; "
                                f"{self.summary.skipped} already in {self.store.path}"
                                + (f" ({self.summary.skipped_failed} failed earlier; "
                                   f"{option('retry_failed', True)} tries them)"
@@ -352,6 +378,8 @@ class _Sweep:
                 interrupt.sweep_summary = self.summary  # filled in below: the CLI still writes its --json
                 raise
             finally:
+                # Here, not after a normal return: an interrupted sweep's summary is written too (--json).
+                self.summary.slowest.sort(key=lambda kv: -kv[1])
                 self.summary.remaining = len(self.queue) + self.in_flight
                 self.summary.status = status
                 self.summary.elapsed_s = time.monotonic() - self.t0
@@ -362,7 +390,6 @@ class _Sweep:
                     self.progress.note(f"{status}: {self.summary.done + self.summary.failed_total} cells finished "
                                        f"this run, {self.summary.remaining} left; finished cells are kept in "
                                        f"{self.store.path}: {again} to resume")
-        self.summary.slowest.sort(key=lambda kv: -kv[1])
         return self.summary
 
     # --- TaskSource -------------------------------------------------------------------
@@ -457,6 +484,14 @@ class _Sweep:
         else:
             self.queue.append(Task(cell, total + 1))
         self.progress.cell(label, where, wall, error_class, retry=not final)
+
+
+def _stored_state(states: Mapping[str, Any], keys: Sequence[str]):
+    """A cell's state in the store under any of its spellings (a store swept with ``--img-size 224``
+    holds the cell a sweep with ``--img-size test,224`` now keys as ``img=default``); a result wins
+    over a failure, as it does in ``cell_states``."""
+    found = [states[key] for key in keys if key in states]
+    return next((state for state in found if state.status == "ok"), found[0] if found else None)
 
 
 def _where(facts: dict[str, Any] | None) -> str:

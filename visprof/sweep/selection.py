@@ -23,10 +23,10 @@ from typing import Iterable, Sequence
 from visprof.base.errors import BadInputError, UnknownModelError
 from visprof.base.spelling import option
 from visprof.base.timm_import import import_timm
-from visprof.sweep.plan import SIZE_MARK, img_size_text, split_sized
+from visprof.sweep.plan import SIZE_MARK, ModelSizes, img_size_text, split_sized
 
 __all__ = ["STARTER_MODELS", "ModelList", "select_models", "load_model_list", "read_model_list", "split_names",
-           "import_modules", "is_pattern"]
+           "import_modules", "is_pattern", "registry_sizes"]
 
 # What `visprof sweep --store FILE` sweeps when no model is named: one model of each kind the
 # categories tell apart (CNNs plain, depthwise and mobile; ViTs plain, distilled, windowed;
@@ -60,7 +60,8 @@ class ModelList:
 
 
 def read_model_list(path: str | Path) -> list[str]:
-    """Names from a file, one a line (timm's ``--model-list`` format); ``#`` starts a comment."""
+    """Names from a file, one a line (timm's ``--model-list`` format; several on a line separated by
+    commas or whitespace); ``#`` starts a comment."""
     return [name for name, _ in load_model_list(path).entries]
 
 
@@ -89,9 +90,9 @@ def _model_list_entries(path: str | Path) -> list[tuple[str, int]]:
         raise BadInputError(f"{option('model_list')}: cannot read {path}: {why}") from None
     entries = []
     for number, line in enumerate(text.splitlines(), 1):
-        line = line.split("#", 1)[0].strip()
-        if line:
-            entries.extend((name, number) for name in split_names(line))
+        # Several names on a line may be separated by commas or by any whitespace (a tab-separated
+        # line was refused): no timm name, tag, pattern or @SIZE holds whitespace.
+        entries.extend((name, number) for name in split_names(line.split("#", 1)[0].split()))
     if not entries:
         raise BadInputError(f"{option('model_list')}: {path} names no model (one name or pattern a line)")
     return entries
@@ -238,3 +239,23 @@ def _expand(item: str, timm) -> list[str]:
     from visprof.passes.models import timm_name
 
     return [timm_name(item)]  # UnknownModelError, with close matches, for a typo
+
+
+def registry_sizes(name: str) -> ModelSizes | None:
+    """``name``'s sizes from its pretrained config in timm's registry (the config ``timm.create_model``
+    gives the model, which the worker's ``resolve_model`` reads the test and training sizes from), for
+    a ``SweepPlan`` to see which cells measure the same thing. A look-up, no model built: all 1371
+    architectures of timm 1.0.31 took 0.07 s. None where the registry has no config with an input size
+    (a model registered without one, as visprof's test models): its cells are told apart by key only."""
+    timm = import_timm()
+    try:
+        cfg = timm.models.get_pretrained_cfg(name)
+    except Exception:  # noqa: BLE001 - a name timm cannot resolve a config for: nothing to merge on
+        return None
+    input_size = getattr(cfg, "input_size", None)
+    if not input_size:
+        return None
+    train = tuple(input_size[-2:])
+    test = tuple(cfg.test_input_size[-2:]) if getattr(cfg, "test_input_size", None) else train
+    tag = getattr(cfg, "tag", None)
+    return ModelSizes(f"{name.split('.', 1)[0]}.{tag}" if tag else name, train, test)

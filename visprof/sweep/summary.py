@@ -17,6 +17,7 @@ __all__ = ["SweepSummary", "summarize_rows", "summarize_store"]
 @dataclass
 class SweepSummary:
     planned: int = 0  # cells of the plan
+    merged: int = 0  # cells of the cross product that measure what a planned cell does (other names or sizes)
     skipped: int = 0  # already in the store when the run began
     skipped_failed: int = 0  # of skipped: failed for good in an earlier run (--retry-failed reruns them)
     done: int = 0  # measured
@@ -56,8 +57,9 @@ class SweepSummary:
     def render(self, top: int = 5) -> str:
         lines = [f"visprof sweep: {self.status} · {self.executor}" + (f" · store {self.store}" if self.store else "")]
         earlier = f" ({self.skipped_failed} of them failed earlier)" if self.skipped_failed else ""
-        counts = f"cells: {self.planned} planned, {self.skipped} already in the store{earlier}, {self.done} measured, " \
-                 f"{self.failed_total} failed"
+        merged = f" ({self.merged} more merged into them)" if self.merged else ""
+        counts = f"cells: {self.planned} planned{merged}, {self.skipped} already in the store{earlier}, " \
+                 f"{self.done} measured, {self.failed_total} failed"
         if self.remaining:
             counts += f", {self.remaining} not run"
         lines.append(counts)
