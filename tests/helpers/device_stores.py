@@ -21,6 +21,22 @@ def cpu_result(gpu_doc: dict) -> dict:
     return doc
 
 
+def measured_here(doc: dict) -> dict:
+    """A result document as if this process had measured it (its visprof, torch, timm and CUDA): a
+    sweep counts a stored cell as done only for the software that would measure it now."""
+    doc = copy.deepcopy(doc)
+    versions = SoftwareVersions.current()
+    doc["visprof_version"] = versions.visprof
+    doc["environment"].update(torch=versions.torch, timm=versions.timm, cuda=versions.cuda)
+    return doc
+
+
+class NoExecutor:
+    """The executor of a sweep that is planned and queued, never run."""
+
+    description = "none"
+
+
 def mixed_store(path: Path) -> Path:
     """ViT-B/16 on an H200 and on the CPU, and a failed CPU cell."""
     gpu_doc = json.loads(VIT.read_text())

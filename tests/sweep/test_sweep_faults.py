@@ -260,17 +260,10 @@ def test_the_time_budget_starts_no_cell_it_cannot_finish(tmp_path):
 def test_a_store_carried_to_other_cards_of_the_same_gpu_model_resumes(tmp_path):
     """The driver's queue: cells stored from one H200 are done on another machine's H200s (new
     uuids), and not on another GPU model."""
+    from device_stores import VIT, NoExecutor, measured_here
     from visprof.store.result_store import ResultStore
-    from visprof.store.versions import SoftwareVersions
 
-    vit_h200_doc = json.loads((Path(__file__).resolve().parents[1] / "data" / "h200-result-vit_base_patch16_224.json").read_text())
-    versions = SoftwareVersions.current()  # as if this process had measured it
-    vit_h200_doc["visprof_version"] = versions.visprof
-    vit_h200_doc["environment"].update(torch=versions.torch, timm=versions.timm, cuda=versions.cuda)
-
-    class NoExecutor:
-        description = "none"
-
+    vit_h200_doc = measured_here(json.loads(VIT.read_text()))
     with ResultStore(tmp_path / "r.db", write=True) as store:
         plan = SweepPlan(["vit_base_patch16_224", "resnet50"], "cuda")
         store.add_result(plan.cells()[0], vit_h200_doc)

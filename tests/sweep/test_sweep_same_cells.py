@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 from cli_in_process import run_cli
+from device_stores import VIT, NoExecutor, measured_here
 from visprof.store.result_store import ResultStore
-from visprof.store.versions import SoftwareVersions
 from visprof.sweep.plan import ModelSizes, SweepPlan
 from visprof.sweep.run import DoneOn, _Sweep
 from visprof.sweep.selection import registry_sizes
 
-VIT = Path(__file__).resolve().parents[1] / "data" / "h200-result-vit_base_patch16_224.json"
 NAMED_AND_224 = ["test", "train", "224"]
 
 
@@ -65,14 +63,7 @@ def test_without_sizes_only_equal_keys_merge():
 def test_a_store_holding_another_spelling_counts_the_merged_cell_as_done(tmp_path):
     """Rows swept before under a spelling the plan now folds into another's cell (deit at --img-size 224,
     resnet18.a1_in1k listed after resnet18) are found, not measured again."""
-    doc = json.loads(VIT.read_text())
-    versions = SoftwareVersions.current()  # as if this process had measured it
-    doc["visprof_version"] = versions.visprof
-    doc["environment"].update(torch=versions.torch, timm=versions.timm, cuda=versions.cuda)
-
-    class NoExecutor:
-        description = "none"
-
+    doc = measured_here(json.loads(VIT.read_text()))
     with ResultStore(tmp_path / "r.db", write=True) as store:
         for model, size in (("deit_tiny_patch16_224", "224"), ("resnet18.a1_in1k", None)):
             store.add_result(SweepPlan([model], "cuda", img_sizes=[size]).cells()[0], doc)
