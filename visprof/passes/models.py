@@ -19,7 +19,7 @@ from visprof.base.errors import BadInputError, ModelForwardError, UnknownModelEr
 from visprof.base.sizes import normalize_img_size, validate_batch_size
 from visprof.base.spelling import option
 from visprof.base.timm_import import import_timm
-from visprof.passes.user_module import ModuleState
+from visprof.passes.user_module import ModuleState, weights_layout
 
 DEFAULT_INPUT_SIZE = (3, 224, 224)
 # Same seed for every pass, so the timing, attributed and memory passes see identical data
@@ -56,6 +56,9 @@ class ModelSpec:
     # The user gave torch.compile's wrapper (OptimizedModule): ``module`` is the module inside
     # it, and the run is a compiled one (resolve_run sets compile).
     compiled: bool = False
+    # A user's module's own memory layout (visprof.passes.user_module.weights_layout), which a run
+    # keeps unless asked for another; None for a model visprof built, or where its weights don't tell.
+    layout: str | None = None
 
     def input_shape(self, batch_size: int) -> tuple[int, int, int, int]:
         return (validate_batch_size(batch_size), *self.input_size)
@@ -202,6 +205,7 @@ def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> M
         img_size_origin=origin,
         user_state=user_state,
         compiled=original is not None,
+        layout=weights_layout(module),
     )
 
 
