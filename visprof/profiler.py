@@ -62,7 +62,7 @@ def profile(
     batch_size: int | None = None,
     img_size: Any = None,
     precision: str | None = None,
-    channels_last: bool = False,
+    channels_last: bool | None = None,
     compile: bool = False,
     device: str | None = None,
     grad_mode: str | None = None,
@@ -83,7 +83,10 @@ def profile(
     """Profiles one model: latency, GPU time and peak memory by operator category.
 
     `model` is an nn.Module or a timm model name; a module of yours comes back as it was given
-    (train/eval modes, device, memory layout; its Parameter objects are the same). `precision`
+    (train/eval modes, device, memory layout; its Parameter objects are the same). `channels_last`:
+    None (the default) runs a module in its own memory layout (channels-last where its convolution
+    weights are) and a timm name NCHW; True or False runs that layout, with a note where a module's
+    own is the other; result.config.channels_last says which ran. `precision`
     is fp32, tf32, bf16 or fp16 (default bf16 on a GPU, fp32 on the CPU). The latency regime: `grad_mode`
     inference_mode (default, as timm's benchmark.py today) or no_grad; `autocast` per-forward (default, as timm's benchmark.py), whole-loop
     (autocast around all forwards: weight casts are cached) or model-cast (the model cast to

@@ -224,6 +224,74 @@ def test_timm_made_module_uses_its_cfg():
     assert resolve_model(module, img_size="train").input_size == (3, 288, 288)
 
 
+def test_a_timm_module_built_for_another_size_is_fed_the_size_it_was_built_for():
+    """timm leaves the pretrained config at 224 for vit_tiny_patch16_224 built with img_size=160, and
+    profile() fed it 224 from there: "Input height (224) doesn't match model (160)"."""
+    import timm
+
+    import visprof
+
+    module = timm.create_model("vit_tiny_patch16_224", img_size=160)
+    spec = resolve_model(module)
+    assert (spec.input_size, spec.img_size_origin, spec.default_input_size) == ((3, 160, 160), "built", (3, 160, 160))
+    result = visprof.profile(module, batch_size=1, iterations=1, warmup=0, progress=False)
+    assert result.model.input_shape == [1, 3, 160, 160]
+    assert "160px (the size the module was built for)" in visprof.text_report(result).splitlines()[0]
+    # a size asked for is fed; a size error on it names the size the module was built for
+    assert resolve_model(module, img_size=192).forward_hint == "VisionTransformer was built for 160x160 inputs"
+    # built as its config says, it is fed its config's test size, as before
+    assert resolve_model(timm.create_model("vit_tiny_patch16_224")).img_size_origin == "test"
+
+
+class _Sized(nn.Module):
+    """A module that takes only the size it was built for, as a timm ViT's patch embedding does."""
+
+    def __init__(self, built: int, cfg: int | None = None, records: bool = True):
+        super().__init__()
+        self.conv, self.built = nn.Conv2d(3, 4, 3), built
+        if records:
+            self.img_size = built
+        if cfg is not None:
+            self.pretrained_cfg = {"input_size": (3, cfg, cfg)}
+
+    def forward(self, x):
+        if x.shape[-2] != self.built:  # raised, not asserted: pytest rewrites a test file's asserts' messages
+            raise AssertionError(f"Input height ({x.shape[-2]}) doesn't match model ({self.built}).")
+        return self.conv(x)
+
+
+def test_a_module_without_a_config_is_fed_the_size_it_records():
+    spec = resolve_model(_Sized(48))
+    assert (spec.input_size, spec.img_size_origin, spec.notes) == ((3, 48, 48), "built", [])
+
+
+def test_a_size_error_with_no_size_given_names_img_size_in_the_callers_terms():
+    """A module that records no size (timm's LeViT, TNT, CoaT built with img_size=) is fed its
+    config's size; failing on it, the error named no remedy."""
+    import visprof
+    from visprof.base.spelling import command_line
+
+    module = _Sized(32, cfg=48, records=False)
+    with pytest.raises(ModelForwardError, match=r"shape 1x3x48x48: AssertionError: Input height \(48\) doesn't match "
+                                                r"model \(32\)\. \(visprof fed it 48x48 inputs, its pretrained config's "
+                                                r"test size; give the size it takes \(img_size=N\)\)"):
+        visprof.profile(module, batch_size=1, iterations=1, warmup=0, progress=False)
+    with command_line():
+        assert resolve_model(module).forward_hint.endswith("(--img-size N)")
+    # it records no size, so of a size asked for only its config is known, and said as such
+    assert resolve_model(module, img_size=40).forward_hint == "_Sized's pretrained config is for 48x48 inputs"
+
+
+def test_the_size_a_module_was_built_for_is_its_training_size_not_its_test_size():
+    """resnet18's config trains at 224 and tests at 288: the hint said it was built for 288."""
+    import timm
+
+    module = timm.create_model("resnet18")
+    assert resolve_model(module).input_size == (3, 288, 288)  # fed the test size, as timm's benchmark.py
+    assert resolve_model(module, img_size=224).forward_hint == ""
+    assert resolve_model(module, img_size=160).forward_hint == "ResNet's pretrained config is for 224x224 inputs"
+
+
 def test_a_forward_that_takes_more_than_an_image_is_pointed_at_trace():
     """profile() feeds one image batch: a forward(x, y) failed with Python's TypeError alone."""
     import visprof

@@ -84,3 +84,70 @@ def test_a_module_profiled_inside_the_callers_inference_mode_comes_back_trainabl
                         progress=False)
     assert model[0].weight.is_contiguous() and not any(p.is_inference() for p in model.parameters())
     model(torch.randn(1, 3, 8, 8)).sum().backward()  # a training step works
+
+
+# --- the module's own layout (visprof.passes.user_module.weights_layout, setup._run_layout) ------
+# A user's channels_last module was profiled NCHW without a word: the default channels_last=False
+# converted it. Not given, a module runs in its own layout; given, as asked, with a note where the
+# module's own is the other.
+
+def _convs() -> nn.Module:
+    return nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Conv2d(8, 8, 3))
+
+
+def _profile(model: nn.Module, **options):
+    return visprof.profile(model, device="cpu", batch_size=1, img_size=12, iterations=1, warmup=0, progress=False,
+                           **options)
+
+
+def _layout_notes(result) -> list[str]:
+    return [note for note in result.warnings if "convolution weights" in note]
+
+
+def test_a_channels_last_module_is_profiled_channels_last_when_no_layout_is_asked_for():
+    model = _convs().to(memory_format=torch.channels_last)
+    result = _profile(model)
+    assert result.config.channels_last is True and _layout_notes(result) == []
+    assert " · channels_last · " in visprof.text_report(result).splitlines()[0]  # the header says which ran
+    assert model[0].weight.is_contiguous(memory_format=torch.channels_last)  # and it comes back as it was
+
+
+def test_a_plain_module_and_a_timm_name_run_nchw_when_no_layout_is_asked_for():
+    result = _profile(_convs())
+    assert result.config.channels_last is False and _layout_notes(result) == []
+    from visprof.passes.setup import resolve_run
+
+    assert resolve_run("resnet18", device="cpu").config.channels_last is False
+
+
+@pytest.mark.parametrize("made_channels_last, asked, own, ran", [(True, False, "channels-last", "NCHW"),
+                                                                (False, True, "NCHW", "channels-last")])
+def test_a_layout_asked_for_runs_as_asked_and_says_it_is_not_the_modules_own(made_channels_last, asked, own, ran):
+    model = _convs().to(memory_format=torch.channels_last) if made_channels_last else _convs()
+    strides = [p.stride() for p in model.parameters()]
+    result = _profile(model, channels_last=asked)
+    assert result.config.channels_last is asked
+    assert _layout_notes(result) == [f"Sequential's convolution weights are {own}, and this run converted them to "
+                                     f"{ran}, as asked (without channels_last a module runs in its own layout); the "
+                                     "module comes back as it was"]
+    assert [p.stride() for p in model.parameters()] == strides
+
+
+def test_a_module_of_mixed_layouts_runs_nchw_and_says_how_to_run_it_channels_last():
+    model = _convs()
+    model[0].to(memory_format=torch.channels_last)
+    result = _profile(model)
+    assert result.config.channels_last is False
+    assert _layout_notes(result) == ["Sequential's convolution weights are a mix of channels-last and NCHW, and a "
+                                     "run has one layout: it ran NCHW (channels_last=True runs it channels-last); "
+                                     "the module comes back as it was"]
+
+
+def test_the_layout_is_read_from_convolution_weights_whose_strides_tell():
+    from visprof.passes.user_module import weights_layout
+
+    assert weights_layout(_convs()) == "contiguous"
+    assert weights_layout(_convs().to(memory_format=torch.channels_last)) == "channels_last"
+    # 1x1 and depthwise weights have both layouts' strides at once; a model without convolutions has none
+    pointwise = nn.Sequential(nn.Conv2d(3, 8, 1), nn.Conv2d(8, 8, 3, groups=8)).to(memory_format=torch.channels_last)
+    assert weights_layout(pointwise) is None and weights_layout(nn.Linear(3, 4)) is None

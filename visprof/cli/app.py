@@ -66,7 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="latency regime with bf16/fp16: autocast entered per forward (default, as timm's benchmark.py), "
                            "around the whole loop (weight casts cached), or a model cast up front")
     prof.add_argument("--grad-mode", choices=GRAD_MODES, help="grad mode around the loop (default: inference_mode, as timm's benchmark.py since July 2025)")
-    prof.add_argument("--channels-last", action="store_true", help="feed and keep NHWC tensors")
+    # default None, not False: "not given" is profile()'s own default (a module's own layout, a name's NCHW)
+    prof.add_argument("--channels-last", action="store_true", default=None,
+                      help="run NHWC (channels-last) inputs and weights (default: NCHW)")
     prof.add_argument("--compile", action="store_true", help="torch.compile the model first")
     prof.add_argument("--device", metavar="DEV", help="cpu, cuda or cuda:N (default: cuda:0 if a GPU is visible)")
     prof.add_argument("--warmup", type=non_negative_int, metavar="N", help="warm-up iterations before the timing pass (default: until three agree within 5%%; the other passes run after it, on the warm model)")
@@ -116,11 +118,12 @@ def cmd_profile(args: argparse.Namespace) -> int:
         "warmup": args.warmup,
         "iterations": args.iterations,
         "passes": args.passes,
+        "channels_last": args.channels_last,
         "category_file": str(args.categories) if args.categories is not None else None,
         "top_modules": args.top,  # how many modules the result keeps
     }
     kwargs: dict[str, Any] = {key: value for key, value in options.items() if value is not None}
-    kwargs.update(channels_last=args.channels_last, compile=args.compile, progress=not args.quiet)
+    kwargs.update(compile=args.compile, progress=not args.quiet)
     # The trace is written after the report is on screen: profile() hands over what it needs.
     attributed: dict[str, Any] = {}
     if args.trace is not None:

@@ -307,7 +307,7 @@ class NoGPUForNcuError(NoGPUError):
 
 def profile_with_ncu(model: str, categories: Sequence[str] | str = ("attention",), *,
                      samples: int = DEFAULT_SAMPLES, batch_size: int | None = None, img_size: Any = None,
-                     precision: str | None = None, channels_last: bool = False, device: str | None = None,
+                     precision: str | None = None, channels_last: bool | None = None, device: str | None = None,
                      category_file: str | None = None, ncu: str | None = None, timeout: float = 1800,
                      progress: bool = True, csv_path: str | Path | None = None) -> R.ProfileResult:
     """Profiles `model` and folds Nsight Compute counters of `categories` ("all": every category

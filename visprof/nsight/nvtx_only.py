@@ -69,7 +69,7 @@ class NvtxRun:
 
 
 def run_nvtx_only(model: str | torch.nn.Module, *, batch_size: int | None = None, img_size: Any = None,
-                  precision: str | None = None, channels_last: bool = False, device: str | None = None,
+                  precision: str | None = None, channels_last: bool | None = None, device: str | None = None,
                   grad_mode: str | None = None, autocast: str | None = None, warmup: int | None = None,
                   iterations: int | None = None, table: CategoryTable | None = None,
                   category_file: str | None = None, progress: bool = True,

@@ -19,7 +19,7 @@ from visprof.base.errors import BadInputError, ModelForwardError, UnknownModelEr
 from visprof.base.sizes import normalize_img_size, validate_batch_size
 from visprof.base.spelling import option
 from visprof.base.timm_import import import_timm
-from visprof.passes.user_module import ModuleState
+from visprof.passes.user_module import ModuleState, weights_layout
 
 DEFAULT_INPUT_SIZE = (3, 224, 224)
 # Same seed for every pass, so the timing, attributed and memory passes see identical data
@@ -47,7 +47,8 @@ class ModelSpec:
     # Said when the forward pass fails: the likely reason (e.g. a size the model can't take).
     forward_hint: str = ""
     # Where the input size came from: "test" (the pretrained config's test size, as timm's
-    # benchmark.py uses), "train" (its training input_size), "requested" or "assumed".
+    # benchmark.py uses), "train" (its training input_size), "requested", "built" (the size a
+    # user's module records it was built for, where its config names another) or "assumed".
     img_size_origin: str = "requested"
     # A user's own module as it was given (modes, device, layout), put back after the run;
     # None for a model visprof built.
@@ -55,6 +56,9 @@ class ModelSpec:
     # The user gave torch.compile's wrapper (OptimizedModule): ``module`` is the module inside
     # it, and the run is a compiled one (resolve_run sets compile).
     compiled: bool = False
+    # A user's module's own memory layout (visprof.passes.user_module.weights_layout), which a run
+    # keeps unless asked for another; None for a model visprof built, or where its weights don't tell.
+    layout: str | None = None
 
     def input_shape(self, batch_size: int) -> tuple[int, int, int, int]:
         return (validate_batch_size(batch_size), *self.input_size)
@@ -172,31 +176,20 @@ def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> M
     name = type(module).__name__
     named = size if isinstance(size, str) else None
     size = None if named else size
-    cfg_size = _cfg_input_size(module, named or "test")
-    notes, hint = [], ""
+    notes = []
     if any(t.is_meta for t in itertools.chain(module.parameters(), module.buffers())):
         raise BadInputError(f"{name}'s weights are on the meta device, which holds no data: materialize them before "
                             "profiling (module.to_empty(device='cpu'), then load a state dict)")
     if original is not None:
         notes.append(f"{name} came compiled (torch.compile): visprof profiles the module inside, compiled again "
                      "with torch.compile's defaults (compile=True); options given to torch.compile are not used")
-    if cfg_size is not None:
-        # timm keeps the pretrained config's 3 channels for a model built with in_chans=1 (grayscale)
-        # or 4 (RGBD); the model itself says what it takes
-        channels = getattr(module, "in_chans", None)
-        default = (channels if isinstance(channels, int) and channels > 0 else cfg_size[0], *cfg_size[1:])
-    else:
-        default = (_first_conv_in_channels(module) or DEFAULT_INPUT_SIZE[0], *DEFAULT_INPUT_SIZE[1:])
-        if size is None:
-            notes.append(
-                f"{name} has no default_cfg; assuming {default[0]}x{_fmt(default[1:])} inputs "
-                "(pass img_size to change)"
-            )
-            hint = f"visprof assumed {default[0]}x{_fmt(default[1:])} inputs; pass img_size"
-    if size is not None and cfg_size is not None and size != cfg_size[1:]:
-        hint = f"{name} was built for {_fmt(cfg_size[1:])} inputs"
-    input_size = (default[0], *size) if size is not None else default
-    origin = "requested" if size is not None else (named or "test") if cfg_size is not None else "assumed"
+    own_size, origin = _module_input_size(module, named)
+    size, origin = (own_size, origin) if size is None else (size, "requested")
+    channels = _module_channels(module)
+    if origin == "assumed":
+        notes.append(f"{name} has no default_cfg; assuming {channels}x{_fmt(size)} inputs "
+                     f"(pass {option('img_size')} to change)")
+    input_size = (channels, *size)
     user_state = ModuleState.of(module)  # before eval() below, the first change a run makes
     return ModelSpec(
         name=name,
@@ -204,15 +197,95 @@ def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> M
         module=module.eval(),
         input_size=input_size,
         param_count=count_parameters(module),
-        default_input_size=default,
+        default_input_size=(channels, *(_built_size(module) or _cfg_train_size(module) or own_size)),
         notes=notes,
         # The resolved size, so a rebuilt spec feeds the same input even without a cfg.
         resolve_kwargs={"img_size": input_size[1:]},
-        forward_hint=hint,
+        forward_hint=_size_hint(module, name, size, origin),
         img_size_origin=origin,
         user_state=user_state,
         compiled=original is not None,
+        layout=weights_layout(module),
     )
+
+
+# Why a module given no size was fed the one it was (ModelSpec.img_size_origin), for the size hint.
+_ORIGIN_REASONS = {"test": "its pretrained config's test size", "train": "its pretrained config's training size",
+                   "built": "the size it records it was built for",
+                   "assumed": "assumed, as it has no pretrained config"}
+
+
+def _module_input_size(module: nn.Module, named: str | None) -> tuple[tuple[int, int], str]:
+    """The (H, W) to feed a user's module given no size (``named``: "test" or "train", or None), and
+    its origin. timm leaves a model's pretrained config at the architecture's size when the model is
+    built with ``img_size=`` (``vit_tiny_patch16_224`` built for 160 still says 224, and fails on
+    224): where the module records a size the config does not name, the config describes another
+    model and the recorded size is the one it takes. A named size asks for the config's, as it is."""
+    cfg = _cfg_input_size(module, named or "test")
+    built = _built_size(module)
+    if built is not None and (cfg is None or (named is None and built != _cfg_train_size(module))):
+        return built, "built"
+    if cfg is not None:
+        return cfg[1:], named or "test"
+    return DEFAULT_INPUT_SIZE[1:], "assumed"
+
+
+def _module_channels(module: nn.Module) -> int:
+    """The input channels a user's module takes."""
+    cfg = _cfg_input_size(module)
+    if cfg is None:
+        return _first_conv_in_channels(module) or DEFAULT_INPUT_SIZE[0]
+    # timm keeps the pretrained config's 3 channels for a model built with in_chans=1 (grayscale)
+    # or 4 (RGBD); the model itself says what it takes
+    channels = getattr(module, "in_chans", None)
+    return channels if isinstance(channels, int) and channels > 0 else cfg[0]
+
+
+def _size_hint(module: nn.Module, name: str, size: tuple[int, int], origin: str) -> str:
+    """What a size error on the ``size`` fed (``origin``: ModelSpec.img_size_origin) is blamed on: the
+    size the module records it was built for; given no size, the remedy, in the caller's terms; else
+    the size its pretrained config names, which is not always what it was built for (timm records none
+    for a LeViT built with img_size=), so it is said as the config's."""
+    built, train = _built_size(module), _cfg_train_size(module)
+    if built is not None and size != built:
+        return f"{name} was built for {_fmt(built)} inputs"
+    if origin != "requested":
+        return (f"visprof fed it {_fmt(size)} inputs, {_ORIGIN_REASONS[origin]}; give the size it takes "
+                f"({option('img_size', metavar='N')})")
+    if built is None and train is not None and size != train:
+        return f"{name}'s pretrained config is for {_fmt(train)} inputs"
+    return ""
+
+
+def _cfg_train_size(module: nn.Module) -> tuple[int, int] | None:
+    cfg = _cfg_input_size(module, "train")
+    return cfg[1:] if cfg is not None else None
+
+
+def _built_size(module: nn.Module) -> tuple[int, int] | None:
+    """The (H, W) a module records it was built for, where timm's models keep it: ViT-like models
+    (ViT, DeiT, BEiT, EVA, Swin, PiT, XCiT) on their patch embedding, ``patch_embed.img_size``, the
+    size its forward checks; MaxViT, EfficientViT (MSRA) and Swin-V2-CR on the model, ``img_size``.
+    Models that keep none (CNNs, LeViT, TNT, CoaT) are fed their config's size."""
+    for owner in (getattr(module, "patch_embed", None), module):
+        size = _as_hw(getattr(owner, "img_size", None))
+        if size is not None:
+            return size
+    return None
+
+
+def _as_hw(value: Any) -> tuple[int, int] | None:
+    """(H, W) from an int or a pair of ints > 0, else None (a model's own attribute of that name
+    may hold anything)."""
+    if _is_size(value):
+        return value, value
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(map(_is_size, value)):
+        return int(value[0]), int(value[1])
+    return None
+
+
+def _is_size(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 # The weights' dtype a module arrives in -> the precision that runs it as it is.

@@ -41,6 +41,8 @@ _GRAD_MODES = {"no_grad": torch.no_grad, "inference_mode": torch.inference_mode}
 class RunConfig:
     batch_size: int
     precision: str = "bf16"
+    # The layout that runs, a bool: resolve_run makes it from the caller's True/False/None (not
+    # given: a user's module's own layout) before any RunConfig is built.
     channels_last: bool = False
     compile: bool = False
     device: str = "cuda:0"

@@ -19,6 +19,7 @@ from visprof.base.options import (AUTOCAST_MODES, DEFAULT_AUTOCAST, DEFAULT_BATC
 from visprof.passes.batch_search import is_out_of_memory, largest_fitting_batch, release_cached_memory
 from visprof.passes.host_memory import check_host_memory, host_oom_error, is_host_out_of_memory
 from visprof.base.sizes import validate_batch_size
+from visprof.base.spelling import option
 from visprof.base.tf32_switches import Tf32SwitchError
 from visprof.passes.models import ModelSpec, check_weights_dtype, resolve_model
 from visprof.passes.runner import ModelRunner, RunConfig
@@ -79,28 +80,62 @@ def load_table(table: CategoryTable | None, category_file: str | Path | None) ->
 
 
 def resolve_run(model: Any, *, batch_size: int | None = None, img_size: Any = None, precision: str | None = None,
-                channels_last: bool = False, compile: bool = False, device: str | None = None,
+                channels_last: bool | None = None, compile: bool = False, device: str | None = None,
                 grad_mode: str | None = None, autocast: str | None = None, table: CategoryTable | None = None,
                 category_file: str | Path | None = None) -> RunSetup:
-    """Defaults filled in and every option checked, before any model is built on the device."""
+    """Defaults filled in and every option checked, before any model is built on the device.
+
+    ``channels_last=None`` (not given) runs a user's module in its own layout, a model visprof
+    builds in NCHW; the config holds the layout that runs, a bool."""
     device = hardware.resolve_device(device)
     kind = "cuda" if device.startswith("cuda") else "cpu"
     # None is the default; "" is a value, refused as any unknown one is (it had run the defaults)
     precision = choice("precision", DEFAULT_PRECISION[kind] if precision is None else precision, PRECISIONS)
     grad_mode = choice("grad_mode", DEFAULT_GRAD_MODE if grad_mode is None else grad_mode, GRAD_MODES)
     autocast = choice("autocast", DEFAULT_AUTOCAST if autocast is None else autocast, AUTOCAST_MODES)
-    channels_last, compile = check_flag("channels_last", channels_last), check_flag("compile", compile)
+    compile = check_flag("compile", compile)
+    if channels_last is not None:
+        channels_last = check_flag("channels_last", channels_last)
     batch_size = validate_batch_size(batch_size if batch_size is not None else DEFAULT_BATCH[kind])
     table = load_table(table, category_file)
     check_weights_dtype(model, precision)
     spec = resolve_model(model, img_size=img_size, device=device)
     compile = compile or spec.compiled
+    channels_last, layout_notes = _run_layout(spec, channels_last)
     config = RunConfig(batch_size=batch_size, precision=precision, channels_last=channels_last,
                        compile=compile, device=device, grad_mode=grad_mode, autocast=autocast)
-    notes = list(spec.notes) + _device_notes(kind, precision)
+    notes = list(spec.notes) + layout_notes + _device_notes(kind, precision)
     if (note := idle_autocast_note(autocast, precision)) is not None:
         notes.append(note)
     return RunSetup(spec, config, table, kind, notes)
+
+
+_LAYOUT_WORDS = {"channels_last": "channels-last", "contiguous": "NCHW"}
+
+
+def _run_layout(spec: ModelSpec, asked: bool | None) -> tuple[bool, list[str]]:
+    """Whether the run is channels-last, and a note where that is not the user's module's own layout.
+
+    A module is profiled as it is: one the user made channels-last used to run NCHW unless asked,
+    with nothing said, though its convolutions run other kernels in each layout. A layout asked for
+    is run as asked, as comparing the two needs; the note says it is not the module's own (an
+    explicit channels_last=False left from older calls would otherwise convert it unseen)."""
+    own = spec.layout
+    runs = asked if asked is not None else own == "channels_last"  # a built model, a mix, no telling: NCHW
+    ran = _LAYOUT_WORDS[_layout(runs)]
+    if own == "mixed":  # whichever runs converts some of its weights
+        remedy = "" if runs else f" ({option('channels_last', True)} runs it channels-last)"
+        return runs, [f"{spec.name}'s convolution weights are a mix of channels-last and NCHW, and a run has one "
+                      f"layout: it ran {ran}{remedy}; the module comes back as it was"]
+    if own is None or own == _layout(runs):
+        return runs, []
+    return runs, [f"{spec.name}'s convolution weights are {_LAYOUT_WORDS[own]}, and this run converted them to {ran}, "
+                  f"as asked (without {option('channels_last')} a module runs in its own layout); the module comes "
+                  "back as it was"]
+
+
+def _layout(channels_last: bool) -> str:
+    return "channels_last" if channels_last else "contiguous"
 
 
 # The CPU instructions that give fp16 and bf16 convolutions and matmuls fast kernels, as

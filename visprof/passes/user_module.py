@@ -1,7 +1,8 @@
 """A user's own ``nn.Module`` is left as it was given.
 
-Running a module means putting it in eval mode, on the run's device, and in channels-last
-layout when asked; for a timm model visprof built, that is nothing to undo. A user's module is
+Running a module means putting it in eval mode, on the run's device, and in one memory layout
+(its own unless the caller asks for another: ``weights_layout`` reads which it is in); for a timm
+model visprof built, that is nothing to undo. A user's module is
 theirs: after ``visprof.profile(model)`` on a GPU it must not sit on the GPU in eval mode, with
 its training loop none the wiser. ``ModuleState.of(module)`` notes what a run changes, and
 ``restore`` puts it back in place (the same Parameter objects, so an optimizer holding them is
@@ -18,7 +19,7 @@ from torch import nn
 
 from visprof.base.errors import BadInputError
 
-__all__ = ["ModuleState", "kept_as_given"]
+__all__ = ["ModuleState", "kept_as_given", "weights_layout"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,24 @@ def kept_as_given(state: ModuleState | None, module: nn.Module) -> Iterator[None
     finally:
         if state is not None:
             state.restore(module)
+
+
+def weights_layout(module: nn.Module) -> str | None:
+    """The memory layout ``module``'s convolution weights are in: "channels_last" (as
+    ``module.to(memory_format=torch.channels_last)`` leaves them), "contiguous" (NCHW), "mixed", or
+    None where no 4-d convolution weight tells (none at all, or only 1x1 and depthwise ones, whose
+    strides are both layouts at once). Convolutions decide which kernels run, so their weights
+    speak for the module."""
+    layouts = set()
+    for sub in module.modules():
+        weight = getattr(sub, "weight", None)
+        if not isinstance(sub, (nn.Conv2d, nn.ConvTranspose2d)) or not isinstance(weight, torch.Tensor) \
+                or weight.dim() != 4:
+            continue
+        nchw, nhwc = weight.is_contiguous(), weight.is_contiguous(memory_format=torch.channels_last)
+        if nchw != nhwc:  # both: the strides say nothing; neither: a permutation of the user's own
+            layouts.add("contiguous" if nchw else "channels_last")
+    return layouts.pop() if len(layouts) == 1 else "mixed" if layouts else None
 
 
 def _named_tensors(module: nn.Module) -> list[tuple[str, torch.Tensor]]:
