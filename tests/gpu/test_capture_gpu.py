@@ -15,6 +15,8 @@ pytestmark = [
     pytest.mark.gpu,
     # eager flex_attention says once per process that it runs unfused: these tests mean it to
     pytest.mark.filterwarnings("ignore:.*flex_attention called without torch.compile"),
+    # the padded encoder's fast path packs into torch's strided nested tensors, which torch calls a prototype
+    pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors is in prototype stage"),
 ]
 needs_flex = pytest.mark.skipif(FLEX_ATTENTION is None, reason="this torch has no flex_attention")
 
