@@ -163,3 +163,23 @@ def test_the_users_warning_filters_set_inside_a_block_stay():
             warnings.filterwarnings("ignore", message="the user's own filter")
         assert any(f[1] is not None and f[1].pattern == "the user's own filter" for f in warnings.filters)
         assert not any(f[1] is not None and "global hooks" in f[1].pattern for f in warnings.filters)
+
+
+def test_ops_on_fake_tensors_are_tracing_and_not_recorded():
+    """torch traces functions on FakeTensors inside real work (flex_attention's backward traces its
+    score_mod on a GPU): those ops launch nothing, and reading their storage warned ("Accessing the data
+    pointer of FakeTensor is deprecated and will error"); recorded, one was filed under "other"."""
+    import warnings
+
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        fake = torch.randn(4, 4)
+    real = torch.randn(4, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the data-pointer warning fails the test
+        with visprof.trace() as session:
+            traced = fake + 1
+            computed = real * 2
+    assert type(traced).__name__ == "FakeTensor" and torch.equal(computed, real * 2)
+    assert [op.name for op in session.trace.ops] == ["aten.mul.Tensor"]

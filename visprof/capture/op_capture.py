@@ -56,6 +56,25 @@ def _annotation_ops() -> frozenset:
 _ANNOTATIONS = _annotation_ops()
 
 
+def _fake_tensor_type() -> type | None:
+    try:
+        from torch._subclasses.fake_tensor import FakeTensor  # private, long stable; without it no check
+    except ImportError:  # pragma: no cover - depends on the installed torch
+        return None
+    return FakeTensor
+
+
+_FAKE_TENSOR = _fake_tensor_type()
+
+
+def _traces(args: tuple) -> bool:
+    """An op on FakeTensors is torch tracing a function, not work a device runs: flex_attention's
+    backward traces its score_mod's joint graph so (on a GPU, inside a training step's trace). Such
+    ops have no storage to read (reading a FakeTensor's data pointer warns, and will raise) and launch
+    nothing; recorded, one (prim.device) was filed under "other"."""
+    return _FAKE_TENSOR is not None and any(isinstance(a, _FAKE_TENSOR) for a in args)
+
+
 class ModuleTracker:
     """Keeps the stack of nn.Modules whose forward is running, by index into ``modules``.
 
@@ -387,7 +406,7 @@ class OpCapture(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func in _ANNOTATIONS:
+        if func in _ANNOTATIONS or _traces(args):
             return func(*args, **kwargs)
         position = self._position
         self._position = position + 1
