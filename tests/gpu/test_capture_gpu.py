@@ -40,6 +40,8 @@ def test_a_flex_attention_training_step_is_attention_forward_and_backward():
     classified = _classified(session)
     print(sorted(classified.items()))
     assert classified["flex_attention"] == {("attention", "core")}
+    # the backward traces its score_mod on FakeTensors: tracing, not recorded (prim.device had been "other")
+    assert ("other", None) not in set().union(*classified.values())
     backward = [name for name in classified if "flex_attention_backward" in name]
     assert backward and all(classified[name] == {("attention", "core")} for name in backward)
     # with autograd on, linear reaches the capture as addmm (forward) and mm (backward): q, k, v and the output
