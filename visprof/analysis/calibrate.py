@@ -49,6 +49,7 @@ what ``visprof.analysis.compare`` and ``visprof.analysis.sources`` give).
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import zlib
@@ -457,12 +458,18 @@ def fit_calibration(fleet: Fleet, idx: np.ndarray | None = None, lam: float | No
     # Some 1,900 solves of a few hundred unknowns: BLAS threads buy nothing at that size, and on a
     # busy machine OpenBLAS's waiting threads made `visprof calibrate` of 1,579 models take 137 s
     # instead of 37 s (2 cores, bench/results/calibrate-speed-2026-12-06).
+    with _one_blas_thread():
+        return _fit_calibration(fleet, idx, lam, inner_folds, filled_bands)
+
+
+def _one_blas_thread():
+    """A context in which BLAS runs on one thread; a source tree run without its dependencies
+    installed (the lent GPU machine) has no threadpoolctl: the same fit, slower when busy."""
     try:
         from threadpoolctl import threadpool_limits
-    except ImportError:  # a source tree run without its dependencies installed: the same fit, slower when busy
-        return _fit_calibration(fleet, idx, lam, inner_folds, filled_bands)
-    with threadpool_limits(1, user_api="blas"):
-        return _fit_calibration(fleet, idx, lam, inner_folds, filled_bands)
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")
 
 
 def _fit_calibration(fleet: Fleet, idx: np.ndarray | None, lam: float | None, inner_folds: int,
