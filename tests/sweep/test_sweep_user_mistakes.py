@@ -253,3 +253,22 @@ def test_no_warning_where_the_autocast_applies(tmp_path, capsys, recorded_cells)
     code, _, err = run_cli(capsys, "sweep", "resnet18", "--store", str(tmp_path / "sw.db"), "--device", "cpu", "-q",
                            "--precision", "bf16", "-O", "autocast=whole-loop")
     assert code == 0 and "warning" not in err
+
+
+def test_an_unknown_profile_option_is_answered_with_only_the_options_a_sweep_takes(tmp_path):
+    """The refusal listed on_trace, which the sweep then refuses too (a function cannot reach its workers):
+    every option it offers must be one the sweep passes on."""
+    from visprof.sweep import run_sweep
+
+    with pytest.raises(BadInputError, match="^unknown profile option 'nonsense'; a sweep passes on ") as refused:
+        run_sweep("resnet18", store=tmp_path / "r.db", device="cpu", profile_options={"nonsense": 1})
+    offered = str(refused.value).split("passes on ", 1)[1].split(", ")
+    assert "on_trace" not in offered and "iterations" in offered
+    for key in offered:  # each is taken with a plain value of its kind, none is refused as unknown
+        try:
+            run_sweep("resnet18", store=tmp_path / "r.db", device="cpu", profile_options={key: "nonsense-value"})
+        except BadInputError as error:
+            assert "unknown profile option" not in str(error) and "Python function" not in str(error), error
+        else:
+            raise AssertionError(f"{key}='nonsense-value' was taken")
+    assert not (tmp_path / "r.db").exists()

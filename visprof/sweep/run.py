@@ -172,7 +172,9 @@ def _check_profile_options(options: Mapping[str, Any]) -> dict[str, Any]:
         if key in _SET_BY_SWEEP:
             raise BadInputError(_refusal(key))
         if key not in accepted:
-            raise BadInputError(f"unknown profile option {key!r}; visprof.profile takes {', '.join(sorted(accepted))}")
+            # Only what a sweep can pass on: on_trace is a keyword of profile() but is refused below.
+            raise BadInputError(f"unknown profile option {key!r}; a sweep passes on "
+                                f"{', '.join(sorted(accepted - _CALLABLES))}")
         try:
             json.dumps(value)
         except (TypeError, ValueError):
