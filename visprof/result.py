@@ -66,7 +66,8 @@ class ModelInfo:
     batch_size: int | None = None
     img_size: int | None = None
     # Where img_size came from: "test" (the pretrained config's test size, timm benchmark.py's
-    # default), "train" (its training input_size), "requested", "built" (the size a module records
+    # default), "config" (the one size of a config without a test size, which benchmark.py feeds),
+    # "train" (its training input_size), "requested", "built" (the size a module records
     # it was built for), "assumed"; None in older results.
     img_size_origin: str | None = None
 

@@ -156,7 +156,10 @@ def test_default_input_size_is_timm_benchmark_pys_test_size(name, test_size, tra
     assert not spec.module.training
     # the oracle is timm's own resolver, as its benchmark.py calls it
     assert resolve_data_config({}, model=spec.module, use_test_size=True)["input_size"] == test_size
-    assert (spec.input_size, spec.img_size_origin) == (test_size, "test")
+    # "test" only where the config names a test size: vit_small_patch16_384's has one size, fed as benchmark.py does
+    has_test_size = bool(spec.module.pretrained_cfg.get("test_input_size"))
+    assert (spec.input_size, spec.img_size_origin) == (test_size, "test" if has_test_size else "config")
+    assert has_test_size == (name != "vit_small_patch16_384")
     assert spec.default_input_size == train_size
     train = resolve_model(name, img_size="train")
     assert (train.input_size, train.img_size_origin) == (train_size, "train")
@@ -240,7 +243,19 @@ def test_a_timm_module_built_for_another_size_is_fed_the_size_it_was_built_for()
     # a size asked for is fed; a size error on it names the size the module was built for
     assert resolve_model(module, img_size=192).forward_hint == "VisionTransformer was built for 160x160 inputs"
     # built as its config says, it is fed its config's test size, as before
-    assert resolve_model(timm.create_model("vit_tiny_patch16_224")).img_size_origin == "test"
+    assert resolve_model(timm.create_model("vit_tiny_patch16_224")).img_size_origin == "config"
+
+
+@pytest.mark.parametrize("name, label", [("vit_tiny_patch16_224", "224px (its config's one size, as timm's benchmark.py)"),
+                                         ("resnet18", "288px (test size, as timm's benchmark.py)")])
+def test_the_header_calls_a_size_a_test_size_only_where_the_config_names_one(name, label):
+    """vit_base_patch16_224's header said "test size" of a config that names one size (timm's benchmark.py
+    feeds it that size, as it feeds resnet18 its config's test size of 288)."""
+    import visprof
+
+    result = visprof.profile(name, batch_size=1, iterations=1, warmup=0, img_size=None, progress=False,
+                             passes=("timing",))
+    assert label in visprof.text_report(result).splitlines()[0]
 
 
 class _Sized(nn.Module):
@@ -274,7 +289,7 @@ def test_a_size_error_with_no_size_given_names_img_size_in_the_callers_terms():
     module = _Sized(32, cfg=48, records=False)
     with pytest.raises(ModelForwardError, match=r"shape 1x3x48x48: AssertionError: Input height \(48\) doesn't match "
                                                 r"model \(32\)\. \(visprof fed it 48x48 inputs, its pretrained config's "
-                                                r"test size; give the size it takes \(img_size=N\)\)"):
+                                                r"size \(it names no test size\); give the size it takes \(img_size=N\)\)"):
         visprof.profile(module, batch_size=1, iterations=1, warmup=0, progress=False)
     with command_line():
         assert resolve_model(module).forward_hint.endswith("(--img-size N)")

@@ -47,7 +47,8 @@ class ModelSpec:
     # Said when the forward pass fails: the likely reason (e.g. a size the model can't take).
     forward_hint: str = ""
     # Where the input size came from: "test" (the pretrained config's test size, as timm's
-    # benchmark.py uses), "train" (its training input_size), "requested", "built" (the size a
+    # benchmark.py uses), "config" (the one size of a config that names no test size, which
+    # benchmark.py feeds), "train" (its training input_size), "requested", "built" (the size a
     # user's module records it was built for, where its config names another) or "assumed".
     img_size_origin: str = "requested"
     # A user's own module as it was given (modes, device, layout), put back after the run;
@@ -142,8 +143,8 @@ def _spec_for_timm(requested: str, size: tuple[int, int] | str | None, pretraine
     if explicit is not None:
         input_size, origin = (default[0], *explicit), "requested"
     else:
-        origin = named or "test"
-        input_size = _cfg_input_size(module, origin) or default
+        origin = _named_origin(module, named)
+        input_size = _cfg_input_size(module, named or "test") or default
         if _cfg_input_size(module, "train") is None:
             origin = "assumed"
         elif input_size != default:
@@ -211,6 +212,7 @@ def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> M
 
 # Why a module given no size was fed the one it was (ModelSpec.img_size_origin), for the size hint.
 _ORIGIN_REASONS = {"test": "its pretrained config's test size", "train": "its pretrained config's training size",
+                   "config": "its pretrained config's size (it names no test size)",
                    "built": "the size it records it was built for",
                    "assumed": "assumed, as it has no pretrained config"}
 
@@ -226,8 +228,19 @@ def _module_input_size(module: nn.Module, named: str | None) -> tuple[tuple[int,
     if built is not None and (cfg is None or (named is None and built != _cfg_train_size(module))):
         return built, "built"
     if cfg is not None:
-        return cfg[1:], named or "test"
+        return cfg[1:], _named_origin(module, named)
     return DEFAULT_INPUT_SIZE[1:], "assumed"
+
+
+def _named_origin(module: nn.Module, named: str | None) -> str:
+    """The origin of the config size fed for ``named`` (None: the default, the test size): "test" only
+    where the config names a test size; "config" where it names one size, which timm's benchmark.py
+    feeds as its test size (vit_base_patch16_224's header said "test size" of a config that has none)."""
+    if named == "train":
+        return "train"
+    cfg = next((c for c in (getattr(module, a, None) for a in ("pretrained_cfg", "default_cfg"))
+                if isinstance(c, dict) and c.get("input_size")), {})
+    return "test" if cfg.get("test_input_size") else "config"
 
 
 def _module_channels(module: nn.Module) -> int:

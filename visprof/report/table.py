@@ -19,6 +19,7 @@ MIB = float(1 << 20)
 _ANSI = {"red": "1;31", "green": "32", "yellow": "33"}
 # How the report header names where the input size came from (ModelInfo.img_size_origin).
 ORIGIN_LABELS = {"test": "test size, as timm's benchmark.py", "train": "training size",
+                 "config": "its config's one size, as timm's benchmark.py",
                  "requested": "as requested", "built": "the size the module was built for",
                  "assumed": "assumed: no pretrained config"}
 CPU_BANNER = "HOST CLOCK (CPU) MEASUREMENT: times are host-clock op durations, not GPU kernel times"
