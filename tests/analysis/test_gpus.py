@@ -89,12 +89,23 @@ def test_unknown_gpu_is_one_clear_error_listing_known_ones():
 
 def test_user_file_adds_and_replaces_rows(tmp_path):
     path = tmp_path / "mine.toml"
-    path.write_text(USER_ROW.format(id="test-gpu") + USER_ROW.format(id="rtx4090").replace("Test GPU$", "Fake 4090$"))
+    path.write_text(USER_ROW.format(id="test-gpu")
+                    + USER_ROW.format(id="rtx4090").replace("Test GPU$", "Fake 4090$").replace('"Test GPU"', '"Fake 4090"'))
     table = gpu_table(path)
     assert table.get("test-gpu").tensor_peak("bf16") == 40
     assert table.for_device("Test GPU").id == "test-gpu"
     assert table.get("rtx4090").fp32_tflops == 5  # replaced
     assert table.get("test-gpu").source["sms"] == f"user file {path}"
+
+
+def test_a_file_that_replaces_a_row_may_give_its_names_to_another_row(tmp_path):
+    """The names of a row the same file replaces are free: moving an alias between rows is no clash."""
+    path = tmp_path / "mine.toml"
+    path.write_text(USER_ROW.format(id="rtx4090").replace('"Test GPU"', '"Plain 4090"')
+                    + USER_ROW.format(id="fast-4090").replace("[[gpus]]", "[[gpus]]\naliases = ['4090']"))
+    assert GpuTable.default().get("4090").id == "rtx4090"  # the built-in row's alias, which the file moves
+    table = gpu_table(path)
+    assert table.get("4090").id == "fast-4090" and table.get("rtx4090").name == "Plain 4090"
 
 
 def test_environment_variable_extends_the_table(tmp_path, monkeypatch):
@@ -121,6 +132,12 @@ def test_environment_variable_extends_the_table(tmp_path, monkeypatch):
     (lambda s: s.replace("[[gpus]]", "[[gpu]]"), r"no \[\[gpus\]\] rows"),
     (lambda s: s + "\n[[gpus", r"not valid TOML"),
     (lambda s: s + s, r"rows 1 and 2 both have id 'x'"),
+    # a name another row answers to: find() answered it with whichever row was added last, without a word
+    (lambda s: s.replace("[[gpus]]", "[[gpus]]\naliases = ['RTX 4090']"),
+     r"row 1 \('x'\) is called 'RTX 4090', a name of the table's row 'rtx4090'; give it id = 'rtx4090' to replace "
+     r"that row, or another name"),
+    (lambda s: s.replace('"Test GPU"', '"NVIDIA H200"'), r"is called 'NVIDIA H200', a name of the table's row 'h200'"),
+    (lambda s: s + s.replace('id = "x"', 'id = "y"'), r"rows 1 and 2 are both called 'Test GPU'"),
 ])
 def test_bad_user_files_fail_with_one_line_naming_the_problem(tmp_path, edit, message):
     path = tmp_path / "bad.toml"

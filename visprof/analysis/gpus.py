@@ -185,6 +185,14 @@ class GpuTable:
         """Adds the rows of a user file (same shape as gpus.toml); a row whose id exists
         replaces it. A bad file raises BadInputError and leaves the table unchanged."""
         specs = read_specs(path)
+        replaced = {spec.id for spec in specs}
+        kept = {normalize_name(n): row.id for row in self.specs.values() if row.id not in replaced for n in row.names()}
+        for i, spec in enumerate(specs):
+            clash = next((n for n in spec.names() if normalize_name(n) in kept), None)
+            if clash is not None:  # find() would answer it with this row, without a word (by what was added last)
+                other = kept[normalize_name(clash)]
+                raise BadInputError(f"GPU spec file {path}: row {i + 1} ({spec.id!r}) is called {clash!r}, a name of the "
+                                    f"table's row {other!r}; give it id = {other!r} to replace that row, or another name")
         for spec in specs:
             self.specs[spec.id] = spec
         return specs
@@ -244,6 +252,11 @@ def read_specs(path: str | Path, require_sources: bool = False) -> list[GpuSpec]
         if spec.id in seen:
             raise BadInputError(f"GPU spec file {path}: rows {seen[spec.id] + 1} and {i + 1} both have id {spec.id!r}")
         seen[spec.id] = i
+    called: dict[str, int] = {}  # one name, one row: find() answers a name shared by two rows with either
+    for i, spec in enumerate(specs):
+        for key, name in {normalize_name(n): n for n in spec.names()}.items():
+            if called.setdefault(key, i) != i:
+                raise BadInputError(f"GPU spec file {path}: rows {called[key] + 1} and {i + 1} are both called {name!r}")
     return specs
 
 
