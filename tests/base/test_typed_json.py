@@ -28,6 +28,40 @@ class Shape:
     note: str = ""
 
 
+@dataclass
+class Reading:
+    """Fields of ``X | None`` and plain fields, which the decoder takes without a call where the value
+    already has its JSON type: the checks a call made must hold there too."""
+    value: float | None = None
+    count: int | None = None
+    flag: bool = False
+    at: Point | None = None
+    series: list[float] | None = None
+    key: int | str = 0
+
+
+def test_optional_and_plain_fields_convert_and_refuse_as_the_checker_says():
+    decode = DataclassDecoder().decode
+    reading = decode(Reading, {"value": 3, "count": None, "flag": True, "at": {"x": 1, "y": 2}, "series": [1, 2.5],
+                               "key": "k"})
+    assert reading == Reading(3.0, None, True, Point(1.0, 2.0), [1.0, 2.5], "k")
+    assert type(reading.value) is float and type(reading.series[0]) is float  # ints made floats
+    assert decode(Reading, {"value": None, "at": None, "series": None}) == Reading()
+    for doc, message in [({"value": True}, "value: expected a number or null, got"),
+                         ({"value": "1.5"}, "value: expected a number or null, got a string"),
+                         ({"count": 1.5}, "count: expected an integer or null, got"),
+                         ({"count": False}, "count: expected an integer or null, got"),
+                         ({"flag": 1}, "flag: expected true or false, got"),
+                         ({"flag": None}, "flag: expected true or false, got"),
+                         ({"at": [1, 2]}, "at: expected an object or null, got"),
+                         ({"at": {"x": 1}}, "at.y: missing"),
+                         ({"series": [1, None]}, "series[1]: expected a number, got"),
+                         ({"key": None}, "key: expected an integer or a string, got")]:
+        with pytest.raises(DocumentError) as caught:
+            decode(Reading, doc)
+        assert str(caught.value).startswith(message), (doc, str(caught.value))
+
+
 def test_a_document_decodes_into_its_dataclasses():
     doc = {"name": "tri", "points": [{"x": 0, "y": 1.5}, {"x": 2, "y": 3, "label": "c"}], "tags": {"a": 1},
            "weights": [1, 2.5], "children": [{"name": "leaf", "points": []}], "extra": {"free": [1]}, "unknown": 7}

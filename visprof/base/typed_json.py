@@ -72,6 +72,8 @@ class DataclassDecoder:
         if kind == "union":
             nullable = type(None) in args
             options = [(_checker(arg), arg) for arg in args if arg is not type(None)]
+            if nullable and len(options) == 1:  # ``X | None``, most fields of a result: no loop over options
+                return self._make_optional(tp, *options[0])
 
             def decode_union(value, where):
                 if value is None and nullable:
@@ -88,11 +90,17 @@ class DataclassDecoder:
                 if not isinstance(value, dict):
                     raise _mismatch(tp, value, where)
                 if not plan:
-                    plan.extend((name, self._decoder(field_type), required) for name, field_type, required in self._field_plan(tp))
+                    plan.extend((name, self._decoder(field_type), required, *_taken_as_is(field_type))
+                                for name, field_type, required in self._field_plan(tp))
                 kwargs = {}
-                for name, decode, required in plan:
-                    if name in value:
-                        kwargs[name] = decode(value[name], (where, name))
+                for name, decode, required, exact, nullable in plan:
+                    v = value.get(name, _ABSENT)
+                    # A value of its field's JSON type is taken here, without a call: a result has
+                    # hundreds of thousands of them, and the calls were most of a store's loading.
+                    if type(v) is exact or (v is None and nullable):
+                        kwargs[name] = v
+                    elif v is not _ABSENT:
+                        kwargs[name] = decode(v, (where, name))
                     elif required:
                         raise DocumentError(f"{_path((where, name))}: missing{self._missing_note}")
                 # Unknown keys are ignored: newer writers may add fields.
@@ -123,11 +131,59 @@ class DataclassDecoder:
                 return {k: decode(v, (where, k)) for k, v in value.items()}
             return decode_container
 
+        exact = _EXACT.get(tp)
+
         def decode_plain(value, where):
+            if type(value) is exact:  # the usual case, decided without the checker's call
+                return value
             if not fits(value):
                 raise _mismatch(tp, value, where)
             return float(value) if tp is float else value
         return decode_plain
+
+    def _make_optional(self, tp: Any, fits: Callable[[Any], bool], arg: Any) -> Callable[[Any, tuple], Any]:
+        """The decoder of ``arg | None`` (``tp``): a mismatch names the union, as decode_union's does."""
+        exact = _EXACT.get(arg)
+        if exact is not None:  # a plain type, decoded here
+            def decode_optional_plain(value, where):
+                if value is None or type(value) is exact:
+                    return value
+                if not fits(value):
+                    raise _mismatch(tp, value, where)
+                return float(value) if arg is float else value
+            return decode_optional_plain
+        inner: list = []  # arg's decoder, looked up on first use (a dataclass may contain itself)
+
+        def decode_optional(value, where):
+            if value is None:
+                return None
+            if not fits(value):
+                raise _mismatch(tp, value, where)
+            if not inner:
+                inner.append(self._decoder(arg))
+            return inner[0](value, where)
+        return decode_optional
+
+
+_ABSENT = object()  # a field the document does not have
+
+
+class _Never:
+    """A type no JSON value has: the exact type of a field whose values always need decoding."""
+
+
+def _taken_as_is(tp: Any) -> tuple[type, bool]:
+    """(the JSON type whose values a field of annotation ``tp`` takes unchanged, whether None is taken)."""
+    kind, args = _shape(tp)
+    if kind == "union" and type(None) in args:
+        rest = [arg for arg in args if arg is not type(None)]
+        return (_EXACT.get(rest[0], _Never) if len(rest) == 1 else _Never), True
+    return _EXACT.get(tp, _Never), False
+
+
+# A plain annotation's JSON type, whose values need no check or conversion (bool is not int's: a
+# true where a number belongs goes through the checker, which refuses it).
+_EXACT = {float: float, int: int, str: str, bool: bool}
 
 
 def _expected(tp: Any) -> str:
