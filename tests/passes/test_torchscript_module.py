@@ -2,7 +2,8 @@
 named it, fed the channels its first convolution takes, its layout read, and said to have no module
 table. Before, a scripted 1-channel model was fed 3 channels and failed, the report was headed
 "RecursiveScriptModule" with no module table and no word why, and a frozen one raised an
-AttributeError ('training') out of profile()."""
+AttributeError ('training') out of profile(). A forward's error of many lines (TorchScript's is its
+whole TorchScript traceback) is said in one."""
 from __future__ import annotations
 
 import warnings
@@ -12,6 +13,7 @@ import torch
 from torch import nn
 
 import visprof
+from visprof.base.errors import ModelForwardError
 
 FAST = dict(device="cpu", batch_size=2, img_size=12, iterations=2, warmup=0, progress=False)
 NO_MODULE_TABLE = ("Gray is TorchScript (torch.jit.script or trace): its submodules run inside TorchScript, which calls "
@@ -57,3 +59,32 @@ def test_a_scripted_channels_last_module_runs_in_its_own_layout_and_comes_back_i
     result = visprof.profile(model, **{**FAST, "channels_last": False})
     assert not result.config.channels_last and any("this run converted them to NCHW" in w for w in result.warnings)
     assert model.conv.weight is weight and weight.is_contiguous(memory_format=torch.channels_last)
+
+
+class TakesTwoChannels(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        return self.conv(x[:, :2])
+
+
+class RaisesOverLines(nn.Module):
+    def forward(self, x):
+        raise ValueError("pattern 'b c h w' failed\n  input shape: (2, 3, 12, 12)\n")
+
+
+def test_a_forward_error_of_many_lines_is_said_in_one():
+    """A TorchScript module's error was its whole TorchScript traceback, a dozen lines, in the message."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        scripted = torch.jit.script(TakesTwoChannels())
+    for model, said in ((scripted, "RuntimeError: Given groups=1, weight of size [4, 3, 3, 3], expected input[2, 2, 12, 12] "
+                                   "to have 3 channels, but got 2 channels instead"),
+                        (RaisesOverLines(), "ValueError: pattern 'b c h w' failed / input shape: (2, 3, 12, 12)")):
+        with pytest.raises(ModelForwardError) as info:
+            visprof.profile(model, **FAST)
+        name = type(model).__name__ if not isinstance(model, torch.jit.ScriptModule) else "TakesTwoChannels"
+        assert str(info.value) == f"model {name!r} failed on an input of shape 2x3x12x12: {said}"
+        assert "\n" in str(info.value.__cause__)  # the whole of it is still there
