@@ -34,7 +34,7 @@ from visprof.native import native_info
 from visprof.passes.attributed import AttributedResult, run_attributed_pass
 from visprof.passes.memory import MemoryResult, run_memory_pass
 from visprof.passes.kernel_sequence import KERNEL_TIME_TOLERANCE, isolated_time_ms, kernel_time_check, launch_difference
-from visprof.passes.setup import check_counts, is_oom, make_runner, raised_in_a_forward, resolve_run
+from visprof.passes.setup import check_counts, check_flag, is_oom, make_runner, raised_in_a_forward, resolve_run
 from visprof.passes.timing import TimingResult, run_timing_pass
 from visprof.passes.torch_noise import quiet_torch_noise
 from visprof.passes.trace_only import TraceOnlyResult, run_trace_only_pass
@@ -111,6 +111,8 @@ def profile(
     # top_modules before the run too: it is used only when the result is built
     check_counts(warmup=warmup, iterations=iterations, attributed_iterations=attributed_iterations,
                  top_modules=top_modules)
+    # "no" is truthy: progress="no" had printed progress, search_batch="no" searched
+    progress, search_batch = check_flag("progress", progress), check_flag("search_batch", search_batch)
     device = hardware.resolve_device(device)
     passes = passes_for(passes, "cuda" if device.startswith("cuda") else "cpu")
     trace_sink = _trace_sink(trace_path, recording_path, on_trace, category_file, passes)
@@ -184,6 +186,9 @@ def _trace_sink(trace_path, recording_path, on_trace, category_file, passes) -> 
         raise BadInputError(f"{' and '.join(wanted)} need{'s' if len(wanted) == 1 else ''} the attributed pass, "
                             "which passes leaves out; add "
                             f"it ({option('passes', (*passes, 'attributed'))})")
+    if on_trace is not None and not callable(on_trace):  # it had failed only once the whole run was done
+        raise BadInputError(f"on_trace takes a function, called as on_trace(trace, attribution), got "
+                            f"{type(on_trace).__name__} {on_trace!r}")
     if trace_path is None and on_trace is None:
         return None
 

@@ -510,3 +510,25 @@ def test_tables_that_cannot_be_right_are_said_so():
     assert all(p > 1.2 for p in predicted)
     ms_per_batch = _profiled_pair([1000.0, 2000.0], [256 / 1400.0 * 1e3, 256 / 2700.0 * 1e3])
     assert "check the tables' units" in ms_per_batch.implausible
+
+
+def test_a_time_basis_it_does_not_know_is_refused_not_run_end_to_end_under_its_name():
+    """compare(..., time="GPU") divided end-to-end throughput and said time "GPU" (the CLI offers only its two)."""
+    ms = [m("resnet50", "rtx3090", 100), m("resnet50", "rtx4090", 120)]
+    for wrong in ("GPU", "busy", None):
+        with pytest.raises(BadInputError, match=rf"^time must be one of 'end-to-end', 'gpu', got {re.escape(repr(wrong))}$"):
+            compare(ms, time=wrong)
+    assert compare(ms, time="end-to-end").time == "end-to-end"
+
+
+def test_what_is_not_a_list_of_measurements_is_refused_in_one_line(tmp_path):
+    """sources.load's Loaded, a path or ProfileResults had raised a TypeError or an AttributeError from inside."""
+    ms = [m("resnet50", "rtx3090", 100), m("resnet50", "rtx4090", 120)]
+    loaded = sources.Loaded(measurements=ms)
+    said = r"^compare takes a list of measurements \(sources\.load\(paths\)\.measurements\), got "
+    for given, what in ((loaded, "a Loaded: pass its .measurements"), ("results.db", "a str"), (None, "a NoneType"),
+                        ([recorded_result("deit_small_patch16_224")], "a ProfileResult in the list")):
+        with pytest.raises(BadInputError, match=said + re.escape(what) + "$"):
+            compare(given)
+    # any iterable of measurements is a list of them
+    assert compare(tuple(ms)).models[0].speedup == compare(x for x in ms).models[0].speedup == pytest.approx(1.2)

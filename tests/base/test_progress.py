@@ -73,3 +73,29 @@ def test_updates_are_silent_when_disabled_before_a_step_and_without_tqdm(monkeyp
         clock.now += LOG_UPDATE_S
         bar.update("12 iterations, 5 s")
     assert terminal.getvalue().splitlines() == ["[visprof] m 1/1: timing", "[visprof]   timing: 12 iterations, 5 s"]
+
+
+class GoneReader(io.StringIO):
+    """A pipe whose reader went away (`python train.py 2>&1 | head -1`): every write fails."""
+
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_reader_gone_away_silences_progress_without_ending_the_work():
+    # a progress line on it had raised BrokenPipeError out of visprof.profile(), the profile lost
+    with Progress(2, "m", stream=GoneReader()) as bar:
+        bar.step("timing")
+        bar.step("attributed")
+        assert list(bar.iter(range(3), "iterations")) == [0, 1, 2]
+
+
+def test_no_stderr_at_all_writes_nothing_to_stdout(monkeypatch, capsys):
+    # Python has no sys.stderr when fd 2 was closed before the start (`2>&-`); print(file=None)
+    # then wrote the progress lines into stdout, among the caller's report
+    monkeypatch.setattr(progress_module.sys, "stderr", None)
+    with Progress(2, "m") as bar:
+        bar.step("timing")
+        bar.update("3 iterations, 1 s")
+        assert list(bar.iter(range(2), "iterations")) == [0, 1]
+    assert capsys.readouterr().out == ""

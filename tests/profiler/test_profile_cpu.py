@@ -327,6 +327,20 @@ def test_a_trace_asked_of_a_run_without_the_attributed_pass_is_refused_as_the_cl
         visprof.profile(model, batch_size=1, img_size=8, passes=[], progress=False)
 
 
+@pytest.mark.parametrize("bad, message", [
+    ({"on_trace": "trace.json"}, r"^on_trace takes a function, called as on_trace\(trace, attribution\), got str"),
+    ({"progress": "no"}, r"^progress must be True or False, got 'no'$"),
+    ({"search_batch": "off"}, r"^search_batch must be True or False, got 'off'$"),
+])
+def test_an_on_trace_that_is_no_function_and_flags_that_are_no_bools_are_refused_before_the_run(bad, message):
+    """on_trace="trace.json" ran the whole profile, then raised "TypeError: 'str' object is not callable";
+    progress="no" is truthy and printed progress."""
+    model = CountsCalls()
+    with pytest.raises(BadInputError, match=message):
+        visprof.profile(model, batch_size=1, img_size=8, **{"progress": False, **bad})
+    assert model.calls == 0
+
+
 def test_a_trace_over_the_rules_file_is_refused_before_the_run(tmp_path):
     rules = tmp_path / "rules.toml"
     rules.write_text("")  # no extra rules

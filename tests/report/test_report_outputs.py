@@ -112,3 +112,21 @@ def test_a_report_and_pngs_over_one_file_are_refused(work):
     with pytest.raises(BadInputError, match=r"name the same file"):
         build_report(loaded, work / "png" / "categories.png", png_dir=work / "png")
     assert list((work / "png").iterdir()) == []
+
+
+def test_what_is_not_loaded_measurements_and_no_output_file_are_refused_in_one_line(work, monkeypatch):
+    """A ProfileResult or a list of paths had raised an AttributeError; output=None drew every figure, then
+    raised a TypeError from pathlib."""
+    from visprof.report import html
+    from visprof.result import ProfileResult
+
+    said = r"^build_report takes what visprof\.analysis\.sources\.load\(paths\) returns, got a "
+    for given, what in ((ProfileResult.load(work / "vit.json"), "ProfileResult"),
+                        ([work / "vit.json"], r"list \(sources\.load\(paths\) reads the files\)"),
+                        (str(work / "vit.json"), r"str \(sources\.load\(paths\) reads the files\)")):
+        with pytest.raises(BadInputError, match=said + what + "$"):
+            build_report(given, work / "r.html")
+    monkeypatch.setattr(html, "render_figures", lambda *args: pytest.fail("drew figures for a report with no file"))
+    with pytest.raises(BadInputError, match="^output: the report needs a file to be written to, got None$"):
+        build_report(sources.load([work / "vit.json"]), None)
+    assert sorted(p.name for p in work.iterdir()) == ["vit.json"]

@@ -31,9 +31,9 @@ from visprof.analysis.batch_witness import PathChange, decays_from, path_change,
 from visprof.analysis.families import family
 from visprof.analysis.gpus import GpuSpec, GpuTable, gpu_table
 from visprof.analysis.metrics import ratio_errors, spearman
-from visprof.analysis.time_basis import END_TO_END, GPU, host_note, on_gpu_time
+from visprof.analysis.time_basis import END_TO_END, GPU, TIME_BASES, host_note, on_gpu_time
 from visprof.analysis.roofline import BOUND_LABELS, dominant_category
-from visprof.analysis.sources import Measurement
+from visprof.analysis.sources import Loaded, Measurement
 from visprof.base.errors import BadInputError
 from visprof.base.spelling import option
 
@@ -465,6 +465,10 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
             table: GpuTable | None = None, time: str = END_TO_END) -> Comparison:
     """``time``: END_TO_END (throughput as measured or published) or GPU (profiles only, each
     at its timing pass's GPU busy time: ``visprof.analysis.time_basis``)."""
+    # time="GPU" had run end to end, and the comparison then said time "GPU"; the CLI offers only these
+    if time not in TIME_BASES:
+        raise BadInputError(f"time must be one of {', '.join(map(repr, TIME_BASES))}, got {time!r}")
+    measurements = _measurement_list(measurements)
     table = table or gpu_table()
     measurements, host_clock = without_cpu_results(measurements)
     left_out = 0
@@ -551,6 +555,18 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
                       unmatched=unmatched, notes=notes, prediction=prediction, software=software, paths=paths, host=host,
                       implausible=implausible,
                       base_name=base_name, target_name=target_name, base_only=base_only)
+
+
+def _measurement_list(given) -> list[Measurement]:
+    """``given`` as a list of Measurements; anything else (what sources.load returns, a path, ProfileResults)
+    had failed deep inside with an AttributeError or a TypeError."""
+    items = list(given) if isinstance(given, Iterable) and not isinstance(given, (str, bytes, Loaded)) else None
+    wrong = given if items is None else next((item for item in items if not isinstance(item, Measurement)), None)
+    if items is None or wrong is not None:
+        what = f"a {type(wrong).__name__}" + (" in the list" if items is not None else "")
+        remedy = ": pass its .measurements" if isinstance(given, Loaded) else ""
+        raise BadInputError(f"compare takes a list of measurements (sources.load(paths).measurements), got {what}{remedy}")
+    return items
 
 
 def without_cpu_results(measurements: list[Measurement]) -> tuple[list[Measurement], int]:

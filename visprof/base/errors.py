@@ -177,7 +177,7 @@ class ModelForwardError(VisprofError):
     def __init__(self, model_name: str, input_shape: Sequence[int], cause: BaseException, hint: str = ""):
         self.model_name = model_name
         self.input_shape = tuple(input_shape)
-        self.cause_text = f"{type(cause).__name__}: {cause}"
+        self.cause_text = _one_line(cause)
         shape = "x".join(str(d) for d in self.input_shape)
         message = f"model {model_name!r} failed on an input of shape {shape}: {self.cause_text}"
         if hint:
@@ -185,6 +185,21 @@ class ModelForwardError(VisprofError):
         super().__init__(message)
         # Set here as well as by `raise ... from cause`, so callers cannot lose it.
         self.__cause__ = cause
+
+
+# TorchScript's interpreter re-raises a forward's error with its own traceback between this line and
+# the error's, which comes last ("RuntimeError: Given groups=1, weight of size ...").
+_TORCHSCRIPT_HEADER = "The following operation failed in the TorchScript interpreter."
+
+
+def _one_line(cause: BaseException) -> str:
+    """``Type: message`` on one line: a message of many lines had made the error as many lines (a
+    TorchScript module's, its whole TorchScript traceback); its lines are joined, and TorchScript's
+    traceback is left out (the cause, kept as ``__cause__``, still has it)."""
+    lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
+    if lines and lines[0] == _TORCHSCRIPT_HEADER and len(lines) > 1:
+        return lines[-1]
+    return f"{type(cause).__name__}: {' / '.join(lines)}"
 
 
 class OutputWriteError(VisprofError):

@@ -3,7 +3,9 @@
 On a terminal with tqdm installed it draws bars. Elsewhere (CI logs, pipes, no tqdm) it
 prints one plain line per step, ``[visprof] pass 2/3: attributed``, because a redrawn bar
 turns a log file into noise. ``enabled=False`` (the CLI's ``--quiet``) silences it.
-Progress never goes to stdout: stdout carries the report, which users pipe.
+Progress never goes to stdout: stdout carries the report, which users pipe (with no stderr
+at all, it says nothing). A stderr whose reader went away (``2>&1 | head``) silences it; the
+work goes on.
 
     with Progress(3, "pass", enabled=not quiet) as progress:
         progress.step("timing")
@@ -22,6 +24,8 @@ from __future__ import annotations
 import sys
 import time
 from typing import Callable, Iterable, Iterator, TextIO, TypeVar
+
+from visprof.base.closed_streams import DropWhenClosed
 
 T = TypeVar("T")
 PREFIX = "[visprof]"
@@ -43,7 +47,8 @@ class Progress:
         self.total_steps = total_steps
         self.desc = desc
         self.enabled = enabled
-        self._stream = stream  # None: sys.stderr at the time of writing (so tests can capture it)
+        self._stream = stream  # None: sys.stderr as the block is entered (so tests can capture it)
+        self._out: DropWhenClosed | None = None  # what is written to, from __enter__ on
         self._clock = clock
         self._done = 0  # steps finished
         self._current: str | None = None  # label of the step in progress
@@ -53,13 +58,22 @@ class Progress:
 
     @property
     def stream(self) -> TextIO:
-        return self._stream if self._stream is not None else sys.stderr
+        if self._out is None:  # before the block: where it will write
+            return self._stream if self._stream is not None else sys.stderr
+        return self._out
 
     def _use_bars(self) -> bool:
         isatty = getattr(self.stream, "isatty", None)
         return bool(isatty and isatty()) and self._tqdm is not None
 
     def __enter__(self) -> "Progress":
+        target = self.stream
+        # Python has no stderr when it was closed before the start (`2>&-`, pythonw): print(file=None)
+        # then writes to stdout, which carries the caller's report, so nothing is said.
+        self.enabled = self.enabled and target is not None
+        # A reader that went away (`python train.py 2>&1 | head`) or a full disk: a progress line had
+        # ended visprof.profile() with a BrokenPipeError, the profile lost; the rest is dropped instead.
+        self._out = DropWhenClosed(target) if target is not None else None
         if self.enabled:
             self._tqdm = load_tqdm()
             if self._use_bars():

@@ -19,7 +19,7 @@ from visprof.base.errors import BadInputError, ModelForwardError, UnknownModelEr
 from visprof.base.sizes import normalize_img_size, validate_batch_size
 from visprof.base.spelling import option
 from visprof.base.timm_import import import_timm
-from visprof.passes.user_module import ModuleState, weights_layout
+from visprof.passes.user_module import ModuleState, is_conv, weights_layout
 
 DEFAULT_INPUT_SIZE = (3, 224, 224)
 # Same seed for every pass, so the timing, attributed and memory passes see identical data
@@ -174,7 +174,7 @@ def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> M
     # "_orig_mod.*": the run is of the module inside, compiled as visprof compiles every run.
     original = _compiled_original(module)
     module = original if original is not None else module
-    name = type(module).__name__
+    name = module_name(module)
     named = size if isinstance(size, str) else None
     size = None if named else size
     notes = []
@@ -184,6 +184,9 @@ def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> M
     if original is not None:
         notes.append(f"{name} came compiled (torch.compile): visprof profiles the module inside, compiled again "
                      "with torch.compile's defaults (compile=True); options given to torch.compile are not used")
+    if isinstance(module, torch.jit.ScriptModule):  # the report had no module table, and said nothing why
+        notes.append(f"{name} is TorchScript (torch.jit.script or trace): its submodules run inside TorchScript, which "
+                     "calls no Python module hooks, so its time is split by op and category but not by module")
     own_size, origin = _module_input_size(module, named)
     size, origin = (own_size, origin) if size is None else (size, "requested")
     channels = _module_channels(module)
@@ -311,7 +314,7 @@ def check_weights_dtype(model: Any, precision: str) -> None:
     Checked before the module is resolved, which puts it in eval mode."""
     if not isinstance(model, nn.Module):
         return  # a timm name: visprof builds it in float32
-    name = type(_compiled_original(model) or model).__name__
+    name = module_name(_compiled_original(model) or model)
     dtypes = {p.dtype for p in itertools.chain(model.parameters(), model.buffers()) if p.is_floating_point()}
     if len(dtypes) != 1 or dtypes == {torch.float32}:
         return  # float32, no floating weights, or a mix the user made on purpose
@@ -454,10 +457,20 @@ def _cfg_input_size(module: nn.Module, which: str = "test") -> tuple[int, int, i
     return None
 
 
+def module_name(module: nn.Module) -> str:
+    """The class name of a user's module, as its author wrote it: TorchScript's wrapper classes
+    (RecursiveScriptModule, TopLevelTracedModule) keep it as ``original_name``."""
+    original = getattr(module, "original_name", None) if isinstance(module, torch.jit.ScriptModule) else None
+    return original if isinstance(original, str) and original else type(module).__name__
+
+
 def _first_conv_in_channels(module: nn.Module) -> int | None:
     for sub in module.modules():
-        if isinstance(sub, nn.Conv2d):
-            return sub.in_channels
+        if is_conv(sub, nn.Conv2d):
+            # torch.jit.trace keeps no in_channels: the weight's (out, in / groups, kH, kW) with groups 1,
+            # as a model's first convolution has
+            in_channels = getattr(sub, "in_channels", None)
+            return in_channels if isinstance(in_channels, int) else sub.weight.shape[1]
     return None
 
 

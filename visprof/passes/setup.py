@@ -24,8 +24,8 @@ from visprof.base.tf32_switches import Tf32SwitchError
 from visprof.passes.models import ModelSpec, check_weights_dtype, resolve_model
 from visprof.passes.runner import ModelRunner, RunConfig
 
-__all__ = ["RunSetup", "resolve_run", "choice", "check_count", "check_counts", "COUNT_MINIMUMS", "load_table",
-           "make_runner", "raised_in_a_forward", "is_oom"]
+__all__ = ["RunSetup", "resolve_run", "choice", "check_flag", "check_count", "check_counts", "COUNT_MINIMUMS",
+           "load_table", "make_runner", "raised_in_a_forward", "is_oom"]
 
 
 @dataclass

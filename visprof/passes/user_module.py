@@ -19,12 +19,14 @@ from torch import nn
 
 from visprof.base.errors import BadInputError
 
-__all__ = ["ModuleState", "kept_as_given", "weights_layout"]
+__all__ = ["ModuleState", "is_conv", "kept_as_given", "weights_layout"]
 
 
 @dataclass(frozen=True)
 class ModuleState:
-    training: tuple[bool, ...]  # each submodule's flag, in module.modules() order
+    # each submodule's flag, in module.modules() order; None where it has none (torch.jit.freeze's
+    # module: reading it had raised an AttributeError out of profile())
+    training: tuple[bool | None, ...]
     device: torch.device | None  # where all its tensors were; None where they were on several
     # each parameter's and buffer's strides, in _tensors order: a run converts every 4-d tensor to
     # one layout (NCHW, or channels-last when asked), whatever mix of layouts the user had
@@ -40,7 +42,7 @@ class ModuleState:
                 f"{', ...' if len(lazy) > 3 else ''}): run one forward on an input of the size to "
                 "profile first, so that they have their shapes")
         devices = {tensor.device for tensor in tensors}
-        return cls(training=tuple(m.training for m in module.modules()),
+        return cls(training=tuple(getattr(m, "training", None) for m in module.modules()),
                    device=devices.pop() if len(devices) == 1 else None,
                    strides=tuple(t.stride() for t in tensors))
 
@@ -50,7 +52,8 @@ class ModuleState:
         submodules = list(module.modules())
         if len(submodules) == len(self.training):
             for submodule, training in zip(submodules, self.training):
-                submodule.training = training
+                if training is not None:
+                    submodule.training = training
         with torch.inference_mode(False):  # under a caller's, the weights would become inference tensors
             self._restore_tensors(module)
 
@@ -85,13 +88,22 @@ def weights_layout(module: nn.Module) -> str | None:
     layouts = set()
     for sub in module.modules():
         weight = getattr(sub, "weight", None)
-        if not isinstance(sub, (nn.Conv2d, nn.ConvTranspose2d)) or not isinstance(weight, torch.Tensor) \
-                or weight.dim() != 4:
+        if not is_conv(sub, nn.Conv2d, nn.ConvTranspose2d) or not isinstance(weight, torch.Tensor) or weight.dim() != 4:
             continue
         nchw, nhwc = weight.is_contiguous(), weight.is_contiguous(memory_format=torch.channels_last)
         if nchw != nhwc:  # both: the strides say nothing; neither: a permutation of the user's own
             layouts.add("contiguous" if nchw else "channels_last")
     return layouts.pop() if len(layouts) == 1 else "mixed" if layouts else None
+
+
+def is_conv(module: nn.Module, *classes: type[nn.Module]) -> bool:
+    """Whether ``module`` is one of ``classes``, also inside TorchScript: torch.jit.script and trace turn
+    each submodule into a RecursiveScriptModule that keeps only its class's name (``original_name``)
+    and, traced, not even its in_channels; a scripted 1-channel model was fed 3 channels."""
+    if isinstance(module, classes):
+        return True
+    return isinstance(module, torch.jit.ScriptModule) and isinstance(getattr(module, "weight", None), torch.Tensor) \
+        and getattr(module, "original_name", None) in {cls.__name__ for cls in classes}
 
 
 def _named_tensors(module: nn.Module) -> list[tuple[str, torch.Tensor]]:

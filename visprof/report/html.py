@@ -292,6 +292,9 @@ def check_report_outputs(output: str | Path, png_dir: str | Path | None = None, 
     from visprof.analysis.sources import FOLDER_FILES
     from visprof.base.outputs import check_output_dir, check_output_paths
 
+    if output is None:  # check_output_paths passes None over as an option not given: the report had been made, then
+        # writing it raised a TypeError from pathlib
+        raise BadInputError(f"{option('output')}: the report needs a file to be written to, got None")
     pngs = {}
     if png_dir is not None:
         if Path(png_dir).resolve() == Path(output).resolve():  # the report would be written into a folder of its own name
@@ -313,10 +316,15 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
     ``calibration`` (``calibration_file.SavedCalibration``): a section of each profile's calibrated
     speed-up over its pair, at ``batch_size`` (else the published batch the calibration keeps)."""
     from visprof.analysis.gpus import gpu_table
+    from visprof.analysis.sources import Loaded
     from visprof.base.outputs import atomic_write_all
     from visprof.report.figures import clock_of
     from visprof.result import visprof_version
 
+    if not isinstance(loaded, Loaded):  # a ProfileResult or a list of paths had raised an AttributeError
+        raise BadInputError(f"build_report takes what visprof.analysis.sources.load(paths) returns, got a "
+                            f"{type(loaded).__name__}" + (" (sources.load(paths) reads the files)"
+                                                          if isinstance(loaded, (str, Path, list, tuple)) else ""))
     if not loaded.measurements:
         raise BadInputError("nothing to report: the inputs hold no measurements")
     check_report_outputs(output, png_dir, {"input": loaded.inputs})

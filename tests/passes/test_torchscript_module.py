@@ -1,0 +1,90 @@
+"""A TorchScript module (torch.jit.script, trace, freeze) given to visprof.profile: named as its author
+named it, fed the channels its first convolution takes, its layout read, and said to have no module
+table. Before, a scripted 1-channel model was fed 3 channels and failed, the report was headed
+"RecursiveScriptModule" with no module table and no word why, and a frozen one raised an
+AttributeError ('training') out of profile(). A forward's error of many lines (TorchScript's is its
+whole TorchScript traceback) is said in one."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+import visprof
+from visprof.base.errors import ModelForwardError
+
+FAST = dict(device="cpu", batch_size=2, img_size=12, iterations=2, warmup=0, progress=False)
+NO_MODULE_TABLE = ("Gray is TorchScript (torch.jit.script or trace): its submodules run inside TorchScript, which calls "
+                   "no Python module hooks, so its time is split by op and category but not by module")
+
+
+class Gray(nn.Module):
+    """A 1-channel model."""
+
+    def __init__(self, channels: int = 1):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, 4, 3)
+        self.norm = nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+
+
+def _torchscript(how: str, model: nn.Module) -> torch.jit.ScriptModule:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch.jit is deprecated in torch >= 2.10
+        if how == "trace":
+            return torch.jit.trace(model.eval(), torch.randn(1, model.conv.in_channels, 12, 12))
+        scripted = torch.jit.script(model.eval() if how == "freeze" else model)
+        return torch.jit.freeze(scripted) if how == "freeze" else scripted
+
+
+# torch.jit.freeze inlines the submodules and their weights: no convolution is left to read the channels from
+@pytest.mark.parametrize("how, channels", [("script", 1), ("trace", 1), ("freeze", 3)])
+def test_a_torchscript_module_is_profiled_under_its_own_name_with_its_own_channels(how, channels):
+    model = _torchscript(how, Gray(channels))
+    result = visprof.profile(model, **FAST)
+    assert result.model.name == "Gray"
+    assert result.model.input_shape == [2, channels, 12, 12]
+    assert NO_MODULE_TABLE in result.warnings and not result.modules
+    assert result.category_totals()["convolution"].time_ms > 0
+
+
+def test_a_scripted_channels_last_module_runs_in_its_own_layout_and_comes_back_in_it():
+    model = _torchscript("script", Gray(channels=3).to(memory_format=torch.channels_last))
+    weight = model.conv.weight
+    assert visprof.profile(model, **FAST).config.channels_last is True
+    result = visprof.profile(model, **{**FAST, "channels_last": False})
+    assert not result.config.channels_last and any("this run converted them to NCHW" in w for w in result.warnings)
+    assert model.conv.weight is weight and weight.is_contiguous(memory_format=torch.channels_last)
+
+
+class TakesTwoChannels(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        return self.conv(x[:, :2])
+
+
+class RaisesOverLines(nn.Module):
+    def forward(self, x):
+        raise ValueError("pattern 'b c h w' failed\n  input shape: (2, 3, 12, 12)\n")
+
+
+def test_a_forward_error_of_many_lines_is_said_in_one():
+    """A TorchScript module's error was its whole TorchScript traceback, a dozen lines, in the message."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        scripted = torch.jit.script(TakesTwoChannels())
+    for model, said in ((scripted, "RuntimeError: Given groups=1, weight of size [4, 3, 3, 3], expected input[2, 2, 12, 12] "
+                                   "to have 3 channels, but got 2 channels instead"),
+                        (RaisesOverLines(), "ValueError: pattern 'b c h w' failed / input shape: (2, 3, 12, 12)")):
+        with pytest.raises(ModelForwardError) as info:
+            visprof.profile(model, **FAST)
+        name = type(model).__name__ if not isinstance(model, torch.jit.ScriptModule) else "TakesTwoChannels"
+        assert str(info.value) == f"model {name!r} failed on an input of shape 2x3x12x12: {said}"
+        assert "\n" in str(info.value.__cause__)  # the whole of it is still there
