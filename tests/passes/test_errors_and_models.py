@@ -219,7 +219,7 @@ def test_plain_module_channels_come_from_its_first_conv():
 def test_timm_made_module_uses_its_cfg():
     import timm
 
-    module = timm.create_model("efficientnet_b3", pretrained=False)
+    module = timm.create_model("efficientnet_b3", pretrained=False).eval()  # in training mode it has a note of that
     spec = resolve_model(module)
     # its pretrained cfg's test size, as for the model by name; "train" picks the training size
     assert (spec.name, spec.source, spec.input_size, spec.img_size_origin) == ("EfficientNet", "module", (3, 320, 320), "test")
@@ -276,7 +276,7 @@ class _Sized(nn.Module):
 
 
 def test_a_module_without_a_config_is_fed_the_size_it_records():
-    spec = resolve_model(_Sized(48))
+    spec = resolve_model(_Sized(48).eval())
     assert (spec.input_size, spec.img_size_origin, spec.notes) == ((3, 48, 48), "built", [])
 
 

@@ -35,6 +35,18 @@ def test_modes_layout_and_parameters_are_as_given_after_a_profile():
     assert torch.equal(model[0].weight, weight)
 
 
+def test_a_module_given_in_training_mode_is_said_to_be_profiled_in_eval_mode():
+    """profile() runs inference: a module in training mode ran in eval mode (dropout off, batch norm on
+    its running statistics), and the result said nothing of it. A module given in eval mode has no note."""
+    result = visprof.profile(_model(), device="cpu", batch_size=2, img_size=8, iterations=2, progress=False)
+    noted = [note for note in result.warnings if "training mode" in note]
+    assert noted == ["Sequential came in training mode: profiled in eval mode (dropout off, batch norm on its running "
+                     "statistics) and given back in training mode"]
+    assert noted[0] in visprof.text_report(result)
+    quiet = visprof.profile(_model().eval(), device="cpu", batch_size=2, img_size=8, iterations=2, progress=False)
+    assert not [note for note in quiet.warnings if "training mode" in note]
+
+
 def test_a_model_that_fails_in_its_forward_is_put_back_too():
     model = _model()
     before = _modes(model)

@@ -195,6 +195,9 @@ def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> M
                      f"(pass {option('img_size')} to change)")
     input_size = (channels, *size)
     user_state = ModuleState.of(module)  # before eval() below, the first change a run makes
+    if any(getattr(sub, "training", False) for sub in module.modules()):  # eval() below had changed it without a word
+        notes.append(f"{name} came in training mode: profiled in eval mode (dropout off, batch norm on its running "
+                     "statistics) and given back in training mode")
     return ModelSpec(
         name=name,
         source="module",
