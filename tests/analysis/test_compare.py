@@ -117,7 +117,7 @@ def test_one_gpu_is_refused_as_one_not_with_a_request_for_names(ms, held, names)
 
 
 def test_profiled_models_are_explained_from_their_predicted_bounds_on_the_base_gpu():
-    profile = sources.from_result(recorded_result("deit_small_patch16_224"), "h200.json", sources.gpu_table())
+    profile = sources.from_result(recorded_result("deit_small_patch16_224"), "h200.json", gpu_table())
     ms = [profile,
           m("deit_small_patch16_224", "rtx3090", 4586.19, batch=1024), m("deit_small_patch16_224", "rtx4090", 7688.09, batch=1024),
           m("resnet50", "rtx3090", 3219.06, batch=1024), m("resnet50", "rtx4090", 4217.6, batch=1024),
@@ -144,7 +144,7 @@ def test_profiled_models_are_explained_from_their_predicted_bounds_on_the_base_g
 def cpu_measurement(model: str) -> Measurement:
     """A recorded H200 profile as a CPU run of it would be recorded: host-clock times, no GPU."""
     result = replace(recorded_result(model), measurement="cpu", gpu=None)
-    return sources.from_result(result, "cpu.json", sources.gpu_table())
+    return sources.from_result(result, "cpu.json", gpu_table())
 
 
 def test_a_cpu_result_is_no_profile_of_its_model_and_a_note_says_it_was_left_out():
@@ -170,7 +170,7 @@ def test_cpu_results_are_not_a_gpu_to_compare_with():
 
 
 def test_an_explanation_says_when_the_bounds_do_not_account_for_the_gain():
-    profile = sources.from_result(recorded_result("mobilevit_s"), "h200.json", sources.gpu_table())
+    profile = sources.from_result(recorded_result("mobilevit_s"), "h200.json", gpu_table())
     # mobilevit_s published: 3090 -> 4090 gains more than its mostly memory-bound profile predicts
     ms = [profile, m("mobilevit_s", "rtx3090", 3000, batch=1024, img=256), m("mobilevit_s", "rtx4090", 3000 * 1.9, batch=1024, img=256),
           m("resnet50", "rtx3090", 3219.06, batch=1024), m("resnet50", "rtx4090", 4217.6, batch=1024)]
@@ -201,7 +201,7 @@ def test_an_explanation_says_when_the_bounds_do_not_account_for_the_gain():
 def test_a_slower_target_is_not_said_to_gain_nor_to_gain_from_fewer_sms():
     """4090 -> 3090 (a downgrade): every model "gains x0.7-0.9", and one whose bounds under-state it
     "gains from the RTX 3090's 0.43x SMs x clock"."""
-    profile = sources.from_result(recorded_result("mobilevit_s"), "h200.json", sources.gpu_table())
+    profile = sources.from_result(recorded_result("mobilevit_s"), "h200.json", gpu_table())
     ms = [profile, m("mobilevit_s", "rtx4090", 3000, batch=1024, img=256), m("mobilevit_s", "rtx3090", 3000 * 0.9, batch=1024, img=256),
           m("resnet50", "rtx4090", 4217.6, batch=1024), m("resnet50", "rtx3090", 3219.06, batch=1024)]
     c = compare(ms, base="rtx4090", target="rtx3090")
@@ -212,11 +212,11 @@ def test_a_slower_target_is_not_said_to_gain_nor_to_gain_from_fewer_sms():
 
 
 def test_gpu_time_sentences_leave_out_the_launch_share_that_gpu_time_excludes():
-    profile = sources.from_result(recorded_result("mobilevit_s"), "h200.json", sources.gpu_table())
-    end_to_end = on_base_and_target(profile, profile, sources.gpu_table().get("h200"),
-                                    sources.gpu_table().get("rtx4090"), sources.gpu_table())
-    busy = on_base_and_target(profile, profile, sources.gpu_table().get("h200"),
-                              sources.gpu_table().get("rtx4090"), sources.gpu_table(), gpu_time=True)
+    profile = sources.from_result(recorded_result("mobilevit_s"), "h200.json", gpu_table())
+    end_to_end = on_base_and_target(profile, profile, gpu_table().get("h200"),
+                                    gpu_table().get("rtx4090"), gpu_table())
+    busy = on_base_and_target(profile, profile, gpu_table().get("h200"),
+                              gpu_table().get("rtx4090"), gpu_table(), gpu_time=True)
     assert end_to_end.shares.get("launch", 0) > 0.01  # there is some to leave out
     assert "launch" not in busy.shares and sum(busy.shares.values()) == pytest.approx(1.0)
     kernel = sum(v for b, v in end_to_end.shares.items() if b != "launch")
@@ -228,7 +228,7 @@ def test_the_text_explains_the_models_its_table_shows_at_both_ends():
     (the group-norm models that lose on the 5090) got no sentence, and models not in the table did."""
     from visprof.report.compare_text import format_comparison
 
-    table = sources.gpu_table()
+    table = gpu_table()
     profiles = [sources.from_result(recorded_result(name), "h200.json", table)
                 for name in ("deit_small_patch16_224", "mobilevit_s", "resnet50")]
     gains = {"deit_small_patch16_224": (224, 2.0), "mobilevit_s": (256, 1.1), "resnet50": (224, 1.5),

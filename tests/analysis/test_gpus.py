@@ -87,6 +87,26 @@ def test_unknown_gpu_is_one_clear_error_listing_known_ones():
     assert normalize_name("NVIDIA GeForce RTX 4090") == "rtx4090"
 
 
+def test_a_table_that_is_no_gpu_table_is_one_line_in_every_analysis(tmp_path):
+    """table="gpus.toml" had failed deep inside compare (AttributeError: 'int' object has no attribute
+    'name') and predict (AttributeError: 'str' object has no attribute 'get')."""
+    from visprof.analysis import compare, predict, sources
+    from visprof.analysis.gpus import table_or_default
+
+    assert table_or_default(None).get("h200").id == "h200"
+    table = GpuTable.default()
+    assert table_or_default(table) is table
+    refusal = r"^table must be a GpuTable \(or None\), not str; a spec file's rows are added with "
+    for call in (lambda: sources.load([], table="gpus.toml"), lambda: compare.compare([], table="gpus.toml"),
+                 lambda: predict.predict_result(None, "rtx4090", table="gpus.toml")):
+        with pytest.raises(BadInputError, match=refusal):
+            call()
+    with pytest.raises(BadInputError, match=r"^table must be a GpuTable \(or None\), not dict$"):
+        table_or_default({})
+    with pytest.raises(BadInputError, match=r"^load takes a path or a list of paths, got None$"):
+        sources.load(None)
+
+
 def test_user_file_adds_and_replaces_rows(tmp_path):
     path = tmp_path / "mine.toml"
     path.write_text(USER_ROW.format(id="test-gpu")

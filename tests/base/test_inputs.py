@@ -60,6 +60,15 @@ def test_a_missing_file_or_a_folder_is_refused(tmp_path):
     assert "is a directory" in _load_error(tmp_path)
 
 
+@pytest.mark.parametrize("path, got", [(None, "None"), (3, "int"), (["r.json"], "list")])
+def test_what_is_no_path_is_one_line_from_python(path, got):
+    """ProfileResult.load(None) had raised pathlib's TypeError; a category file of None the same."""
+    with pytest.raises(BadInputError, match=f"^result file: expected a file path, got {got}$"):
+        ProfileResult.load(path)
+    with pytest.raises(BadInputError, match=f"^category rules file: expected a file path, got {got}$"):
+        CategoryTable.from_file(path)
+
+
 def test_nan_is_refused(tmp_path, result_dict):
     path = tmp_path / "r.json"
     path.write_text(json.dumps(result_dict).replace('"busy_ms": 6.125', '"busy_ms": NaN'))

@@ -266,16 +266,17 @@ def test_predict_and_compare_with_a_saved_calibration(tmp_path, capsys, h200_res
     import math
 
     from visprof.analysis import sources
+    from visprof.analysis.gpus import gpu_table
     from visprof.analysis.calibration_file import SavedCalibration
 
     with open(tmp_path / "c.csv") as f:
         deit = next(r for r in csv.DictReader(f) if r["model"] == "deit_small_patch16_224" and r["calibrated"])
     over = math.log(float(deit["predicted_base_samples_per_s"]) / float(deit["base_samples_per_s"]))
-    profile = sources.from_result(recorded_result("deit_small_patch16_224"), "h200", sources.gpu_table())
+    profile = sources.from_result(recorded_result("deit_small_patch16_224"), "h200", gpu_table())
     saved = SavedCalibration.load(cal)
-    expected = saved.predict(profile, sources.gpu_table(), spec=float(deit["predicted_speedup"]), base_over=over)
+    expected = saved.predict(profile, gpu_table(), spec=float(deit["predicted_speedup"]), base_over=over)
     assert float(deit["calibrated"]) == pytest.approx(expected.calibrated, rel=1e-3)  # the CSV's 4 digits
-    alone = saved.predict(profile, sources.gpu_table(), spec=float(deit["predicted_speedup"]))
+    alone = saved.predict(profile, gpu_table(), spec=float(deit["predicted_speedup"]))
     assert abs(alone.calibrated / expected.calibrated - 1) > 1e-2
     # with the band of families the fit saw: the models of those families are marked and counted apart
     import dataclasses

@@ -14,6 +14,7 @@ import pytest
 
 from recorded_results import write_results
 from visprof.analysis import sources
+from visprof.analysis.gpus import gpu_table
 from visprof.analysis.compare import compare
 from visprof.report import figures
 from visprof.report.html import build_report
@@ -53,7 +54,7 @@ def test_every_figure_is_a_png_with_content(loaded):
     comparison = compare(loaded.measurements, "rtx3090", "rtx4090")
     drawn = {
         "categories": figures.category_bars(loaded.profiles),
-        "roofline": figures.roofline(loaded.profiles, sources.gpu_table()),
+        "roofline": figures.roofline(loaded.profiles, gpu_table()),
         "pareto": figures.pareto(loaded.measurements),
         "speedup": figures.speedup_scatter(comparison),
         "families": figures.family_boxes(comparison),
@@ -93,7 +94,7 @@ def test_a_band_a_rounding_error_off_its_prediction_is_drawn(loaded):
 
 def test_figures_are_none_without_data():
     assert figures.category_bars([]) is None
-    assert figures.roofline([], sources.gpu_table()) is None
+    assert figures.roofline([], gpu_table()) is None
     assert figures.pareto([]) is None
 
 
@@ -226,7 +227,6 @@ def test_the_calibrated_speed_ups_are_at_the_batch_asked_for(loaded, tmp_path):
     from recorded_results import recorded_result
     from saved_calibration import saved_calibration
 
-    from visprof.analysis.gpus import gpu_table
 
     cal = saved_calibration(recorded_result("deit_small_patch16_224"), "rtx3090", "rtx4090")
     build_report(loaded, tmp_path / "own.html", calibration=cal)  # the published batch the file keeps, 1024
@@ -414,7 +414,7 @@ def test_the_roofline_draws_a_crowd_of_profiles_smaller_and_see_through(loaded):
     from matplotlib.collections import PathCollection
 
     def category_markers(profiles):
-        fig = figures.roofline(profiles, sources.gpu_table())
+        fig = figures.roofline(profiles, gpu_table())
         return [c for c in fig.axes[0].collections if isinstance(c, PathCollection) and c.get_label() != "op groups"]
 
     few = category_markers(loaded.profiles[:2])
@@ -425,7 +425,7 @@ def test_the_roofline_draws_a_crowd_of_profiles_smaller_and_see_through(loaded):
 
 
 def test_each_bandwidth_bar_says_its_share_of_the_profiles_time(loaded):
-    fig = figures.roofline(loaded.profiles, sources.gpu_table())
+    fig = figures.roofline(loaded.profiles, gpu_table())
     fig.canvas.draw()
     labels = [t.get_text() for t in fig.axes[1].get_yticklabels()]
     assert labels and all(re.fullmatch(r"[a-z]+\n\d+\.\d% of time", label) for label in labels), labels

@@ -29,7 +29,7 @@ from typing import Iterable, Mapping, NamedTuple
 
 from visprof.analysis.batch_witness import PathChange, decays_from, path_change, path_change_note
 from visprof.analysis.families import family
-from visprof.analysis.gpus import GpuSpec, GpuTable, gpu_table
+from visprof.analysis.gpus import GpuSpec, GpuTable, table_or_default
 from visprof.analysis.metrics import ratio_errors, spearman
 from visprof.analysis.time_basis import END_TO_END, GPU, TIME_BASES, host_note, on_gpu_time
 from visprof.analysis.roofline import BOUND_LABELS, dominant_category
@@ -469,7 +469,7 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
     if time not in TIME_BASES:
         raise BadInputError(f"time must be one of {', '.join(map(repr, TIME_BASES))}, got {time!r}")
     measurements = _measurement_list(measurements)
-    table = table or gpu_table()
+    table = table_or_default(table)
     measurements, host_clock = without_cpu_results(measurements)
     left_out = 0
     if time == GPU:

@@ -279,6 +279,17 @@ def gpu_table(extra: str | Path | None = None) -> GpuTable:
     return table
 
 
+def table_or_default(table: Any) -> GpuTable:
+    """``table``, or the default table (``gpu_table()``) for None; anything else is one line (a spec
+    file's path had failed deep inside with an AttributeError)."""
+    if table is None:
+        return gpu_table()
+    if not isinstance(table, GpuTable):
+        hint = f"; a spec file's rows are added with {more_gpus()}" if isinstance(table, (str, os.PathLike)) else ""
+        raise BadInputError(f"table must be a GpuTable (or None), not {type(table).__name__}{hint}")
+    return table
+
+
 def device_warnings(spec: GpuSpec | None, gpu: Mapping[str, Any] | None) -> list[str]:
     """Disagreements between a spec row and what NVML/torch say about the running GPU
     (``ProfileResult.gpu`` / ``hardware.gpu_identity``):
@@ -320,4 +331,4 @@ def device_warnings(spec: GpuSpec | None, gpu: Mapping[str, Any] | None) -> list
 
 
 __all__ = ["DEFAULT_GPUS_PATH", "GpuSpec", "GpuTable", "device_warnings", "gpu_table", "normalize_name",
-           "read_specs", "spec_from_mapping"]
+           "read_specs", "spec_from_mapping", "table_or_default"]

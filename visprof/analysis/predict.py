@@ -46,7 +46,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
-from visprof.analysis.gpus import GpuSpec, GpuTable, gpu_table, more_gpus
+from visprof.analysis.gpus import GpuSpec, GpuTable, more_gpus, table_or_default
 from visprof.analysis.roofline import BOUNDS, roofline_ms
 from visprof.base.errors import BadInputError
 from visprof.base.options import PRECISIONS
@@ -344,8 +344,8 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
     ``source`` overrides the spec row of the profile's GPU. ``efficiency`` (a number) skips
     the measured efficiencies: a pure roofline, for profiles whose times do not count
     (CPU results), used by bench/predict_check.py's baseline. ``excess``: see ``predict_group``."""
+    table = table_or_default(table)
     result = _profile_result(result)
-    table = table or gpu_table()
     target = table.get(target) if isinstance(target, str) else target
     roof = result.roofline
     if roof is None or not roof.groups:

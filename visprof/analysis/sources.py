@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from visprof.analysis.families import architecture
-from visprof.analysis.gpus import GpuTable, gpu_table, more_gpus
+from visprof.analysis.gpus import GpuTable, more_gpus, table_or_default
 from visprof.analysis.store_adapter import is_sqlite_file, open_store, reference_dict
 from visprof.analysis.timm_csv import (canonical_precision, check_benchmark_csv, parse_benchmark_filename,
                                       read_benchmark_csv)
@@ -227,10 +227,12 @@ def _is_store(path: Path) -> bool:
 
 def load(paths: Iterable[str | Path], table: GpuTable | None = None) -> Loaded:
     """Measurements from results, folders of results, stores and timm CSVs (module doc)."""
-    table = table or gpu_table()
+    table = table_or_default(table)
     loaded = Loaded()
     if isinstance(paths, (str, os.PathLike)):  # one path, not its characters
         paths = [paths]
+    if not isinstance(paths, Iterable):  # None had raised "'NoneType' object is not iterable"
+        raise BadInputError(f"load takes a path or a list of paths, got {'None' if paths is None else type(paths).__name__}")
     for item in paths:
         path, gpu = _split_gpu(item)
         if not path.exists():

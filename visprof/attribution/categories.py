@@ -233,9 +233,9 @@ class Rule:
 def _read_mapping(path: str | Path) -> dict[str, Any]:
     """A rules file as a mapping (JSON for *.json, else TOML); BadInputError naming the file
     when it cannot be read or parsed."""
-    from visprof.base.inputs import load_json_file, load_toml_file
+    from visprof.base.inputs import input_path, load_json_file, load_toml_file
 
-    path = Path(path)
+    path = input_path(path, "category rules file")
     if path.suffix == ".json":
         return load_json_file(path, "category rules file")
     return load_toml_file(path, "category rules file", hint="rules files are TOML, or JSON named *.json")

@@ -12,22 +12,31 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import zlib
 from pathlib import Path
 from typing import Any
 
 from visprof.base.errors import BadInputError
 
-__all__ = ["describe_value", "load_json_file", "load_toml_file", "read_input_bytes"]
+__all__ = ["describe_value", "input_path", "load_json_file", "load_toml_file", "read_input_bytes"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
+
+
+def input_path(path: Any, what: str) -> Path:
+    """``path`` as a Path; what is no path (None, a number, an open file) is one BadInputError
+    naming ``what``, where pathlib's TypeError had come out of a Python caller's call."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise BadInputError(f"{what}: expected a file path, got {'None' if path is None else type(path).__name__}")
+    return Path(path)
 
 
 def read_input_bytes(path: str | Path, what: str, allow_empty: bool = False) -> bytes:
     """The file's bytes (decompressed when gzipped); missing, folder, unreadable, empty
     (unless ``allow_empty``) or broken gzip files are one BadInputError naming ``what`` and
     the path."""
-    path = Path(path)
+    path = input_path(path, what)
     if path.is_dir():
         raise BadInputError(f"{what} {path} is a directory, not a file")
     try:
@@ -61,7 +70,7 @@ def _no_nan(name: str) -> Any:
 
 def load_json_file(path: str | Path, what: str) -> Any:
     """The parsed JSON of ``path`` (NaN and Infinity refused: visprof never writes them)."""
-    path = Path(path)
+    path = input_path(path, what)
     text = _text(read_input_bytes(path, what), path, what)
     try:
         return json.loads(text, parse_constant=_no_nan)
@@ -86,7 +95,7 @@ def load_toml_file(path: str | Path, what: str, hint: str = "") -> dict[str, Any
     is added to the message when it is not TOML (what the file should be)."""
     import tomllib
 
-    path = Path(path)
+    path = input_path(path, what)
     text = _text(read_input_bytes(path, what, allow_empty=True), path, what)
     try:
         return tomllib.loads(text)

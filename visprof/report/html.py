@@ -315,7 +315,7 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
     ``loaded`` was read from), and the files are written all together or not at all.
     ``calibration`` (``calibration_file.SavedCalibration``): a section of each profile's calibrated
     speed-up over its pair, at ``batch_size`` (else the published batch the calibration keeps)."""
-    from visprof.analysis.gpus import gpu_table
+    from visprof.analysis.gpus import table_or_default
     from visprof.analysis.sources import Loaded
     from visprof.base.outputs import atomic_write_all
     from visprof.report.figures import clock_of
@@ -328,7 +328,7 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
     if not loaded.measurements:
         raise BadInputError("nothing to report: the inputs hold no measurements")
     check_report_outputs(output, png_dir, {"input": loaded.inputs})
-    table = table or gpu_table()
+    table = table_or_default(table)
     notes: list[str] = []
     loaded, repeats = loaded.latest_profiles_only()
     if repeats:
