@@ -149,6 +149,26 @@ def test_a_users_cpu_model_is_back_on_the_cpu_in_its_mode_after_a_gpu_profile():
     assert all(p.is_cuda for p in on_gpu.parameters())
 
 
+def test_a_torchscript_module_on_the_gpu_attributes_its_kernels_and_is_back_as_given():
+    """TorchScript runs its ops without Python module hooks: the ops, kernels and their categories are
+    what remains, and they must account for the kernel time as an eager module's do."""
+    import warnings
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 16, 3), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+                                torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(16, 10)).train()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch.jit is deprecated in torch >= 2.10
+        scripted = torch.jit.script(model)
+    result = visprof.profile(scripted, batch_size=8, img_size=32, passes="timing,attributed", progress=False)
+    assert result.measurement == "gpu" and not result.failed_checks, [c.name for c in result.failed_checks]
+    assert result.model.name == "Sequential" and result.model.input_shape == [8, 1, 32, 32]
+    assert any("came in training mode" in w for w in result.warnings)
+    by_category = {r.category: r.time_ms for r in result.categories if r.time_ms > 0}
+    assert {"convolution", "normalization", "linear"} <= set(by_category), by_category
+    assert sum(r.time_ms for r in result.op_types) == pytest.approx(sum(by_category.values()), rel=1e-6)
+    assert scripted.training and all(p.device.type == "cpu" for p in scripted.parameters())
+
+
 def test_device_index_is_honoured():
     result = visprof.profile("resnet18", batch_size=4, device=f"cuda:{torch.cuda.device_count() - 1}",
                              passes="timing", progress=False)
