@@ -65,6 +65,11 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _file_or_stdout(text: str) -> Path | None:
+    """``-o -``: standard output, as without -o (None), the way most tools read ``-``."""
+    return None if text == "-" else Path(text)
+
+
 def _profile_option(text: str) -> tuple[str, object]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
@@ -143,7 +148,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     )
     export.add_argument("store", type=Path, help="a results store written by visprof sweep")
     export.add_argument("--format", "-f", choices=_FORMATS, default="csv", help="default: csv")
-    export.add_argument("--output", "-o", type=Path, metavar="FILE", help="default: stdout (parquet needs a file)")
+    export.add_argument("--output", "-o", type=_file_or_stdout, metavar="FILE",
+                        help="default (or -): stdout (parquet needs a file)")
     export.add_argument("--model", metavar="PATTERN", help="only models matching this pattern")
     export.add_argument("--gpu", metavar="PATTERN", help="only rows of GPUs whose name matches ('*H200*'); cpu: the CPU's rows")
     export.add_argument("--failures", action="store_true", help="export the failures instead (csv or json)")
