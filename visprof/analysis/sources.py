@@ -225,6 +225,17 @@ def _is_store(path: Path) -> bool:
     return not start.startswith((b"{", b"\x1f\x8b"))
 
 
+def _first_reading(path: Path, gpu: str | None, read: set[tuple]) -> bool:
+    """True the first time ``load`` meets this file (by device and inode: a link or another
+    spelling of the path is the same file) as this GPU's; it is then counted as read."""
+    stat = path.stat()
+    key = (stat.st_dev, stat.st_ino, gpu)
+    if key in read:
+        return False
+    read.add(key)
+    return True
+
+
 def load(paths: Iterable[str | Path], table: GpuTable | None = None) -> Loaded:
     """Measurements from results, folders of results, stores and timm CSVs (module doc)."""
     table = table_or_default(table)
@@ -233,6 +244,10 @@ def load(paths: Iterable[str | Path], table: GpuTable | None = None) -> Loaded:
         paths = [paths]
     if not isinstance(paths, Iterable):  # None had raised "'NoneType' object is not iterable"
         raise BadInputError(f"load takes a path or a list of paths, got {'None' if paths is None else type(paths).__name__}")
+    # Each file is read once, however often the inputs name it (`predict --from s.db s.db`, a folder
+    # and a file in it, a link): read twice, every profile counted twice (8 predictions of 4 profiles,
+    # and "4 more profile(s) of the same models not used"). A CSV counts once per GPU it is named as.
+    read: set[tuple] = set()
     for item in paths:
         path, gpu = _split_gpu(item)
         if not path.exists():
@@ -240,11 +255,14 @@ def load(paths: Iterable[str | Path], table: GpuTable | None = None) -> Loaded:
         loaded.inputs.append(path)
         if path.is_dir():
             files = files_in(path, FOLDER_FILES)
+            unread = [file for file in files if _first_reading(file, None, read)]
             before = len(loaded.measurements)
-            for file in files:
+            for file in unread:
                 _load_json(file, table, loaded, explicit=False)
-            if len(loaded.measurements) == before:
+            if len(loaded.measurements) == before and len(unread) == len(files):  # not a folder read before
                 raise BadInputError(f"{path}: no visprof profile results (*.json, *.json.gz) in this folder")
+        elif not _first_reading(path, gpu, read):
+            continue
         elif _is_store(path):
             with open_store(path) as store:
                 loaded.measurements += [from_result(r, f"{path}", table) for r in store.results()]

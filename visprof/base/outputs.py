@@ -94,7 +94,17 @@ def _named(path: str | Path, what: str = "output") -> Path:
         raise BadInputError(f"{what}: a file path is a str or a pathlib.Path, got {type(path).__name__} {path!r}")
     if isinstance(path, str) and not path.strip():
         raise BadInputError(f"{what}: the path is empty; give a file name")
+    _refuse_a_dash(path, what)
     return Path(path)
+
+
+def _refuse_a_dash(path: str | Path, what: str) -> None:
+    """``-`` means standard output to most tools; here it made a file named ``-`` in the working
+    folder without a word (``--csv - | head`` printed nothing). Path("./-") is Path("-") too, so
+    a file of that name is given by its full path."""
+    if str(path) == "-":
+        raise BadInputError(f"{what}: '-' would be a path named '-' here, not standard output; give another "
+                            "(for one named '-', its full path)")
 
 
 def _through_links(path: Path) -> Path:
@@ -306,6 +316,7 @@ def _exists(path: str | Path) -> bool:
 def check_output_dir(path: str | Path, what: str = "output folder") -> Path:
     """``path`` as a Path if files can be written in that folder, or it can be created (with
     its missing parents); else BadInputError. Creates nothing that is left behind."""
+    _refuse_a_dash(path, what)
     path = _through_links(Path(path))
     if path.exists():
         if not path.is_dir():

@@ -61,7 +61,8 @@ def add_commands(commands) -> None:
         "predict", help="predict latency and throughput on a GPU you do not have",
         description="Scale each profile's op groups from its GPU's spec row to the target's (roofline scaling per "
                     "group; see docs/hardware-sensitivity.md).")
-    pred.add_argument("--from", dest="sources", nargs="+", required=True, metavar="SOURCE",
+    # extend: --from a.db --to X --from b.db reads both (the second --from had replaced the first)
+    pred.add_argument("--from", dest="sources", nargs="+", action="extend", required=True, metavar="SOURCE",
                       help=_sources_help("profiles to predict from"))
     pred.add_argument("--to", dest="target", required=True, metavar="GPU", help="target GPU (a gpus.toml id, alias or name)")
     pred.add_argument("--batch-size", "-b", type=positive_int, metavar="N", help="predict at this batch (default: each profile's)")
@@ -95,7 +96,7 @@ def add_commands(commands) -> None:
     cal.add_argument("--lambda", dest="lam", type=float, metavar="L",
                      help="ridge strength (default: chosen by family-held-out CV inside each training set)")
     cal.add_argument("--top", type=positive_int, default=20, metavar="N", help="buckets shown in the ratio table (default 20)")
-    cal.add_argument("--explain", nargs="+", metavar="MODEL",
+    cal.add_argument("--explain", nargs="+", action="extend", metavar="MODEL",  # given twice: both lists
                      help="tell these models' calibrated speed-ups from the fitted ratios: which of their work moved "
                           "them (timm names, with or without the pretrained tag); the JSON has every model's")
     cal.add_argument("--json", type=Path, metavar="FILE",

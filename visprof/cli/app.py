@@ -39,6 +39,28 @@ class OneLineErrors(argparse.ArgumentParser):
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (usage: {self.prog} --help)\n")
 
+    # A command's operands may stand anywhere among its options, as `visprof compare a.db --base
+    # rtx3090 --target rtx4090 b.csv` or `visprof sweep resnet18 --device cpu vit_tiny_patch16_224`:
+    # argparse's plain parse took the first run of operands and refused the rest as "unrecognized
+    # arguments". Intermixed parsing reads options first, then every operand wherever it stood. A
+    # parser of sub-commands (nsys, bounds) or with a `-- PROGRAM ...` remainder cannot be parsed
+    # that way and keeps the plain parse; so does a command line with `--` (operands that look like
+    # options follow it, and the intermixed parse drops the `--` before it reads them).
+    _intermixing = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self._intermixing or not self._operands_can_intermix() or (args is not None and "--" in args):
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True  # parse_known_intermixed_args calls back in here, twice
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
+
+    def _operands_can_intermix(self) -> bool:
+        operands = self._get_positional_actions()
+        return bool(operands) and not any(action.nargs in (argparse.PARSER, argparse.REMAINDER) for action in operands)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrors(

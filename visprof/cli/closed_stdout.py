@@ -10,6 +10,10 @@
 - Any other failure (`> file` on a full disk, an I/O error): later writes are dropped the same
   way so that the command still writes its files, and after it the failure is reported as a
   ``StdoutWriteError`` (one line, exit 5) rather than lost.
+- A standard output that cannot encode the report's characters (its `·` and `±` in an ASCII
+  locale, or under `PYTHONIOENCODING=ascii`): they are written as escapes (`\\xb7`), as Python writes
+  stderr. A UnicodeEncodeError there had ended `visprof profile ... --json r.json` with a
+  traceback once the profile was done, and no r.json.
 
 ``pipe_safe_stdout()`` wraps ``sys.stdout`` for the length of a command, and
 ``pipe_safe_stderr()`` ``sys.stderr``: progress and notes are a side channel, and a sweep
@@ -21,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Iterator
+from typing import Callable, Iterator
 
 from visprof.base.closed_streams import DropWhenClosed
 from visprof.base.errors import StdoutWriteError
@@ -31,6 +35,7 @@ from visprof.base.errors import StdoutWriteError
 def pipe_safe_stdout() -> Iterator[None]:
     original = sys.stdout
     stream = original if original is not None else open(os.devnull, "w")
+    restore_errors = _escape_unencodable(stream)
     wrapped = DropWhenClosed(stream)
     sys.stdout = wrapped
     try:
@@ -38,10 +43,27 @@ def pipe_safe_stdout() -> Iterator[None]:
         wrapped.flush()  # what is still buffered fails here, not in the interpreter's flush at exit
     finally:
         sys.stdout = original
+        restore_errors()
         if original is None:
             stream.close()
     if wrapped.failure:
         raise StdoutWriteError(wrapped.failure)
+
+
+def _escape_unencodable(stream) -> Callable[[], None]:
+    """Has ``stream`` write what its encoding cannot as backslash escapes; returns what puts its
+    own error handling back (the command's caller, a test or a notebook, keeps its stream as it was)."""
+    errors = getattr(stream, "errors", None)
+    reconfigure = getattr(stream, "reconfigure", None)  # io.TextIOWrapper's; not on every stream
+    if errors != "strict" or reconfigure is None:
+        return lambda: None
+    reconfigure(errors="backslashreplace")
+
+    def restore() -> None:
+        with contextlib.suppress(OSError, ValueError):  # reconfigure flushes: a closed pipe, a closed stream
+            reconfigure(errors=errors)
+
+    return restore
 
 
 @contextlib.contextmanager

@@ -65,6 +65,11 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _file_or_stdout(text: str) -> Path | None:
+    """``-o -``: standard output, as without -o (None), the way most tools read ``-``."""
+    return None if text == "-" else Path(text)
+
+
 def _profile_option(text: str) -> tuple[str, object]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
@@ -96,18 +101,20 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     pick.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                       help="import this module (name or .py path) in the driver and every worker first, "
                            "e.g. one that registers your models with timm's register_model")
-    config = sweep.add_argument_group("configurations (comma-separated lists are crossed)")
-    config.add_argument("--batch-size", "-b", type=_list(positive_int, "batch sizes"), metavar="LIST",
+    # Each list option may be given more than once, and adds to its list (-b 1 -b 2 is -b 1,2), as
+    # --exclude, --import and -O do: argparse's last-one-wins had swept only -b 2, without a word.
+    config = sweep.add_argument_group("configurations (comma-separated lists are crossed; a list given twice adds up)")
+    config.add_argument("--batch-size", "-b", type=_list(positive_int, "batch sizes"), action="extend", metavar="LIST",
                         help="default: 64 on a GPU, 2 on the CPU; on out of memory a batch decays as in timm's benchmark.py "
                              "(on the CPU, a batch the host-memory estimate says cannot fit fails at once, as an "
                              "oom naming the batch that fits)")
-    config.add_argument("--img-size", type=_list(parse_img_size, "image sizes"), metavar="LIST", help="N, HxW, test or train each (default: test, the pretrained config's test size as timm's benchmark.py)")
-    config.add_argument("--precision", type=_list(_precision, "precisions"), metavar="LIST",
+    config.add_argument("--img-size", type=_list(parse_img_size, "image sizes"), action="extend", metavar="LIST", help="N, HxW, test or train each (default: test, the pretrained config's test size as timm's benchmark.py)")
+    config.add_argument("--precision", type=_list(_precision, "precisions"), action="extend", metavar="LIST",
                         help=f"of {','.join(PRECISIONS)} (default: bf16 on a GPU, fp32 on the CPU)")
     config.add_argument("--channels-last", action="store_true", help="NHWC only (same as --memory-format channels_last)")
-    config.add_argument("--memory-format", type=_list(_memory_format, "memory formats"), metavar="LIST",
+    config.add_argument("--memory-format", type=_list(_memory_format, "memory formats"), action="extend", metavar="LIST",
                         help="nchw, channels_last or both (nchw,channels_last)")
-    config.add_argument("--passes", type=_list(_pass, "passes"), metavar="LIST",
+    config.add_argument("--passes", type=_list(_pass, "passes"), action="extend", metavar="LIST",
                         help=f"of {','.join(PASSES)} (default: all; on the CPU all but memory, which needs a GPU)")
     config.add_argument("--warmup", type=non_negative_int, metavar="N", help="warm-up iterations before the timing pass (default: until three agree within 5%%)")
     config.add_argument("--iterations", type=positive_int, metavar="N", help="timed iterations (default: until the median is stable)")
@@ -143,7 +150,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     )
     export.add_argument("store", type=Path, help="a results store written by visprof sweep")
     export.add_argument("--format", "-f", choices=_FORMATS, default="csv", help="default: csv")
-    export.add_argument("--output", "-o", type=Path, metavar="FILE", help="default: stdout (parquet needs a file)")
+    export.add_argument("--output", "-o", type=_file_or_stdout, metavar="FILE",
+                        help="default (or -): stdout (parquet needs a file)")
     export.add_argument("--model", metavar="PATTERN", help="only models matching this pattern")
     export.add_argument("--gpu", metavar="PATTERN", help="only rows of GPUs whose name matches ('*H200*'); cpu: the CPU's rows")
     export.add_argument("--failures", action="store_true", help="export the failures instead (csv or json)")
