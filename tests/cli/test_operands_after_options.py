@@ -46,7 +46,15 @@ def test_an_operand_too_many_is_still_refused(capsys):
     with pytest.raises(SystemExit) as exit_:
         build_parser().parse_args(["profile", "resnet18", "--device", "cpu", "vit_tiny_patch16_224"])
     assert exit_.value.code == 2
-    assert "unrecognized arguments: vit_tiny_patch16_224" in capsys.readouterr().err
+    # the command's own parser says it, and points at the command's help (it said "usage: visprof --help")
+    assert capsys.readouterr().err == ("visprof profile: error: unrecognized arguments: vit_tiny_patch16_224 (usage: "
+                                       "visprof profile --help)\n")
+
+
+def test_an_unknown_option_of_a_sub_command_points_at_its_help(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["nsys", "run", "--bogus", "--", "python", "x.py"])
+    assert capsys.readouterr().err.endswith("unrecognized arguments: --bogus (usage: visprof nsys run --help)\n")
 
 
 def test_compare_reads_a_table_given_after_the_options(tmp_path):

@@ -57,6 +57,23 @@ class OneLineErrors(argparse.ArgumentParser):
         finally:
             self._intermixing = False
 
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but arguments no parser took are refused by the command's own parser: the
+        message ended "(usage: visprof --help)" for `visprof profile resnet18 extra`."""
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            self._chosen_command(parsed).error(f"unrecognized arguments: {' '.join(extra)}")
+        return parsed
+
+    def _chosen_command(self, parsed: argparse.Namespace) -> "OneLineErrors":
+        """The innermost (sub-)command parser that ``parsed`` chose (``visprof nsys run``'s), else this one."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(parsed, action.dest, None))
+                if isinstance(chosen, OneLineErrors):
+                    return chosen._chosen_command(parsed)
+        return self
+
     def _operands_can_intermix(self) -> bool:
         operands = self._get_positional_actions()
         return bool(operands) and not any(action.nargs in (argparse.PARSER, argparse.REMAINDER) for action in operands)
