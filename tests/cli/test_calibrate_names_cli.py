@@ -27,3 +27,19 @@ def test_an_unknown_explain_name_is_refused_before_the_fit_with_close_names(tmp_
     code = cli.main([*argv, "--explain", "resnet50.a1_in1k"])
     err = capsys.readouterr().err
     assert "--explain" not in err and "calibration needs at least 20" in err
+
+
+def test_a_calibration_of_cpu_profiles_says_they_were_left_out(tmp_path, capsys):
+    """With only CPU profiles, calibrate said "0 model(s) have a profile ..." and not why: a CPU result's
+    times are host-clock, and compare leaves them out (its note), which the refusal now carries."""
+    import visprof
+
+    result = visprof.profile("resnet18", device="cpu", batch_size=1, img_size=64, iterations=1, warmup=0,
+                             passes="timing,attributed", progress=False)
+    result.to_json(tmp_path / "resnet18-cpu.json")
+    code = cli.main(["calibrate", str(tmp_path / "resnet18-cpu.json"), str(CSV_3090), str(CSV_4090),
+                     "--base", "rtx3090", "--target", "rtx4090"])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "visprof: error: 0 model(s) have a profile, a spec prediction and both published numbers for rtx3090 -> "
+        "rtx4090; calibration needs at least 20 (1 CPU result(s) left out: their times are host-clock, not a GPU's)")

@@ -84,8 +84,10 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
             missing += 1
     published = len(obs)
     if published < MIN_MODELS:
+        # why a store of profiles counted none: its results were the CPU's
+        cpu = f" ({comparison.cpu_results})" if comparison.cpu_results else ""
         raise BadInputError(f"{published} model(s) have a profile, a spec prediction and both published numbers "
-                            f"for {comparison.base} -> {comparison.target}; calibration needs at least {MIN_MODELS}")
+                            f"for {comparison.base} -> {comparison.target}; calibration needs at least {MIN_MODELS}{cpu}")
     split_families = any(split)
     batch = base_batch(comparison)  # the published batch: the models the fit only predicts are made there
     if table is not None and comparison.base_spec is not None and comparison.target_spec is not None:

@@ -165,6 +165,7 @@ class Comparison:
     software: str | None = None  # where the two GPUs' numbers come from different software: why it matters (a note too)
     paths: str | None = None  # the models whose two published runs took different paths (batch_witness; a note too)
     host: str | None = None  # profiles on both sides whose end-to-end time carries their hosts (time_basis; a note too)
+    cpu_results: str | None = None  # the CPU results left out (cpu_results_note; a note too)
     implausible: str | None = None  # speed-ups that say a table is wrong, not the GPUs (implausible_note; a note too)
     base_name: str = ""  # the GPUs as sentences name them ("RTX 4090")
     target_name: str = ""
@@ -553,6 +554,7 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
                       by_category=_aggregate(models, lambda m: m.dominant_category or "(no profile)"),
                       by_bound=_aggregate(models, lambda m: _dominant_bound(m.shares) or "(no profile)"),
                       unmatched=unmatched, notes=notes, prediction=prediction, software=software, paths=paths, host=host,
+                      cpu_results=cpu_results_note(host_clock) if host_clock else None,
                       implausible=implausible,
                       base_name=base_name, target_name=target_name, base_only=base_only)
 
