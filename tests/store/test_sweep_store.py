@@ -300,6 +300,13 @@ def test_bad_stores_are_one_line_errors(tmp_path):
         conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(BadInputError, match="schema version 99"):
         open_store(future)
+    # a version no visprof wrote was read as the current one, without a word (export exited 0)
+    with sqlite3.connect(future) as conn:
+        conn.execute("UPDATE meta SET value = '0' WHERE key = 'schema_version'")
+    for write in (False, True):
+        with pytest.raises(BadInputError, match=r"has store schema version 0, which no visprof writes \(versions start "
+                                                r"at 1\): the file is damaged or not a visprof results store$"):
+            open_store(future, write=write)
 
 
 def test_one_writer_at_a_time(tmp_path):

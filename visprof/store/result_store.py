@@ -220,6 +220,9 @@ class ResultStore:
             with self.transaction():
                 create_tables(conn)
         version = self.schema_version
+        if version < 1:  # no visprof wrote it: version 0 (or below) was read as if it were the current one
+            raise BadInputError(f"{self.path} has store schema version {version}, which no visprof writes (versions "
+                                "start at 1): the file is damaged or not a visprof results store")
         if version > SCHEMA_VERSION:
             raise BadInputError(f"{self.path} has store schema version {version}; this visprof reads "
                                 f"version {SCHEMA_VERSION} (upgrade visprof)")
