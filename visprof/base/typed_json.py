@@ -72,8 +72,6 @@ class DataclassDecoder:
         if kind == "union":
             nullable = type(None) in args
             options = [(_checker(arg), arg) for arg in args if arg is not type(None)]
-            if nullable and len(options) == 1:  # ``X | None``, most fields of a result: no loop over options
-                return self._make_optional(tp, *options[0])
 
             def decode_union(value, where):
                 if value is None and nullable:
@@ -131,38 +129,11 @@ class DataclassDecoder:
                 return {k: decode(v, (where, k)) for k, v in value.items()}
             return decode_container
 
-        exact = _EXACT.get(tp)
-
         def decode_plain(value, where):
-            if type(value) is exact:  # the usual case, decided without the checker's call
-                return value
             if not fits(value):
                 raise _mismatch(tp, value, where)
             return float(value) if tp is float else value
         return decode_plain
-
-    def _make_optional(self, tp: Any, fits: Callable[[Any], bool], arg: Any) -> Callable[[Any, tuple], Any]:
-        """The decoder of ``arg | None`` (``tp``): a mismatch names the union, as decode_union's does."""
-        exact = _EXACT.get(arg)
-        if exact is not None:  # a plain type, decoded here
-            def decode_optional_plain(value, where):
-                if value is None or type(value) is exact:
-                    return value
-                if not fits(value):
-                    raise _mismatch(tp, value, where)
-                return float(value) if arg is float else value
-            return decode_optional_plain
-        inner: list = []  # arg's decoder, looked up on first use (a dataclass may contain itself)
-
-        def decode_optional(value, where):
-            if value is None:
-                return None
-            if not fits(value):
-                raise _mismatch(tp, value, where)
-            if not inner:
-                inner.append(self._decoder(arg))
-            return inner[0](value, where)
-        return decode_optional
 
 
 _ABSENT = object()  # a field the document does not have

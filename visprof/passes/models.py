@@ -244,9 +244,7 @@ def _named_origin(module: nn.Module, named: str | None) -> str:
     feeds as its test size (vit_base_patch16_224's header said "test size" of a config that has none)."""
     if named == "train":
         return "train"
-    cfg = next((c for c in (getattr(module, a, None) for a in ("pretrained_cfg", "default_cfg"))
-                if isinstance(c, dict) and c.get("input_size")), {})
-    return "test" if cfg.get("test_input_size") else "config"
+    return "test" if (_pretrained_cfg(module) or {}).get("test_input_size") else "config"
 
 
 def _module_channels(module: nn.Module) -> int:
@@ -452,11 +450,19 @@ def _cfg_input_size(module: nn.Module, which: str = "test") -> tuple[int, int, i
     """(C, H, W) from a timm-made module's pretrained_cfg/default_cfg, if it has one: its
     ``test_input_size`` where it has one and ``which`` is "test" (what timm's benchmark.py feeds:
     ``resolve_data_config(..., use_test_size=True)``), else its training ``input_size``."""
+    cfg = _pretrained_cfg(module)
+    if cfg is None:
+        return None
+    c, h, w = cfg.get("test_input_size") if which == "test" and cfg.get("test_input_size") else cfg["input_size"]
+    return int(c), int(h), int(w)
+
+
+def _pretrained_cfg(module: nn.Module) -> dict | None:
+    """A timm-made module's pretrained_cfg (or older timm's default_cfg) that names an input size; else None."""
     for attr in ("pretrained_cfg", "default_cfg"):
         cfg = getattr(module, attr, None)
         if isinstance(cfg, dict) and cfg.get("input_size"):
-            c, h, w = cfg.get("test_input_size") if which == "test" and cfg.get("test_input_size") else cfg["input_size"]
-            return int(c), int(h), int(w)
+            return cfg
     return None
 
 
