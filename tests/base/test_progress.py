@@ -99,3 +99,48 @@ def test_no_stderr_at_all_writes_nothing_to_stdout(monkeypatch, capsys):
         bar.update("3 iterations, 1 s")
         assert list(bar.iter(range(2), "iterations")) == [0, 1]
     assert capsys.readouterr().out == ""
+
+
+def test_a_delay_shows_nothing_of_work_that_ends_in_it_and_a_held_step_line_with_its_first_update():
+    """An analysis command refused at once said "[visprof] compare 1/2: reading 2 input(s)" above its one
+    error line; with ``delay_s`` the first seconds say nothing, and a step that began in them and lasts
+    is named with its first update."""
+    stream, clock = io.StringIO(), Clock()
+    with Progress(2, "compare", stream=stream, clock=clock, delay_s=LOG_UPDATE_S) as bar:
+        bar.step("reading 2 input(s)")
+        clock.now += 1.0
+        bar.step("joining and predicting 6030 measurements")
+        clock.now += LOG_UPDATE_S - 1.5
+        bar.update("10 of 1611 models")  # still in the delay
+        assert stream.getvalue() == ""
+        clock.now += 2.0  # past the delay, and LOG_UPDATE_S into the step
+        bar.update("900 of 1611 models")
+    assert stream.getvalue().splitlines() == [
+        "[visprof] compare 2/2: joining and predicting 6030 measurements",
+        "[visprof]   joining and predicting 6030 measurements: 900 of 1611 models",
+    ]
+    quick = io.StringIO()
+    with Progress(2, "compare", stream=quick, clock=Clock(), delay_s=LOG_UPDATE_S) as bar:
+        bar.step("reading 1 input(s)")
+        bar.update("1 of 1 results")
+        bar.step("joining")
+    assert quick.getvalue() == ""
+
+
+def test_a_step_that_begins_after_the_delay_is_shown_at_once():
+    stream, clock = io.StringIO(), Clock()
+    with Progress(2, "calibrate", stream=stream, clock=clock, delay_s=2.0) as bar:
+        bar.step("reading 1 input(s)")
+        clock.now += 3.0
+        bar.step("fitting")
+    assert stream.getvalue().splitlines() == ["[visprof] calibrate 2/2: fitting"]
+
+
+def test_counted_tells_how_many_were_dealt_with_after_each():
+    told = []
+    seen = []
+    for item in progress_module.counted(["a", "b", "c"], 3, "models", told.append):
+        seen.append((item, list(told)))  # told of an item only once the caller is done with it
+    assert seen == [("a", []), ("b", ["1 of 3 models"]), ("c", ["1 of 3 models", "2 of 3 models"])]
+    assert told[-1] == "3 of 3 models"
+    assert list(progress_module.counted(iter("xy"), 2, "files", None)) == ["x", "y"]

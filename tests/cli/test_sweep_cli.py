@@ -1,5 +1,6 @@
 """`visprof sweep` and `visprof export`: every user mistake is one line and an exit code,
 found before any worker starts, and leaves no store behind."""
+import sys
 from pathlib import Path
 
 import pytest
@@ -207,3 +208,21 @@ def test_a_folder_as_the_model_list_is_said_to_be_one_beside_a_store_in_it(tmp_p
     got, _, err = run_cli(capsys, "sweep", "--model-list", ".", "--store", "mystore.db", "--device", "cpu")
     assert got == 2
     assert one_error_line(err) == "visprof: error: --model-list: . is a directory; give a file with one model name a line"
+
+
+def test_a_runs_recorded_command_is_shell_quoted(monkeypatch, capsys, tmp_path):
+    """The store's runs table keeps the command that ran; joined with spaces, `--models "vit_*"` and a
+    path with a space in it came back as `vit_*` and two words, which pasted into a shell is another sweep."""
+    import visprof.cli.sweep as sweep_cli
+    import visprof.sweep.run as run_module
+    from visprof.sweep.summary import SweepSummary
+
+    given = {}
+    monkeypatch.setattr(run_module, "run_sweep", lambda models, **kwargs: given.update(kwargs) or SweepSummary())
+    store = tmp_path / "my results.db"
+    argv = ["sweep", "vit_*", "--store", str(store)]
+    monkeypatch.setattr(sys, "argv", ["/usr/bin/visprof", *argv])
+    assert run_cli(capsys, *argv)[0] == 0
+    assert given["argv"] == f"visprof sweep 'vit_*' --store '{store}'"
+    monkeypatch.setattr(sys, "argv", ["train.py", "--name", "a b"])
+    assert run_module._default_argv() == "train.py --name 'a b'"

@@ -25,7 +25,7 @@ import math
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
-from typing import Iterable, Mapping, NamedTuple
+from typing import Callable, Iterable, Mapping, NamedTuple
 
 from visprof.analysis.batch_witness import PathChange, decays_from, path_change, path_change_note
 from visprof.analysis.families import family
@@ -35,6 +35,7 @@ from visprof.analysis.time_basis import END_TO_END, GPU, TIME_BASES, host_note, 
 from visprof.analysis.roofline import BOUND_LABELS, dominant_category
 from visprof.analysis.sources import Loaded, Measurement
 from visprof.base.errors import BadInputError
+from visprof.base.progress import counted
 from visprof.base.spelling import option
 
 # A predicted speed-up within this of the measured one: the bounds account for the gain.
@@ -463,9 +464,12 @@ def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: Gpu
 
 
 def compare(measurements: list[Measurement], base: str | None = None, target: str | None = None,
-            table: GpuTable | None = None, time: str = END_TO_END) -> Comparison:
+            table: GpuTable | None = None, time: str = END_TO_END,
+            on_progress: Callable[[str], None] | None = None) -> Comparison:
     """``time``: END_TO_END (throughput as measured or published) or GPU (profiles only, each
-    at its timing pass's GPU busy time: ``visprof.analysis.time_basis``)."""
+    at its timing pass's GPU busy time: ``visprof.analysis.time_basis``). ``on_progress`` (e.g.
+    ``visprof.base.progress.Progress.update``) is told after each model how many are joined: each
+    profiled one is predicted on both GPUs, about 10 s for 1,500 profiles."""
     # time="GPU" had run end to end, and the comparison then said time "GPU"; the CLI offers only these
     if time not in TIME_BASES:
         raise BadInputError(f"time must be one of {', '.join(map(repr, TIME_BASES))}, got {time!r}")
@@ -506,7 +510,7 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
     median = statistics.median(m.speedup for m in models)
     base_name = base_spec.name.replace("NVIDIA ", "").replace("GeForce ", "") if base_spec else base_key
     target_name = target_spec.name.replace("NVIDIA ", "").replace("GeForce ", "") if target_spec else target_key
-    for m in models:
+    for m in counted(models, len(models), "models", on_progress):
         m.sensitivity = m.speedup / median - 1
         m.profile = profile = profile_for(profiles.get((m.base.arch, m.img_size), []), base_key, m.base.batch_size)
         if profile is not None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from visprof.analysis.calibrate import MIN_MODELS, Fit, Fleet, family_folds, fit
 from visprof.analysis.calibration_band import COVERAGE
 from visprof.analysis.metrics import spearman
 from visprof.base.errors import BadInputError
+from visprof.base.progress import counted
 
 
 @dataclass
@@ -162,14 +163,17 @@ def _published(fleet: Fleet) -> np.ndarray:
     return idx
 
 
-def family_held_out(fleet: Fleet, folds: int = 5, lam: float | None = None, inner_folds: int = 5) -> HeldOut:
+def family_held_out(fleet: Fleet, folds: int = 5, lam: float | None = None, inner_folds: int = 5,
+                    on_progress: Callable[[str], None] | None = None) -> HeldOut:
+    """Each of ``folds`` folds of whole families predicted by the fit on the others. ``on_progress``
+    (e.g. ``visprof.base.progress.Progress.update``) is told after each fold: each is a fit."""
     idx = _published(fleet)
     fams = [fleet.families[i] for i in idx]
     k = min(folds, len(set(fams)))
     if k < 2:
         raise BadInputError("the family-held-out test needs models of at least 2 families")
     fold = np.array(family_folds(fams, k))
-    return _judge(fleet, idx, fold, range(k), lam, inner_folds)
+    return _judge(fleet, idx, fold, range(k), lam, inner_folds, on_progress=on_progress)
 
 
 def model_held_out(fleet: Fleet, folds: int = 5, seed: int = 0, lam: float | None = None,
@@ -202,12 +206,12 @@ def held_out_split(fleet: Fleet, test: Sequence[bool], lam: float | None = None,
 
 
 def _judge(fleet: Fleet, idx: np.ndarray, fold: np.ndarray, tests, lam: float | None, inner_folds: int,
-           split: str = "family") -> HeldOut:
+           split: str = "family", on_progress: Callable[[str], None] | None = None) -> HeldOut:
     """Each fold in ``tests`` predicted by the fit on every other fold of ``idx``; figures over the tested models."""
     cal, low, high, med, single = (np.full(len(idx), np.nan) for _ in range(5))
     seen = np.zeros(len(idx), dtype=bool)
     lambdas, chosen = [], []
-    for j in tests:
+    for j in counted(tests, len(tests), "folds", on_progress):
         tr, te = idx[fold != j], idx[fold == j]
         # its test models are published, each with its base number: no prediction needs a filled band
         fit = fit_calibration(fleet, tr, lam=lam, inner_folds=inner_folds, filled_bands=False)

@@ -17,7 +17,8 @@ A long step says how far it got with ``update(text)`` (a pass calls it as often 
 e.g. ``progress.update("12 iterations, 9 s")``): on a terminal the bar's step line shows the
 text, redrawn at most once a second; in a log a line ``[visprof]   attributed: 12 iterations,
 9 s`` at most every ``LOG_UPDATE_S`` seconds, none in a step's first seconds, so steps that
-end quickly (a GPU's timing pass) add no lines.
+end quickly (a GPU's timing pass) add no lines. ``delay_s`` shows nothing at all in the work's
+first seconds: an analysis command that ends, or is refused, at once says only what it has to say.
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def load_tqdm():
 
 class Progress:
     def __init__(self, total_steps: int, desc: str, enabled: bool = True, stream: TextIO | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, delay_s: float = 0.0):
         self.total_steps = total_steps
         self.desc = desc
         self.enabled = enabled
@@ -53,6 +54,9 @@ class Progress:
         self._done = 0  # steps finished
         self._current: str | None = None  # label of the step in progress
         self._shown_at = 0.0  # when the step began, or when update() last showed something
+        self.delay_s = delay_s  # nothing is shown before this many seconds since the block was entered
+        self._entered_at = 0.0
+        self._held: str | None = None  # a step's line not shown, as it began in the first delay_s
         self._bar = None
         self._tqdm = None
 
@@ -74,6 +78,7 @@ class Progress:
         # A reader that went away (`python train.py 2>&1 | head`) or a full disk: a progress line had
         # ended visprof.profile() with a BrokenPipeError, the profile lost; the rest is dropped instead.
         self._out = DropWhenClosed(target) if target is not None else None
+        self._entered_at = self._clock()
         if self.enabled:
             self._tqdm = load_tqdm()
             if self._use_bars():
@@ -83,6 +88,7 @@ class Progress:
                     file=self.stream,
                     leave=False,  # gone once done: the report printed next is what stays
                     bar_format="{desc} |{bar}| {elapsed}",  # steps/s means nothing for passes
+                    delay=self.delay_s,
                 )
         return self
 
@@ -105,7 +111,10 @@ class Progress:
         if self._bar is not None:
             self._bar.update(self._done - self._bar.n)
             self._bar.set_description_str(text)
+        elif self._in_delay(self._shown_at):
+            self._held = text
         else:
+            self._held = None
             self._print(text)
 
     def _step_text(self) -> str:
@@ -120,11 +129,20 @@ class Progress:
         now = self._clock()
         if now - self._shown_at < (BAR_UPDATE_S if self._bar is not None else LOG_UPDATE_S):
             return
-        self._shown_at = now
         if self._bar is not None:
+            self._shown_at = now
             self._bar.set_description_str(f"{self._step_text()} · {text}")
-        else:
-            self._print(f"  {self._current}: {text}")
+            return
+        if self._in_delay(now):
+            return
+        self._shown_at = now
+        if self._held is not None:  # the step began in the first delay_s and has lasted: say which it is
+            self._print(self._held)
+            self._held = None
+        self._print(f"  {self._current}: {text}")
+
+    def _in_delay(self, now: float) -> bool:
+        return now - self._entered_at < self.delay_s
 
     def iter(self, iterable: Iterable[T], desc: str) -> Iterator[T]:
         """``iterable``, with an inner bar on a terminal or one line in a log."""
@@ -140,3 +158,12 @@ class Progress:
 
     def _print(self, text: str) -> None:
         print(f"{PREFIX} {text}", file=self.stream, flush=True)
+
+
+def counted(items: Iterable[T], total: int, what: str, on_progress: Callable[[str], None] | None) -> Iterator[T]:
+    """``items``, telling ``on_progress`` after each is dealt with ``"{done} of {total} {what}"``, for
+    library functions that take an ``on_progress`` (``Progress.update`` throttles what it is told)."""
+    for done, item in enumerate(items, 1):
+        yield item
+        if on_progress is not None:
+            on_progress(f"{done} of {total} {what}")

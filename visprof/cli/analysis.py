@@ -23,6 +23,10 @@ def _sources_help(what: str) -> str:
             "CSVs (GPU from the file name, or FILE@GPU)")
 
 
+def _add_quiet(parser) -> None:
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr (notes and warnings stay)")
+
+
 def _add_files(parser, what: str) -> None:
     parser.add_argument("--json", type=Path, metavar="FILE", help=f"write {what} as JSON")
     parser.add_argument("--csv", type=Path, metavar="FILE", help="write one row per model as CSV")
@@ -55,6 +59,7 @@ def add_commands(commands) -> None:
                            "or gpu (visprof profiles only: GPU busy time per sample, without the host's idle time)")
     add_calibration_option(cmp_)
     _add_files(cmp_, "the whole comparison")
+    _add_quiet(cmp_)
     cmp_.set_defaults(handler=cmd_compare)
 
     pred = commands.add_parser(
@@ -81,6 +86,7 @@ def add_commands(commands) -> None:
                            "resource, the rest with the clock (docs/hardware-sensitivity.md, section 6)")
     add_calibration_option(pred)
     _add_files(pred, "the predictions, with their groups,")
+    _add_quiet(pred)
     pred.set_defaults(handler=cmd_predict)
 
     cal = commands.add_parser(
@@ -104,6 +110,7 @@ def add_commands(commands) -> None:
     cal.add_argument("--save", type=Path, metavar="FILE",
                      help="write the fit to FILE, for compare and predict --calibration FILE")
     cal.add_argument("--gpus", type=Path, metavar="FILE", help="extra GPU spec rows")
+    _add_quiet(cal)
     cal.set_defaults(handler=cmd_calibrate)
 
     rep = commands.add_parser(
@@ -120,6 +127,7 @@ def add_commands(commands) -> None:
     rep.add_argument("--batch-size", "-b", type=positive_int, metavar="N",
                      help="with --calibration: the batch the calibrated speed-ups are at (default: each profile's own)")
     rep.add_argument("--gpus", type=Path, metavar="FILE", help="extra GPU spec rows")
+    _add_quiet(rep)
     rep.set_defaults(handler=cmd_report)
 
 
@@ -142,12 +150,25 @@ def _warn(text: str) -> None:
     warnings.warn(text, VisprofWarning, stacklevel=2)
 
 
-def _load(paths, table):
+def _progress(args: argparse.Namespace, steps: int):
+    """The command's progress on stderr (``base.progress``): a line per step, and how far a long one
+    got every few seconds; silenced by --quiet. Reading 3,000 profiles and predicting them takes
+    10-40 s, which a command that said nothing seemed to hang through. Nothing in the first seconds:
+    a command that ends or is refused at once says only its output, or its one error line."""
+    from visprof.base.progress import LOG_UPDATE_S, Progress
+
+    return Progress(steps, args.command, enabled=not args.quiet, delay_s=LOG_UPDATE_S)
+
+
+def _load(paths, table, progress=None):
     """``sources.load``, saying which files inside the input folders it passed over (a JSON that is
-    not a profile result, e.g. one truncated or another tool's), so that none is left out unseen."""
+    not a profile result, e.g. one truncated or another tool's), so that none is left out unseen.
+    ``progress`` (a ``Progress``) starts a step for the reading and is told how far it got."""
     from visprof.analysis import sources
 
-    loaded = sources.load(paths, table)
+    if progress is not None:
+        progress.step(f"reading {len(paths)} input(s)")
+    loaded = sources.load(paths, table, on_progress=progress.update if progress is not None else None)
     if loaded.skipped:
         shown = "; ".join(loaded.skipped[:3]) + (f"; and {len(loaded.skipped) - 3} more" if len(loaded.skipped) > 3 else "")
         _say(f"skipped {len(loaded.skipped)} file(s) of the input folders: {shown}")
@@ -225,15 +246,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     saved = load_calibration(args, table)
     base, target = calibration_pair(saved, table, args.base, args.target, args.calibration) if saved else (args.base,
                                                                                                           args.target)
-    loaded = _load(args.sources, table)
-    _say(f"{len(loaded.measurements)} measurements; joining models (timm's registry gives their families)")
-    try:
-        comparison = compare(loaded.measurements, base, target, table, time=args.time)
-    except BadInputError as exc:
-        if saved and not (args.base and args.target):  # the pair came from the file, not the command line
-            raise BadInputError(f"{exc} (the GPUs of the calibration file {args.calibration}: {saved.base} -> "
-                                f"{saved.target})") from None
-        raise
+    with _progress(args, 2) as progress:
+        loaded = _load(args.sources, table, progress)
+        progress.step(f"joining and predicting {len(loaded.measurements)} measurements")
+        try:
+            comparison = compare(loaded.measurements, base, target, table, time=args.time,
+                                 on_progress=progress.update)
+        except BadInputError as exc:
+            if saved and not (args.base and args.target):  # the pair came from the file, not the command line
+                raise BadInputError(f"{exc} (the GPUs of the calibration file {args.calibration}: {saved.base} -> "
+                                    f"{saved.target})") from None
+            raise
     print(format_comparison(comparison, top=None if args.all else args.top), end="")
     calibrated = compare_calibrated(saved, comparison, table, None if args.all else args.top) if saved else {}
     if args.json is not None:
@@ -282,33 +305,36 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise BadInputError(f"--lambda must be a positive number, not {args.lam}")
     _check_outputs(args, json=args.json, save=args.save)
     table = _table(args)
-    loaded = _load(args.sources, table)
-    if not loaded.profiles:
-        raise sources.no_profiles_error("calibrate needs visprof profiles of some of the models",
-                                        references=len(loaded.measurements))
-    _say(f"{len(loaded.measurements)} measurements ({len(loaded.profiles)} profiles); joining and predicting")
-    mixed = profiling_gpus_note(loaded.profiles)
-    if mixed:
-        _say(f"note: {mixed}")
-    comparison = compare(loaded.measurements, args.base, args.target, table)
-    _check_not_circular(comparison)
-    _check_explained_names(args.explain or [], comparison)  # before the fit: a typo costs no minute
-    if comparison.implausible:
-        _warn(comparison.implausible)
-    if comparison.software:
-        _warn(comparison.software)
-    if comparison.paths:
-        _warn(comparison.paths)
-    fleet, missing = fleet_from_comparison(comparison, loaded.profiles, table)
-    families = len({fleet.families[i] for i in range(len(fleet.families)) if np.isfinite(fleet.log_obs[i])})
-    if args.folds > families:
-        _say(f"note: --folds {args.folds}, but the models are of {families} families: {families} folds, one family each")
-    published = int(np.isfinite(fleet.log_obs).sum())
-    _say(f"{published} models with a profile and both published numbers ({missing} joined models without a usable "
-         f"profile); fitting")
-    fit = fit_calibration(fleet, lam=args.lam)
-    rows = ratio_table(fit, fleet)
-    held = family_held_out(fleet, folds=args.folds, lam=args.lam)
+    with _progress(args, 4) as progress:
+        loaded = _load(args.sources, table, progress)
+        if not loaded.profiles:
+            raise sources.no_profiles_error("calibrate needs visprof profiles of some of the models",
+                                            references=len(loaded.measurements))
+        mixed = profiling_gpus_note(loaded.profiles)
+        if mixed:
+            _say(f"note: {mixed}")
+        progress.step(f"joining and predicting {len(loaded.measurements)} measurements")
+        comparison = compare(loaded.measurements, args.base, args.target, table, on_progress=progress.update)
+        _check_not_circular(comparison)
+        _check_explained_names(args.explain or [], comparison)  # before the fit: a typo costs no minute
+        if comparison.implausible:
+            _warn(comparison.implausible)
+        if comparison.software:
+            _warn(comparison.software)
+        if comparison.paths:
+            _warn(comparison.paths)
+        fleet, missing = fleet_from_comparison(comparison, loaded.profiles, table)
+        families = len({fleet.families[i] for i in range(len(fleet.families)) if np.isfinite(fleet.log_obs[i])})
+        if args.folds > families:
+            _say(f"note: --folds {args.folds}, but the models are of {families} families: {families} folds, one "
+                 "family each")
+        published = int(np.isfinite(fleet.log_obs).sum())
+        progress.step(f"fitting {published} models with a profile and both published numbers ({missing} joined "
+                      "models without a usable profile)")
+        fit = fit_calibration(fleet, lam=args.lam)
+        rows = ratio_table(fit, fleet)
+        progress.step("testing on held-out families")
+        held = family_held_out(fleet, folds=args.folds, lam=args.lam, on_progress=progress.update)
     unpublished = unpublished_predictions(fit, fleet)
     print(f"{comparison.base} -> {comparison.target}: {published} models with published numbers, "
           f"{len(fleet.features)} buckets and covariates")
@@ -388,6 +414,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from visprof.analysis.predict import choose_profiles, predict_many
     from visprof.base.errors import BadInputError
     from visprof.base.outputs import atomic_write_text
+    from visprof.base.progress import counted
     from visprof.report.compare_text import format_predictions, rows_to_csv
 
     _check_outputs(args, json=args.json, csv=args.csv)
@@ -397,16 +424,19 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if saved is not None and saved.target != target.id:
         raise BadInputError(f"calibration file {args.calibration} is for {saved.base} -> {saved.target}; --to is "
                             f"{target.id} (predict onto its target, or give the calibration of this GPU)")
-    loaded = _load(args.sources, table)
-    results = [m.result for m in loaded.profiles if args.model is None or fnmatch.fnmatchcase(m.model, args.model)]
-    if not results:
-        raise sources.no_profiles_error("predict reads visprof profiles: JSON files, folders or stores",
-                                        model=args.model, references=len(loaded.measurements) - len(loaded.profiles))
-    left_out = 0
-    if not args.every_profile:
-        results, left_out = choose_profiles(results, args.batch_size)
-    predictions, skipped = predict_many(results, target, batch_size=args.batch_size, precision=args.precision, table=table,
-                                        excess=args.excess)
+    with _progress(args, 2) as progress:
+        loaded = _load(args.sources, table, progress)
+        results = [m.result for m in loaded.profiles if args.model is None or fnmatch.fnmatchcase(m.model, args.model)]
+        if not results:
+            raise sources.no_profiles_error("predict reads visprof profiles: JSON files, folders or stores",
+                                            model=args.model, references=len(loaded.measurements) - len(loaded.profiles))
+        left_out = 0
+        if not args.every_profile:
+            results, left_out = choose_profiles(results, args.batch_size)
+        progress.step(f"predicting {len(results)} profile(s) on the {target.id}")
+        predictions, skipped = predict_many(counted(results, len(results), "profiles", progress.update), target,
+                                            batch_size=args.batch_size, precision=args.precision, table=table,
+                                            excess=args.excess)
     if not predictions:
         more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
         raise BadInputError(f"nothing could be predicted: {skipped[0]}{more}")
@@ -455,9 +485,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     require_matplotlib()
     table = _table(args)
     calibration = load_calibration(args, table)
-    loaded = _load(args.sources, table)
-    _say(f"{len(loaded.measurements)} measurements ({len(loaded.profiles)} profiles); drawing")
-    written = build_report(loaded, args.output, png_dir=args.png_dir, base=args.base, target=args.target,
-                           title=args.title, table=table, calibration=calibration, batch_size=args.batch_size)
+    with _progress(args, 2) as progress:
+        loaded = _load(args.sources, table, progress)
+        progress.step(f"comparing and drawing {len(loaded.measurements)} measurements")
+        written = build_report(loaded, args.output, png_dir=args.png_dir, base=args.base, target=args.target,
+                               title=args.title, table=table, calibration=calibration, batch_size=args.batch_size,
+                               on_progress=progress.update)
     print(f"wrote {args.output}" + (f" and {len(written)} PNGs in {args.png_dir}" if args.png_dir else ""))
     return 0

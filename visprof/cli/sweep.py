@@ -8,6 +8,7 @@ import argparse
 import importlib
 import json
 import math
+import shlex
 import sys
 from pathlib import Path
 
@@ -214,7 +215,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             started_at=COMMAND_STARTED,
             progress=not args.quiet,
             echo_worker_output=args.verbose,
-            argv="visprof " + " ".join(sys.argv[1:]),
+            argv=shlex.join(["visprof", *sys.argv[1:]]),  # pasted back into a shell, it runs the same sweep
         )
     except KeyboardInterrupt as interrupt:
         # Ctrl-C or SIGTERM once the run began: what its cells measured is still worth reading, so the summary

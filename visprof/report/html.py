@@ -214,7 +214,7 @@ def _comparison_section(comparison, figures) -> list[str]:
     return out
 
 
-def _comparison(loaded, base, target, table, notes):
+def _comparison(loaded, base, target, table, notes, on_progress=None):
     from visprof.analysis.compare import busiest_pair, compare, gpu_keys
 
     keys = gpu_keys(m for m in loaded.measurements if not m.host_clock)  # compare leaves CPU results out
@@ -230,7 +230,7 @@ def _comparison(loaded, base, target, table, notes):
         notes.append(f"measurements on {len(keys)} GPUs; the speed-up section compares {base} and {target}, "
                      f"the pair with the most models in common (choose with {option('base')}/{option('target')})")
     try:
-        comparison = compare(loaded.measurements, base, target, table)
+        comparison = compare(loaded.measurements, base, target, table, on_progress=on_progress)
     except BadInputError as exc:
         if named:
             raise
@@ -270,8 +270,9 @@ def _host_clock_banner(profiles) -> str | None:
 FIGURES = ("categories", "roofline", "pareto", "speedup", "families")
 
 
-def render_figures(loaded, comparison, table) -> dict[str, bytes]:
+def render_figures(loaded, comparison, table, on_progress=None) -> dict[str, bytes]:
     """name -> PNG bytes of every figure the inputs allow."""
+    from visprof.base.progress import counted
     from visprof.report import figures as F
 
     drawn = {
@@ -281,7 +282,8 @@ def render_figures(loaded, comparison, table) -> dict[str, bytes]:
         "speedup": F.speedup_scatter(comparison) if comparison else None,
         "families": F.family_boxes(comparison) if comparison else None,
     }
-    return {name: F.png_bytes(fig) for name, fig in drawn.items() if fig is not None}
+    drawn = {name: fig for name, fig in drawn.items() if fig is not None}
+    return {name: F.png_bytes(drawn[name]) for name in counted(drawn, len(drawn), "figures", on_progress)}
 
 
 def check_report_outputs(output: str | Path, png_dir: str | Path | None = None, inputs=None) -> None:
@@ -309,12 +311,14 @@ def check_report_outputs(output: str | Path, png_dir: str | Path | None = None, 
 
 def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = None, base: str | None = None,
                  target: str | None = None, title: str = "visprof report", table=None, calibration=None,
-                 batch_size: int | None = None) -> list[Path]:
+                 batch_size: int | None = None, on_progress=None) -> list[Path]:
     """Writes the HTML report and, given ``png_dir``, each figure as a PNG there; returns the
     PNGs written. Every target is checked before any work (none may be one of the files
     ``loaded`` was read from), and the files are written all together or not at all.
     ``calibration`` (``calibration_file.SavedCalibration``): a section of each profile's calibrated
-    speed-up over its pair, at ``batch_size`` (else the published batch the calibration keeps)."""
+    speed-up over its pair, at ``batch_size`` (else the published batch the calibration keeps).
+    ``on_progress`` (e.g. ``visprof.base.progress.Progress.update``) is told how far the comparison
+    and the drawing got."""
     from visprof.analysis.gpus import table_or_default
     from visprof.analysis.sources import Loaded
     from visprof.base.outputs import atomic_write_all
@@ -334,8 +338,8 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
     if repeats:
         notes.append(f"{repeats} repeated profile(s) of a model under the same conditions (GPU kind, batch, "
                      f"precision, layout): only the latest of each is shown")
-    comparison = _comparison(loaded, base, target, table, notes)
-    figures = render_figures(loaded, comparison, table)
+    comparison = _comparison(loaded, base, target, table, notes, on_progress)
+    figures = render_figures(loaded, comparison, table, on_progress)
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",

@@ -19,6 +19,7 @@ import collections
 import json
 import math
 import os
+import shlex
 import sys
 import time
 import warnings
@@ -214,7 +215,9 @@ def _check_profile_value(key: str, value: Any) -> None:
 
 
 def _default_argv() -> str:
-    return " ".join(sys.argv) if sys.argv and sys.argv[0] else "run_sweep()"
+    # shell-quoted, so that a run's recorded command can be pasted back: joined with spaces,
+    # `--models "vit_*" "my model.pt"` was stored as `--models vit_* my model.pt`
+    return shlex.join(sys.argv) if sys.argv and sys.argv[0] else "run_sweep()"
 
 
 def _executor(device, gpus, workers, ray, imports, timeout_s, retries, fresh_process, echo):
