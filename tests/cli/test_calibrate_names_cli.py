@@ -13,15 +13,22 @@ CSV_3090 = TIMM / "benchmark-infer-amp-nchw-pt240-cu124-rtx3090.csv"
 CSV_4090 = TIMM / "benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv"
 
 
-def test_an_unknown_explain_name_is_refused_before_the_fit_with_close_names(tmp_path, capsys):
+def test_an_unknown_explain_name_is_refused_before_the_fit_with_close_names(tmp_path, capsys, monkeypatch):
+    import visprof.analysis.calibrate as calibrate_module
+    import visprof.analysis.compare as compare_module
+
     write_results(tmp_path)
+    calls = []
+    for module, name in ((compare_module, "compare"), (calibrate_module, "fit_calibration")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _real=real, _name=name, **k: calls.append(_name) or _real(*a, **k))
     argv = ["calibrate", str(tmp_path), str(CSV_3090), str(CSV_4090), "--base", "rtx3090", "--target", "rtx4090"]
     code = cli.main([*argv, "--explain", "resnet50", "--explain", "resnet5O"])
     err = capsys.readouterr().err
     assert code == 2
     assert err.strip().splitlines()[-1] == ("visprof: error: --explain resnet5O: no published row on both rtx3090 and "
                                             "rtx4090 under this name; did you mean: resnet50, resnet34, resnetrs152?")
-    assert "joining and predicting" in err and "calibration needs at least 20" not in err  # stopped before the fit
+    assert calls == ["compare"]  # joined, then stopped before the fit
     # a known name passes the check, with or without a pretrained tag: the run goes on to the fit
     # (which these 4 recordings are too few for)
     code = cli.main([*argv, "--explain", "resnet50.a1_in1k"])
