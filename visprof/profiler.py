@@ -61,6 +61,7 @@ def profile(
     *,
     batch_size: int | None = None,
     img_size: Any = None,
+    in_chans: int | None = None,
     precision: str | None = None,
     channels_last: bool | None = None,
     compile: bool = False,
@@ -86,7 +87,9 @@ def profile(
     (train/eval modes, device, memory layout; its Parameter objects are the same). `channels_last`:
     None (the default) runs a module in its own memory layout (channels-last where its convolution
     weights are) and a timm name NCHW; True or False runs that layout, with a note where a module's
-    own is the other; result.config.channels_last says which ran. `precision`
+    own is the other; result.config.channels_last says which ran. `in_chans`: the input channels of a
+    module of yours, where visprof would guess them wrong (it takes the module's `in_chans`, its
+    pretrained config's, else its first registered convolution's in_channels, else 3). `precision`
     is fp32, tf32, bf16 or fp16 (default bf16 on a GPU, fp32 on the CPU). The latency regime: `grad_mode`
     inference_mode (default, as timm's benchmark.py today) or no_grad; `autocast` per-forward (default, as timm's benchmark.py), whole-loop
     (autocast around all forwards: weight casts are cached) or model-cast (the model cast to
@@ -120,7 +123,7 @@ def profile(
     build_start = time.perf_counter()  # building the model counts: in a sweep it is part of every cell
     setup = resolve_run(model, batch_size=batch_size, img_size=img_size, precision=precision,
                         channels_last=channels_last, compile=compile, device=device, grad_mode=grad_mode,
-                        autocast=autocast, table=table, category_file=category_file)
+                        autocast=autocast, table=table, category_file=category_file, in_chans=in_chans)
     spec, config, table, kind, notes = setup.spec, setup.config, setup.table, setup.kind, setup.notes
     if warmup and "timing" not in passes:
         notes.append(f"warmup={warmup} did nothing: only the timing pass warms up, and it did not run")

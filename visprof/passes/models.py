@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import itertools
+import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -87,6 +88,9 @@ class ModelSpec:
         """The error to raise (``raise spec.forward_error(n, e) from e``) when forward fails. The
         size hint goes with an error about sizes only: beside a dtype error it named a cause that was not."""
         hint = self.forward_hint if _is_about_sizes(cause) else ""
+        if self.source == "module" and _is_about_channels(cause, self.input_size[0]):
+            hint = (f"visprof fed it {self.input_size[0]}-channel inputs; give the channels {self.name} takes "
+                    f"({option('in_chans', metavar='N')})")
         if _is_about_forwards_arguments(cause):
             hint = ("visprof.profile calls forward with one batch of images; for a forward that takes other "
                     "inputs, run it yourself inside `with visprof.trace(model):`")
@@ -104,6 +108,17 @@ def _is_about_forwards_arguments(cause: BaseException) -> bool:
     return isinstance(cause, TypeError) and "forward()" in str(cause) and "argument" in str(cause)
 
 
+# torch's words when a convolution gets other channels than its weight takes: "Given groups=1, weight
+# of size [16, 1, 3, 3], expected input[2, 16, 32, 32] to have 1 channels, but got 16 channels instead"
+_CHANNELS_ERROR = re.compile(r"to have \d+ channels, but got (\d+) channels")
+
+
+def _is_about_channels(cause: BaseException, fed: int) -> bool:
+    """A convolution refused the channels of the input visprof fed (not those of an inner tensor)."""
+    found = _CHANNELS_ERROR.search(str(cause))
+    return found is not None and int(found.group(1)) == fed
+
+
 def _is_about_sizes(cause: BaseException) -> bool:
     text = str(cause).lower()
     return any(word in text for word in _SIZE_WORDS)
@@ -112,17 +127,20 @@ def _is_about_sizes(cause: BaseException) -> bool:
 # --- resolution --------------------------------------------------------------------------
 
 def resolve_model(model_or_name: str | nn.Module, *, img_size: Any = None, pretrained: bool = False,
-                  device: str | torch.device | None = None) -> ModelSpec:
+                  device: str | torch.device | None = None, in_chans: int | None = None) -> ModelSpec:
     """A ``ModelSpec`` for a timm model name or an ``nn.Module``.
 
     ``img_size`` (int or (H, W)) overrides the model's default input size. timm models
     that take ``img_size`` (ViTs, Swin, ...) are built for it; others are built as usual
     and fed inputs of that size. ``device``: a timm model to be run on a GPU is built there
-    (see ``_create_timm_model``).
+    (see ``_create_timm_model``). ``in_chans``: the input channels of a module of the user's
+    (default: ``_module_channels``); a timm name is built with its own.
     """
     size = normalize_img_size(img_size)
+    if in_chans is not None:
+        in_chans = _checked_channels(in_chans, model_or_name)
     if isinstance(model_or_name, nn.Module):
-        return _spec_for_module(model_or_name, size)
+        return _spec_for_module(model_or_name, size, in_chans)
     if isinstance(model_or_name, str):
         return _spec_for_timm(model_or_name, size, pretrained, device)
     raise BadInputError(
@@ -169,7 +187,18 @@ def _compiled_original(module: nn.Module) -> nn.Module | None:
     return inner if type(module).__name__ == "OptimizedModule" and isinstance(inner, nn.Module) else None
 
 
-def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> ModelSpec:
+def _checked_channels(in_chans: Any, model: Any) -> int:
+    """``in_chans`` as an int >= 1, for a module: a timm name's channels are the ones timm builds it
+    with, and visprof joins its numbers with timm's published ones, which are for those."""
+    if isinstance(model, str):
+        raise BadInputError(f"in_chans is for a module of yours; build {model} with the channels you want "
+                            f"(timm.create_model({model!r}, in_chans=N)) and profile that module")
+    if isinstance(in_chans, bool) or not isinstance(in_chans, int) or in_chans < 1:
+        raise BadInputError(f"in_chans must be an integer >= 1, got {in_chans!r}")
+    return in_chans
+
+
+def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None, in_chans: int | None = None) -> ModelSpec:
     # A torch.compile'd module was profiled as an eager run named "OptimizedModule", its modules
     # "_orig_mod.*": the run is of the module inside, compiled as visprof compiles every run.
     original = _compiled_original(module)
@@ -189,7 +218,7 @@ def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> M
                      "calls no Python module hooks, so its time is split by op and category but not by module")
     own_size, origin = _module_input_size(module, named)
     size, origin = (own_size, origin) if size is None else (size, "requested")
-    channels = _module_channels(module)
+    channels = in_chans or _module_channels(module)
     if origin == "assumed":
         notes.append(f"{name} has no default_cfg; assuming {channels}x{_fmt(size)} inputs "
                      f"(pass {option('img_size')} to change)")

@@ -82,7 +82,7 @@ def load_table(table: CategoryTable | None, category_file: str | Path | None) ->
 def resolve_run(model: Any, *, batch_size: int | None = None, img_size: Any = None, precision: str | None = None,
                 channels_last: bool | None = None, compile: bool = False, device: str | None = None,
                 grad_mode: str | None = None, autocast: str | None = None, table: CategoryTable | None = None,
-                category_file: str | Path | None = None) -> RunSetup:
+                category_file: str | Path | None = None, in_chans: int | None = None) -> RunSetup:
     """Defaults filled in and every option checked, before any model is built on the device.
 
     ``channels_last=None`` (not given) runs a user's module in its own layout, a model visprof
@@ -99,7 +99,7 @@ def resolve_run(model: Any, *, batch_size: int | None = None, img_size: Any = No
     batch_size = validate_batch_size(batch_size if batch_size is not None else DEFAULT_BATCH[kind])
     table = load_table(table, category_file)
     check_weights_dtype(model, precision)
-    spec = resolve_model(model, img_size=img_size, device=device)
+    spec = resolve_model(model, img_size=img_size, device=device, in_chans=in_chans)
     compile = compile or spec.compiled
     channels_last, layout_notes = _run_layout(spec, channels_last)
     config = RunConfig(batch_size=batch_size, precision=precision, channels_last=channels_last,

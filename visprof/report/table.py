@@ -70,6 +70,8 @@ def _header(result: ProfileResult) -> list[str]:
     if m.img_size:
         h, w = (m.input_shape[-2:] if len(m.input_shape) == 4 else (m.img_size, m.img_size))
         size = f"{h}px" if h == w else f"{h}x{w}px"
+        if len(m.input_shape) == 4 and m.input_shape[1] != 3:  # grayscale, RGBD, multispectral: said, as 3 is assumed
+            size = f"{m.input_shape[1]}-channel {size}"
         parts.append(f"{size} ({ORIGIN_LABELS[m.img_size_origin]})" if m.img_size_origin in ORIGIN_LABELS else size)
     parts += [regime_label(c), "channels_last" if c.channels_last else "NCHW"]
     if c.compile:
