@@ -448,3 +448,19 @@ def test_the_pareto_figure_names_a_cpu_series_by_its_clock(cpu_result_file, tmp_
     fig = figures.pareto(sources.load([renamed]).measurements)
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert legend == ["CPU (host clock) (front of 1)"]
+
+
+def test_bars_of_over_ten_ms_an_image_are_drawn_in_ms(loaded):
+    """A CPU's host-clock times (0.5-1.3 s an image) had an axis of "1e6" µs; past 10 ms an image the
+    axis is in ms, and the bars are the same lengths in it."""
+    import copy
+
+    slow = []
+    for p in loaded.profiles:
+        p = copy.deepcopy(p)
+        for row in p.result.categories:
+            row.time_ms *= 1000
+        slow.append(p)
+    fast_ax, slow_ax = figures.category_bars(loaded.profiles).axes[0], figures.category_bars(slow).axes[0]
+    assert (fast_ax.get_xlabel(), slow_ax.get_xlabel()) == ("GPU kernel µs per image", "GPU kernel ms per image")
+    assert [b.get_width() for b in slow_ax.patches] == pytest.approx([b.get_width() for b in fast_ax.patches])

@@ -81,8 +81,11 @@ def clock_of(profiles: Sequence) -> str:
 
 
 # The category figure's axes, by clock_of.
-TIME_AXIS = {"gpu": "GPU kernel µs per image", "cpu": "host µs per image",
-             "mixed": "µs per image (GPU kernel; CPU: host clock)"}
+TIME_AXIS = {"gpu": "GPU kernel {unit} per image", "cpu": "host {unit} per image",
+             "mixed": "{unit} per image (GPU kernel; CPU: host clock)"}
+# Time per image in µs up to this longest bar, else in ms: a CPU's host-clock times (0.5-1.3 s an
+# image at batch 2) had an axis of "1e6" µs.
+MS_FROM_US = 10_000
 SHARE_AXIS = {"gpu": "share of kernel time (%)", "cpu": "share of host time (%)", "mixed": "share of its time (%)"}
 
 
@@ -125,13 +128,15 @@ def category_bars(profiles: Sequence, max_bars: int = MAX_BARS):
     axes = fig.subplots(1, panels, sharey=True, width_ratios=[1.25, 1, 1][:panels])
     y = list(range(len(totals)))
     clock = clock_of([m for m, *_ in totals])
+    longest_us = max(sum(by_cat.values()) / batch * 1e3 for _, by_cat, _, batch in totals)
+    unit, per_ms = ("ms", 1.0) if longest_us > MS_FROM_US else ("µs", 1e3)
     for panel, ax in enumerate(axes[:2]):
         left = [0.0] * len(totals)
         for cat in order:
             values = []
             for m, by_cat, total, batch in totals:
                 ms = by_cat.get(cat, 0.0)
-                values.append(ms / batch * 1e3 if panel == 0 else ms / total * 100)
+                values.append(ms / batch * per_ms if panel == 0 else ms / total * 100)
             if not any(values):
                 continue
             color = table.category(cat).color
@@ -142,7 +147,7 @@ def category_bars(profiles: Sequence, max_bars: int = MAX_BARS):
         if panel == 0:
             _clip_outliers(ax, y, left)
     axes[0].set_yticks(y, [_label(m) for m, *_ in totals], fontsize=8)
-    axes[0].set_xlabel(TIME_AXIS[clock])
+    axes[0].set_xlabel(TIME_AXIS[clock].format(unit=unit))
     axes[1].set_xlabel(SHARE_AXIS[clock])
     axes[1].set_xlim(0, 100)
     axes[0].set_title("Time by category" + note, loc="left", fontsize=10)
