@@ -90,6 +90,18 @@ def test_a_model_that_runs_no_op_fails_no_check_and_says_why_there_is_no_breakdo
     assert session.table().startswith("(no op that takes time ran inside the block, on this thread")
 
 
+def test_a_model_that_runs_no_op_has_nothing_to_attribute_not_a_zero_coverage():
+    """An identity forward printed "coverage 0.0%" (and wrote coverage 0.0), which reads as every op
+    missed, and "none recorded: these numbers were not cross-checked", though nothing ran to check."""
+    result = visprof.profile(torch.nn.Identity(), img_size=32, batch_size=2, iterations=2, progress=False)
+    assert result.attribution.coverage is None
+    assert json.loads(json.dumps(result.to_dict()))["attribution"]["coverage"] is None
+    report = visprof.text_report(result)
+    assert "coverage: nothing to attribute (no op took time)" in report and "coverage 0.0%" not in report
+    assert "none: the attributed pass recorded no op that takes time, so there was nothing to cross-check" in report
+    assert "not cross-checked" not in report
+
+
 def test_a_trace_counts_the_flops_of_what_ran():
     """visprof.trace counted none: every convolution and GEMM row said 0 FLOPs."""
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.Flatten(), torch.nn.Linear(8 * 14 * 14, 10))
