@@ -19,6 +19,7 @@ from visprof.base.errors import BadInputError, ModelForwardError, UnknownModelEr
 from visprof.base.sizes import normalize_img_size, validate_batch_size
 from visprof.base.spelling import option
 from visprof.base.timm_import import import_timm
+from visprof.capture.op_costs import script_constants
 from visprof.passes.user_module import ModuleState, is_conv, weights_layout
 
 DEFAULT_INPUT_SIZE = (3, 224, 224)
@@ -39,7 +40,7 @@ class ModelSpec:
     source: str  # "timm" | "module"
     module: nn.Module  # in eval mode
     input_size: tuple[int, int, int]  # (C, H, W) of the inputs the passes feed
-    param_count: int
+    param_count: int | None  # None where unknown: a frozen TorchScript module's weights are constants
     default_input_size: tuple[int, int, int] = DEFAULT_INPUT_SIZE  # what the model was built for
     notes: list[str] = field(default_factory=list)  # facts worth showing in a report
     # How resolve_model was called (a sweep records it with the result).
@@ -187,6 +188,9 @@ def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> M
     if isinstance(module, torch.jit.ScriptModule):  # the report had no module table, and said nothing why
         notes.append(f"{name} is TorchScript (torch.jit.script or trace): its submodules run inside TorchScript, which "
                      "calls no Python module hooks, so its time is split by op and category but not by module")
+    if is_frozen_script(module):  # the result had said 0 parameters
+        notes.append(f"{name} is frozen TorchScript (torch.jit.freeze): its weights are constants in its graph, not "
+                     "parameters, so its parameter count is unknown; the bytes count those constants as weights")
     own_size, origin = _module_input_size(module, named)
     size, origin = (own_size, origin) if size is None else (size, "requested")
     channels = _module_channels(module)
@@ -483,9 +487,25 @@ def _first_conv_in_channels(module: nn.Module) -> int | None:
     return None
 
 
-def count_parameters(module: nn.Module) -> int:
+def count_parameters(module: nn.Module) -> int | None:
+    """None for a frozen TorchScript module: its weights are no longer parameters."""
+    if is_frozen_script(module):
+        return None
     # Lazy modules have no shape until their first forward; they count as 0 until then.
     return sum(p.numel() for p in module.parameters() if not nn.parameter.is_lazy(p))
+
+
+def is_frozen_script(module: nn.Module) -> bool:
+    """torch.jit.freeze's module (and so torch.jit.optimize_for_inference's): its weights became
+    constants of its graph, where no count of the original parameters is kept (freezing folds
+    batch norms into convolutions and may pack weights into objects that are not tensors).
+    Freezing folds the ``training`` flag into the graph too; where preserved_attrs kept it, a
+    module with no parameters whose graph holds weight-sized constants is frozen all the same."""
+    if not isinstance(module, torch.jit.ScriptModule):
+        return False
+    if not hasattr(module, "training"):
+        return True
+    return next(iter(module.parameters()), None) is None and any(t.dim() > 0 for t in script_constants(module))
 
 
 def _fmt(hw: Sequence[int]) -> str:

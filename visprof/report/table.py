@@ -65,6 +65,8 @@ def _header(result: ProfileResult) -> list[str]:
     parts = [f"{m.name} ({m.source})"]
     if m.param_count:
         parts.append(f"{m.param_count / 1e6:.1f}M params")
+    elif m.param_count is None:  # a frozen TorchScript module's (its warnings say why), or an import's that had none
+        parts.append("params unknown")
     if m.batch_size:
         parts.append(f"batch {m.batch_size}")
     if m.img_size:
