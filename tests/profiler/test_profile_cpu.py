@@ -203,6 +203,31 @@ def test_a_users_compiled_module_is_profiled_as_a_compiled_run_of_the_module_ins
     assert inner.training  # the user's module back in its mode
 
 
+@pytest.mark.parametrize("wrap", ["DataParallel", "DistributedDataParallel", "compiled DataParallel"])
+def test_a_module_in_a_parallel_wrapper_is_profiled_as_the_module_inside_on_one_device(wrap, tmp_path):
+    """DataParallel(model) was headed "DataParallel", its modules "module", "module.0", ..., and nothing
+    said that visprof ran one device's worth (the whole batch on one device, no replicas)."""
+    import torch.distributed as dist
+
+    inner = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU())
+    if wrap == "DistributedDataParallel":  # a process group of one, on the CPU
+        dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        model = (torch.nn.parallel.DistributedDataParallel(inner) if wrap == "DistributedDataParallel"
+                 else torch.nn.DataParallel(inner))
+        model = torch.compile(model) if wrap.startswith("compiled") else model
+        result = visprof.profile(model, img_size=16, iterations=2, warmup=0, attributed_iterations=1, progress=False)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    wrapper = wrap.removeprefix("compiled ")
+    assert result.model.name == "Sequential" and result.config.compile is wrap.startswith("compiled")
+    assert [(m.path, m.cls) for m in result.modules] == [("0", "Conv2d"), ("1", "ReLU")]
+    assert visprof.text_report(result).startswith("visprof profile: Sequential (module)")
+    assert any(w.startswith(f"Sequential came wrapped in {wrapper}, which runs replicas of it on several devices: "
+                            "visprof profiles the Sequential inside, on one device with the whole batch") for w in result.warnings)
+
+
 def test_capture_template_reuses_modules_and_flops_by_position():
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, groups=1), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3, groups=8))
     x = torch.randn(1, 3, 16, 16)

@@ -170,11 +170,32 @@ def _compiled_original(module: nn.Module) -> nn.Module | None:
     return inner if type(module).__name__ == "OptimizedModule" and isinstance(inner, nn.Module) else None
 
 
+# Wrappers that run replicas of their ``module`` on several devices.
+_PARALLEL_WRAPPERS = (nn.DataParallel, nn.parallel.DistributedDataParallel)
+
+
+def _unwrapped(module: nn.Module) -> tuple[nn.Module, bool, str | None]:
+    """The module a run profiles: ``module`` without torch.compile's wrapper and DataParallel's or
+    DistributedDataParallel's, in any order; whether torch.compile's was among them, and the
+    class name of the parallel one (None without one)."""
+    compiled, parallel = False, None
+    while True:
+        original = _compiled_original(module)
+        if original is not None:
+            module, compiled = original, True
+        elif isinstance(module, _PARALLEL_WRAPPERS):
+            parallel = parallel or type(module).__name__
+            module = module.module
+        else:
+            return module, compiled, parallel
+
+
 def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> ModelSpec:
     # A torch.compile'd module was profiled as an eager run named "OptimizedModule", its modules
     # "_orig_mod.*": the run is of the module inside, compiled as visprof compiles every run.
-    original = _compiled_original(module)
-    module = original if original is not None else module
+    # A DataParallel one was headed "DataParallel", its modules "module.*": the run is of the
+    # module inside, on the one device visprof profiles.
+    module, compiled, parallel = _unwrapped(module)
     name = module_name(module)
     named = size if isinstance(size, str) else None
     size = None if named else size
@@ -182,9 +203,13 @@ def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> M
     if any(t.is_meta for t in itertools.chain(module.parameters(), module.buffers())):
         raise BadInputError(f"{name}'s weights are on the meta device, which holds no data: materialize them before "
                             "profiling (module.to_empty(device='cpu'), then load a state dict)")
-    if original is not None:
+    if compiled:
         notes.append(f"{name} came compiled (torch.compile): visprof profiles the module inside, compiled again "
                      "with torch.compile's defaults (compile=True); options given to torch.compile are not used")
+    if parallel:
+        notes.append(f"{name} came wrapped in {parallel}, which runs replicas of it on several devices: visprof profiles "
+                     f"the {name} inside, on one device with the whole batch; what {parallel} adds (scattering "
+                     "inputs, copying weights and buffers to the replicas, gathering outputs) is not measured")
     if isinstance(module, torch.jit.ScriptModule):  # the report had no module table, and said nothing why
         notes.append(f"{name} is TorchScript (torch.jit.script or trace): its submodules run inside TorchScript, which "
                      "calls no Python module hooks, so its time is split by op and category but not by module")
@@ -215,7 +240,7 @@ def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None) -> M
         forward_hint=_size_hint(module, name, size, origin),
         img_size_origin=origin,
         user_state=user_state,
-        compiled=original is not None,
+        compiled=compiled,
         layout=weights_layout(module),
     )
 
@@ -319,7 +344,7 @@ def check_weights_dtype(model: Any, precision: str) -> None:
     Checked before the module is resolved, which puts it in eval mode."""
     if not isinstance(model, nn.Module):
         return  # a timm name: visprof builds it in float32
-    name = module_name(_compiled_original(model) or model)
+    name = module_name(_unwrapped(model)[0])
     dtypes = {p.dtype for p in itertools.chain(model.parameters(), model.buffers()) if p.is_floating_point()}
     if len(dtypes) != 1 or dtypes == {torch.float32}:
         return  # float32, no floating weights, or a mix the user made on purpose
