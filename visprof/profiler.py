@@ -415,9 +415,9 @@ def _cast_copies_note(result: R.ProfileResult) -> list[str]:
 def _self_checks(result, trace_only, attributed, timing, memory, sm_clock_mhz: dict) -> list[R.Check]:
     checks: list[R.Check] = []
     # An attributed pass that recorded no time (a model whose forward runs no op, e.g. an identity)
-    # has nothing unattributed: coverage is 0 of 0, not a failure.
-    if attributed is not None and result.attribution is not None and result.attribution.activity_ms > 0:
-        checks.append(unattributed_check(result.attribution))
+    # has nothing to attribute (coverage None) and nothing to cross-check: not a failure.
+    if attributed is not None and result.attribution is not None and result.attribution.coverage is not None:
+        checks += unattributed_checks(result.attribution)
         if result.measurement != "gpu":
             pass  # the CPU path times ops on the host clock: no CUPTI, nothing to drop
         elif attributed.dropped or attributed.trace.meta.get("dropped"):
@@ -438,11 +438,14 @@ def _self_checks(result, trace_only, attributed, timing, memory, sm_clock_mhz: d
     return checks
 
 
-def unattributed_check(summary: R.AttributionSummary) -> R.Check:
-    """The share of the activity time that no category took (the attributed pass's, and an nsys import's)."""
+def unattributed_checks(summary: R.AttributionSummary) -> list[R.Check]:
+    """The share of the activity time that no category took (the attributed pass's, and an nsys
+    import's); none where nothing took time (no share of nothing can be missed)."""
+    if summary.coverage is None:
+        return []
     unattributed = 1.0 - summary.coverage
-    return R.Check("unattributed time", unattributed, 0.0, MAX_UNATTRIBUTED, unattributed <= MAX_UNATTRIBUTED,
-                   unit="share", detail=f"at most {MAX_UNATTRIBUTED:.1%} of activity time without a category")
+    return [R.Check("unattributed time", unattributed, 0.0, MAX_UNATTRIBUTED, unattributed <= MAX_UNATTRIBUTED,
+                    unit="share", detail=f"at most {MAX_UNATTRIBUTED:.1%} of activity time without a category")]
 
 
 def _same_work_checks(attributed: AttributedResult, trace_only: TraceOnlyResult, attributed_mhz: float | None = None,

@@ -197,7 +197,9 @@ class AttributionSummary:
     activity_ms: float  # kernel + memcpy + memset: the denominator of every share
     busy_ms: dict[str, float]  # per device id: union of kernel intervals
     span_ms: float  # first kernel start to last kernel end, whole recording (not per iteration)
-    coverage: float  # attributed share of activity time ("other" counts as attributed)
+    # attributed share of activity time ("other" counts as attributed); None where the pass
+    # recorded no time (an identity model): nothing to attribute
+    coverage: float | None
     unattributed_ms: float
     unattributed_kernels: list[NamedTime] = field(default_factory=list)  # largest first
     other_ops: list[NamedTime] = field(default_factory=list)  # ops no rule matched, largest first

@@ -50,6 +50,14 @@ def test_time_differences_do_not_make_work_differ():
     assert work_signature(slower) == work_signature(vit)
 
 
+def test_a_profile_of_unknown_parameter_count_has_a_signature_of_its_ops():
+    """A frozen TorchScript module's profile has param_count None: the signature raised a TypeError."""
+    vit = vit_with_op_types()
+    frozen = renamed(vit, "vit_frozen")
+    frozen.model.param_count = None
+    assert work_signature(frozen) != work_signature(vit) and work_signature(frozen)[2] == work_signature(vit)[2]
+
+
 def test_pooled_within_group_spread_and_the_ceiling_it_leaves():
     log = {"a": math.log(1.10), "b": math.log(1.12), "c": math.log(1.50), "d": math.log(1.46),
            "e": math.log(0.80), "f": math.log(1.30)}

@@ -255,7 +255,7 @@ def test_negative_durations_count_zero():
 def test_empty_trace():
     attr = attribute(TraceBuilder().build())
     assert attr.category_rows() == [] and attr.module_rows() == []
-    assert coverage(attr) == 0.0
+    assert coverage(attr) is None  # nothing to attribute, not none of it attributed
     assert attr.summary().busy_ms == {}
 
 

@@ -77,10 +77,11 @@ def test_coverage_of_inputs_without_a_profile_is_one_line(tmp_path):
     csv = DATA / "timm" / "benchmark-infer-amp-nchw-pt240-cu124-rtx3090.csv"
     assert visprof(tmp_path, "bounds", "build", ncu_result(tmp_path).name, "-o", "lib.json").returncode == 0
     assert visprof(tmp_path, "import-timm", csv, "--store", "refonly.db").returncode == 0
-    for source in (csv, "refonly.db"):
+    for source, held in ((csv, f"{csv} is a timm benchmark CSV: published throughputs, not profiles"),
+                         ("refonly.db", "60 reference rows")):
         line = refused(visprof(tmp_path, "bounds", "coverage", "lib.json", source),
                        "no profile results in the inputs (bounds coverage reads visprof profiles")
-        assert "60 reference rows" in line
+        assert held in line
     predicted = refused(visprof(tmp_path, "predict", "--from", "refonly.db", "--to", "h200"))
     assert predicted.startswith("visprof: error: no profile results in the inputs (")
 

@@ -54,6 +54,35 @@ def test_an_unknown_precision_is_refused_before_the_store_is_made_or_changed(wor
     assert snapshot(work) == before
 
 
+def test_a_csv_whose_name_names_no_gpu_is_said_to_name_none(work):
+    """my.csv was refused as "GPU 'my' (from the file name) is not in the GPU spec table", a GPU
+    the user never named, and sent to FILE@GPU, which then failed on the precision (the name says
+    none either); a name of timm's pattern without the GPU said "no GPU in its name is not in ..."."""
+    shutil.copy(CSV_4090, work / "my.csv")
+    line = refused(visprof(work, "compare", "my.csv", CSV_3090.name),
+                   "my.csv: its file name names no known GPU and no precision (visprof reads both from a timm "
+                   "benchmark CSV's name, e.g. benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv): rename it so, or add "
+                   "it to a store with visprof import-timm my.csv --gpu GPU --precision P --store STORE", "rtx4090, ")
+    assert "'my'" not in line
+    (work / CSV_4090.name).rename(work / "benchmark-infer-amp-nchw-pt240-cu124.csv")
+    refused(visprof(work, "compare", "benchmark-infer-amp-nchw-pt240-cu124.csv", CSV_3090.name),
+            "benchmark-infer-amp-nchw-pt240-cu124.csv: its file name names no known GPU (visprof reads it from the end "
+            "of a timm benchmark CSV's name", "; name it as FILE@GPU with a known GPU (h200, ")
+    assert visprof(work, "import-timm", "my.csv", "--gpu", "rtx4090", "--precision", "amp", "--store",
+                   "s.db").returncode == 0  # the way the message gives
+
+
+@pytest.mark.parametrize("command", [("predict", "--from", "my.csv", "--to", "rtx4090"),
+                                     ("calibrate", "--base", "rtx3090", "--target", "rtx4090", "my.csv")])
+def test_a_command_that_needs_profiles_says_a_csv_holds_none_before_its_name_is_read(work, command):
+    """predict --from my.csv said the file name named no GPU it knew: no GPU name would give it a profile."""
+    shutil.copy(CSV_4090, work / "my.csv")
+    refused(visprof(work, *command), f"no profile results in the inputs ({command[0]} ",
+            "; my.csv is a timm benchmark CSV: published throughputs, not profiles")
+    (work / "other.csv").write_text("model,top1\nresnet50,80.1\n")  # a CSV of another kind is said to be one
+    refused(visprof(work, *[("other.csv" if a == "my.csv" else a) for a in command]), "other.csv", "timm")
+
+
 @pytest.mark.parametrize("option", ["--timeout", "--time-budget"])
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
 def test_a_sweep_time_that_is_not_a_finite_number_is_refused(work, option, value):

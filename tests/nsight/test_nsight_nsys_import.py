@@ -24,6 +24,7 @@ from visprof.capture import nvtx_scheme as S
 from visprof.nsight.nsys_import import import_nsys, import_trace, read_visprof_ranges
 from visprof.nsight.projection import innermost_ranges, match_calls
 from visprof.native.records import CapturedTrace
+from visprof.report.table import render
 from visprof.result import ProfileResult
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -209,6 +210,18 @@ def test_innermost_range_on_the_same_thread_owns_the_work(tmp_path):
     assert [m.path for m in result.modules] == ["block"]
     # as in the attributed pass, work without an op has no module: the block holds bmm and gemm
     assert result.modules[0].kernel_count == 2
+
+
+def test_an_import_whose_gpu_work_all_lies_outside_visprofs_ranges_has_nothing_to_attribute(tmp_path):
+    """Such an import failed "unattributed time: 1 share" (coverage 0.0): no time was there to attribute."""
+    def build(b):
+        _forward(b, 0)
+        b.call(MAIN, 1500, 1510, 1)  # after the model range: outside every visprof range
+        b.kernel(PID, 5000, 5100, 1, "warmup_kernel")
+    result = import_nsys(small_export(tmp_path, build))
+    assert result.attribution.coverage is None and result.checks == []
+    assert any("1 GPU rows" in w and "outside visprof's ranges" in w for w in result.warnings)
+    assert "coverage: nothing to attribute (no kernel, copy or set took time)" in render(result)
 
 
 def test_correlation_ids_are_matched_within_their_process(tmp_path):

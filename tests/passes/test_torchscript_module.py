@@ -52,6 +52,36 @@ def test_a_torchscript_module_is_profiled_under_its_own_name_with_its_own_channe
     assert result.category_totals()["convolution"].time_ms > 0
 
 
+def test_a_frozen_module_says_its_parameter_count_is_unknown_and_counts_its_constants_as_weights():
+    """torch.jit.freeze makes the weights constants of the graph: the result said 0 parameters, and
+    every op's weight bytes (param_bytes, the bytes that do not grow with the batch) were 0."""
+    model = Gray(channels=3)
+    scripted = visprof.profile(_torchscript("script", model), **FAST)
+    frozen = visprof.profile(_torchscript("freeze", model), **FAST)
+    assert scripted.model.param_count == 3 * 4 * 9 + 4 + 4 * 2
+    assert frozen.model.param_count is None
+    assert "· params unknown ·" in visprof.text_report(frozen)
+    assert any("frozen TorchScript (torch.jit.freeze)" in w and "parameter count is unknown" in w for w in frozen.warnings)
+    conv = next(g for g in frozen.roofline.groups if "conv" in g.op)
+    # freezing folded the batch norm into the convolution: its weight (4x3x3x3) and a new bias (4)
+    assert conv.param_bytes == (4 * 3 * 9 + 4) * 4
+
+
+def test_a_frozen_vit_keeps_its_attention_projections():
+    """The structure pass found weights by their being parameters: in a frozen ViT the qkv and
+    output projections (a GEMM with a constant operand) read as plain linear layers."""
+    import timm
+
+    vit = timm.create_model("vit_tiny_patch16_224", img_size=32).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        frozen = torch.jit.freeze(torch.jit.script(vit))
+    result = visprof.profile(frozen, **{**FAST, "img_size": 32})
+    rows = {(r.category, r.subcategory): r.kernel_count for r in result.categories if r.kernel_count}
+    assert rows[("attention", "projections")] == 2 * 12  # qkv and proj in each of 12 blocks
+    assert rows[("linear", None)] == 2 * 12 + 1  # the MLPs' two and the head
+
+
 def test_a_scripted_channels_last_module_runs_in_its_own_layout_and_comes_back_in_it():
     model = _torchscript("script", Gray(channels=3).to(memory_format=torch.channels_last))
     weight = model.conv.weight

@@ -90,6 +90,18 @@ def test_a_model_that_runs_no_op_fails_no_check_and_says_why_there_is_no_breakdo
     assert session.table().startswith("(no op that takes time ran inside the block, on this thread")
 
 
+def test_a_model_that_runs_no_op_has_nothing_to_attribute_not_a_zero_coverage():
+    """An identity forward printed "coverage 0.0%" (and wrote coverage 0.0), which reads as every op
+    missed, and "none recorded: these numbers were not cross-checked", though nothing ran to check."""
+    result = visprof.profile(torch.nn.Identity(), img_size=32, batch_size=2, iterations=2, progress=False)
+    assert result.attribution.coverage is None
+    assert json.loads(json.dumps(result.to_dict()))["attribution"]["coverage"] is None
+    report = visprof.text_report(result)
+    assert "coverage: nothing to attribute (no op took time)" in report and "coverage 0.0%" not in report
+    assert "none: the attributed pass recorded no op that takes time, so there was nothing to cross-check" in report
+    assert "not cross-checked" not in report
+
+
 def test_a_trace_counts_the_flops_of_what_ran():
     """visprof.trace counted none: every convolution and GEMM row said 0 FLOPs."""
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.Flatten(), torch.nn.Linear(8 * 14 * 14, 10))
@@ -189,6 +201,31 @@ def test_a_users_compiled_module_is_profiled_as_a_compiled_run_of_the_module_ins
     assert any(w.startswith("Sequential came compiled (torch.compile)") for w in result.warnings)
     assert " · compiled · " in visprof.text_report(result).splitlines()[0]
     assert inner.training  # the user's module back in its mode
+
+
+@pytest.mark.parametrize("wrap", ["DataParallel", "DistributedDataParallel", "compiled DataParallel"])
+def test_a_module_in_a_parallel_wrapper_is_profiled_as_the_module_inside_on_one_device(wrap, tmp_path):
+    """DataParallel(model) was headed "DataParallel", its modules "module", "module.0", ..., and nothing
+    said that visprof ran one device's worth (the whole batch on one device, no replicas)."""
+    import torch.distributed as dist
+
+    inner = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU())
+    if wrap == "DistributedDataParallel":  # a process group of one, on the CPU
+        dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        model = (torch.nn.parallel.DistributedDataParallel(inner) if wrap == "DistributedDataParallel"
+                 else torch.nn.DataParallel(inner))
+        model = torch.compile(model) if wrap.startswith("compiled") else model
+        result = visprof.profile(model, img_size=16, iterations=2, warmup=0, attributed_iterations=1, progress=False)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    wrapper = wrap.removeprefix("compiled ")
+    assert result.model.name == "Sequential" and result.config.compile is wrap.startswith("compiled")
+    assert [(m.path, m.cls) for m in result.modules] == [("0", "Conv2d"), ("1", "ReLU")]
+    assert visprof.text_report(result).startswith("visprof profile: Sequential (module)")
+    assert any(w.startswith(f"Sequential came wrapped in {wrapper}, which runs replicas of it on several devices: "
+                            "visprof profiles the Sequential inside, on one device with the whole batch") for w in result.warnings)
 
 
 def test_capture_template_reuses_modules_and_flops_by_position():

@@ -225,10 +225,13 @@ class GpuTable:
         """As ``find``, but an unknown name is a BadInputError that lists the known ones."""
         spec = self.find(name)
         if spec is None:
-            known = ", ".join(spec.id for spec in self.specs.values())
-            raise BadInputError(f"unknown GPU {name!r}; known: {known} (add a row with {more_gpus()}, "
+            raise BadInputError(f"unknown GPU {name!r}; known: {self.known()} (add a row with {more_gpus()}, "
                                 f"see docs/hardware-sensitivity.md)")
         return spec
+
+    def known(self) -> str:
+        """The rows' ids, for a message that asks for a GPU name."""
+        return ", ".join(spec.id for spec in self.specs.values())
 
 
 def more_gpus() -> str:

@@ -25,7 +25,8 @@ def work_signature(result) -> tuple | None:
     if not result.op_types:
         return None
     ops = tuple(sorted((o.op_type, round(o.calls), round(o.gflop, 1), round(o.mb)) for o in result.op_types))
-    return result.model.img_size, result.model.param_count // 1000, ops
+    params = result.model.param_count
+    return result.model.img_size, None if params is None else params // 1000, ops  # None: unknown (frozen TorchScript)
 
 
 def identical_work_groups(results: dict) -> list[list[str]]:

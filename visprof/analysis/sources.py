@@ -117,14 +117,30 @@ class Loaded:
         return Loaded(measurements, list(self.skipped), list(self.inputs)), len(self.measurements) - len(measurements)
 
 
-def no_profiles_error(why: str, *, model: str | None = None, references: int = 0) -> BadInputError:
+def no_profiles_error(why: str, *, model: str | None = None, references: int = 0,
+                      csvs: list[Path] | None = None) -> BadInputError:
     """The one wording, for every command that needs visprof profiles, of inputs that hold none:
     ``why`` says what the command reads them for, ``model`` is the pattern that matched none,
-    ``references`` the published rows the inputs held instead."""
+    ``references`` the published rows the inputs held instead, ``csvs`` the timm CSVs they were
+    (refused unread: ``refuse_csvs_only``)."""
     matching = f" match {model!r}" if model else ""
     held = (f"; the inputs' {references} reference rows (timm benchmark CSVs, or a store's rows from visprof "
             "import-timm) are published throughputs, not profiles") if references else ""
+    if csvs:
+        held = (f"; {', '.join(map(str, csvs))} {'is a timm benchmark CSV' if len(csvs) == 1 else 'are timm benchmark CSVs'}"
+                ": published throughputs, not profiles")
     return BadInputError(f"no profile results in the inputs{matching} ({why}){held}")
+
+
+def refuse_csvs_only(paths: Iterable[str | Path], why: str) -> None:
+    """For a command that needs profiles: inputs that are all timm benchmark CSVs are refused before
+    they are read, as holding none. Read first, a CSV whose file name names no GPU was refused for
+    that (``predict --from my.csv``), though no GPU name would have given it a profile."""
+    files = input_paths([paths] if isinstance(paths, (str, os.PathLike)) else paths)
+    if files and all(f.suffix.lower() == ".csv" and f.is_file() and not _is_store(f) for f in files):
+        for file in files:  # a CSV of another kind is said to be one, as load says it
+            check_benchmark_csv(file)
+        raise no_profiles_error(why, csvs=files)
 
 
 def from_result(result: ProfileResult, source: str, table: GpuTable) -> Measurement:
@@ -187,10 +203,25 @@ def csv_gpu(path: Path, gpu: str | None, table: GpuTable, how: str = "name it as
                                 "to take the name's, or rename the file if its name is wrong")
         return given.name
     if spec is None:
-        what = f"GPU {hint!r} (from the file name)" if hint else "no GPU in its name"
-        raise BadInputError(f"{path}: {what} is not in the GPU spec table; {how} with a known GPU, "
-                            f"or add a row with {more_gpus()}")
+        raise BadInputError(f"{path}: {_unnamed_gpu(path, hint, table, how)}")
     return spec.name
+
+
+def _unnamed_gpu(path: Path, hint: str | None, table: GpuTable, how: str) -> str:
+    """Why a CSV's file name gives no GPU of the table, and what to do. Only a name in timm's
+    pattern says a GPU: the whole stem of my.csv had been read as "GPU 'my'"; and where the name
+    says no precision either, FILE@GPU alone would only lead to that refusal next."""
+    parsed = parse_benchmark_filename(Path(path).name)
+    example = "e.g. benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv"
+    more = f"or add a row with {more_gpus()}"
+    if hint and any(parsed[part] for part in ("mode", "precision", "layout", "torch", "cuda")):
+        return f"GPU {hint!r} (from the file name) is not in the GPU spec table; {how} with a known GPU ({table.known()}), {more}"
+    if parsed["precision"]:
+        return (f"its file name names no known GPU (visprof reads it from the end of a timm benchmark CSV's name, "
+                f"{example}); {how} with a known GPU ({table.known()}), {more}")
+    return (f"its file name names no known GPU and no precision (visprof reads both from a timm benchmark CSV's name, "
+            f"{example}): rename it so, or add it to a store with visprof import-timm {path} --gpu GPU --precision P "
+            f"--store STORE, which compare, predict and calibrate read; GPU: one of {table.known()}, {more}")
 
 
 def _split_gpu(item: str | Path) -> tuple[Path, str | None]:
@@ -281,4 +312,4 @@ def load(paths: Iterable[str | Path], table: GpuTable | None = None,
 
 
 __all__ = ["FOLDER_FILES", "Loaded", "Measurement", "csv_gpu", "from_reference", "from_result", "input_paths", "load",
-           "no_profiles_error"]
+           "no_profiles_error", "refuse_csvs_only"]

@@ -382,11 +382,12 @@ def other_ops(attr: Attribution, top: int | None = None) -> list[NamedTime]:
     return _named_times(names, durations_ns(attr.trace)[rows], attr.trace.iterations, top)
 
 
-def coverage(attr: Attribution) -> float:
-    """Attributed share of the activity time; 0 for an empty recording."""
+def coverage(attr: Attribution) -> float | None:
+    """Attributed share of the activity time; None for a recording with no time (an identity
+    model): nothing was there to attribute, and a 0 would read as all of it missed."""
     dur = durations_ns(attr.trace)
     total = float(dur.sum())
-    return 1.0 - float(dur[attr.kernel_class == 0].sum()) / total if total > 0 else 0.0
+    return 1.0 - float(dur[attr.kernel_class == 0].sum()) / total if total > 0 else None
 
 
 def summarize(attr: Attribution, top: int = 10) -> AttributionSummary:

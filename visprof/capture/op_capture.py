@@ -28,7 +28,7 @@ from visprof.capture.autograd_link import AutogradLink
 from visprof.capture.dispatch import call_as_unmoded
 from visprof.native import native
 from visprof.capture.nvtx_scheme import LiveModuleRanges, ModulePlan, ModuleRanges, op_handle, op_range_name
-from visprof.capture.op_costs import NO_COST, OpCostCounter
+from visprof.capture.op_costs import NO_COST, OpCostCounter, script_constants
 from visprof.native.records import ModuleRecord, OpRecord
 from visprof.capture.structure import EXTERNAL, PARAM, SOFTMAX, Dataflow, find_roles, op_kind
 
@@ -213,7 +213,7 @@ class FlowRecorder:
     Producers are found by tensor identity through weak references (id -> (weakref, op)), so
     no activation is kept alive and a dead tensor's reused id is never mistaken for it; a
     view is a new tensor object and an op of its own. Parameters, buffers and tensors that
-    modules hold count as constants (``PARAM``); any other tensor that no recorded op
+    modules or their TorchScript graphs hold count as constants (``PARAM``); any other tensor that no recorded op
     produced is an activation from outside (``EXTERNAL``), e.g. the input."""
 
     def __init__(self, root: torch.nn.Module | None):
@@ -224,6 +224,8 @@ class FlowRecorder:
                 self.constants.update(id(t) for t in module.__dict__.get("_parameters", {}).values() if t is not None)
                 self.constants.update(id(t) for t in module.__dict__.get("_buffers", {}).values() if t is not None)
                 self.constants.update(id(v) for v in module.__dict__.values() if isinstance(v, torch.Tensor))
+            self._script_constants = script_constants(root)  # held: ids stay theirs while they live
+            self.constants.update(id(t) for t in self._script_constants)
         self.flow = Dataflow()
         self.index: list[int] = []  # raw index of each dataflow op
         self._kinds: dict[Any, str] = {}
@@ -305,7 +307,7 @@ class OpCapture(TorchDispatchMode):
         self._c = native()
         self._nvtx = nvtx
         self._tags = tags
-        self._cost = OpCostCounter() if flops else None
+        self._cost = OpCostCounter(script_constants(tracker.root)) if flops else None
         self.iteration = 0
         self.next_id = 1
         # (external_id, op name, module index, iteration, start_ns, end_ns, OpCost, attrs)

@@ -295,19 +295,42 @@ def tensor_core_precision(func, inputs: list[torch.Tensor]) -> str | None:
     return None
 
 
+def script_constants(root: torch.nn.Module | None) -> list[torch.Tensor]:
+    """The tensors that TorchScript graphs in ``root`` hold as constants: a frozen module's
+    (torch.jit.freeze) weights, which it keeps there and not as parameters, and a traced one's
+    literals. The interpreter hands ops these very tensor objects, and none grows with the batch."""
+    found = []
+    for module in root.modules() if root is not None else ():
+        if not isinstance(module, torch.jit.ScriptModule):
+            continue
+        try:  # each module's own graph: a submodule's constants are in its graph
+            graph = module.graph
+        except RuntimeError:  # a ScriptModule without forward
+            continue
+        for node in graph.findAllNodes("prim::Constant"):
+            if node.output().type().kind() == "TensorType":
+                value = node.output().toIValue()
+                if isinstance(value, torch.Tensor):  # a 0-dim literal comes back as a Python number
+                    found.append(value)
+    return found
+
+
 class OpCostCounter:
     """Counts ``OpCost`` op by op through one forward (capture's template forward).
 
     It remembers which tensors were made from parameters alone (weakly, so it keeps no
     tensor alive), which is how autocast's bf16 copy of a weight still counts as weight.
     Module buffers (running statistics, index tables) count as activations: they are
-    small in vision models.
+    small in vision models. ``constants`` count as parameters: the tensors a TorchScript
+    graph holds (``script_constants``), where a frozen module keeps its weights.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, constants: list[torch.Tensor] = ()) -> None:
         from torch.utils.weak import WeakIdKeyDictionary
 
         self._from_params = WeakIdKeyDictionary()
+        for t in constants:
+            self._from_params[t] = True
 
     def _is_param(self, t: torch.Tensor) -> bool:
         return isinstance(t, torch.nn.Parameter) or t in self._from_params

@@ -305,11 +305,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise BadInputError(f"--lambda must be a positive number, not {args.lam}")
     _check_outputs(args, json=args.json, save=args.save)
     table = _table(args)
+    why = "calibrate needs visprof profiles of some of the models"
+    sources.refuse_csvs_only(args.sources, why)
     with _progress(args, 4) as progress:
         loaded = _load(args.sources, table, progress)
         if not loaded.profiles:
-            raise sources.no_profiles_error("calibrate needs visprof profiles of some of the models",
-                                            references=len(loaded.measurements))
+            raise sources.no_profiles_error(why, references=len(loaded.measurements))
         mixed = profiling_gpus_note(loaded.profiles)
         if mixed:
             _say(f"note: {mixed}")
@@ -424,12 +425,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if saved is not None and saved.target != target.id:
         raise BadInputError(f"calibration file {args.calibration} is for {saved.base} -> {saved.target}; --to is "
                             f"{target.id} (predict onto its target, or give the calibration of this GPU)")
+    why = "predict reads visprof profiles: JSON files, folders or stores"
+    sources.refuse_csvs_only(args.sources, why)
     with _progress(args, 2) as progress:
         loaded = _load(args.sources, table, progress)
         results = [m.result for m in loaded.profiles if args.model is None or fnmatch.fnmatchcase(m.model, args.model)]
         if not results:
-            raise sources.no_profiles_error("predict reads visprof profiles: JSON files, folders or stores",
-                                            model=args.model, references=len(loaded.measurements) - len(loaded.profiles))
+            raise sources.no_profiles_error(why, model=args.model,
+                                            references=len(loaded.measurements) - len(loaded.profiles))
         left_out = 0
         if not args.every_profile:
             results, left_out = choose_profiles(results, args.batch_size)

@@ -85,10 +85,11 @@ def cmd_bounds_coverage(args: argparse.Namespace) -> int:
     check_output_paths({"--json": args.json}, inputs={"LIBRARY": args.library, "input": sources.input_paths(args.sources)},
                        folder_files=sources.FOLDER_FILES, kinds={"--json": "json"})
     library = BoundLibrary.load(args.library)
+    why = "bounds coverage reads visprof profiles: JSON files, folders or stores"
+    sources.refuse_csvs_only(args.sources, why)
     loaded, _ = sources.load(args.sources).latest_profiles_only()
     if not loaded.profiles:
-        raise sources.no_profiles_error("bounds coverage reads visprof profiles: JSON files, folders or stores",
-                                        references=len(loaded.measurements))
+        raise sources.no_profiles_error(why, references=len(loaded.measurements))
     on_gpu = [m for m in loaded.profiles if gpu_name(m.result) == library.gpu]
     with_families = [m for m in on_gpu if m.result.kernel_families]
     left_out = (f"{len(loaded.profiles) - len(on_gpu)} on other GPUs and {len(on_gpu) - len(with_families)} without "

@@ -320,7 +320,7 @@ def import_nsys(path: str | Path, *, table: CategoryTable | None = None, categor
     """A ProfileResult of the GPU work that visprof's NVTX ranges own in an nsys SQLite export."""
     from visprof import attribution
     from visprof.passes.setup import load_table
-    from visprof.profiler import attach_breakdown, attach_kernel_tables, unattributed_check
+    from visprof.profiler import attach_breakdown, attach_kernel_tables, unattributed_checks
 
     began = time.perf_counter()
     table = load_table(table, category_file)
@@ -352,7 +352,7 @@ def import_nsys(path: str | Path, *, table: CategoryTable | None = None, categor
         why = _why_no_kernels(imported)
         result.environment["no_kernel_rows"] = why  # predict quotes it
         result.warnings.append(f"no kernel rows: {why}; so no op types, kernel families, launch sizes or roofline")
-    result.checks = [unattributed_check(result.attribution)]
+    result.checks = unattributed_checks(result.attribution)
     result.passes["nsys_import"] = R.PassInfo(time.perf_counter() - began, trace.iterations)
     return result
 

@@ -20,6 +20,7 @@ from visprof.base.errors import BadInputError, ModelForwardError, UnknownModelEr
 from visprof.base.sizes import normalize_img_size, validate_batch_size
 from visprof.base.spelling import option
 from visprof.base.timm_import import import_timm
+from visprof.capture.op_costs import script_constants
 from visprof.passes.user_module import ModuleState, is_conv, weights_layout
 
 DEFAULT_INPUT_SIZE = (3, 224, 224)
@@ -40,7 +41,7 @@ class ModelSpec:
     source: str  # "timm" | "module"
     module: nn.Module  # in eval mode
     input_size: tuple[int, int, int]  # (C, H, W) of the inputs the passes feed
-    param_count: int
+    param_count: int | None  # None where unknown: a frozen TorchScript module's weights are constants
     default_input_size: tuple[int, int, int] = DEFAULT_INPUT_SIZE  # what the model was built for
     notes: list[str] = field(default_factory=list)  # facts worth showing in a report
     # How resolve_model was called (a sweep records it with the result).
@@ -198,11 +199,32 @@ def _checked_channels(in_chans: Any, model: Any) -> int:
     return in_chans
 
 
+# Wrappers that run replicas of their ``module`` on several devices.
+_PARALLEL_WRAPPERS = (nn.DataParallel, nn.parallel.DistributedDataParallel)
+
+
+def _unwrapped(module: nn.Module) -> tuple[nn.Module, bool, str | None]:
+    """The module a run profiles: ``module`` without torch.compile's wrapper and DataParallel's or
+    DistributedDataParallel's, in any order; whether torch.compile's was among them, and the
+    class name of the parallel one (None without one)."""
+    compiled, parallel = False, None
+    while True:
+        original = _compiled_original(module)
+        if original is not None:
+            module, compiled = original, True
+        elif isinstance(module, _PARALLEL_WRAPPERS):
+            parallel = parallel or type(module).__name__
+            module = module.module
+        else:
+            return module, compiled, parallel
+
+
 def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None, in_chans: int | None = None) -> ModelSpec:
     # A torch.compile'd module was profiled as an eager run named "OptimizedModule", its modules
     # "_orig_mod.*": the run is of the module inside, compiled as visprof compiles every run.
-    original = _compiled_original(module)
-    module = original if original is not None else module
+    # A DataParallel one was headed "DataParallel", its modules "module.*": the run is of the
+    # module inside, on the one device visprof profiles.
+    module, compiled, parallel = _unwrapped(module)
     name = module_name(module)
     named = size if isinstance(size, str) else None
     size = None if named else size
@@ -210,12 +232,19 @@ def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None, in_c
     if any(t.is_meta for t in itertools.chain(module.parameters(), module.buffers())):
         raise BadInputError(f"{name}'s weights are on the meta device, which holds no data: materialize them before "
                             "profiling (module.to_empty(device='cpu'), then load a state dict)")
-    if original is not None:
+    if compiled:
         notes.append(f"{name} came compiled (torch.compile): visprof profiles the module inside, compiled again "
                      "with torch.compile's defaults (compile=True); options given to torch.compile are not used")
+    if parallel:
+        notes.append(f"{name} came wrapped in {parallel}, which runs replicas of it on several devices: visprof profiles "
+                     f"the {name} inside, on one device with the whole batch; what {parallel} adds (scattering "
+                     "inputs, copying weights and buffers to the replicas, gathering outputs) is not measured")
     if isinstance(module, torch.jit.ScriptModule):  # the report had no module table, and said nothing why
         notes.append(f"{name} is TorchScript (torch.jit.script or trace): its submodules run inside TorchScript, which "
                      "calls no Python module hooks, so its time is split by op and category but not by module")
+    if is_frozen_script(module):  # the result had said 0 parameters
+        notes.append(f"{name} is frozen TorchScript (torch.jit.freeze): its weights are constants in its graph, not "
+                     "parameters, so its parameter count is unknown; the bytes count those constants as weights")
     own_size, origin = _module_input_size(module, named)
     size, origin = (own_size, origin) if size is None else (size, "requested")
     channels = in_chans or _module_channels(module)
@@ -240,7 +269,7 @@ def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None, in_c
         forward_hint=_size_hint(module, name, size, origin),
         img_size_origin=origin,
         user_state=user_state,
-        compiled=original is not None,
+        compiled=compiled,
         layout=weights_layout(module),
     )
 
@@ -344,7 +373,7 @@ def check_weights_dtype(model: Any, precision: str) -> None:
     Checked before the module is resolved, which puts it in eval mode."""
     if not isinstance(model, nn.Module):
         return  # a timm name: visprof builds it in float32
-    name = module_name(_compiled_original(model) or model)
+    name = module_name(_unwrapped(model)[0])
     dtypes = {p.dtype for p in itertools.chain(model.parameters(), model.buffers()) if p.is_floating_point()}
     if len(dtypes) != 1 or dtypes == {torch.float32}:
         return  # float32, no floating weights, or a mix the user made on purpose
@@ -512,9 +541,25 @@ def _first_conv_in_channels(module: nn.Module) -> int | None:
     return None
 
 
-def count_parameters(module: nn.Module) -> int:
+def count_parameters(module: nn.Module) -> int | None:
+    """None for a frozen TorchScript module: its weights are no longer parameters."""
+    if is_frozen_script(module):
+        return None
     # Lazy modules have no shape until their first forward; they count as 0 until then.
     return sum(p.numel() for p in module.parameters() if not nn.parameter.is_lazy(p))
+
+
+def is_frozen_script(module: nn.Module) -> bool:
+    """torch.jit.freeze's module (and so torch.jit.optimize_for_inference's): its weights became
+    constants of its graph, where no count of the original parameters is kept (freezing folds
+    batch norms into convolutions and may pack weights into objects that are not tensors).
+    Freezing folds the ``training`` flag into the graph too; where preserved_attrs kept it, a
+    module with no parameters whose graph holds weight-sized constants is frozen all the same."""
+    if not isinstance(module, torch.jit.ScriptModule):
+        return False
+    if not hasattr(module, "training"):
+        return True
+    return next(iter(module.parameters()), None) is None and any(t.dim() > 0 for t in script_constants(module))
 
 
 def _fmt(hw: Sequence[int]) -> str:

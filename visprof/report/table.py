@@ -11,7 +11,7 @@ import textwrap
 
 from visprof.base.errors import BadInputError
 from visprof.base.options import regime_label
-from visprof.result import NSYS_IMPORT, CategoryRow, KernelFamilyRow, MemorySummary, ProfileResult, category_totals
+from visprof.result import NSYS_IMPORT, AttributionSummary, CategoryRow, KernelFamilyRow, MemorySummary, ProfileResult, category_totals
 from visprof.report.roofline_text import roofline_section
 from visprof.report.text_table import format_table
 
@@ -65,6 +65,8 @@ def _header(result: ProfileResult) -> list[str]:
     parts = [f"{m.name} ({m.source})"]
     if m.param_count:
         parts.append(f"{m.param_count / 1e6:.1f}M params")
+    elif m.param_count is None:  # a frozen TorchScript module's (its warnings say why), or an import's that had none
+        parts.append("params unknown")
     if m.batch_size:
         parts.append(f"batch {m.batch_size}")
     if m.img_size:
@@ -217,12 +219,12 @@ def _timing(result: ProfileResult, cpu: bool) -> list[str]:
     if a is not None:
         if cpu:  # one pseudo-kernel per op on the host clock: no copies, sets or devices
             lines.append(f"Attributed pass ({a.iterations} iterations): op time sum {a.kernel_ms:.3f} ms/iter; "
-                         f"coverage {_share(a.coverage)}")
+                         f"{_coverage(a, cpu)}")
         else:
             busy = ", ".join(f"device {d}: {ms:.3f} ms" for d, ms in a.busy_ms.items()) or "-"
             source = "Recording" if NSYS_IMPORT in result.config.passes else "Attributed pass"
             lines.append(f"{source} ({a.iterations} iterations): kernel sum {a.kernel_ms:.3f} ms/iter, memcpy "
-                         f"{a.memcpy_ms:.3f}, memset {a.memset_ms:.3f}; busy {busy}; coverage {_share(a.coverage)}")
+                         f"{a.memcpy_ms:.3f}, memset {a.memset_ms:.3f}; busy {busy}; {_coverage(a, cpu)}")
     if result.memory is not None:
         lines.append(_memory_line(result.memory))
     elif cpu:
@@ -234,6 +236,13 @@ def _timing(result: ProfileResult, cpu: bool) -> list[str]:
         total = f"; whole profile {result.wall_s:.2f} s" if result.wall_s is not None else ""
         lines.append(f"Wall time: {walls}{total}")
     return lines
+
+
+def _coverage(a: AttributionSummary, cpu: bool) -> str:
+    # None: the pass recorded no time (an identity model); "coverage 0.0%" read as every op missed.
+    if a.coverage is None:
+        return f"coverage: nothing to attribute (no {'op' if cpu else 'kernel, copy or set'} took time)"
+    return f"coverage {_share(a.coverage)}"
 
 
 def _memory_line(mem: MemorySummary) -> str:
@@ -257,7 +266,7 @@ def _taxonomy_gaps(result: ProfileResult, cpu: bool) -> list[str]:
         lines += ["", "Ops in 'other' (no rule matched; extend the taxonomy, see docs/taxonomy.md):"]
         unit = "calls" if cpu else "kernels"
         lines += [f"  {o.name}: {o.time_ms:.3f} ms, {o.count:g} {unit}" for o in a.other_ops]
-    if a.unattributed_kernels:
+    if a.unattributed_kernels and a.coverage is not None:  # rows of no time are no share of nothing
         lines += ["", f"Unattributed kernels (no op, no kernel rule): {a.unattributed_ms:.3f} ms/iter, {_share(1 - a.coverage)} of activity:"]
         lines += [f"  {k.name}: {k.time_ms:.3f} ms, {k.count:g}x" for k in a.unattributed_kernels]
     return lines
@@ -265,6 +274,8 @@ def _taxonomy_gaps(result: ProfileResult, cpu: bool) -> list[str]:
 
 def _checks(result: ProfileResult, style: _Style) -> list[str]:
     lines = ["", "Self-checks"]
+    if not result.checks and result.attribution is not None and result.attribution.coverage is None:
+        return lines + ["  none: the attributed pass recorded no op that takes time, so there was nothing to cross-check"]
     if not result.checks:
         return lines + [style("  none recorded: these numbers were not cross-checked", "yellow")]
     for c in result.checks:
