@@ -169,6 +169,36 @@ def test_a_torchscript_module_on_the_gpu_attributes_its_kernels_and_is_back_as_g
     assert scripted.training and all(p.device.type == "cpu" for p in scripted.parameters())
 
 
+def test_a_frozen_torchscript_module_on_the_gpu_counts_its_graphs_weights_as_weights():
+    """A frozen module keeps its weights as constants of its graph: the header says its parameter
+    count is unknown, and the bytes count those constants as weights (0 had made every weight an
+    activation that grows with the batch)."""
+    import warnings
+
+    import timm
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch.jit is deprecated in torch >= 2.10
+        frozen = torch.jit.freeze(torch.jit.script(timm.create_model("resnet18").eval()))
+    result = visprof.profile(frozen, batch_size=8, img_size=64, passes="timing,attributed", progress=False)
+    assert result.measurement == "gpu" and not result.failed_checks, [c.name for c in result.failed_checks]
+    assert result.model.param_count is None and any("frozen TorchScript" in w for w in result.warnings)
+    conv = [r for r in result.op_types if "conv" in r.op_type]
+    assert conv and sum(r.time_ms for r in conv) > 0
+    # 11.7M weights, read at least once in bf16 by the convolutions and the classifier
+    assert result.roofline is not None and sum(g.param_bytes * g.count for g in result.roofline.groups) > 20e6
+
+
+def test_a_module_in_dataparallel_on_the_gpu_is_profiled_as_the_module_inside():
+    model = torch.nn.DataParallel(torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3), torch.nn.ReLU(),
+                                                      torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+                                                      torch.nn.Linear(16, 10)).cuda(), device_ids=[0])
+    result = visprof.profile(model, batch_size=8, img_size=32, passes="timing,attributed", progress=False)
+    assert result.measurement == "gpu" and not result.failed_checks, [c.name for c in result.failed_checks]
+    assert result.model.name == "Sequential" and any("came wrapped in DataParallel" in w for w in result.warnings)
+    assert result.modules and not any(m.path.startswith("module") for m in result.modules)
+
+
 def test_device_index_is_honoured():
     result = visprof.profile("resnet18", batch_size=4, device=f"cuda:{torch.cuda.device_count() - 1}",
                              passes="timing", progress=False)
