@@ -53,7 +53,9 @@ _NO_FILES = "a sweep writes no file per cell (profile one model for that)"
 _OWN_CATEGORIES = "a sweep attributes every cell with the built-in categories"
 _NOT_IN_A_SWEEP = {"search_batch": "the sweep decays a batch that does not fit itself, as timm's benchmark.py does",
                    "trace_path": _NO_FILES, "recording_path": _NO_FILES,
-                   "table": _OWN_CATEGORIES, "category_file": _OWN_CATEGORIES}
+                   "table": _OWN_CATEGORIES, "category_file": _OWN_CATEGORIES,
+                   "in_chans": "a sweep profiles timm models, built with their own channels (in_chans is for a module "
+                               "of yours, profiled with visprof.profile)"}
 _SET_BY_SWEEP = _SWEEP_OWN.keys() | _NOT_IN_A_SWEEP.keys()
 
 
