@@ -267,6 +267,30 @@ def test_h200_to_itself_reproduces_the_measured_latency(name):
     assert p.latency_ms == pytest.approx(result.timing.latency_ms.median, rel=0.05)
 
 
+@pytest.mark.parametrize("name", ["resnet50", "coatnet_0_rw_224", "mobilevit_s"])
+def test_each_scalings_latency_is_its_groups_predicted_one_by_one(name):
+    """predict_result predicts every group under the three RATE_SCALINGS at once; each scaling's
+    groups are, to the last bit, predict_group's under it, and its latency in the band their sum
+    as step 4 sums them. To an H100 PCIe (the H200's design: SMs x clock) and an RTX 3090 (the
+    clock); ResNet-50 has layout transforms, MobileViT groups without FLOPs (legacy: "unknown")."""
+    from visprof.analysis.predict import _busy_and_idle, _Pair, _under_each_scaling, source_spec
+
+    result = recorded_result(name)
+    table = GpuTable.default()
+    source = source_spec(result, table)
+    for target, batch, chosen in (("h100-pcie", 256, "throughput"), ("rtx3090", 1024, "clock")):
+        p = predict_result(result, target, batch_size=batch, precision="fp16", table=table)
+        assert p.rate_scaling == chosen and len(set(p.latency_by_scaling.values())) == 3
+        spec = table.get(target)
+        at_once = _under_each_scaling(result.roofline.groups, _Pair(source, spec, batch / 64, "fp16"))
+        for scaling in RATE_SCALINGS:
+            groups = [predict_group(g, source, spec, batch / 64, "fp16", rate_scaling=scaling) for g in result.roofline.groups]
+            assert at_once[scaling] == groups, (target, scaling)
+            _, busy, idle = _busy_and_idle(result, groups, measured=True)
+            assert p.latency_by_scaling[scaling] == busy + idle, (target, scaling)
+        assert p.groups == at_once[chosen] and p.latency_ms == p.latency_by_scaling[chosen]
+
+
 def test_h200_to_consumer_gpus_orders_vit_above_cnns():
     """The published 3090 -> 4090 speed-ups (timm CSVs, batch 1024): DeiT-S x1.68, ResNet-50
     x1.31, CoAtNet-0 x1.37, MobileViT-S x1.31 (median of all models x1.40)."""

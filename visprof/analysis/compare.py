@@ -357,11 +357,13 @@ def on_base_and_target(profile: Measurement, base: Measurement, base_spec: GpuSp
     measured = (dict(roof.shares), f"measured on {profile.gpu}") if roof.shares else ({}, "")
     if base_spec is None or profile.gpu_id is None or result.measurement != "gpu":
         return OnBaseAndTarget(*measured)
-    from visprof.analysis.predict import predict_result, speedup_band
+    from visprof.analysis.predict import predict_result, source_spec, speedup_band
 
     options = {"batch_size": base.batch_size, "table": table, "excess": excess,
                "precision": base.precision if base.precision in ("fp16", "bf16") else None}
     try:
+        # the profile's GPU row, looked up once for both (GpuTable.find: a tenth of a comparison's predictions)
+        options["source"] = source_spec(result, table)
         on_base = predict_result(result, base_spec, **options)
         on_target = predict_result(result, target_spec, **options) if target_spec else None
     except BadInputError:

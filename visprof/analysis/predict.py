@@ -44,10 +44,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from visprof.analysis.gpus import GpuSpec, GpuTable, more_gpus, table_or_default
-from visprof.analysis.roofline import BOUNDS, roofline_ms
+from visprof.analysis.roofline import BOUNDS, roofline_rates
 from visprof.base.errors import BadInputError
 from visprof.base.options import PRECISIONS
 from visprof.base.sizes import validate_batch_size
@@ -212,58 +212,15 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
     ``default_rate_scaling``."""
     if excess not in EXCESS_MODES:
         raise BadInputError(f"excess must be one of {', '.join(EXCESS_MODES)}, got {excess!r}")
-    floor = g.kernel_count * KERNEL_FLOOR_MS
-    # A copy or fill of its own (no op around it) is predicted from the bytes it moved, like
-    # an op: counted as helper time it would scale with the batch and bandwidth whatever its
-    # size, and 25 copies of 64 bytes (1 us each, EfficientViT-M0) would take 1.9 ms on a 3090.
-    helper_a = 0.0 if g.op in TRANSFERS and g.bytes > 0 else g.helper_ms
-    main_a = max(g.time_ms - helper_a, 0.0)
-    bandwidth_ratio = source.memory_bandwidth_gbs / target.memory_bandwidth_gbs if source else 1.0
-    helper = helper_a * scale * bandwidth_ratio
+    pair = _Pair.of(source, target, scale, precision)
+    r = _roofs(g, pair, efficiency, excess)
+    if isinstance(r, GroupPrediction):
+        return r
     measured = efficiency is None
-    if g.flops <= 0 and g.bytes <= 0:
-        # Nothing known but its time: scaled as memory traffic. Without measured times
-        # (a fixed efficiency) such an op is a view or an allocation: it launches nothing.
-        main_b = (floor + max(main_a - floor, 0.0) * scale * bandwidth_ratio) if measured and main_a > 0 else 0.0
-        return GroupPrediction(g, main_b + helper, "unknown", helper)
-    if measured and main_a <= 0:  # FLOPs counted but no kernel ran (e.g. fused away)
-        return GroupPrediction(g, helper, "memory", helper)
-    roof_a = 0.0
-    if efficiency is None:
-        if source is None:
-            raise ValueError("a measured efficiency needs the source GPU's spec")
-        compute_a, memory_a, _ = roofline_ms(source, g.flops, g.bytes, g.tensor_core)
-        roof_a = g.count * max(compute_a, memory_a)
-        efficiency = roof_a / max(main_a - floor, roof_a) if main_a > 0 and roof_a > 0 else 1.0
-    activations = max(g.bytes - g.param_bytes, 0.0)
-    flops_b = g.flops * scale
-    bytes_b = activations * scale + g.param_bytes
-    # DRAM traffic on B (clock): the share of the activations B's L2 holds does not go to DRAM.
-    in_l2 = activations * scale * l2_hit_share(activations * scale, target) if excess in ("clock", "fraction") else 0.0
-    dram_b = bytes_b - in_l2
-    compute_b, memory_b, kind = roofline_ms(target, flops_b, dram_b, target_precision(g.tensor_core, precision))
-    if excess == "clock":
-        memory_b /= max(ACHIEVABLE["memory"], min(efficiency or 0.0, 1.0))
-        if kind == "tensor":
-            compute_b /= max(ACHIEVABLE["tensor"], min(efficiency or 0.0, 1.0))
-    roof_b = g.count * max(compute_b, memory_b)
-    if excess in ("clock", "compute", "fraction") and measured:
-        # Time off the roof grows with the group's work at the new batch (on A's roofline:
-        # x scale for FLOPs and activations, x1 for a weight-only cast).
-        growth = g.count * max(*roofline_ms(source, flops_b, bytes_b, g.tensor_core)[:2]) / roof_a if roof_a > 0 else scale
     if excess == "clock" and measured:
         time_ratio = rate_ratio(source, target, rate_scaling or default_rate_scaling(source, target))
-        rate_ms = max(main_a - floor, 0.0) * growth * time_ratio
-        main_b = floor + max(roof_b, rate_ms)
-        if helper_a > 0:
-            # The transforms at B's bandwidth, or as rate-limited as they ran on A. Scaled by the
-            # bandwidth ratio alone, EfficientViT-M0's pointwise convolutions' 4.4 us of
-            # transforms per op on the H200 at batch 64 (far below its 4.8 TB/s) became 0.36 ms
-            # per op on a 3090 at batch 1024; their bytes there take 0.08 ms.
-            helper_roof = (g.count * HELPER_TRAFFIC * activations * scale
-                           / (target.memory_bandwidth_gbs * 1e6 * ACHIEVABLE["memory"]))
-            helper = max(helper_roof, helper_a * scale * time_ratio)
-    elif excess == "fraction" and measured:
+        return _clock_predictions(g, pair, r, (time_ratio,))[0]
+    if excess == "fraction" and measured:
         # The share of the group's time that is its roofline time (its efficiency e on A) moves
         # with the roof's resource (roof_b); the rest, time off every roof, with the rate
         # scaling. Nsight Compute reads the H200's "memory-bound" kernels at 10-50% of its
@@ -272,21 +229,158 @@ def predict_group(g: RooflineGroup, source: GpuSpec | None, target: GpuSpec, sca
         # Both roofs count the activations each GPU's L2 holds as hits, so that on the profiled
         # GPU itself the prediction is the measured time.
         time_ratio = rate_ratio(source, target, rate_scaling or default_rate_scaling(source, target))
-        grown = max(main_a - floor, 0.0) * growth
-        hits_a = activations * scale * l2_hit_share(activations * scale, source)
-        roof_a_b = g.count * max(*roofline_ms(source, flops_b, bytes_b - hits_a, g.tensor_core)[:2])
+        grown = max(r.main_a - r.floor, 0.0) * r.growth
+        hits_a = r.activations * scale * l2_hit_share(r.activations * scale, source)
+        flops_per_ms_a, bytes_per_ms_a = pair.rates(g.tensor_core)[:2]
+        roof_a_b = g.count * max(r.flops_b / flops_per_ms_a, (r.bytes_b - hits_a) / bytes_per_ms_a)
         on_roof = min(roof_a_b, grown)
-        main_b = floor + (on_roof * roof_b / roof_a_b if roof_a_b > 0 else 0.0) + (grown - on_roof) * time_ratio
+        main_b = r.floor + (on_roof * r.roof_b / roof_a_b if roof_a_b > 0 else 0.0) + (grown - on_roof) * time_ratio
     elif excess == "compute" and measured:
-        above = max(main_a - floor - roof_a, 0.0)
-        main_b = floor + roof_b + above * growth * source.fp32_tflops / target.fp32_tflops
+        above = max(r.main_a - r.floor - r.roof_a, 0.0)
+        main_b = r.floor + r.roof_b + above * r.growth * source.fp32_tflops / target.fp32_tflops
     elif excess == "none":
-        main_b = floor + roof_b
+        main_b = r.floor + r.roof_b
     else:
-        main_b = floor + roof_b / efficiency
+        main_b = r.floor + r.roof_b / r.efficiency
+    return GroupPrediction(g, main_b + r.helper, r.bound, r.helper)
+
+
+class _Pair:
+    """What every group of one prediction shares: the GPUs, the batch scale, the bandwidth ratio
+    and the roof rates by tensor-core precision, each looked up once per prediction rather than
+    once per group and rate scaling (a comparison predicts ~340,000 groups on each of its two
+    GPUs). A rate is the divisor ``roofline_ms`` divides by, so a time is the float it gives."""
+
+    __slots__ = ("source", "target", "scale", "precision", "bandwidth_ratio", "_rates")
+    _last: _Pair | None = None  # of()'s
+
+    def __init__(self, source: GpuSpec | None, target: GpuSpec, scale: float, precision: str | None):
+        self.source, self.target, self.scale, self.precision = source, target, scale, precision
+        self.bandwidth_ratio = source.memory_bandwidth_gbs / target.memory_bandwidth_gbs if source else 1.0
+        self._rates: dict[str | None, tuple] = {}
+
+    @classmethod
+    def of(cls, source: GpuSpec | None, target: GpuSpec, scale: float, precision: str | None) -> _Pair:
+        """The pair of these arguments: the last one made where they are the very same objects (spec
+        rows are frozen), as they are for each group of a prediction that calls predict_group once a
+        group ("fraction" and the other modes): its rates are then looked up once, not per group."""
+        last = cls._last
+        if (last is not None and last.source is source and last.target is target and last.scale is scale
+                and last.precision is precision):
+            return last
+        cls._last = pair = cls(source, target, scale, precision)
+        return pair
+
+    def rates(self, tensor_core: str | None) -> tuple[float | None, float | None, float, float, str]:
+        """(FLOPs and bytes per ms on the source's roof, the same on the target's, the target's compute
+        kind) for a group of ``tensor_core`` precision: on the target it runs at ``target_precision``."""
+        rates = self._rates.get(tensor_core)
+        if rates is None:
+            on_source = roofline_rates(self.source, tensor_core)[:2] if self.source else (None, None)
+            on_target = roofline_rates(self.target, target_precision(tensor_core, self.precision))
+            rates = self._rates[tensor_core] = (*on_source, *on_target)
+        return rates
+
+
+class _Roofs(NamedTuple):
+    """A group's terms up to its roof on the target (module doc, steps 1-3), which every ``excess``
+    mode starts from."""
+    floor: float  # its kernels' fixed cost
+    main_a: float  # its measured time on A, less helpers
+    helper_a: float  # its measured helper time on A (none for a copy predicted from its bytes)
+    helper: float  # helper_a at B's bandwidth and the new batch
+    roof_a: float  # its roof on A at the profiled batch; 0 with a fixed efficiency
+    efficiency: float
+    activations: float  # bytes per op that grow with the batch
+    flops_b: float  # per op, at the new batch
+    bytes_b: float
+    roof_b: float  # on B at the new batch ("clock": at the share of the peaks kernels reach)
+    bound: str  # on B
+    # How much time off the roof grows with the group's work at the new batch (on A's roofline:
+    # x scale for FLOPs and activations, x1 for a weight-only cast); with measured times only.
+    growth: float
+
+
+def _roofs(g: RooflineGroup, pair: _Pair, efficiency: float | None, excess: str) -> _Roofs | GroupPrediction:
+    """``g``'s ``_Roofs``, or its prediction where no mode has more to do: a group with neither
+    FLOPs nor bytes known, or (with measured times) one whose kernels did not run."""
+    scale, count, flops, nbytes = pair.scale, g.count, g.flops, g.bytes
+    floor = g.kernel_count * KERNEL_FLOOR_MS
+    # A copy or fill of its own (no op around it) is predicted from the bytes it moved, like
+    # an op: counted as helper time it would scale with the batch and bandwidth whatever its
+    # size, and 25 copies of 64 bytes (1 us each, EfficientViT-M0) would take 1.9 ms on a 3090.
+    helper_a = 0.0 if g.op in TRANSFERS and nbytes > 0 else g.helper_ms
+    main_a = max(g.time_ms - helper_a, 0.0)
+    helper = helper_a * scale * pair.bandwidth_ratio
+    measured = efficiency is None
+    if flops <= 0 and nbytes <= 0:
+        # Nothing known but its time: scaled as memory traffic. Without measured times
+        # (a fixed efficiency) such an op is a view or an allocation: it launches nothing.
+        main_b = (floor + max(main_a - floor, 0.0) * scale * pair.bandwidth_ratio) if measured and main_a > 0 else 0.0
+        return GroupPrediction(g, main_b + helper, "unknown", helper)
+    if measured and main_a <= 0:  # FLOPs counted but no kernel ran (e.g. fused away)
+        return GroupPrediction(g, helper, "memory", helper)
+    flops_per_ms_a, bytes_per_ms_a, flops_per_ms, bytes_per_ms, kind = pair.rates(g.tensor_core)
+    roof_a = 0.0
+    if efficiency is None:
+        if pair.source is None:
+            raise ValueError("a measured efficiency needs the source GPU's spec")
+        roof_a = count * max(flops / flops_per_ms_a, nbytes / bytes_per_ms_a)
+        efficiency = roof_a / max(main_a - floor, roof_a) if main_a > 0 and roof_a > 0 else 1.0
+    activations = max(nbytes - g.param_bytes, 0.0)
+    activations_b = activations * scale
+    flops_b = flops * scale
+    bytes_b = activations_b + g.param_bytes
+    # DRAM traffic on B (clock): the share of the activations B's L2 holds does not go to DRAM.
+    in_l2 = activations_b * l2_hit_share(activations_b, pair.target) if excess in ("clock", "fraction") else 0.0
+    compute_b, memory_b = flops_b / flops_per_ms, (bytes_b - in_l2) / bytes_per_ms
+    if excess == "clock":
+        reached = min(efficiency or 0.0, 1.0)
+        memory_b /= max(ACHIEVABLE["memory"], reached)
+        if kind == "tensor":
+            compute_b /= max(ACHIEVABLE["tensor"], reached)
     # The bound is the larger roof, as in the profile's own roofline (a rate-limited group
     # keeps it): on the profiled GPU the predicted shares are the measured ones.
-    return GroupPrediction(g, main_b + helper, kind if flops_b > 0 and compute_b >= memory_b else "memory", helper)
+    bound = kind if flops_b > 0 and compute_b >= memory_b else "memory"
+    growth = (count * max(flops_b / flops_per_ms_a, bytes_b / bytes_per_ms_a) / roof_a) if roof_a > 0 else scale
+    # tuple.__new__ as _Roofs._make does, without NamedTuple's Python-level __new__ (a tenth of a call here)
+    return tuple.__new__(_Roofs, (floor, main_a, helper_a, helper, roof_a, efficiency, activations, flops_b, bytes_b,
+                                  count * max(compute_b, memory_b), bound, growth))
+
+
+def _clock_predictions(g: RooflineGroup, pair: _Pair, r: _Roofs, time_ratios: Iterable[float]) -> list[GroupPrediction]:
+    """``g``'s prediction with measured times and the "clock" excess at each rate scaling's time
+    ratio (``rate_ratio``): only its rate-limited time and its helpers' depend on that ratio, so
+    the rest is computed once for all of ``RATE_SCALINGS``."""
+    floor, main_a, helper_a, helper, _, _, activations, _, _, roof_b, bound, growth = r
+    off_roof = max(main_a - floor, 0.0) * growth  # the measured time above the floors, grown with the batch
+    helper_roof = None
+    if helper_a > 0:
+        # The transforms at B's bandwidth, or as rate-limited as they ran on A. Scaled by the
+        # bandwidth ratio alone, EfficientViT-M0's pointwise convolutions' 4.4 us of
+        # transforms per op on the H200 at batch 64 (far below its 4.8 TB/s) became 0.36 ms
+        # per op on a 3090 at batch 1024; their bytes there take 0.08 ms.
+        helper_roof = (g.count * HELPER_TRAFFIC * activations * pair.scale
+                       / (pair.target.memory_bandwidth_gbs * 1e6 * ACHIEVABLE["memory"]))
+        helper_grown = helper_a * pair.scale
+    out = []
+    for time_ratio in time_ratios:
+        main_b = floor + max(roof_b, off_roof * time_ratio)
+        if helper_roof is not None:
+            helper = max(helper_roof, helper_grown * time_ratio)
+        out.append(GroupPrediction(g, main_b + helper, bound, helper))
+    return out
+
+
+def _under_each_scaling(groups: list[RooflineGroup], pair: _Pair) -> dict[str, list[GroupPrediction]]:
+    """``predict_group`` of each group with measured times and the "clock" excess, under each of
+    ``RATE_SCALINGS``: one ``_roofs`` a group serves all three."""
+    time_ratios = [rate_ratio(pair.source, pair.target, scaling) for scaling in RATE_SCALINGS]
+    rows = []
+    for g in groups:
+        r = _roofs(g, pair, None, "clock")
+        rows.append([r] * len(time_ratios) if isinstance(r, GroupPrediction) else _clock_predictions(g, pair, r, time_ratios))
+    return {scaling: [row[i] for row in rows] for i, scaling in enumerate(RATE_SCALINGS)}
 
 
 def _profile_result(given) -> ProfileResult:
@@ -363,16 +457,16 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
     scale = batch / own_batch
     banded = excess == "clock" and efficiency is None
     scaling = default_rate_scaling(source, target) if banded else None
-    groups = [predict_group(g, source, target, scale, precision, efficiency, excess, scaling) for g in roof.groups]
+    if banded:
+        under = _under_each_scaling(roof.groups, _Pair(source, target, scale, precision))
+        groups = under[scaling]
+    else:  # by predict_group's module name: bench/measured_share_variant.py wraps it ("fraction")
+        under = {}
+        groups = [predict_group(g, source, target, scale, precision, efficiency, excess, scaling) for g in roof.groups]
     bound_ms, busy, idle = _busy_and_idle(result, groups, measured=efficiency is None)
     latency = busy + idle
-    by_scaling: dict[str, float] = {}
-    for other in RATE_SCALINGS if banded else ():
-        if other == scaling:
-            by_scaling[other] = latency
-        else:
-            others = [predict_group(g, source, target, scale, precision, None, excess, other) for g in roof.groups]
-            by_scaling[other] = sum(_busy_and_idle(result, others, measured=True)[1:])
+    by_scaling = {other: latency if other == scaling else sum(_busy_and_idle(result, others, measured=True)[1:])
+                  for other, others in under.items()}
     timing = result.timing
     notes = []
     idle_on_own = idle_share(timing)

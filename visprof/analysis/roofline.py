@@ -124,10 +124,17 @@ def compute_peak(spec: "GpuSpec", tensor_core: str | None) -> tuple[float, str]:
     return (peak, "tensor") if peak else (spec.fp32_tflops, "compute")
 
 
+def roofline_rates(spec: "GpuSpec", tensor_core: str | None) -> tuple[float, float, str]:
+    """(FLOPs per ms, bytes per ms, compute kind) of ``spec``'s roof for ops of ``tensor_core``
+    precision: ``roofline_ms``'s divisors, for a caller that divides by them many times."""
+    peak, kind = compute_peak(spec, tensor_core)
+    return peak * 1e9, spec.memory_bandwidth_gbs * 1e6, kind
+
+
 def roofline_ms(spec: "GpuSpec", flops: float, nbytes: float, tensor_core: str | None) -> tuple[float, float, str]:
     """(compute-bound ms, memory-bound ms, compute kind) of one op on ``spec``."""
-    peak, kind = compute_peak(spec, tensor_core)
-    return flops / (peak * 1e9), nbytes / (spec.memory_bandwidth_gbs * 1e6), kind
+    flops_per_ms, bytes_per_ms, kind = roofline_rates(spec, tensor_core)
+    return flops / flops_per_ms, nbytes / bytes_per_ms, kind
 
 
 def classify(group: RooflineGroup, spec: "GpuSpec") -> tuple[str, float | None]:
@@ -274,4 +281,5 @@ def dominant_category(result: ProfileResult) -> str | None:
 
 
 __all__ = ["BOUNDS", "BOUND_LABELS", "CAST_OPS", "HELPER_KERNEL", "attach", "bound_shares", "category_points", "classify",
-           "compute_peak", "dominant_category", "group_bound_ms", "op_groups", "roofline_ms", "summarize", "weight_cast_copy_bytes"]
+           "compute_peak", "dominant_category", "group_bound_ms", "op_groups", "roofline_ms", "roofline_rates", "summarize",
+           "weight_cast_copy_bytes"]
