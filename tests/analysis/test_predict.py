@@ -291,6 +291,19 @@ def test_each_scalings_latency_is_its_groups_predicted_one_by_one(name):
         assert p.groups == at_once[chosen] and p.latency_ms == p.latency_by_scaling[chosen]
 
 
+def test_to_dict_is_asdict_with_the_range():
+    """Prediction.to_dict converts its groups by hand (GroupPrediction.to_dict), not by asdict's walk:
+    the same dict, keys in the same order, with and without the groups."""
+    p = predict_result(recorded_result("resnet50"), "rtx3090", batch_size=256)
+    for groups in (True, False):
+        expected = {**dataclasses.asdict(p), "latency_range_ms": p.latency_range_ms}
+        if not groups:
+            del expected["groups"]
+        got = p.to_dict(groups=groups)
+        assert got == expected and list(got) == list(expected)
+    assert [list(g) for g in p.to_dict(groups=True)["groups"]] == [list(dataclasses.asdict(g)) for g in p.groups]
+
+
 def test_h200_to_consumer_gpus_orders_vit_above_cnns():
     """The published 3090 -> 4090 speed-ups (timm CSVs, batch 1024): DeiT-S x1.68, ResNet-50
     x1.31, CoAtNet-0 x1.37, MobileViT-S x1.31 (median of all models x1.40)."""
