@@ -57,6 +57,16 @@ def test_time_in_launches_too_small_for_the_gpu_is_told_apart_from_the_estimate(
     assert json.loads((tmp_path / "coverage.json").read_text())["profiles"][0]["under_filled_ms"] == 1.0
 
 
+def test_a_csv_beside_the_profiles_is_passed_over_unread(tmp_path):
+    result = ncu_result(tmp_path)
+    assert visprof(tmp_path, "bounds", "build", result.name, "-o", "lib.json").returncode == 0
+    (tmp_path / "published.csv").write_text("model,infer_img_size,infer_samples_per_sec\nresnet50,224,100\n")
+    told = visprof(tmp_path, "bounds", "coverage", "lib.json", "published.csv", result.name)
+    assert told.returncode == 0, told.stderr
+    assert "note: published.csv not read: bounds coverage reads profiles, and a CSV holds none" in told.stderr
+    assert "measured bounds: 75.0% of all kernel time" in told.stdout
+
+
 def test_the_library_never_overwrites_what_it_was_given(tmp_path):
     result = ncu_result(tmp_path)
     before = result.read_bytes()

@@ -4,17 +4,20 @@ exit code, the one error line, and what is on disk afterwards."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
 from cli_process import refused, visprof
+from recorded_results import recorded_result
 from visprof.base.errors import BadInputError
 from visprof.sweep.run import run_sweep
 
 CSV_4090 = Path(__file__).resolve().parents[1] / "data" / "timm" / "benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv"
 CSV_3090 = CSV_4090.with_name(CSV_4090.name.replace("rtx4090", "rtx3090"))
+
 
 
 
@@ -81,6 +84,28 @@ def test_a_command_that_needs_profiles_says_a_csv_holds_none_before_its_name_is_
             "; my.csv is a timm benchmark CSV: published throughputs, not profiles")
     (work / "other.csv").write_text("model,top1\nresnet50,80.1\n")  # a CSV of another kind is said to be one
     refused(visprof(work, *[("other.csv" if a == "my.csv" else a) for a in command]), "other.csv", "timm")
+
+
+def test_predict_passes_over_a_csv_beside_profiles_and_says_so(work):
+    """predict --from my.csv vit.json refused my.csv for its file name, though predict reads no CSV."""
+    shutil.copy(CSV_4090, work / "my.csv")
+    recorded_result("deit_small_patch16_224").to_json(work / "deit.json")  # recorded H200 kernels, with roofline groups
+    proc = visprof(work, "predict", "--from", "my.csv", "deit.json", "--to", "rtx4090", "--json", "p.json")
+    assert proc.returncode == 0, proc.stderr
+    assert "note: my.csv not read: predict reads profiles, and a CSV holds none" in proc.stderr
+    assert "no known GPU" not in proc.stderr
+    assert [p["model"] for p in json.loads((work / "p.json").read_text())["predictions"]] == ["deit_small_patch16_224"]
+
+
+def test_a_csv_visprof_export_wrote_is_named_for_what_it_is(work):
+    """A store's rows exported as CSV, given where a timm CSV is read, were "not a timm inference
+    benchmark CSV" with a header cut mid-word; the message now says what the file is and what to give."""
+    (work / "mine.csv").write_text("id,run_id,cell_key,model,batch_size_requested,visprof_version\n1,1,k,resnet50,64,0.1\n")
+    for command in (("predict", "--from", "mine.csv", "--to", "rtx4090"), ("compare", "mine.csv", CSV_3090.name),
+                    ("import-timm", "mine.csv", "--store", "s.db")):
+        refused(visprof(work, *command), "mine.csv: a results store's rows from visprof export --format csv, not a "
+                "timm benchmark CSV; compare, predict and calibrate read the store itself")
+    assert not (work / "s.db").exists()
 
 
 @pytest.mark.parametrize("option", ["--timeout", "--time-budget"])

@@ -137,10 +137,26 @@ def refuse_csvs_only(paths: Iterable[str | Path], why: str) -> None:
     they are read, as holding none. Read first, a CSV whose file name names no GPU was refused for
     that (``predict --from my.csv``), though no GPU name would have given it a profile."""
     files = input_paths([paths] if isinstance(paths, (str, os.PathLike)) else paths)
-    if files and all(f.suffix.lower() == ".csv" and f.is_file() and not _is_store(f) for f in files):
+    if files and all(_is_csv(f) for f in files):
         for file in files:  # a CSV of another kind is said to be one, as load says it
             check_benchmark_csv(file)
         raise no_profiles_error(why, csvs=files)
+
+
+def profile_inputs(paths: Iterable[str | Path], why: str) -> tuple[list[str | Path], list[Path]]:
+    """For a command that reads profiles only (predict, bounds coverage): the inputs without the
+    CSV files among them, and those files, which it does not read. A CSV holds published
+    throughputs or a store's flat rows, never a profile, so one beside profiles is passed over
+    unread rather than refused for a file name that names no GPU; CSVs alone are refused
+    (``refuse_csvs_only``)."""
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    refuse_csvs_only(items, why)
+    kept = [item for item in items if not _is_csv(_split_gpu(item)[0])]
+    return kept, [_split_gpu(item)[0] for item in items if _is_csv(_split_gpu(item)[0])]
+
+
+def _is_csv(path: Path) -> bool:
+    return path.suffix.lower() == ".csv" and path.is_file() and not _is_store(path)
 
 
 def from_result(result: ProfileResult, source: str, table: GpuTable) -> Measurement:
@@ -312,4 +328,4 @@ def load(paths: Iterable[str | Path], table: GpuTable | None = None,
 
 
 __all__ = ["FOLDER_FILES", "Loaded", "Measurement", "csv_gpu", "from_reference", "from_result", "input_paths", "load",
-           "no_profiles_error", "refuse_csvs_only"]
+           "no_profiles_error", "profile_inputs", "refuse_csvs_only"]

@@ -184,6 +184,11 @@ def _timm_columns(header: list[str] | None) -> list[str] | None:
             for name in names]
 
 
+# Columns only visprof export's flat rows of a results store have (visprof.store's export), told
+# apart so that such a file given where a timm CSV is read is named for what it is.
+_EXPORT_COLUMNS = {"cell_key", "run_id", "visprof_version"}
+
+
 def _checked_header(header: list[str] | None, source: str) -> None:
     """The columns of a timm inference benchmark CSV; BadInputError for any other file."""
     if not header:
@@ -191,10 +196,15 @@ def _checked_header(header: list[str] | None, source: str) -> None:
     if "train_samples_per_sec" in header and "infer_samples_per_sec" not in header:
         raise BadInputError(f"{source}: a training benchmark; import-timm reads inference benchmarks (infer_* columns)")
     missing = [c for c in REQUIRED if c not in header]
+    if missing and _EXPORT_COLUMNS <= set(header):
+        raise BadInputError(f"{source}: a results store's rows from visprof export --format csv, not a timm benchmark "
+                            "CSV; compare, predict and calibrate read the store itself, and export --format timm "
+                            "writes timm's columns")
     if missing:
         what = "a JSON file, " if header[0].lstrip().startswith(("{", "[")) else ""
+        columns = ", ".join(header)
         raise BadInputError(f"{source}: {what}not a timm inference benchmark CSV: missing column(s) {missing}, "
-                            f"or without the infer_ prefix (header: {', '.join(header)[:200]})")
+                            f"or without the infer_ prefix (header: {columns if len(columns) <= 200 else columns[:197] + '...'})")
 
 
 def _read_text(path: Path) -> str:

@@ -426,9 +426,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise BadInputError(f"calibration file {args.calibration} is for {saved.base} -> {saved.target}; --to is "
                             f"{target.id} (predict onto its target, or give the calibration of this GPU)")
     why = "predict reads visprof profiles: JSON files, folders or stores"
-    sources.refuse_csvs_only(args.sources, why)
+    profiles, unread = sources.profile_inputs(args.sources, why)
+    if unread:
+        _say(f"note: {', '.join(map(str, unread))} not read: predict reads profiles, and a CSV holds none")
     with _progress(args, 2) as progress:
-        loaded = _load(args.sources, table, progress)
+        loaded = _load(profiles, table, progress)
         results = [m.result for m in loaded.profiles if args.model is None or fnmatch.fnmatchcase(m.model, args.model)]
         if not results:
             raise sources.no_profiles_error(why, model=args.model,

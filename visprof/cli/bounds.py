@@ -86,8 +86,11 @@ def cmd_bounds_coverage(args: argparse.Namespace) -> int:
                        folder_files=sources.FOLDER_FILES, kinds={"--json": "json"})
     library = BoundLibrary.load(args.library)
     why = "bounds coverage reads visprof profiles: JSON files, folders or stores"
-    sources.refuse_csvs_only(args.sources, why)
-    loaded, _ = sources.load(args.sources).latest_profiles_only()
+    profiles, unread = sources.profile_inputs(args.sources, why)
+    if unread:
+        print(f"note: {', '.join(map(str, unread))} not read: bounds coverage reads profiles, and a CSV holds none",
+              file=sys.stderr)
+    loaded, _ = sources.load(profiles).latest_profiles_only()
     if not loaded.profiles:
         raise sources.no_profiles_error(why, references=len(loaded.measurements))
     on_gpu = [m for m in loaded.profiles if gpu_name(m.result) == library.gpu]
