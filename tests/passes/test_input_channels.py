@@ -37,7 +37,7 @@ def test_the_wrong_guess_fails_naming_in_chans_and_in_chans_runs_it():
     assert result.model.input_shape == [2, 1, 16, 16]
     assert {c.category for c in result.categories} >= {"convolution"}
     assert render(result).splitlines()[0].startswith(
-        "visprof profile: HeadFirst (module) · 0.0M params · batch 2 · 1-channel 16px (as requested) · ")
+        "visprof profile: HeadFirst (module) · 330 params · batch 2 · 1-channel 16px (as requested) · ")
 
 
 def test_an_error_of_an_inner_convolution_is_not_blamed_on_the_input_channels():

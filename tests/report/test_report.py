@@ -72,6 +72,15 @@ def test_an_fp32_result_written_before_the_regime_was_recorded_says_no_autocast(
     assert loaded.config.autocast == "off" and "fp32, no_grad" in render(loaded).splitlines()[0]
 
 
+@pytest.mark.parametrize("count, said", [(86_567_656, "86.6M params"), (100_000, "0.1M params"),
+                                          (42_123, "42.1K params"), (1_000, "1.0K params"), (330, "330 params")])
+def test_the_header_gives_a_parameter_count_in_a_unit_that_shows_it(count, said):
+    """A toy module's 330 parameters read "0.0M params", as if it had none."""
+    result = ProfileResult.load(DATA / "h200-result-vit_base_patch16_224.json")
+    small = dataclasses.replace(result, model=dataclasses.replace(result.model, param_count=count))
+    assert f" · {said} · " in render(small).splitlines()[0]
+
+
 def test_repr_is_a_short_summary_and_text_report_is_the_cli_report():
     """A notebook shows a result by its repr: a few lines of the numbers that matter, not the
     dataclass's every field; visprof.text_report gives the whole report the CLI prints."""

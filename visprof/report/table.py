@@ -60,11 +60,18 @@ def _category_cells(label: str, row: CategoryRow) -> list[str]:
     ]
 
 
+def _params(count: int) -> str:
+    """A parameter count as people write it: 86.6M, 1.2K (a toy module read "0.0M"), 12."""
+    if count >= 1e5:
+        return f"{count / 1e6:.1f}M params"
+    return f"{count / 1e3:.1f}K params" if count >= 1e3 else f"{count} params"
+
+
 def _header(result: ProfileResult) -> list[str]:
     m, c = result.model, result.config
     parts = [f"{m.name} ({m.source})"]
     if m.param_count:
-        parts.append(f"{m.param_count / 1e6:.1f}M params")
+        parts.append(_params(m.param_count))
     elif m.param_count is None:  # a frozen TorchScript module's (its warnings say why), or an import's that had none
         parts.append("params unknown")
     if m.batch_size:
