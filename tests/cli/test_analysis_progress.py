@@ -50,6 +50,25 @@ def test_load_and_compare_tell_how_far_they_got(store):
     assert told[-1] == f"{len(comparison.models)} of {len(comparison.models)} models" and len(told) == len(comparison.models)
 
 
+def test_an_on_progress_that_cannot_be_called_is_refused_before_any_work(store, tmp_path):
+    """on_progress=True (for "show progress") failed at the first result or model, minutes into a
+    large store, with "'bool' object is not callable"."""
+    from visprof.analysis.held_out import family_held_out
+    from visprof.base.errors import BadInputError
+    from visprof.report.html import build_report
+
+    loaded = sources.load([store, CSV_3090, CSV_4090])
+    calls = {"load": lambda bad: sources.load([store], on_progress=bad),
+             "compare": lambda bad: compare(loaded.measurements, "rtx3090", "rtx4090", on_progress=bad),
+             # checked before the fleet is read (4 recorded models are too few to fit one)
+             "family_held_out": lambda bad: family_held_out(None, on_progress=bad),
+             "build_report": lambda bad: build_report(loaded, tmp_path / "r.html", on_progress=bad)}
+    for name, call in calls.items():
+        with pytest.raises(BadInputError, match=r"^on_progress takes a function of one string .*not bool True$"):
+            call(True)
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_predict_names_its_steps_and_counts_the_profiles(store, capsys, every_line):
     code = cli.main(["predict", "--from", str(store), "--to", "rtx4090"])
     out, err = capsys.readouterr()

@@ -35,7 +35,7 @@ from visprof.analysis.time_basis import END_TO_END, GPU, TIME_BASES, host_note, 
 from visprof.analysis.roofline import BOUND_LABELS, dominant_category
 from visprof.analysis.sources import Loaded, Measurement
 from visprof.base.errors import BadInputError
-from visprof.base.progress import counted
+from visprof.base.progress import check_callback, counted
 from visprof.base.spelling import option
 
 # A predicted speed-up within this of the measured one: the bounds account for the gain.
@@ -475,6 +475,7 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
     # time="GPU" had run end to end, and the comparison then said time "GPU"; the CLI offers only these
     if time not in TIME_BASES:
         raise BadInputError(f"time must be one of {', '.join(map(repr, TIME_BASES))}, got {time!r}")
+    check_callback(on_progress)
     measurements = _measurement_list(measurements)
     table = table_or_default(table)
     measurements, host_clock = without_cpu_results(measurements)

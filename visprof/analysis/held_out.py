@@ -24,7 +24,7 @@ from visprof.analysis.calibrate import MIN_MODELS, Fit, Fleet, family_folds, fit
 from visprof.analysis.calibration_band import COVERAGE
 from visprof.analysis.metrics import spearman
 from visprof.base.errors import BadInputError
-from visprof.base.progress import counted
+from visprof.base.progress import check_callback, counted
 
 
 @dataclass
@@ -167,6 +167,7 @@ def family_held_out(fleet: Fleet, folds: int = 5, lam: float | None = None, inne
                     on_progress: Callable[[str], None] | None = None) -> HeldOut:
     """Each of ``folds`` folds of whole families predicted by the fit on the others. ``on_progress``
     (e.g. ``visprof.base.progress.Progress.update``) is told after each fold: each is a fit."""
+    check_callback(on_progress)
     idx = _published(fleet)
     fams = [fleet.families[i] for i in idx]
     k = min(folds, len(set(fams)))

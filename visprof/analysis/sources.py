@@ -24,7 +24,7 @@ from visprof.analysis.timm_csv import (canonical_precision, check_benchmark_csv,
                                       read_benchmark_csv)
 from visprof.base.errors import BadInputError, NotAResultError
 from visprof.base.outputs import files_in
-from visprof.base.progress import counted
+from visprof.base.progress import check_callback, counted
 from visprof.result import ProfileResult
 
 
@@ -289,6 +289,7 @@ def load(paths: Iterable[str | Path], table: GpuTable | None = None,
     """Measurements from results, folders of results, stores and timm CSVs (module doc).
     ``on_progress`` (e.g. ``visprof.base.progress.Progress.update``) is told how far the reading got
     after each result: a store of 3,000 profiles takes about 10 s."""
+    check_callback(on_progress)
     table = table_or_default(table)
     loaded = Loaded()
     if isinstance(paths, (str, os.PathLike)):  # one path, not its characters

@@ -27,6 +27,7 @@ import time
 from typing import Callable, Iterable, Iterator, TextIO, TypeVar
 
 from visprof.base.closed_streams import DropWhenClosed
+from visprof.base.errors import BadInputError
 
 T = TypeVar("T")
 PREFIX = "[visprof]"
@@ -158,6 +159,14 @@ class Progress:
 
     def _print(self, text: str) -> None:
         print(f"{PREFIX} {text}", file=self.stream, flush=True)
+
+
+def check_callback(on_progress: object) -> None:
+    """BadInputError unless ``on_progress`` is None or callable: given ``True`` (for "show progress"),
+    a library function failed minutes in, at its first item, with "'bool' object is not callable"."""
+    if on_progress is not None and not callable(on_progress):
+        raise BadInputError(f"on_progress takes a function of one string (e.g. print or Progress.update), "
+                            f"not {type(on_progress).__name__} {on_progress!r:.40}")
 
 
 def counted(items: Iterable[T], total: int, what: str, on_progress: Callable[[str], None] | None) -> Iterator[T]:

@@ -322,6 +322,7 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
     from visprof.analysis.gpus import table_or_default
     from visprof.analysis.sources import Loaded
     from visprof.base.outputs import atomic_write_all
+    from visprof.base.progress import check_callback
     from visprof.report.figures import clock_of
     from visprof.result import visprof_version
 
@@ -331,6 +332,7 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
                                                           if isinstance(loaded, (str, Path, list, tuple)) else ""))
     if not loaded.measurements:
         raise BadInputError("nothing to report: the inputs hold no measurements")
+    check_callback(on_progress)
     check_report_outputs(output, png_dir, {"input": loaded.inputs})
     table = table_or_default(table)
     notes: list[str] = []
