@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from visprof.analysis.batch_witness import WITNESS_FACTOR, decays_from, footprint_factor, path_change, per_sample_bounds, step_up
+from visprof.analysis.batch_witness import WITNESS_FACTOR, decay_batch_step, decays_from, footprint_factor, path_change, per_sample_bounds, step_up
 from visprof.analysis.compare import compare
 from visprof.analysis.sources import Measurement
 
@@ -11,6 +11,13 @@ from visprof.analysis.sources import Measurement
 def m(model, gpu, samples, batch, img=224, kind="reference") -> Measurement:
     return Measurement(model=model, img_size=img, gpu_name=gpu, gpu_id=gpu, batch_size=batch, precision="fp16",
                        samples_per_s=samples, source="test", kind=kind)
+
+
+def test_the_decay_step_is_timms_for_every_batch():
+    """Written out so that compare need not import timm (and torch) for it; it must stay timm's."""
+    from timm.utils import decay_batch_step as timms
+
+    assert [decay_batch_step(b) for b in range(4097)] == [timms(b) for b in range(4097)]
 
 
 def test_the_step_up_follows_timms_decay_sequence():

@@ -7,7 +7,19 @@
 """
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import sys
+import tempfile
 from functools import lru_cache
+from pathlib import Path
+
+from visprof.base.cache import cache_dir
+from visprof.base.timm_import import import_timm
 
 UNKNOWN = "unknown"
 
@@ -27,29 +39,54 @@ def architecture(name: str) -> str:
 def family(name: str) -> str:
     """The timm module defining ``name`` (e.g. ``vision_transformer``), or "unknown" for a
     name this timm does not register (a user module, a model renamed since)."""
-    try:
-        from timm.models import is_model, model_entrypoint
-    except ImportError:
-        return UNKNOWN
     arch = architecture(name)
-    if not is_model(arch):
-        return UNKNOWN
-    module = _registry_modules().get(arch)
-    if module is None:
-        module = model_entrypoint(arch).__module__.rsplit(".", 1)[-1]
-    return module
+    if "timm" in sys.modules:  # imported already: the live registry costs nothing, and has the models a script registered
+        return _live_registry().get(arch, UNKNOWN)
+    return _saved_registry().get(arch, UNKNOWN)
 
 
-def _registry_modules() -> dict[str, str]:
-    """timm's own model -> module map. Deprecated names (``vit_base_resnet50_384``) are
-    registered there under the module of the model they now stand for, while their entry
-    point is a wrapper defined in timm's registry module."""
+def _live_registry() -> dict[str, str]:
+    """timm's own model -> module map, of every model it registers (``is_model``). Deprecated names
+    (``vit_base_resnet50_384``) are there under the module of the model they now stand for, while
+    their entry point is a wrapper defined in timm's registry module."""
     try:
+        import_timm()
         from timm.models import _registry
-
-        return dict(getattr(_registry, "_model_to_module", {}))
-    except ImportError:
+    except ModuleNotFoundError:
         return {}
+    return {arch: _registry._model_to_module.get(arch) or entry.__module__.rsplit(".", 1)[-1]
+            for arch, entry in _registry._model_entrypoints.items()}
+
+
+@lru_cache(maxsize=1)
+def _saved_registry() -> dict[str, str]:
+    """``_live_registry`` of the installed timm, kept in the cache folder: importing timm (and torch
+    with it) to read it took 3-4 s of an analysis command that needs neither otherwise. Keyed by
+    timm's version, place and the time its models folder last changed, so an upgrade or an edited
+    checkout of timm is read afresh; a file that cannot be read or written is made or skipped
+    without a word (the cache is a speed-up, never a source of truth)."""
+    spec = importlib.util.find_spec("timm")
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    models = Path(next(iter(spec.submodule_search_locations))) / "models"
+    try:
+        key = f"{importlib.metadata.version('timm')}|{models}|{models.stat().st_mtime_ns}"
+    except (importlib.metadata.PackageNotFoundError, OSError):
+        return _live_registry()
+    path = cache_dir() / f"timm-families-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+    try:
+        saved = json.loads(path.read_text())
+        if isinstance(saved, dict) and saved.get("key") == key and isinstance(saved.get("families"), dict):
+            return saved["families"]
+    except (OSError, ValueError):
+        pass
+    families = _live_registry()
+    with contextlib.suppress(OSError):  # written whole or not at all: processes may race to make it
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=path.name, suffix=".partial", delete=False) as out:
+            json.dump({"key": key, "families": families}, out)
+        os.replace(out.name, path)
+    return families
 
 
 __all__ = ["UNKNOWN", "architecture", "family"]

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from visprof.base.cache import cache_dir
+
 _PACKAGE = Path(__file__).resolve().parent.parent
 # NDEBUG as torch's release builds: some torch structs hold debug-only members, and inline code
 # compiled here must see the layout libtorch was built with.
@@ -68,12 +70,6 @@ def sources_root(source_dir: str) -> Path | None:
 def _source_files(root: Path, source_dir: str) -> list[Path]:
     lines = (root / source_dir / "sources.txt").read_text().splitlines()
     return [root / line.strip() for line in lines if line.strip() and not line.startswith("#")]
-
-
-def cache_dir() -> Path:
-    if os.environ.get("VISPROF_CACHE_DIR"):
-        return Path(os.environ["VISPROF_CACHE_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "visprof"
 
 
 def cuda_include_dir() -> Path | None:
