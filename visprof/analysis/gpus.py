@@ -49,7 +49,12 @@ PRECISION_TENSOR_KEY = {"fp16": "fp16", "bf16": "bf16", "tf32": "tf32", "fp32": 
 
 def normalize_name(text: str) -> str:
     """``NVIDIA GeForce RTX 4090`` -> ``rtx4090``: lower case, no vendor words, no punctuation."""
-    text = re.sub(r"\b(nvidia|geforce|tesla)\b", "", str(text).lower())
+    return _normalized(str(text))
+
+
+@lru_cache(maxsize=4096)  # a comparison looks up a few names some 200,000 times (``GpuTable.find``)
+def _normalized(text: str) -> str:
+    text = re.sub(r"\b(nvidia|geforce|tesla)\b", "", text.lower())
     return re.sub(r"[^a-z0-9]", "", text)
 
 
