@@ -327,6 +327,18 @@ def test_predicted_peak_memory_and_fit():
     assert huge.memory_share == pytest.approx(huge.peak_memory_bytes / 24e9)
 
 
+def test_a_profile_of_unknown_parameter_count_says_its_memory_estimate_is_an_upper_bound():
+    """A frozen TorchScript module's parameters are unknown: its weights are scaled with the batch."""
+    result = recorded_result("resnet50")
+    unknown = dataclasses.replace(result, model=dataclasses.replace(result.model, param_count=None))
+    larger, known = predict_result(unknown, "rtx3090", batch_size=256), predict_result(result, "rtx3090", batch_size=256)
+    assert larger.peak_memory_bytes == pytest.approx(result.timing.max_memory_allocated_bytes * 4)
+    assert larger.peak_memory_bytes > known.peak_memory_bytes
+    [note] = [n for n in larger.notes if "parameter count is unknown" in n]
+    assert note.endswith(f"~{larger.peak_memory_bytes / 1e9:.1f} GB is an upper bound")
+    assert not any("parameter count" in n for n in known.notes + predict_result(unknown, "rtx3090", batch_size=64).notes)
+
+
 def test_a_peak_near_the_cards_memory_is_neither_a_fit_nor_a_miss():
     """Between 0.8x and 1.25x of the card the estimate is wrong about half the time against
     timm's published runs (bench/results/memory-fit-2026-12-06/): fits is None there, with a

@@ -496,6 +496,9 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
     notes.extend(_small_launch_note(result, target))
     notes.extend(_no_tensor_rate_note(roof.groups, target, precision))
     peak, share, fits = _memory(result, scale, target)
+    if peak is not None and scale > 1 and result.model.param_count is None:
+        notes.append("its parameter count is unknown (a frozen TorchScript module, an import): its weights are "
+                     f"taken to grow with the batch like the rest, so ~{peak / 1e9:.1f} GB is an upper bound")
     if fits is False:
         notes.append(f"needs ~{peak / 1e9:.1f} GB at batch {batch}, more than the {target.memory_gb:g} GB of the {target.id}")
     elif share is not None and fits is None:
