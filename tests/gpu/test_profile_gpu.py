@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import visprof
-from visprof.base.errors import ModelForwardError, OutOfMemoryError
+from visprof.base.errors import BadInputError, ModelForwardError, OutOfMemoryError
 from visprof.native import native
 
 pytestmark = pytest.mark.gpu
@@ -179,7 +179,11 @@ def test_a_frozen_torchscript_module_on_the_gpu_counts_its_graphs_weights_as_wei
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # torch.jit is deprecated in torch >= 2.10
-        frozen = torch.jit.freeze(torch.jit.script(timm.create_model("resnet18").eval()))
+        on_cpu = torch.jit.freeze(torch.jit.script(timm.create_model("resnet18").eval()))
+        frozen = torch.jit.freeze(torch.jit.script(timm.create_model("resnet18").cuda().eval()))
+    # moving a module does not move its graph's constants: frozen on the CPU, it cannot run here
+    with pytest.raises(BadInputError, match="graph holds tensors .* on cpu, .* so it cannot run on cuda:0"):
+        visprof.profile(on_cpu, batch_size=8, img_size=64, passes="timing", progress=False)
     result = visprof.profile(frozen, batch_size=8, img_size=64, passes="timing,attributed", progress=False)
     assert result.measurement == "gpu" and not result.failed_checks, [c.name for c in result.failed_checks]
     assert result.model.param_count is None and any("frozen TorchScript" in w for w in result.warnings)

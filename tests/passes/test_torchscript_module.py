@@ -67,6 +67,29 @@ def test_a_frozen_module_says_its_parameter_count_is_unknown_and_counts_its_cons
     assert conv.param_bytes == (4 * 3 * 9 + 4) * 4
 
 
+def test_a_frozen_module_whose_weights_are_on_another_device_is_refused_before_it_runs():
+    """Moving a module does not move its graph's constants, where a frozen one keeps its weights: one
+    frozen on the CPU cannot run on a GPU. Said before any run (resolve_model sees no GPU here)."""
+    from visprof.base.errors import BadInputError
+    from visprof.passes.models import resolve_model
+
+    frozen = _torchscript("freeze", Gray(channels=3))
+    assert resolve_model(frozen, device="cpu").name == "Gray"
+    with pytest.raises(BadInputError) as info:
+        resolve_model(frozen, device="cuda:0")
+    assert str(info.value) == (
+        "Gray is TorchScript whose graph holds tensors (a frozen module's weights) on cpu, and moving a module does not "
+        "move its graph's constants, so it cannot run on cuda:0: script or trace it there (module.to('cuda:0') before "
+        "torch.jit.freeze), or profile it with device='cpu'")
+    with warnings.catch_warnings():  # no batch norm: freezing folds one with an op that meta tensors lack
+        warnings.simplefilter("ignore", FutureWarning)
+        on_meta = torch.jit.freeze(torch.jit.script(nn.Sequential(nn.Conv2d(3, 4, 3, device="meta")).eval()))
+    with pytest.raises(BadInputError, match="on the meta device, which holds no data"):
+        visprof.profile(on_meta, **FAST)
+    scripted = _torchscript("script", Gray(channels=3))  # its weights are parameters: .to() moves them
+    assert resolve_model(scripted, device="cuda:0").name == "Gray"
+
+
 def test_a_frozen_vit_keeps_its_attention_projections():
     """The structure pass found weights by their being parameters: in a frozen ViT the qkv and
     output projections (a GEMM with a constant operand) read as plain linear layers."""

@@ -141,7 +141,7 @@ def resolve_model(model_or_name: str | nn.Module, *, img_size: Any = None, pretr
     if in_chans is not None:
         in_chans = _checked_channels(in_chans, model_or_name)
     if isinstance(model_or_name, nn.Module):
-        return _spec_for_module(model_or_name, size, in_chans)
+        return _spec_for_module(model_or_name, size, in_chans, device)
     if isinstance(model_or_name, str):
         return _spec_for_timm(model_or_name, size, pretrained, device)
     raise BadInputError(
@@ -219,7 +219,8 @@ def _unwrapped(module: nn.Module) -> tuple[nn.Module, bool, str | None]:
             return module, compiled, parallel
 
 
-def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None, in_chans: int | None = None) -> ModelSpec:
+def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None, in_chans: int | None = None,
+                     device: str | torch.device | None = None) -> ModelSpec:
     # A torch.compile'd module was profiled as an eager run named "OptimizedModule", its modules
     # "_orig_mod.*": the run is of the module inside, compiled as visprof compiles every run.
     # A DataParallel one was headed "DataParallel", its modules "module.*": the run is of the
@@ -242,6 +243,7 @@ def _spec_for_module(module: nn.Module, size: tuple[int, int] | str | None, in_c
     if isinstance(module, torch.jit.ScriptModule):  # the report had no module table, and said nothing why
         notes.append(f"{name} is TorchScript (torch.jit.script or trace): its submodules run inside TorchScript, which "
                      "calls no Python module hooks, so its time is split by op and category but not by module")
+    _check_graph_constants_device(module, name, device)
     if is_frozen_script(module):  # the result had said 0 parameters
         notes.append(f"{name} is frozen TorchScript (torch.jit.freeze): its weights are constants in its graph, not "
                      "parameters, so its parameter count is unknown; the bytes count those constants as weights")
@@ -560,6 +562,28 @@ def is_frozen_script(module: nn.Module) -> bool:
     if not hasattr(module, "training"):
         return True
     return next(iter(module.parameters()), None) is None and any(t.dim() > 0 for t in script_constants(module))
+
+
+def _check_graph_constants_device(module: nn.Module, name: str, device: str | torch.device | None) -> None:
+    """BadInputError where TorchScript graphs in ``module`` hold tensors on another device than the
+    run's: ``module.to(device)`` moves parameters and buffers but not a graph's constants, where a
+    frozen module keeps its weights, so a module frozen on the CPU and run on a GPU would fail its
+    first forward on tensors of two devices, reported as the model's failure. A 0-dim constant may
+    stay on the CPU: torch mixes those with tensors of any device."""
+    if device is None:
+        return
+    run = torch.device(device)
+    for tensor in script_constants(module):
+        there = tensor.device
+        if tensor.dim() == 0 or (there.type == run.type and (None in (run.index, there.index) or there.index == run.index)):
+            continue
+        if there.type == "meta":
+            raise BadInputError(f"{name} is TorchScript whose graph holds tensors (a frozen module's weights) on the meta "
+                                "device, which holds no data: freeze or trace a module whose weights are materialized")
+        raise BadInputError(
+            f"{name} is TorchScript whose graph holds tensors (a frozen module's weights) on {there}, and moving a "
+            f"module does not move its graph's constants, so it cannot run on {run}: script or trace it there "
+            f"(module.to('{run}') before torch.jit.freeze), or profile it with {option('device', there.type)}")
 
 
 def _fmt(hw: Sequence[int]) -> str:
