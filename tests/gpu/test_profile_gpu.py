@@ -182,7 +182,7 @@ def test_a_frozen_torchscript_module_on_the_gpu_counts_its_graphs_weights_as_wei
         on_cpu = torch.jit.freeze(torch.jit.script(timm.create_model("resnet18").eval()))
         frozen = torch.jit.freeze(torch.jit.script(timm.create_model("resnet18").cuda().eval()))
     # moving a module does not move its graph's constants: frozen on the CPU, it cannot run here
-    with pytest.raises(BadInputError, match="graph holds tensors .* on cpu, .* so it cannot run on cuda:0"):
+    with pytest.raises(BadInputError, match="frozen TorchScript graph whose constants .* are on cpu, .* so it cannot run on cuda:0"):
         visprof.profile(on_cpu, batch_size=8, img_size=64, passes="timing", progress=False)
     result = visprof.profile(frozen, batch_size=8, img_size=64, passes="timing,attributed", progress=False)
     assert result.measurement == "gpu" and not result.failed_checks, [c.name for c in result.failed_checks]

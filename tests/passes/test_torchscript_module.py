@@ -78,16 +78,19 @@ def test_a_frozen_module_whose_weights_are_on_another_device_is_refused_before_i
     with pytest.raises(BadInputError) as info:
         resolve_model(frozen, device="cuda:0")
     assert str(info.value) == (
-        "Gray is TorchScript whose graph holds tensors (a frozen module's weights) on cpu, and moving a module does not "
-        "move its graph's constants, so it cannot run on cuda:0: script or trace it there (module.to('cuda:0') before "
+        "Gray holds a frozen TorchScript graph whose constants (its weights) are on cpu, and moving a module does not "
+        "move a graph's constants, so it cannot run on cuda:0: freeze it there (module.to('cuda:0') before "
         "torch.jit.freeze), or profile it with device='cpu'")
+    inside = nn.Sequential(nn.Identity(), frozen)  # an eager model around a frozen part
+    with pytest.raises(BadInputError, match="^Sequential holds a frozen TorchScript graph whose constants"):
+        resolve_model(inside, device="cuda:0")
     with warnings.catch_warnings():  # no batch norm: freezing folds one with an op that meta tensors lack
         warnings.simplefilter("ignore", FutureWarning)
         on_meta = torch.jit.freeze(torch.jit.script(nn.Sequential(nn.Conv2d(3, 4, 3, device="meta")).eval()))
     with pytest.raises(BadInputError, match="on the meta device, which holds no data"):
         visprof.profile(on_meta, **FAST)
-    scripted = _torchscript("script", Gray(channels=3))  # its weights are parameters: .to() moves them
-    assert resolve_model(scripted, device="cuda:0").name == "Gray"
+    for how in ("script", "trace"):  # weights that are parameters, which .to() moves
+        assert resolve_model(_torchscript(how, Gray(channels=3)), device="cuda:0").name == "Gray"
 
 
 def test_a_frozen_vit_keeps_its_attention_projections():

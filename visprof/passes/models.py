@@ -565,24 +565,26 @@ def is_frozen_script(module: nn.Module) -> bool:
 
 
 def _check_graph_constants_device(module: nn.Module, name: str, device: str | torch.device | None) -> None:
-    """BadInputError where TorchScript graphs in ``module`` hold tensors on another device than the
+    """BadInputError where frozen TorchScript graphs in ``module`` hold tensors on another device than the
     run's: ``module.to(device)`` moves parameters and buffers but not a graph's constants, where a
     frozen module keeps its weights, so a module frozen on the CPU and run on a GPU would fail its
     first forward on tensors of two devices, reported as the model's failure. A 0-dim constant may
-    stay on the CPU: torch mixes those with tensors of any device."""
+    stay on the CPU: torch mixes those with tensors of any device. Only frozen modules' constants
+    are read: a traced module's may be literals its graph moves to the input's device itself."""
     if device is None:
         return
     run = torch.device(device)
-    for tensor in script_constants(module):
+    frozen = [sub for sub in module.modules() if is_frozen_script(sub)]
+    for tensor in (t for sub in frozen for t in script_constants(sub)):
         there = tensor.device
         if tensor.dim() == 0 or (there.type == run.type and (None in (run.index, there.index) or there.index == run.index)):
             continue
         if there.type == "meta":
-            raise BadInputError(f"{name} is TorchScript whose graph holds tensors (a frozen module's weights) on the meta "
-                                "device, which holds no data: freeze or trace a module whose weights are materialized")
+            raise BadInputError(f"{name} holds a frozen TorchScript graph whose constants (its weights) are on the meta "
+                                "device, which holds no data: freeze a module whose weights are materialized")
         raise BadInputError(
-            f"{name} is TorchScript whose graph holds tensors (a frozen module's weights) on {there}, and moving a "
-            f"module does not move its graph's constants, so it cannot run on {run}: script or trace it there "
+            f"{name} holds a frozen TorchScript graph whose constants (its weights) are on {there}, and moving a "
+            f"module does not move a graph's constants, so it cannot run on {run}: freeze it there "
             f"(module.to('{run}') before torch.jit.freeze), or profile it with {option('device', there.type)}")
 
 
