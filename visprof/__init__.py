@@ -8,10 +8,8 @@
 
 `import visprof` stays cheap: torch, timm and the native extension load on first use.
 """
-from __future__ import annotations
-
-import importlib
-from typing import Any
+import importlib as _importlib
+from typing import Any as _Any
 
 __version__ = "0.1.0"
 
@@ -48,12 +46,19 @@ _LAZY = {
 _SUBPACKAGES = ("analysis", "attribution", "native", "nsight", "report", "store", "sweep")
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     if name in _SUBPACKAGES:
-        return importlib.import_module(f"visprof.{name}")  # importing it binds it here too
+        return _importlib.import_module(f"visprof.{name}")  # importing it binds it here too
     if name not in _LAZY:
         raise AttributeError(f"module 'visprof' has no attribute {name!r}")
     module, attribute = _LAZY[name]
-    value = getattr(importlib.import_module(module), attribute)
+    value = getattr(_importlib.import_module(module), attribute)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """What a notebook's completion offers after ``visprof.``: the lazy names and subpackages, which
+    are not in the module until first used, and the submodules imported meanwhile."""
+    loaded = {name for name in globals() if not name.startswith("_")}
+    return sorted({*__all__, *_SUBPACKAGES, "__version__", *loaded})

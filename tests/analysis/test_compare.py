@@ -260,6 +260,16 @@ def test_load_folders_csvs_and_named_gpus(tmp_path):
                        f"{c.prediction.models} profiled, predicted at Spearman {c.prediction.spearman:.2f}, median error "
                        f"{c.prediction.median_abs_error:.1%}; {len(c.notes)} note(s)>")
     assert len(c.models) == 60 and c.prediction.models == 4
+    # one line each, where the dataclasses' reprs nested a profile's five lines in 40 of fields
+    deit = next(mc for mc in c.models if mc.model == "deit_small_patch16_224")
+    assert repr(deit) == (f"<ModelComparison deit_small_patch16_224 @224 (deit): x{deit.speedup:.3f} rtx3090 -> rtx4090, "
+                          f"sensitivity {deit.sensitivity:+.1%}, predicted x{deit.predicted_speedup:.3f} (band "
+                          f"x{deit.predicted_band[0]:.3f}-x{deit.predicted_band[1]:.3f}) from its profile>")
+    assert repr(deit.base) == (f"<Measurement deit_small_patch16_224 @224 on rtx3090: {deit.base.samples_per_s:,.1f} samples/s "
+                               f"at batch {deit.base.batch_size}, fp16; reference from {CSV_3090.name}>")
+    assert repr(deit.profile) == (f"<Measurement deit_small_patch16_224 @224 on h200: {deit.profile.samples_per_s:,.1f} "
+                                  f"samples/s at batch 64, bf16; profile from {deit.profile.source}>")
+    assert "\n" not in repr(deit) + repr(deit.profile)
 
 
 def test_a_folder_holds_gzipped_results_too_and_one_path_is_not_its_characters(tmp_path):

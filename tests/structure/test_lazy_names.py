@@ -28,3 +28,16 @@ def test_each_lazy_name_is_one_object(package):
     done = subprocess.run([sys.executable, "-c", CHECK, package], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr.strip().splitlines()[-1]
     assert done.stdout.startswith("ok ")
+
+
+def test_a_notebooks_completion_offers_the_lazy_names_and_not_the_packages_own_imports():
+    """dir(visprof), what completion after ``visprof.`` lists, had the package's own imports (importlib,
+    Any, annotations) and none of profile, trace or the subpackages, which load on first use."""
+    code = "import visprof, json; print(json.dumps(dir(visprof)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    import json
+
+    offered = set(json.loads(done.stdout))
+    assert {"profile", "trace", "text_report", "ProfileResult", "analysis", "sweep", "__version__"} <= offered
+    assert not offered & {"importlib", "Any", "annotations"}

@@ -64,6 +64,16 @@ class ModelComparison:
     # where the two published batches show that the runs held different memory per sample (batch_witness)
     path_change: PathChange | None = None
 
+    def __repr__(self) -> str:
+        # The model's line, not its two measurements' every field and the profile inside (40 lines).
+        size = f" @{self.img_size}" if self.img_size else ""
+        predicted = ""
+        if self.predicted_speedup is not None:
+            band = f" (band x{self.predicted_band[0]:.3f}-x{self.predicted_band[1]:.3f})" if self.predicted_band else ""
+            predicted = f", predicted x{self.predicted_speedup:.3f}{band} from its profile"
+        return (f"<ModelComparison {self.model}{size} ({self.family}): x{self.speedup:.3f} {self.base.gpu} -> "
+                f"{self.target.gpu}, sensitivity {self.sensitivity:+.1%}{predicted}>")
+
     @property
     def base_time_over_predicted(self) -> float | None:
         """log(published base time per sample / the time the profile predicts there): the calibration's

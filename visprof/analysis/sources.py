@@ -60,6 +60,14 @@ class Measurement:
     def arch(self) -> str:
         return architecture(self.model)
 
+    def __repr__(self) -> str:
+        # One line: a profile's own repr is five, and the dataclass's had put it inside this one.
+        size = f" @{self.img_size}" if self.img_size else ""
+        rate = f"{self.samples_per_s:,.1f} samples/s" if self.samples_per_s else "no throughput"
+        what = "profile" if self.result is not None else self.kind
+        return (f"<Measurement {self.model}{size} on {self.gpu}: {rate} at batch {self.batch_size}, {self.precision}; "
+                f"{what} from {self.source}>")
+
     @property
     def host_clock(self) -> bool:
         """A CPU result: its times are host-clock op durations, not a GPU's kernel times."""
