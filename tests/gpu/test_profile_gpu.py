@@ -203,6 +203,21 @@ def test_a_module_in_dataparallel_on_the_gpu_is_profiled_as_the_module_inside():
     assert result.modules and not any(m.path.startswith("module") for m in result.modules)
 
 
+def test_a_tensor_left_on_the_cpu_by_module_to_is_named_with_the_fix():
+    class Masked(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+            self.mask = torch.ones(4, 32, 32)  # a plain attribute: .cuda() leaves it on the CPU
+
+        def forward(self, x):
+            return self.conv(x) * self.mask
+
+    with pytest.raises(ModelForwardError, match=r"\(mask of Masked is a plain tensor attribute on cpu, which "
+                                                r"module.to\(\) does not move: register it as a buffer"):
+        visprof.profile(Masked(), batch_size=4, img_size=32, passes="timing", progress=False)
+
+
 def test_device_index_is_honoured():
     result = visprof.profile("resnet18", batch_size=4, device=f"cuda:{torch.cuda.device_count() - 1}",
                              passes="timing", progress=False)

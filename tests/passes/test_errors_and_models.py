@@ -203,6 +203,39 @@ def test_forward_error_carries_the_hint():
                               "RuntimeError: expected scalar type BFloat16 but found Float")
 
 
+class MaskedAsAPlainTensor(nn.Module):
+    """Keeps its mask as a plain attribute, which module.to(device) does not move."""
+
+    def __init__(self, mask_device: str):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.mask = torch.ones(4, 8, 8, device=mask_device)
+
+    def forward(self, x):
+        return self.conv(x) * self.mask
+
+
+def test_a_forward_that_meets_a_tensor_left_on_another_device_names_it_and_the_fix():
+    """A mask kept as a plain attribute stays where it was made when the module moves to the run's
+    device; torch says two devices met, not which tensor or why."""
+    import visprof
+
+    with pytest.raises(ModelForwardError) as info:  # meta stands in for a GPU on a CPU-only machine
+        visprof.profile(MaskedAsAPlainTensor("meta"), device="cpu", batch_size=2, img_size=8, progress=False)
+    assert str(info.value).endswith(
+        "(mask of MaskedAsAPlainTensor is a plain tensor attribute on meta, which module.to() does not move: register "
+        "it as a buffer (self.register_buffer(name, tensor), persistent=False to keep it out of the state dict))")
+    spec = resolve_model(nn.Sequential(MaskedAsAPlainTensor("meta"), MaskedAsAPlainTensor("meta")), img_size=8)
+    two = spec.forward_error(2, RuntimeError("Expected all tensors to be on the same device, but found at least two "
+                                             "devices, cuda:0 and cpu!"))
+    assert "(0.mask, 1.mask of Sequential are plain tensor attributes on meta" in str(two)
+    elsewhere = spec.forward_error(2, RuntimeError("expected scalar type BFloat16 but found Float"))
+    assert "plain tensor" not in str(elsewhere)  # not a devices error: no attribute to blame
+    on_its_device = resolve_model(MaskedAsAPlainTensor("cpu"), img_size=8)
+    assert "plain tensor" not in str(on_its_device.forward_error(2, RuntimeError("Tensor on device meta is not on the "
+                                                                                 "expected device cpu!")))
+
+
 # --- modules -----------------------------------------------------------------------------
 
 def test_plain_module_gets_default_size_and_a_note():

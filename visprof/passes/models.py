@@ -92,6 +92,12 @@ class ModelSpec:
         if self.source == "module" and _is_about_channels(cause, self.input_size[0]):
             hint = (f"visprof fed it {self.input_size[0]}-channel inputs; give the channels {self.name} takes "
                     f"({option('in_chans', metavar='N')})")
+        if self.source == "module" and _DEVICES_ERROR.search(str(cause)) and (unmoved := _unmoved_tensors(self.module)):
+            paths, there = ", ".join(path for path, _ in unmoved[:3]), unmoved[0][1]
+            hint = (f"{paths}{' and more' if len(unmoved) > 3 else ''} of {self.name} "
+                    f"{'is a plain tensor attribute' if len(unmoved) == 1 else 'are plain tensor attributes'} on {there}, "
+                    f"which module.to() does not move: register {'it as a buffer' if len(unmoved) == 1 else 'them as buffers'} "
+                    "(self.register_buffer(name, tensor), persistent=False to keep it out of the state dict)")
         if _is_about_forwards_arguments(cause):
             hint = ("visprof.profile calls forward with one batch of images; for a forward that takes other "
                     "inputs, run it yourself inside `with visprof.trace(model):`")
@@ -118,6 +124,25 @@ def _is_about_channels(cause: BaseException, fed: int) -> bool:
     """A convolution refused the channels of the input visprof fed (not those of an inner tensor)."""
     found = _CHANNELS_ERROR.search(str(cause))
     return found is not None and int(found.group(1)) == fed
+
+
+# torch's words when an op gets tensors of two devices: "Expected all tensors to be on the same device,
+# but found at least two devices, cuda:0 and cpu!", "Input type (torch.cuda.FloatTensor) and weight
+# type (torch.FloatTensor) should be the same", "Tensor on device meta is not on the expected device cpu!"
+_DEVICES_ERROR = re.compile(r"same device|two devices|expected device|Input type .* and weight type .* should be the same")
+
+
+def _unmoved_tensors(module: nn.Module) -> list[tuple[str, torch.device]]:
+    """(path, device) of the tensors ``module`` holds as plain attributes, not parameters or buffers,
+    on another device than its parameters: ``module.to(device)`` moves only those, so a mask kept as
+    ``self.mask = torch.ones(...)`` stays on the CPU of a model run on a GPU."""
+    devices = {t.device for t in itertools.chain(module.parameters(), module.buffers())}
+    if len(devices) != 1:
+        return []
+    moved = devices.pop()
+    return [(f"{path}.{name}" if path else name, value.device)
+            for path, sub in module.named_modules() for name, value in vars(sub).items()
+            if isinstance(value, torch.Tensor) and value.dim() > 0 and value.device != moved]
 
 
 def _is_about_sizes(cause: BaseException) -> bool:
