@@ -8,8 +8,7 @@
 
 `import visprof` stays cheap: torch, timm and the native extension load on first use.
 """
-import importlib as _importlib
-from typing import Any as _Any
+from visprof.base.lazy_names import lazy_names as _lazy_names
 
 __version__ = "0.1.0"
 
@@ -41,24 +40,7 @@ _LAZY = {
 
 
 # The subpackages the docs name as ``visprof.<name>...`` (``visprof.sweep.open_store(...)``): served
-# on first use as the names above are, so that code written as the docs write it runs after a
-# plain ``import visprof``.
+# on first use as the names above are, so that code written as the docs write it runs after a plain
+# ``import visprof``.
 _SUBPACKAGES = ("analysis", "attribution", "native", "nsight", "report", "store", "sweep")
-
-
-def __getattr__(name: str) -> _Any:
-    if name in _SUBPACKAGES:
-        return _importlib.import_module(f"visprof.{name}")  # importing it binds it here too
-    if name not in _LAZY:
-        raise AttributeError(f"module 'visprof' has no attribute {name!r}")
-    module, attribute = _LAZY[name]
-    value = getattr(_importlib.import_module(module), attribute)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """What a notebook's completion offers after ``visprof.``: the lazy names and subpackages, which
-    are not in the module until first used, and the submodules imported meanwhile."""
-    loaded = {name for name in globals() if not name.startswith("_")}
-    return sorted({*__all__, *_SUBPACKAGES, "__version__", *loaded})
+__getattr__, __dir__ = _lazy_names(__name__, _LAZY, public=_SUBPACKAGES)

@@ -30,14 +30,37 @@ def test_each_lazy_name_is_one_object(package):
     assert done.stdout.startswith("ok ")
 
 
-def test_a_notebooks_completion_offers_the_lazy_names_and_not_the_packages_own_imports():
+DIR = """
+import importlib, json, sys
+package = importlib.import_module(sys.argv[1])
+offered = dir(package)
+submodule = getattr(package, sys.argv[2])  # served on first use, as completion offered it
+print(json.dumps({"offered": offered, "all": package.__all__, "submodule": submodule.__name__}))
+"""
+
+
+@pytest.mark.parametrize("package, submodule", [("visprof", "sweep"), ("visprof.analysis", "sources"),
+                                                ("visprof.sweep", "selection"), ("visprof.nsight", "ncu_csv")])
+def test_a_notebooks_completion_offers_the_lazy_names_and_submodules_not_the_packages_own_imports(package, submodule):
     """dir(visprof), what completion after ``visprof.`` lists, had the package's own imports (importlib,
-    Any, annotations) and none of profile, trace or the subpackages, which load on first use."""
-    code = "import visprof, json; print(json.dumps(dir(visprof)))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    Any, annotations) and none of profile, trace or the subpackages, which load on first use; the
+    same in visprof.analysis, visprof.sweep and visprof.nsight."""
     import json
 
-    offered = set(json.loads(done.stdout))
-    assert {"profile", "trace", "text_report", "ProfileResult", "analysis", "sweep", "__version__"} <= offered
+    done = subprocess.run([sys.executable, "-c", DIR, package, submodule], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(done.stdout)
+    offered = set(listed["offered"])
+    assert set(listed["all"]) <= offered and submodule in offered
+    assert listed["submodule"] == f"{package}.{submodule}"
     assert not offered & {"importlib", "Any", "annotations"}
+    if package == "visprof":
+        assert {"profile", "trace", "text_report", "analysis", "__version__"} <= offered
+        assert "cli" not in offered  # only the subpackages the docs name
+
+
+def test_an_unknown_name_is_an_attribute_error_naming_the_package():
+    import visprof.analysis
+
+    with pytest.raises(AttributeError, match="^module 'visprof.analysis' has no attribute 'sourcez'$"):
+        visprof.analysis.sourcez

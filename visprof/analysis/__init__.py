@@ -23,10 +23,7 @@ Modules, each small and importable on its own (nothing heavy loads at import):
     accuracy      ImageNet top-1 of timm's pretrained weights (a compact copy)
     metrics       Spearman, Pearson, ratio errors
 """
-from __future__ import annotations
-
-import importlib
-from typing import Any
+from visprof.base.lazy_names import lazy_names as _lazy_names
 
 __all__ = ["compare", "gpu_table", "predict_result", "roofline"]
 
@@ -40,9 +37,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'visprof.analysis' has no attribute {name!r}")
-    module, attribute = _LAZY[name]
-    value = importlib.import_module(module)
-    return value if attribute is None else getattr(value, attribute)
+__getattr__, __dir__ = _lazy_names(__name__, _LAZY)

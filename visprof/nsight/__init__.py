@@ -9,21 +9,14 @@
 
 Heavy modules (torch, sqlite readers) load on first use of the functions below.
 """
-from __future__ import annotations
+from visprof.base.lazy_names import lazy_names as _lazy_names
 
-import importlib
-
-_EXPORTS = {
-    "run_nvtx_only": "visprof.nsight.nvtx_only",
-    "import_nsys": "visprof.nsight.nsys_import",
-    "profile_with_ncu": "visprof.nsight.ncu_run",
+_LAZY = {
+    "run_nvtx_only": ("visprof.nsight.nvtx_only", "run_nvtx_only"),
+    "import_nsys": ("visprof.nsight.nsys_import", "import_nsys"),
+    "profile_with_ncu": ("visprof.nsight.ncu_run", "profile_with_ncu"),
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(_LAZY)
 
-
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'visprof.nsight' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = _lazy_names(__name__, _LAZY)

@@ -10,10 +10,7 @@ Rooms: ``selection`` (which models), ``plan`` (the cells), ``store``/``schema``/
 worker per GPU), ``ray_exec`` (Ray tasks), ``run`` (the driver), ``export``, ``summary``.
 See docs/sweep.md.
 """
-from __future__ import annotations
-
-import importlib
-from typing import Any
+from visprof.base.lazy_names import lazy_names as _lazy_names
 
 __all__ = [
     "run_sweep",
@@ -42,10 +39,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'visprof.sweep' has no attribute {name!r}")
-    module, attribute = _LAZY[name]
-    value = getattr(importlib.import_module(module), attribute)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = _lazy_names(__name__, _LAZY)
