@@ -163,8 +163,10 @@ def test_a_torchscript_module_on_the_gpu_attributes_its_kernels_and_is_back_as_g
     assert result.measurement == "gpu" and not result.failed_checks, [c.name for c in result.failed_checks]
     assert result.model.name == "Sequential" and result.model.input_shape == [8, 1, 32, 32]
     assert any("came in training mode" in w for w in result.warnings)
-    by_category = {r.category: r.time_ms for r in result.categories if r.time_ms > 0}
+    by_category = {name: row.time_ms for name, row in result.category_totals().items() if row.time_ms > 0}
     assert {"convolution", "normalization", "linear"} <= set(by_category), by_category
+    # (the rows of result.categories are per sub-category: keyed by category, memory's cast and layout had
+    # been one row, and the sum 0.0180 ms against the op types' 0.0238 on an H100)
     assert sum(r.time_ms for r in result.op_types) == pytest.approx(sum(by_category.values()), rel=1e-6)
     assert scripted.training and all(p.device.type == "cpu" for p in scripted.parameters())
 

@@ -67,6 +67,21 @@ def test_a_frozen_module_says_its_parameter_count_is_unknown_and_counts_its_cons
     assert conv.param_bytes == (4 * 3 * 9 + 4) * 4
 
 
+@pytest.mark.parametrize("how", ["freeze", "script"])
+def test_at_bf16_a_frozen_modules_weights_are_weights_though_its_executor_made_them_anew(how):
+    """Under autocast the graph executor folds the casts of a frozen graph's weights into new bf16
+    constants, which are in no graph visprof reads before the run: a frozen resnet18 at bf16 (on an
+    H100, as here on the CPU) had 0 weight bytes. What no recorded op made and is not the input is
+    one of them. A scripted module's weights are parameters, cast by ops: its count stays as it was."""
+    model = _torchscript(how, Gray(channels=3))
+    result = visprof.profile(model, **{**FAST, "precision": "bf16", "iterations": 3})
+    conv = next(g for g in result.roofline.groups if "conv" in g.op)
+    assert conv.param_bytes == (4 * 3 * 9 + 4) * 2  # weight and bias in bf16 (frozen: the batch norm folded in)
+    casts = sum(g.param_bytes * g.count for g in result.roofline.groups if g.subcategory == "cast")
+    # scripted, autocast casts the fp32 parameters by ops (read in fp32, written in bf16); frozen, the executor did
+    assert casts == (0 if how == "freeze" else (4 * 3 * 9 + 4) * (4 + 2))
+
+
 def test_a_frozen_module_whose_weights_are_on_another_device_is_refused_before_it_runs():
     """Moving a module does not move its graph's constants, where a frozen one keeps its weights: one
     frozen on the CPU cannot run on a GPU. Said before any run (resolve_model sees no GPU here)."""
@@ -102,10 +117,11 @@ def test_a_frozen_vit_keeps_its_attention_projections():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         frozen = torch.jit.freeze(torch.jit.script(vit))
-    result = visprof.profile(frozen, **{**FAST, "img_size": 32})
-    rows = {(r.category, r.subcategory): r.kernel_count for r in result.categories if r.kernel_count}
-    assert rows[("attention", "projections")] == 2 * 12  # qkv and proj in each of 12 blocks
-    assert rows[("linear", None)] == 2 * 12 + 1  # the MLPs' two and the head
+    for precision in ("fp32", "bf16"):  # at bf16 the executor's own bf16 constants are the weights
+        result = visprof.profile(frozen, **{**FAST, "img_size": 32, "precision": precision})
+        rows = {(r.category, r.subcategory): r.kernel_count for r in result.categories if r.kernel_count}
+        assert rows[("attention", "projections")] == 2 * 12, precision  # qkv and proj in each of 12 blocks
+        assert rows[("linear", None)] == 2 * 12 + 1, precision  # the MLPs' two and the head
 
 
 def test_a_scripted_channels_last_module_runs_in_its_own_layout_and_comes_back_in_it():

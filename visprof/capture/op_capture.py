@@ -28,7 +28,7 @@ from visprof.capture.autograd_link import AutogradLink
 from visprof.capture.dispatch import call_as_unmoded
 from visprof.native import native
 from visprof.capture.nvtx_scheme import LiveModuleRanges, ModulePlan, ModuleRanges, op_handle, op_range_name
-from visprof.capture.op_costs import NO_COST, OpCostCounter, script_constants
+from visprof.capture.op_costs import NO_COST, OpCostCounter, is_frozen_script, script_constants
 from visprof.native.records import ModuleRecord, OpRecord
 from visprof.capture.structure import EXTERNAL, PARAM, SOFTMAX, Dataflow, find_roles, op_kind
 
@@ -73,6 +73,10 @@ def _traces(args: tuple) -> bool:
     ops have no storage to read (reading a FakeTensor's data pointer warns, and will raise) and launch
     nothing; recorded, one (prim.device) was filed under "other"."""
     return _FAKE_TENSOR is not None and any(isinstance(a, _FAKE_TENSOR) for a in args)
+
+
+def has_frozen_script(root: torch.nn.Module | None) -> bool:
+    return root is not None and any(is_frozen_script(module) for module in root.modules())
 
 
 class ModuleTracker:
@@ -214,9 +218,10 @@ class FlowRecorder:
     no activation is kept alive and a dead tensor's reused id is never mistaken for it; a
     view is a new tensor object and an op of its own. Parameters, buffers and tensors that
     modules or their TorchScript graphs hold count as constants (``PARAM``); any other tensor that no recorded op
-    produced is an activation from outside (``EXTERNAL``), e.g. the input."""
+    produced is an activation from outside (``EXTERNAL``), e.g. the input. Given ``inputs`` (a model with a
+    frozen graph, whose executor makes new constants of it, OpCostCounter's doc), only those are from outside."""
 
-    def __init__(self, root: torch.nn.Module | None):
+    def __init__(self, root: torch.nn.Module | None, inputs: tuple[torch.Tensor, ...] | None = None):
         self.producers: dict[int, tuple[Any, int]] = {}
         self.constants: set[int] = set()
         if root is not None:
@@ -226,6 +231,8 @@ class FlowRecorder:
                 self.constants.update(id(v) for v in module.__dict__.values() if isinstance(v, torch.Tensor))
             self._script_constants = script_constants(root)  # held: ids stay theirs while they live
             self.constants.update(id(t) for t in self._script_constants)
+        # given (a model with a frozen graph, OpCostCounter's ``inputs``): only these come from outside
+        self._inputs = None if inputs is None else {id(t) for t in inputs}
         self.flow = Dataflow()
         self.index: list[int] = []  # raw index of each dataflow op
         self._kinds: dict[Any, str] = {}
@@ -234,7 +241,9 @@ class FlowRecorder:
         entry = self.producers.get(id(t))
         if entry is not None and entry[0]() is t:
             return entry[1]
-        return PARAM if id(t) in self.constants or isinstance(t, torch.nn.Parameter) else EXTERNAL
+        if id(t) in self.constants or isinstance(t, torch.nn.Parameter):
+            return PARAM
+        return EXTERNAL if self._inputs is None or id(t) in self._inputs else PARAM
 
     def _produced(self, t: torch.Tensor, position: int) -> None:
         self.producers[id(t)] = (weakref.ref(t), position)
@@ -300,14 +309,17 @@ class OpCapture(TorchDispatchMode):
 
     def __init__(self, tracker: ModuleTracker, table: CategoryTable | None = None, *, nvtx: bool = True,
                  tags: bool = False, flops: bool = False, template: "OpCapture | None" = None,
-                 structure: bool = False, backward: bool = False, model_name: str | None = None):
+                 structure: bool = False, backward: bool = False, model_name: str | None = None,
+                 inputs: tuple[torch.Tensor, ...] = ()):
         super().__init__()
         self.tracker = tracker
         self.table = table or default_table()
         self._c = native()
         self._nvtx = nvtx
         self._tags = tags
-        self._cost = OpCostCounter(script_constants(tracker.root)) if flops else None
+        # With a frozen graph in the model, what no recorded op made and is not an input is its constant
+        graph_inputs = inputs if inputs and has_frozen_script(tracker.root) else None
+        self._cost = OpCostCounter(script_constants(tracker.root), graph_inputs) if flops else None
         self.iteration = 0
         self.next_id = 1
         # (external_id, op name, module index, iteration, start_ns, end_ns, OpCost, attrs)
@@ -317,7 +329,7 @@ class OpCapture(TorchDispatchMode):
         self._position = 0
         self.misaligned = 0
         # Dataflow of the template forward (structure=True): per raw entry, its inputs' producers.
-        self._flow: FlowRecorder | None = FlowRecorder(tracker.root) if structure else None
+        self._flow: FlowRecorder | None = FlowRecorder(tracker.root, graph_inputs) if structure else None
         self.roles: dict[int, str] = {}  # raw index -> role, once the capture has exited
         self._autograd = AutogradLink() if backward else None
         self._module_ranges = ModuleRanges(tracker.modules, model_name) if nvtx else None

@@ -315,6 +315,19 @@ def script_constants(root: torch.nn.Module | None) -> list[torch.Tensor]:
     return found
 
 
+def is_frozen_script(module: torch.nn.Module) -> bool:
+    """torch.jit.freeze's module (and so torch.jit.optimize_for_inference's): its weights became
+    constants of its graph, where no count of the original parameters is kept (freezing folds
+    batch norms into convolutions and may pack weights into objects that are not tensors).
+    Freezing folds the ``training`` flag into the graph too; where preserved_attrs kept it, a
+    module with no parameters whose graph holds weight-sized constants is frozen all the same."""
+    if not isinstance(module, torch.jit.ScriptModule):
+        return False
+    if not hasattr(module, "training"):
+        return True
+    return next(iter(module.parameters()), None) is None and any(t.dim() > 0 for t in script_constants(module))
+
+
 class OpCostCounter:
     """Counts ``OpCost`` op by op through one forward (capture's template forward).
 
@@ -323,17 +336,28 @@ class OpCostCounter:
     Module buffers (running statistics, index tables) count as activations: they are
     small in vision models. ``constants`` count as parameters: the tensors a TorchScript
     graph holds (``script_constants``), where a frozen module keeps its weights.
+
+    ``inputs`` (the forward's input tensors), given for a model with a frozen TorchScript graph,
+    makes every tensor that no counted op made, and that is not an input, a constant: the graph
+    executor folds autocast's casts of a frozen graph's weights into new bf16 constants, which no
+    graph visprof can read before the run holds (a frozen resnet18 at bf16 had 0 weight bytes).
     """
 
-    def __init__(self, constants: list[torch.Tensor] = ()) -> None:
+    def __init__(self, constants: list[torch.Tensor] = (), inputs: tuple[torch.Tensor, ...] | None = None) -> None:
         from torch.utils.weak import WeakIdKeyDictionary
 
         self._from_params = WeakIdKeyDictionary()
         for t in constants:
             self._from_params[t] = True
+        # the tensors a counted op made, and the inputs: anything else came from the graph (``inputs``)
+        self._made = WeakIdKeyDictionary() if inputs is not None else None
+        for t in inputs or ():
+            self._made[t] = True
 
     def _is_param(self, t: torch.Tensor) -> bool:
-        return isinstance(t, torch.nn.Parameter) or t in self._from_params
+        if isinstance(t, torch.nn.Parameter) or t in self._from_params:
+            return True
+        return self._made is not None and t not in self._made
 
     def __call__(self, func, args: tuple, kwargs: dict, out: Any) -> OpCost:
         flops = op_flops(func, args, kwargs, out)
@@ -342,6 +366,9 @@ class OpCostCounter:
         if inputs and all(params):
             for t in outputs:
                 self._from_params[t] = True
+        elif self._made is not None:
+            for t in outputs:
+                self._made[t] = True
         tensor_core = tensor_core_precision(func, inputs) if flops > 0 else None
         if not _moves_data(func, inputs, outputs):
             return OpCost(flops, 0, 0, tensor_core)

@@ -140,7 +140,7 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
 def _op_captures(runner: ModelRunner, tracker: ModuleTracker, table: CategoryTable, iterations: int, nvtx: bool):
     """The template forward (with dataflow: roles are decided from it), then the captures for
     the timed iterations, C++ first where it aligns. Returns (template, captures, method)."""
-    template = OpCapture(tracker, table, nvtx=False, flops=True, structure=True)
+    template = OpCapture(tracker, table, nvtx=False, flops=True, structure=True, inputs=(runner.input,))
     with tracker, template:
         runner()
         runner.sync()

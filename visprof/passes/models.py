@@ -20,7 +20,7 @@ from visprof.base.errors import BadInputError, ModelForwardError, UnknownModelEr
 from visprof.base.sizes import normalize_img_size, validate_batch_size
 from visprof.base.spelling import option
 from visprof.base.timm_import import import_timm
-from visprof.capture.op_costs import script_constants
+from visprof.capture.op_costs import is_frozen_script, script_constants
 from visprof.passes.user_module import ModuleState, is_conv, weights_layout
 
 DEFAULT_INPUT_SIZE = (3, 224, 224)
@@ -574,19 +574,6 @@ def count_parameters(module: nn.Module) -> int | None:
         return None
     # Lazy modules have no shape until their first forward; they count as 0 until then.
     return sum(p.numel() for p in module.parameters() if not nn.parameter.is_lazy(p))
-
-
-def is_frozen_script(module: nn.Module) -> bool:
-    """torch.jit.freeze's module (and so torch.jit.optimize_for_inference's): its weights became
-    constants of its graph, where no count of the original parameters is kept (freezing folds
-    batch norms into convolutions and may pack weights into objects that are not tensors).
-    Freezing folds the ``training`` flag into the graph too; where preserved_attrs kept it, a
-    module with no parameters whose graph holds weight-sized constants is frozen all the same."""
-    if not isinstance(module, torch.jit.ScriptModule):
-        return False
-    if not hasattr(module, "training"):
-        return True
-    return next(iter(module.parameters()), None) is None and any(t.dim() > 0 for t in script_constants(module))
 
 
 def _check_graph_constants_device(module: nn.Module, name: str, device: str | torch.device | None) -> None:
