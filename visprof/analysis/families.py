@@ -12,13 +12,13 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
-import os
 import sys
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 from visprof.base.cache import cache_dir
+from visprof.base.errors import OutputWriteError
+from visprof.base.outputs import atomic_write_all
 from visprof.base.timm_import import import_timm
 
 UNKNOWN = "unknown"
@@ -41,21 +41,35 @@ def family(name: str) -> str:
     name this timm does not register (a user module, a model renamed since)."""
     arch = architecture(name)
     if "timm" in sys.modules:  # imported already: the live registry costs nothing, and has the models a script registered
-        return _live_registry().get(arch, UNKNOWN)
+        registry = _timm_registry()
+        return UNKNOWN if registry is None else _module_of(registry, arch)
     return _saved_registry().get(arch, UNKNOWN)
 
 
-def _live_registry() -> dict[str, str]:
-    """timm's own model -> module map, of every model it registers (``is_model``). Deprecated names
-    (``vit_base_resnet50_384``) are there under the module of the model they now stand for, while
-    their entry point is a wrapper defined in timm's registry module."""
+def _timm_registry():
+    """timm's model registry module, or None without timm."""
     try:
         import_timm()
         from timm.models import _registry
     except ModuleNotFoundError:
-        return {}
-    return {arch: _registry._model_to_module.get(arch) or entry.__module__.rsplit(".", 1)[-1]
-            for arch, entry in _registry._model_entrypoints.items()}
+        return None
+    return _registry
+
+
+def _module_of(registry, arch: str) -> str:
+    """The timm module registering ``arch`` (``is_model``), else UNKNOWN. Deprecated names
+    (``vit_base_resnet50_384``) are registered under the module of the model they now stand for,
+    while their entry point is a wrapper defined in timm's registry module."""
+    entry = registry._model_entrypoints.get(arch)
+    if entry is None:
+        return UNKNOWN
+    return registry._model_to_module.get(arch) or entry.__module__.rsplit(".", 1)[-1]
+
+
+def _live_registry() -> dict[str, str]:
+    """Every model the installed timm registers -> its module."""
+    registry = _timm_registry()
+    return {} if registry is None else {arch: _module_of(registry, arch) for arch in registry._model_entrypoints}
 
 
 @lru_cache(maxsize=1)
@@ -81,11 +95,8 @@ def _saved_registry() -> dict[str, str]:
     except (OSError, ValueError):
         pass
     families = _live_registry()
-    with contextlib.suppress(OSError):  # written whole or not at all: processes may race to make it
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=path.name, suffix=".partial", delete=False) as out:
-            json.dump({"key": key, "families": families}, out)
-        os.replace(out.name, path)
+    with contextlib.suppress(OSError, OutputWriteError):  # written whole or not at all: processes may race to make it
+        atomic_write_all({path: json.dumps({"key": key, "families": families})}, make_folders=True)
     return families
 
 

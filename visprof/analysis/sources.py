@@ -159,8 +159,8 @@ def profile_inputs(paths: Iterable[str | Path], why: str) -> tuple[list[str | Pa
     (``refuse_csvs_only``)."""
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     refuse_csvs_only(items, why)
-    kept = [item for item in items if not _is_csv(_split_gpu(item)[0])]
-    return kept, [_split_gpu(item)[0] for item in items if _is_csv(_split_gpu(item)[0])]
+    csvs = {index: path for index, path in enumerate(input_paths(items)) if _is_csv(path)}
+    return [item for index, item in enumerate(items) if index not in csvs], list(csvs.values())
 
 
 def _is_csv(path: Path) -> bool:
