@@ -129,7 +129,7 @@ def test_profiled_models_are_explained_from_their_predicted_bounds_on_the_base_g
     assert deit.shares["tensor"] > 0.5
     print(deit.explanation)
     assert deit.explanation.startswith("gains x1.68 against a median x1.31 (+28%): ")
-    assert "of its RTX 3090 time is tensor-core bound (predicted from the h200 profile), and the RTX 4090 has 2.33x " \
+    assert "of its RTX 3090 time is tensor-core bound (predicted from the H200 SXM 141GB profile), and the RTX 4090 has 2.33x " \
            "the RTX 3090's tensor throughput but 1.08x its bandwidth" in deit.explanation
     assert {a.key for a in c.by_category} >= {deit.dominant_category, "(no profile)"}
     # the profile's own prediction, independent of compare: the same number, and said
@@ -475,7 +475,7 @@ def test_numbers_of_two_precisions_are_said_so_and_fp32_quotes_no_tensor_ratio()
     assert ("2 model(s) compare numbers of two precisions (e.g. the L4 at fp32, the RTX 5090 at "
             "fp16): their speed-ups carry the change of precision as well as the GPUs'") in c.notes
     text = format_comparison(c)
-    assert "spec ratios rtx5090/l4: FP32 x" in text and "tensor (" not in text
+    assert "spec ratios RTX 5090 / L4: FP32 x" in text and "tensor (" not in text
     same = compare([m("resnet50", "l4", 100.0), m("resnet50", "rtx5090", 300.0)], "l4", "rtx5090")
     assert not any("two precisions" in n for n in same.notes)
     assert "tensor (fp16) x" in format_comparison(same)

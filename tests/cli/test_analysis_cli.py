@@ -40,7 +40,7 @@ def test_import_timm_adds_rows_once(tmp_path, capsys):
     code, out, _ = run(capsys, "import-timm", CSV_3090, "--store", store, "--gpu", "rtx3090")
     assert code == 0 and "0 new, 60 already in" in out
     code, out, _ = run(capsys, "compare", store)
-    assert code == 0 and "rtx3090 -> rtx4090: 60 models measured on both" in out
+    assert code == 0 and "RTX 3090 -> RTX 4090: 60 models measured on both" in out
 
 
 def test_a_corrected_table_imported_again_says_its_rows_were_kept_as_stored(tmp_path, capsys):
@@ -134,7 +134,7 @@ def test_compare_writes_json_and_csv(tmp_path, capsys, h200_results):
                          "--json", tmp_path / "c.json", "--csv", tmp_path / "c.csv", "--top", "3")
     assert code == 0, err
     assert "The 3 most and 3 least sensitive models" in out and "By family (timm module)" in out
-    assert "Why (profiled models)" in out and "tensor-core bound (predicted from the h200 profile)" in out
+    assert "Why (profiled models)" in out and "tensor-core bound (predicted from the H200 SXM 141GB profile)" in out
     doc = json.loads((tmp_path / "c.json").read_text())
     assert doc["base"] == "rtx3090" and len(doc["models"]) == 60 and doc["base_spec"]["id"] == "rtx3090"
     deit = next(r for r in doc["models"] if r["model"] == "deit_small_patch16_224")

@@ -63,4 +63,4 @@ def test_compare_reads_a_table_given_after_the_options(tmp_path):
     proc = visprof(tmp_path, "compare", CSV_3090.name, "--base", "rtx3090", "--target", "rtx4090", CSV_4090.name,
                    "--top", "2")
     assert proc.returncode == 0, proc.stderr
-    assert "visprof compare: rtx3090 -> rtx4090" in proc.stdout
+    assert "visprof compare: RTX 3090 -> RTX 4090" in proc.stdout

@@ -422,9 +422,10 @@ def _unexplained(m: ModelComparison, bound: str, target_name: str, fp32_ratio: f
 
 
 def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: GpuSpec | None, base_name: str,
-            target_name: str, precision: str | None) -> str:
+            target_name: str, precision: str | None, profile_gpu_name: str | None = None) -> str:
     """One sentence: how much it gains against the median, what bounds its time, and the
-    ratios of the two GPUs that matter for those bounds."""
+    ratios of the two GPUs that matter for those bounds. ``profile_gpu_name``: the profile's GPU
+    as the sentence names it ("H200 SXM 141GB"), where ``m.shares_from`` has its id."""
     # "gains" only for a gain: below x1 the target is slower (a downgrade, or a model that loses)
     moves = "gains" if m.speedup >= 1 else "runs at"
     head = f"{moves} x{m.speedup:.2f} against a median x{median:.2f} ({m.sensitivity:+.0%})"
@@ -445,6 +446,8 @@ def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: Gpu
     kernel = {b: v for b, v in m.shares.items() if b != "launch"}
     bound = max(kernel, key=kernel.get)
     where = m.shares_from.replace("measured on ", "measured on the ").replace("predicted from ", "predicted from the ")
+    if profile_gpu_name and m.profile is not None:
+        where = where.replace(f" the {m.profile.gpu}", f" the {profile_gpu_name}")
     what = f"{m.shares[bound]:.0%} of its {base_name} time is {BOUND_LABELS[bound]} bound ({where} profile)"
     if tensor_ratio is None:
         return f"{head}: {what}"
@@ -521,8 +524,8 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
     if not models:
         raise BadInputError(f"no model was measured on both {base_key} and {target_key} at the same image size")
     median = statistics.median(m.speedup for m in models)
-    base_name = base_spec.name.replace("NVIDIA ", "").replace("GeForce ", "") if base_spec else base_key
-    target_name = target_spec.name.replace("NVIDIA ", "").replace("GeForce ", "") if target_spec else target_key
+    base_name = base_spec.short_name if base_spec else base_key
+    target_name = target_spec.short_name if target_spec else target_key
     for m in counted(models, len(models), "models", on_progress):
         m.sensitivity = m.speedup / median - 1
         m.profile = profile = profile_for(profiles.get((m.base.arch, m.img_size), []), base_key, m.base.batch_size)
@@ -531,7 +534,9 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
             on = on_base_and_target(profile, m.base, base_spec, target_spec, table, gpu_time=time == GPU)
             m.shares, m.shares_from, m.predicted_speedup, m.predicted_band = on.shares, on.shares_from, on.speedup, on.band
             m.predicted_base_samples_per_s = on.base_samples_per_s
-        m.explanation = explain(m, median, base_spec, target_spec, base_name, target_name, m.base.precision)
+        profile_spec = table.find(profile.gpu) if profile is not None else None
+        m.explanation = explain(m, median, base_spec, target_spec, base_name, target_name, m.base.precision,
+                                profile_spec.short_name if profile_spec else None)
     models.sort(key=lambda m: -m.sensitivity)
     unmatched = {k: len(set(by_gpu[k]) - set(by_gpu[o])) for k, o in ((base_key, target_key), (target_key, base_key))}
     base_only = {key: max(rows, key=lambda m: m.kind == "reference") for key, rows in by_gpu[base_key].items()

@@ -90,6 +90,11 @@ class GpuSpec:
     def matches(self, device_name: str) -> bool:
         return any(re.search(p, device_name, re.IGNORECASE) for p in self.match)
 
+    @property
+    def short_name(self) -> str:
+        """The name sentences use: "RTX 4090", "H200 SXM 141GB" (no vendor or brand)."""
+        return self.name.replace("NVIDIA ", "").replace("GeForce ", "")
+
     def names(self) -> list[str]:
         """Every name this row answers to on the command line."""
         return [self.id, self.name, *self.aliases]
