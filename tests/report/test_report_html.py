@@ -248,7 +248,7 @@ def test_html_is_self_contained(report):
     assert html.count('src="data:image/png;base64,') == len(written) == 5
     for forbidden in ("http://", "https://", "<script", "<link", "@import"):
         assert forbidden not in html
-    for section in ("Where the time goes", "Roofline", "Pareto fronts", "Speed-up rtx3090 → rtx4090", "By family"):
+    for section in ("Where the time goes", "Roofline", "Pareto fronts", "Speed-up RTX 3090 → RTX 4090", "By family"):
         assert section in html
     assert "deit_small_patch16_224" in html and "tensor-core bound" in html
     # every profiled model explained, with what its profile predicts and how far that holds overall

@@ -185,6 +185,10 @@ class Comparison:
     base_only: dict[tuple, Measurement] = field(default_factory=dict)
     time: str = END_TO_END  # which time the speed-ups divide (time_basis.TIME_BASES)
 
+    def __post_init__(self) -> None:
+        self.base_name = self.base_name or self.base
+        self.target_name = self.target_name or self.target
+
     def __repr__(self) -> str:
         # The headline, not every model's row (megabytes for a published table): to_dict() has them.
         agreement = (f"; {self.prediction.models:,} profiled, predicted at Spearman {self.prediction.spearman:.2f}, "

@@ -35,14 +35,14 @@ def _to_explain(models: list, shown: list, top: int | None) -> list:
 def format_comparison(comparison, top: int | None = 15, width: int | None = None) -> str:
     """Header, the most and least sensitive models, then the aggregates."""
     c = comparison
-    lines = [f"visprof compare: {c.base_name or c.base} -> {c.target_name or c.target}: {len(c.models)} models measured on both "
+    lines = [f"visprof compare: {c.base_name} -> {c.target_name}: {len(c.models)} models measured on both "
              f"(median speed-up x{c.median_speedup:.3f}{' in GPU busy time' if c.time == TIME_GPU else ''})"]
     if c.base_spec and c.target_spec:
         b, t = c.base_spec, c.target_spec
         key = tensor_key(c.models[0].base.precision if c.models else None)
         tb, tt = (b.tensor_peak(key), t.tensor_peak(key)) if key else (None, None)
         ratio = f"tensor ({key}) x{tt / tb:.2f}, " if tb and tt else ""
-        lines.append(f"spec ratios {c.target_name or c.target} / {c.base_name or c.base}: {ratio}FP32 x{t.fp32_tflops / b.fp32_tflops:.2f}, "
+        lines.append(f"spec ratios {c.target_name} / {c.base_name}: {ratio}FP32 x{t.fp32_tflops / b.fp32_tflops:.2f}, "
                      f"bandwidth x{t.memory_bandwidth_gbs / b.memory_bandwidth_gbs:.2f}, L2 x{t.l2_mb / b.l2_mb:.1f}")
     unmatched = ", ".join(f"{n} only on {k}" for k, n in c.unmatched.items() if n)
     if unmatched:

@@ -359,7 +359,7 @@ def speedup_scatter(comparison):
     fig = _figure(6.0 * len(panels), 4.8)
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     median = comparison.median_speedup
-    title = f"{comparison.base} → {comparison.target}"
+    title = f"{comparison.base_name} → {comparison.target_name}"
 
     def color(m):
         return table.category(m.dominant_category).color if m.dominant_category else NO_PROFILE
@@ -394,13 +394,13 @@ def speedup_scatter(comparison):
                 ax.plot(cx, cy, color="#D1495B", linewidth=1.2, alpha=0.8,
                         label=f"tensor-or-bandwidth model (x{tr:.2f} / x{br:.2f})")
             ax.set_xlim(-0.02, 1.02)
-            ax.set_xlabel(f"share of {comparison.base} time that is tensor-core bound")
+            ax.set_xlabel(f"share of {comparison.base_name} time that is tensor-core bound")
             ax.set_title(f"Speed-up {title} vs tensor-core share", loc="left", fontsize=10)
         else:
             ordered = sorted(models, key=lambda m: m.speedup)
             ax.scatter(range(len(ordered)), [m.speedup for m in ordered], s=10, c=[color(m) for m in ordered])
             ax.set_xlabel("models, by speed-up")
-        ax.set_ylabel(f"speed-up (throughput {comparison.target} / {comparison.base})")
+        ax.set_ylabel(f"speed-up (throughput {comparison.target_name} / {comparison.base_name})")
     present = sorted({m.dominant_category for m in models if m.dominant_category}, key=lambda c: list(table.categories).index(c)
                      if c in table.categories else 99)
     from matplotlib.lines import Line2D
@@ -439,7 +439,7 @@ def family_boxes(comparison, max_families: int = 18):
                flierprops={"markersize": 2.5, "markeredgecolor": "#777777"})
     ax.set_yticks(range(1, len(big) + 1), [f"{f} ({len(groups[f])})" for f in big], fontsize=8)
     ax.axvline(comparison.median_speedup, color="#555555", linestyle="--", linewidth=1)
-    ax.set_xlabel(f"speed-up {comparison.base} → {comparison.target}")
+    ax.set_xlabel(f"speed-up {comparison.base_name} → {comparison.target_name}")
     ax.set_title("Speed-up by family (timm module; the largest families)", loc="left", fontsize=10)
     _style(ax, "x")
     return fig

@@ -171,7 +171,7 @@ def _calibrated_section(calibration, profiles, table, batch_size: int | None = N
 
 def _comparison_section(comparison, figures) -> list[str]:
     c = comparison
-    out = [f"<section><h2>Speed-up {html.escape(c.base)} → {html.escape(c.target)}</h2>",
+    out = [f"<section><h2>Speed-up {html.escape(c.base_name)} → {html.escape(c.target_name)}</h2>",
            f'<p class="caption">{len(c.models)} models measured on both at the same image size; median speed-up '
            f"x{c.median_speedup:.2f}. Sensitivity is a model's speed-up over that median, minus one. "
            "Colour: the model's dominant category in its profile (grey: not profiled).</p>"]
@@ -198,7 +198,7 @@ def _comparison_section(comparison, figures) -> list[str]:
         # Every profiled model, with what its profile predicts: the explanations and how far they hold.
         agreement = f" {html.escape(c.prediction.sentence())}." if c.prediction else ""
         out.append(f'<h2>Why: the {len(profiled)} profiled models</h2><p class="caption">Time by bound on '
-                   f"{html.escape(c.base)} from each model's profile, and the speed-up that profile predicts.{agreement}</p>")
+                   f"{html.escape(c.base_name)} from each model's profile, and the speed-up that profile predicts.{agreement}</p>")
         rows = [[m.model, str(m.img_size), f"x{m.speedup:.2f}", f"x{m.predicted_speedup:.2f}" if m.predicted_speedup else "-",
                  f"x{m.predicted_band[0]:.2f} – x{m.predicted_band[1]:.2f}" if m.predicted_band else "-",
                  f"{m.sensitivity:+.0%}", m.dominant_category or "-", m.explanation] for m in profiled]
