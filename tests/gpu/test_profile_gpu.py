@@ -220,6 +220,26 @@ def test_a_tensor_left_on_the_cpu_by_module_to_is_named_with_the_fix():
         visprof.profile(Masked(), batch_size=4, img_size=32, passes="timing", progress=False)
 
 
+def test_a_module_traced_on_the_cpu_with_a_constant_is_named_when_its_forward_fails_on_the_gpu():
+    import warnings
+
+    class Masked(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+            self.mask = torch.ones(4, 32, 32)  # read in forward: the trace keeps it as a CPU constant
+
+        def forward(self, x):
+            return self.conv(x) * self.mask
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.jit.trace's deprecation
+        traced = torch.jit.trace(Masked(), torch.ones(2, 3, 32, 32))
+    with pytest.raises(ModelForwardError, match=r"holds a TorchScript graph with tensor constants on cpu \(a traced "
+                                                r"forward keeps"):
+        visprof.profile(traced, batch_size=4, img_size=32, passes="timing", progress=False)
+
+
 def test_device_index_is_honoured():
     result = visprof.profile("resnet18", batch_size=4, device=f"cuda:{torch.cuda.device_count() - 1}",
                              passes="timing", progress=False)

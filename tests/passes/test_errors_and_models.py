@@ -236,6 +236,43 @@ def test_a_forward_that_meets_a_tensor_left_on_another_device_names_it_and_the_f
                                                                                  "expected device cpu!")))
 
 
+class ScaledByAPlainTensor(nn.Module):
+    """Reads a plain tensor attribute in forward, which torch.jit.trace keeps as a graph constant."""
+
+    def __init__(self, device: str):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(8, device=device))
+        self.mask = torch.ones(3, 8, 8, device=device)
+
+    def forward(self, x):
+        return x * self.scale * self.mask
+
+
+def test_a_traced_forward_that_meets_its_own_constant_on_another_device_names_the_graph():
+    """Traced on one device (meta standing in for the CPU it was traced on, the CPU for the GPU it
+    runs on), the graph's constant stays where it was traced when the module's parameters move."""
+    import warnings
+
+    import visprof
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.jit.trace's deprecation
+        traced = torch.jit.trace(ScaledByAPlainTensor("meta"), torch.ones(2, 3, 8, 8, device="meta"))
+    traced = traced.to_empty(device="cpu")  # the parameters move, the graph's constant does not
+    with pytest.raises(ModelForwardError) as info:
+        visprof.profile(traced, device="cpu", batch_size=2, img_size=8, progress=False)
+    assert str(info.value).endswith(
+        "(ScaledByAPlainTensor holds a TorchScript graph with tensor constants on meta (a traced forward keeps the "
+        "tensors it read from plain attributes or closures as constants), which module.to() does not move: trace it "
+        "on the device it runs on, or register those tensors as buffers before tracing)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        on_its_device = torch.jit.trace(ScaledByAPlainTensor("cpu"), torch.ones(2, 3, 8, 8))
+    spec = resolve_model(on_its_device, img_size=8)
+    assert "TorchScript graph" not in str(spec.forward_error(2, RuntimeError("Tensor on device meta is not on the "
+                                                                             "expected device cpu!")))
+
+
 # --- modules -----------------------------------------------------------------------------
 
 def test_plain_module_gets_default_size_and_a_note():

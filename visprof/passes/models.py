@@ -92,12 +92,8 @@ class ModelSpec:
         if self.source == "module" and _is_about_channels(cause, self.input_size[0]):
             hint = (f"visprof fed it {self.input_size[0]}-channel inputs; give the channels {self.name} takes "
                     f"({option('in_chans', metavar='N')})")
-        if self.source == "module" and _DEVICES_ERROR.search(str(cause)) and (unmoved := _unmoved_tensors(self.module)):
-            paths, there = ", ".join(path for path, _ in unmoved[:3]), unmoved[0][1]
-            hint = (f"{paths}{' and more' if len(unmoved) > 3 else ''} of {self.name} "
-                    f"{'is a plain tensor attribute' if len(unmoved) == 1 else 'are plain tensor attributes'} on {there}, "
-                    f"which module.to() does not move: register {'it as a buffer' if len(unmoved) == 1 else 'them as buffers'} "
-                    "(self.register_buffer(name, tensor), persistent=False to keep it out of the state dict)")
+        if self.source == "module" and _DEVICES_ERROR.search(str(cause)):
+            hint = _devices_hint(self.module, self.name) or hint
         if _is_about_forwards_arguments(cause):
             hint = ("visprof.profile calls forward with one batch of images; for a forward that takes other "
                     "inputs, run it yourself inside `with visprof.trace(model):`")
@@ -132,14 +128,46 @@ def _is_about_channels(cause: BaseException, fed: int) -> bool:
 _DEVICES_ERROR = re.compile(r"same device|two devices|expected device|Input type .* and weight type .* should be the same")
 
 
+def _devices_hint(module: nn.Module, name: str) -> str:
+    """What a forward that met tensors of two devices left behind, and how to move it; "" where
+    neither a plain tensor attribute nor a TorchScript constant is on another device."""
+    if unmoved := _unmoved_tensors(module):
+        paths, there = ", ".join(path for path, _ in unmoved[:3]), unmoved[0][1]
+        return (f"{paths}{' and more' if len(unmoved) > 3 else ''} of {name} "
+                f"{'is a plain tensor attribute' if len(unmoved) == 1 else 'are plain tensor attributes'} on {there}, "
+                f"which module.to() does not move: register {'it as a buffer' if len(unmoved) == 1 else 'them as buffers'} "
+                "(self.register_buffer(name, tensor), persistent=False to keep it out of the state dict)")
+    if there := _unmoved_constant_device(module):
+        # A frozen module is refused before it runs (_check_graph_constants_device); a traced one may
+        # move its literals itself, so it is named only once its forward has failed on them.
+        return (f"{name} holds a TorchScript graph with tensor constants on {there} (a traced forward keeps the "
+                f"tensors it read from plain attributes or closures as constants), which module.to() does not "
+                f"move: trace it on the device it runs on, or register those tensors as buffers before tracing")
+    return ""
+
+
+def _parameters_device(module: nn.Module) -> torch.device | None:
+    """The one device of ``module``'s parameters and buffers; None where there are none, or several."""
+    devices = {t.device for t in itertools.chain(module.parameters(), module.buffers())}
+    return devices.pop() if len(devices) == 1 else None
+
+
+def _unmoved_constant_device(module: nn.Module) -> torch.device | None:
+    """The device of a TorchScript constant in ``module`` (not 0-dim: torch mixes those with any
+    device) that is not its parameters' device."""
+    moved = _parameters_device(module)
+    if moved is None:
+        return None
+    return next((t.device for t in script_constants(module) if t.dim() > 0 and t.device != moved), None)
+
+
 def _unmoved_tensors(module: nn.Module) -> list[tuple[str, torch.device]]:
     """(path, device) of the tensors ``module`` holds as plain attributes, not parameters or buffers,
     on another device than its parameters: ``module.to(device)`` moves only those, so a mask kept as
     ``self.mask = torch.ones(...)`` stays on the CPU of a model run on a GPU."""
-    devices = {t.device for t in itertools.chain(module.parameters(), module.buffers())}
-    if len(devices) != 1:
+    moved = _parameters_device(module)
+    if moved is None:
         return []
-    moved = devices.pop()
     return [(f"{path}.{name}" if path else name, value.device)
             for path, sub in module.named_modules() for name, value in vars(sub).items()
             if isinstance(value, torch.Tensor) and value.dim() > 0 and value.device != moved]
