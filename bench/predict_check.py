@@ -198,7 +198,7 @@ def check(results, pub, efficiency: float | None = None, profile_batch: int | No
             "models>=150": len(rows) >= 150}
         summary.update(by_band(rows))
         if "spearman" in summary.get("decided", {}):
-            from visprof.analysis.compare import DECIDED_BAND
+            from visprof.analysis.comparison import DECIDED_BAND
 
             c = summary["decided"]
             summary["meets_targets"][f"spearman>=0.8 where the band <= {DECIDED_BAND:.0%} (>= 150 models)"] = (
@@ -214,7 +214,7 @@ def by_band(rows: list[dict]) -> dict:
     """The check on the models the spec ratios decide (``speedup_band`` at most DECIDED_BAND
     wide: how time far below the roof scales moves the prediction by at most the 10% error
     target either way), on the rest, and on every width cut-off."""
-    from visprof.analysis.compare import DECIDED_BAND
+    from visprof.analysis.comparison import DECIDED_BAND
     from visprof.analysis.metrics import ratio_errors, spearman
 
     banded = [r for r in rows if "band_width" in r]

@@ -374,7 +374,7 @@ def test_the_agreement_of_profiled_predictions_is_a_note(tmp_path):
 def test_agreement_ranks_the_models_the_spec_ratios_decide_on_their_own():
     from types import SimpleNamespace
 
-    from visprof.analysis.compare import DECIDED_BAND, PredictionAgreement, is_decided
+    from visprof.analysis.comparison import DECIDED_BAND, PredictionAgreement, is_decided
 
     assert is_decided((1.40, 1.40 * (1 + DECIDED_BAND))) and not is_decided((1.40, 1.40 * (1 + DECIDED_BAND) + 0.01))
     assert not is_decided(None)
@@ -453,7 +453,8 @@ def test_a_profiled_model_keeps_the_base_throughput_its_profile_predicts():
 ])
 def test_an_explanation_says_which_ratio_is_the_larger(bound, base, target, said):
     """The 5090's bandwidth is its largest gain over the 4090: "only 1.78x" misread it (issue 25)."""
-    from visprof.analysis.compare import ModelComparison, explain
+    from visprof.analysis.compare_explain import explain
+    from visprof.analysis.comparison import ModelComparison
 
     table = gpu_table()
     b, t = table.get(base), table.get(target)

@@ -53,7 +53,7 @@ def test_band_split_counts_and_ranks_each_side():
     sys.path.insert(0, str(REPO / "bench"))
     from predict_check import by_band
 
-    from visprof.analysis.compare import DECIDED_BAND
+    from visprof.analysis.comparison import DECIDED_BAND
 
     rows = [{"speedup_predicted": p, "speedup_published": q, "band_width": w}
             for p, q, w in [(1.1, 1.2, 0.05), (1.3, 1.4, 0.1), (1.5, 1.6, 0.2), (1.2, 1.9, 0.5), (1.9, 1.1, 0.6), (1.4, 1.3, 0.7)]]

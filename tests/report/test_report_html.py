@@ -65,7 +65,7 @@ def test_every_figure_is_a_png_with_content(loaded):
     # the 4 profiled models as points: filled where their band is narrow, hollow where it is not
     from matplotlib.collections import PathCollection
 
-    from visprof.analysis.compare import is_decided
+    from visprof.analysis.comparison import is_decided
 
     points = [c for c in drawn["speedup"].axes[2].collections if isinstance(c, PathCollection)]
     assert sum(len(c.get_offsets()) for c in points) == 4

@@ -9,7 +9,10 @@ Modules, each small and importable on its own (nothing heavy loads at import):
     store_adapter the results store as the analysis reads and writes it
     sources       results, stores and CSVs -> measurements
     families      a model's family from the timm module that defines it
-    compare       speed-ups between two GPUs, sensitivity, aggregates, explanations
+    comparison    what compare returns: a row per model, aggregates, the predictions' agreement
+    compare       speed-ups between two GPUs, sensitivity, aggregates (joins and predicts)
+    compare_notes what a comparison says of its inputs: disagreeing rows, precisions, software
+    compare_explain  each compared model's sentence: its gain, its bounds, the GPUs' ratios
     batch_witness what timm's published batches say of the memory each run held
     predict       a profile on one GPU -> latency on another (roofline scaling per group)
     calibrate     a GPU pair's spec-ratio prediction fitted to a published table, per op type

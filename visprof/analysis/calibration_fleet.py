@@ -17,7 +17,8 @@ from typing import Sequence
 import numpy as np
 
 from visprof.analysis.calibrate import MIN_MODELS, Fleet, buckets_of, make_fleet, splits_families
-from visprof.analysis.compare import base_time_over_predicted, on_base_and_target, profile_for
+from visprof.analysis.compare import on_base_and_target, profile_for
+from visprof.analysis.comparison import base_time_over_predicted
 from visprof.base.errors import BadInputError
 
 # The covariate read from the base GPU's published number, which a model outside the base table lacks.

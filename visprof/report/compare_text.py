@@ -5,7 +5,7 @@ import csv
 import io
 from typing import Iterable, Sequence
 
-from visprof.analysis.compare import tensor_key
+from visprof.analysis.compare_explain import tensor_key
 from visprof.base.options import TIME_GPU
 from visprof.report.text_table import format_table
 

@@ -302,7 +302,7 @@ def _bound_curve(tensor_ratio: float, bandwidth_ratio: float):
 
 
 def _predicted_panel(ax, models, color, agreement) -> None:
-    from visprof.analysis.compare import EXPLAINED_WITHIN
+    from visprof.analysis.comparison import EXPLAINED_WITHIN
 
     xs, ys = [m.predicted_speedup for m in models], [m.speedup for m in models]
     low, high = min(xs + ys) * 0.97, max(xs + ys) * 1.03
@@ -310,7 +310,7 @@ def _predicted_panel(ax, models, color, agreement) -> None:
     ax.fill_between(line, [v / (1 + EXPLAINED_WITHIN) for v in line], [v * (1 + EXPLAINED_WITHIN) for v in line],
                     color="#DDDDDD", alpha=0.6, linewidth=0, label=f"within {EXPLAINED_WITHIN:.0%}")
     ax.plot(line, line, color="#555555", linewidth=1)
-    from visprof.analysis.compare import is_decided
+    from visprof.analysis.comparison import is_decided
 
     # Filled: models the spec ratios decide (their band is narrow). Hollow, with the band as a
     # bar: models whose prediction moves by more than EXPLAINED_WITHIN as the kernels far below

@@ -1,0 +1,99 @@
+"""One sentence per compared model: how much it gains against the median, what bounds its time,
+the two GPUs' ratios that matter for those bounds, and where its profile's prediction misses.
+"""
+from __future__ import annotations
+
+from visprof.analysis.comparison import EXPLAINED_WITHIN, ModelComparison, is_decided
+from visprof.analysis.gpus import GpuSpec
+from visprof.analysis.roofline import BOUND_LABELS
+
+
+def tensor_key(precision: str | None) -> str | None:
+    """The tensor-core rate a comparison at ``precision`` quotes: its own for fp16, bf16 and TF32,
+    none for fp32 (the FP32 units run it; an fp32 table had been explained by the fp16 ratio), and
+    fp16 where the precision is not known (timm's tables are mostly amp)."""
+    if precision in ("fp16", "bf16", "tf32"):
+        return precision
+    return None if precision == "fp32" else "fp16"
+
+
+def _unexplained(m: ModelComparison, bound: str, target_name: str, fp32_ratio: float) -> str:
+    """What the sentence adds when the bounds do not account for the measured speed-up."""
+    p = m.predicted_speedup
+    gap = m.speedup / p - 1
+    band = m.predicted_band
+    wide = bool(band) and not is_decided(band)
+    if wide and band[0] <= m.speedup <= band[1] and abs(gap) > EXPLAINED_WITHIN:
+        # The spec ratios cannot decide it, and one physical scaling accounts for the gain.
+        return (f"; its profile predicts x{p:.2f}, and x{band[0]:.2f}-{band[1]:.2f} as its kernels far below their roof "
+                f"gain nothing, the clock or SMs x clock: the measured gain is within that range")
+    span = f" (x{band[0]:.2f}-{band[1]:.2f} by how its kernels far below their roof scale)" if wide else ""
+    if abs(gap) <= EXPLAINED_WITHIN:
+        return f"; its profile predicts x{p:.2f}{span}"
+    if gap > 0:
+        # SMs x clock explains a larger speed-up only where the target has more of them
+        hint = (f": kernels below their roof gain from the {target_name}'s {fp32_ratio:.2f}x SMs x clock as well"
+                if bound in ("memory", "unknown") and fp32_ratio > 1 + EXPLAINED_WITHIN else "")
+        return f"; its profile predicts only x{p:.2f}{span}, so the bounds under-state its speed-up{hint}"
+    hint = f": its kernels reach less of the {target_name}'s peak than the profile's GPU suggests" if bound == "tensor" else ""
+    return f"; its profile predicts x{p:.2f}{span}, so the bounds over-state its speed-up{hint}"
+
+
+def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: GpuSpec | None, base_name: str,
+            target_name: str, precision: str | None, profile_gpu_name: str | None = None) -> str:
+    """One sentence: how much it gains against the median, what bounds its time, and the
+    ratios of the two GPUs that matter for those bounds. ``profile_gpu_name``: the profile's GPU
+    as the sentence names it ("H200 SXM 141GB"), where ``m.shares_from`` has its id."""
+    # "gains" only for a gain: below x1 the target is slower (a downgrade, or a model that loses)
+    moves = "gains" if m.speedup >= 1 else "runs at"
+    head = f"{moves} x{m.speedup:.2f} against a median x{median:.2f} ({m.sensitivity:+.0%})"
+    tensor_ratio = bandwidth_ratio = None
+    if base and target:
+        key = tensor_key(precision)
+        tb, tt = (base.tensor_peak(key), target.tensor_peak(key)) if key else (None, None)
+        tensor_ratio = tt / tb if tb and tt else None
+        bandwidth_ratio = target.memory_bandwidth_gbs / base.memory_bandwidth_gbs
+        fp32_ratio = target.fp32_tflops / base.fp32_tflops
+    if not m.shares:
+        # profiles join on the image size: another size's profile does not say why this one gains
+        at = f" at {m.img_size} px" if m.img_size else ""
+        tail = f"; no profile of it{at} to say why (profile it, or sweep it, on a GPU with a spec row)"
+        if m.intensity is not None:
+            tail = f"; no profile of it{at} (it does {m.intensity:.0f} MACs per activation)"
+        return head + tail
+    kernel = {b: v for b, v in m.shares.items() if b != "launch"}
+    bound = max(kernel, key=kernel.get)
+    where = m.shares_from.replace("measured on ", "measured on the ").replace("predicted from ", "predicted from the ")
+    if profile_gpu_name and m.profile is not None:
+        where = where.replace(f" the {m.profile.gpu}", f" the {profile_gpu_name}")
+    what = f"{m.shares[bound]:.0%} of its {base_name} time is {BOUND_LABELS[bound]} bound ({where} profile)"
+    if tensor_ratio is None:
+        return f"{head}: {what}"
+    # "but" or "less than" where the bound's resource gains less than the other; where it gains more
+    # (the 5090's bandwidth, x1.78 of the 4090's against x1.27 tensor throughput), said so
+    if bound == "tensor":
+        why = (f"and the {target_name} has {tensor_ratio:.2f}x the {base_name}'s tensor throughput but "
+               f"{bandwidth_ratio:.2f}x its bandwidth" if tensor_ratio >= bandwidth_ratio else
+               f"and the {target_name} has {tensor_ratio:.2f}x the {base_name}'s tensor throughput, less than its "
+               f"{bandwidth_ratio:.2f}x bandwidth")
+    elif bound == "memory":
+        # The predictor keeps the share of activations the target's L2 holds off DRAM: a larger
+        # L2 (the 4090's 72 MB against the 3090's 6 MB) is part of why memory-bound work gains.
+        l2 = (f", {target.l2_mb / base.l2_mb:.1f}x its L2" if base.l2_mb and target.l2_mb
+              and abs(target.l2_mb / base.l2_mb - 1) >= 0.25 else "")
+        why = (f"and the {target_name} has {bandwidth_ratio:.2f}x the {base_name}'s bandwidth, less than its "
+               f"{tensor_ratio:.2f}x tensor throughput{l2}" if bandwidth_ratio < tensor_ratio else
+               f"and the {target_name} has {bandwidth_ratio:.2f}x the {base_name}'s bandwidth, more than its "
+               f"{tensor_ratio:.2f}x tensor throughput{l2}")
+    elif bound == "compute":
+        why = f"and the {target_name} has {fp32_ratio:.2f}x the {base_name}'s FP32 throughput, {bandwidth_ratio:.2f}x its bandwidth"
+    else:
+        why = f"(ops without recorded bytes); the {target_name} has {tensor_ratio:.2f}x the tensor throughput, {bandwidth_ratio:.2f}x the bandwidth"
+    launch = m.shares.get("launch", 0.0)
+    extra = f"; {launch:.0%} is launch/host time, which no GPU speeds up" if launch >= 0.10 else ""
+    if m.predicted_speedup:
+        extra += _unexplained(m, bound, target_name, fp32_ratio)
+    return f"{head}: {what}, {why}{extra}"
+
+
+__all__ = ["explain", "tensor_key"]
