@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -260,6 +261,11 @@ def test_load_folders_csvs_and_named_gpus(tmp_path):
                        f"{c.prediction.models} profiled, predicted at Spearman {c.prediction.spearman:.2f}, median error "
                        f"{c.prediction.median_abs_error:.1%}; {len(c.notes)} note(s)>")
     assert len(c.models) == 60 and c.prediction.models == 4
+    # a notebook's table: the --csv rows
+    frame = c.dataframe()
+    assert len(frame) == 60 and list(frame.columns[:3]) == ["model", "img_size", "family"]
+    assert frame["speedup"].tolist() == [m.speedup for m in c.models]
+    assert frame["predicted_speedup"].notna().sum() == 4
     # one line each, where the dataclasses' reprs nested a profile's five lines in 40 of fields
     deit = next(mc for mc in c.models if mc.model == "deit_small_patch16_224")
     assert repr(deit) == (f"<ModelComparison deit_small_patch16_224 @224 (deit): x{deit.speedup:.3f} rtx3090 -> rtx4090, "
@@ -270,6 +276,22 @@ def test_load_folders_csvs_and_named_gpus(tmp_path):
     assert repr(deit.profile) == (f"<Measurement deit_small_patch16_224 @224 on h200: {deit.profile.samples_per_s:,.1f} "
                                   f"samples/s at batch 64, bf16; profile from {deit.profile.source}>")
     assert "\n" not in repr(deit) + repr(deit.profile)
+
+
+def test_a_dataframe_without_pandas_says_how_to_install_it(tmp_path, monkeypatch):
+    from visprof.base.errors import VisprofError
+    from visprof.store.result_store import open_store
+
+    loaded = sources.load([CSV_3090, CSV_4090])
+    c = compare(loaded.measurements, base="rtx3090", target="rtx4090")
+    monkeypatch.setitem(sys.modules, "pandas", None)  # what an environment without it gives `import pandas`
+    with pytest.raises(VisprofError, match=r'^Comparison.dataframe\(\) needs pandas: pip install "visprof\[pandas\]"$'):
+        c.dataframe()
+    with open_store(tmp_path / "s.db", write=True) as store:
+        with pytest.raises(VisprofError, match=r"^store.dataframe\(\) needs pandas"):
+            store.dataframe()
+        with pytest.raises(VisprofError, match=r"^store.references_dataframe\(\) needs pandas"):
+            store.references_dataframe()
 
 
 def test_a_folder_holds_gzipped_results_too_and_one_path_is_not_its_characters(tmp_path):

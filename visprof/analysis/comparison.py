@@ -15,6 +15,7 @@ from visprof.analysis.gpus import GpuSpec
 from visprof.analysis.metrics import ratio_errors, spearman
 from visprof.analysis.sources import Measurement
 from visprof.analysis.time_basis import END_TO_END
+from visprof.base.pandas_import import import_pandas
 
 
 # A predicted speed-up within this of the measured one: the bounds account for the gain.
@@ -174,6 +175,11 @@ class Comparison:
                      f"median error {self.prediction.median_abs_error:.1%}" if self.prediction else "")
         return (f"<Comparison {self.base} -> {self.target}: {len(self.models):,} models, median speed-up "
                 f"x{self.median_speedup:.3f}{agreement}; {len(self.notes)} note(s)>")
+
+    def dataframe(self):
+        """A pandas DataFrame of the models, a row each (the columns of ``visprof compare --csv`` without a calibration)."""
+        pd = import_pandas("Comparison.dataframe()")
+        return pd.DataFrame([m.row() for m in self.models])
 
     def to_dict(self) -> dict:
         return {"base": self.base, "target": self.target, "time": self.time,

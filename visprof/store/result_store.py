@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from visprof.base.errors import BadInputError, OutputWriteError, VisprofWarning
 from visprof.base.outputs import sqlite_side_files
+from visprof.base.pandas_import import import_pandas
 from visprof.base.spelling import option
 from visprof.store.flatten import (category_rows, compact_json, flatten_result, kernel_family_category_rows,
                                    kernel_family_rows, memory_rows, normalize_gpu_uuid, op_type_rows)
@@ -535,8 +536,7 @@ class ResultStore:
 
     def dataframe(self, model: str | None = None, gpu: str | None = None, categories: bool = True):
         """A pandas DataFrame of ``table_rows``: one row per result."""
-        import pandas as pd
-
+        pd = import_pandas("store.dataframe()")
         columns, rows = self.table_rows(model, gpu, categories)
         return pd.DataFrame(rows, columns=columns)
 
@@ -623,8 +623,8 @@ class ResultStore:
         return out
 
     def references_dataframe(self, **filters):
-        import pandas as pd
-
+        """A pandas DataFrame of ``references(**filters)``: one row per published measurement."""
+        pd = import_pandas("store.references_dataframe()")
         refs = self.references(**filters)
         return pd.DataFrame([{k: getattr(r, k) for k in Reference._COLUMNS} for r in refs],
                             columns=list(Reference._COLUMNS))
