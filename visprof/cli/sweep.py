@@ -138,6 +138,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--fresh-process", action="store_true", help="a new worker process for every cell (as timm's bulk_runner)")
     run.add_argument("--time-budget", type=_positive_float, metavar="S",
                      help="stop starting cells in time to end within S seconds (exit 0; run again to resume)")
+    run.add_argument("--dry-run", "-n", action="store_true",
+                     help="list the cells a run would measure and how many the store holds, with a time estimated "
+                          "from the store's cells; creates nothing, runs nothing")
     run.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     run.add_argument("--verbose", "-v", action="store_true", help="show the workers' own output on stderr")
     run.add_argument("--json", type=Path, metavar="FILE", help="also write the summary as JSON")
@@ -212,6 +215,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             # of the whole command: torch's and timm's imports had taken seconds of it unseen (a 14 s budget
             # took 16-20 s), which a job under a hard limit pays for; the summary's elapsed counts them too
             time_budget_s=args.time_budget,
+            dry_run=args.dry_run,
             started_at=COMMAND_STARTED,
             progress=not args.quiet,
             echo_worker_output=args.verbose,
@@ -229,7 +233,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise
         _write_summary(args.json, summary)
         raise KeyboardInterrupt(f"the summary of the cells run is in {args.json}") from None
-    print(summary.render())
+    print(summary.render(top=None if args.dry_run else 5))  # a dry run is asked for its whole list
     if args.json is not None:
         _write_summary(args.json, summary)
     return 0

@@ -20,6 +20,7 @@ import json
 import math
 import os
 import shlex
+import statistics
 import sys
 import time
 import warnings
@@ -99,6 +100,7 @@ def run_sweep(
     retry_failed: bool = False,
     fresh_process: bool = False,
     time_budget_s: float | None = None,
+    dry_run: bool = False,
     progress: bool = True,
     echo_worker_output: bool = False,
     argv: str | None = None,
@@ -113,7 +115,9 @@ def run_sweep(
     ``ray``: "auto" (a running cluster), "local" (start one here) or a cluster address.
     ``imports``: modules (names or .py paths) imported in the driver and every worker first,
     e.g. ones that register models with timm. ``time_budget_s``: stop starting cells in time
-    to return within this many seconds; the store resumes from there. ``started_at``: the
+    to return within this many seconds; the store resumes from there. ``dry_run``: plan only; the
+    summary (status "dry run") lists the cells a run would measure (``to_run``) and estimates its
+    time from the store's earlier cells; no store is created and no worker started. ``started_at``: the
     ``time.monotonic()`` the budget and the summary's elapsed time count from (default: this
     call; the CLI gives its own start, so that torch's imports count as the user's clock does).
     On Ctrl-C the workers are killed, the run is marked interrupted, and KeyboardInterrupt
@@ -136,6 +140,8 @@ def run_sweep(
                          sizes=registry_sizes)
         for note in plan.notes():  # said once, before the cells, rather than only in each cell's result
             warnings.warn(note, VisprofWarning, stacklevel=2)
+        if dry_run:
+            return _dry_run(store, plan, executor, devices, retry_failed)
         # Created (and locked against a second sweep) only once the sweep is known to be sound.
         writer = ResultStore(store, write=True)
         sweep = _Sweep(writer, plan, executor, devices, retries, retry_failed, time_budget_s, started, progress)
@@ -346,18 +352,8 @@ class _Sweep:
         # Ray reruns a task whose worker died itself; locally the sweep requeues it.
         self.requeue_crashes = not getattr(executor, "retries_crashes", False)
 
-        states = (store.cell_states(self.versions, None) if devices is None
-                  else store.cell_states(self.versions, devices.uuids, devices.gpu_names))
-        self.queue: collections.deque[Task] = collections.deque()
-        for cell in plan.cells():
-            state = _stored_state(states, plan.spellings(cell))
-            if state is None:
-                self.queue.append(Task(cell, 1))
-            elif state.status == "failed" and (retry_failed or not state.final):
-                self.queue.append(Task(cell, state.attempts + 1))
-            else:
-                self.summary.skipped += 1
-                self.summary.skipped_failed += state.status == "failed"
+        self.queue, self.summary.skipped, self.summary.skipped_failed = _queue(
+            plan, _done_cells(store, self.versions, devices), retry_failed)
 
     # --- the run ----------------------------------------------------------------------
     def run(self, argv: str) -> SweepSummary:
@@ -491,6 +487,52 @@ class _Sweep:
         else:
             self.queue.append(Task(cell, total + 1))
         self.progress.cell(label, where, wall, error_class, retry=not final)
+
+
+def _done_cells(store: ResultStore, versions: SoftwareVersions, devices: DoneOn | None) -> dict[str, Any]:
+    """{cell key: state} of what ``store`` holds that counts as done for this sweep's devices."""
+    if devices is None:
+        return store.cell_states(versions, None)
+    return store.cell_states(versions, devices.uuids, devices.gpu_names)
+
+
+def _queue(plan: SweepPlan, states: Mapping[str, Any], retry_failed: bool) -> tuple[collections.deque[Task], int, int]:
+    """The tasks to run (a failure not yet final is tried again, counting its attempts), how many
+    cells the store already holds, and how many of those failed for good."""
+    queue: collections.deque[Task] = collections.deque()
+    skipped = skipped_failed = 0
+    for cell in plan.cells():
+        state = _stored_state(states, plan.spellings(cell))
+        if state is None:
+            queue.append(Task(cell, 1))
+        elif state.status == "failed" and (retry_failed or not state.final):
+            queue.append(Task(cell, state.attempts + 1))
+        else:
+            skipped += 1
+            skipped_failed += state.status == "failed"
+    return queue, skipped, skipped_failed
+
+
+def _dry_run(store: str | os.PathLike, plan: SweepPlan, executor, devices: DoneOn | None,
+             retry_failed: bool) -> SweepSummary:
+    """What a run would measure and skip, read from the store if there is one (opened to read:
+    a dry run creates nothing), with its time estimated from the store's cells."""
+    states: dict[str, Any] = {}
+    walls: list[float] = []
+    if os.path.exists(store):
+        with ResultStore(store) as held:
+            states = _done_cells(held, SoftwareVersions.current(), devices)
+            walls = [float(row["wall_s"]) for row in held.rows() if row.get("wall_s")]
+    queue, skipped, skipped_failed = _queue(plan, states, retry_failed)
+    summary = SweepSummary(planned=len(plan), merged=plan.merged, skipped=skipped, skipped_failed=skipped_failed,
+                           remaining=len(queue), status="dry run", executor=executor.description, store=str(store))
+    summary.to_run = [task.cell.key + (f" (attempt {task.attempt})" if task.attempt > 1 else "") for task in queue]
+    workers = len(getattr(executor, "slots", ())) or None  # a Ray cluster's share is not known before it runs
+    if walls and queue and workers:
+        summary.estimate_s = statistics.median(walls) * len(queue) / workers
+        summary.estimate_basis = (f"the store's median of {statistics.median(walls):.1f} s a cell, on {workers} worker(s) "
+                                  "(worker start-up not counted)")
+    return summary
 
 
 def _stored_state(states: Mapping[str, Any], keys: Sequence[str]):

@@ -31,6 +31,10 @@ class SweepSummary:
     executor: str = ""
     store: str = ""
     failures: list[dict[str, Any]] = field(default_factory=list)  # {cell, error_class, message}
+    # a dry run's: the cells a run would measure, and its time estimated from the store's cells
+    to_run: list[str] = field(default_factory=list)
+    estimate_s: float | None = None
+    estimate_basis: str = ""
 
     @property
     def failed_total(self) -> int:
@@ -54,8 +58,12 @@ class SweepSummary:
         # The summary `visprof sweep` prints, not every cell's wall time (thousands in a long sweep).
         return f"<SweepSummary {self.render(top=3)}>"
 
-    def render(self, top: int = 5) -> str:
+    def render(self, top: int | None = 5) -> str:
+        """The summary `visprof sweep` prints; ``top``: how many slow cells, failures and (a dry
+        run's) cells to run it names, None for all."""
         lines = [f"visprof sweep: {self.status} · {self.executor}" + (f" · store {self.store}" if self.store else "")]
+        if self.status == "dry run":
+            return "\n".join(lines + self._plan_lines(top))
         earlier = f" ({self.skipped_failed} of them failed earlier)" if self.skipped_failed else ""
         merged = f" ({self.merged} more merged into them)" if self.merged else ""
         counts = f"cells: {self.planned} planned{merged}, {self.skipped} already in the store{earlier}, " \
@@ -81,10 +89,30 @@ class SweepSummary:
             lines.append("slowest: " + ", ".join(f"{name} {wall:.1f} s" for name, wall in self.slowest[:top]))
         for failure in self.failures[:top]:
             lines.append(f"  FAILED {failure['cell']}: {failure['error_class']}: {_one_line(failure['message'])}")
-        if len(self.failures) > top:
+        if top is not None and len(self.failures) > top:
             lines.append(f"  ... and {len(self.failures) - top} more "
                          f"({either('open_store(STORE).failures()', 'visprof export STORE --format csv --failures')})")
         return "\n".join(lines)
+
+
+    def _plan_lines(self, top: int | None) -> list[str]:
+        """A dry run's: the counts, the estimate, and the cells a run would measure."""
+        merged = f" ({self.merged} more merged into them)" if self.merged else ""
+        earlier = f" ({self.skipped_failed} of them failed earlier)" if self.skipped_failed else ""
+        lines = [f"cells: {self.planned} planned{merged}, {self.skipped} already in the store{earlier}, "
+                 f"{len(self.to_run)} to run"]
+        if self.estimate_s is not None:
+            lines.append(f"estimated: {_duration(self.estimate_s)} at {self.estimate_basis}")
+        lines += [f"  {cell}" for cell in self.to_run[:top]]
+        if top is not None and len(self.to_run) > top:
+            lines.append(f"  ... and {len(self.to_run) - top} more")
+        return lines
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
 def _one_line(text: str, width: int = 160) -> str:
