@@ -40,6 +40,7 @@ class TraceSession:
             from visprof.base.errors import BadInputError
 
             raise BadInputError(f"trace(gpu=...) takes True, False or None (choose by the model), got {gpu!r}")
+        _warn_of_replicas(model)
         self.table_ = table_or_default(table)
         self._model = model
         self._tracker: ModuleTracker | None = None
@@ -143,6 +144,22 @@ class TraceSession:
         if self.attribution is None:
             raise RuntimeError("the trace is available after the `with visprof.trace()` block ends")
         return self.attribution
+
+
+def _warn_of_replicas(model: torch.nn.Module | None) -> None:
+    """A warning for a DataParallel model over several GPUs: its forward runs each GPU's replica on
+    a thread of its own (torch's parallel_apply), and a trace records the ops of the thread that
+    entered it (its dispatch mode is thread-local), so the replicas' ops would go unattributed."""
+    if isinstance(model, torch.nn.DataParallel) and len(model.device_ids) > 1:
+        import warnings
+
+        from visprof.base.errors import VisprofWarning
+
+        warnings.warn(VisprofWarning(
+            f"trace(): this DataParallel runs its forward on {len(model.device_ids)} GPUs, each replica on a thread of "
+            "its own, and a trace records the ops of the thread that entered it: the replicas' ops would not be "
+            "attributed. Trace model.module on one GPU, or trace in each process of a DistributedDataParallel run"),
+            stacklevel=4)  # the caller of visprof.trace()
 
 
 def _runs_on_gpu(model: torch.nn.Module | None) -> bool:

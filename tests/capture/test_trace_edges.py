@@ -66,6 +66,28 @@ def test_a_module_run_by_another_thread_lends_nothing_to_the_traced_threads_ops(
     assert session.trace.modules[conv.module].path == "0"
 
 
+def test_a_dataparallel_over_several_gpus_is_warned_of_its_replicas_threads():
+    """DataParallel's forward over several GPUs runs each replica on a thread of its own (torch's
+    parallel_apply); a trace records the ops of its own thread only, as a thread running the model
+    shows here, so the replicas' work would go unattributed without a word."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU())
+    with visprof.trace(model) as session:
+        worker = threading.Thread(target=lambda: model(torch.randn(1, 3, 8, 8)))
+        worker.start()
+        worker.join()
+    assert not any(op.name == "aten.convolution.default" for op in session.trace.ops)  # the thread's ops: none
+    wrapped = torch.nn.DataParallel(model)  # on the CPU no device ids: set two as on a two-GPU machine
+    wrapped.device_ids = [0, 1]
+    with pytest.warns(visprof.VisprofWarning, match=r"^trace\(\): this DataParallel runs its forward on 2 GPUs, each "
+                                                    r"replica on a thread of its own.*Trace model.module on one GPU") as seen:
+        visprof.trace(wrapped)
+    assert seen[0].filename == __file__  # pointed at the caller's line
+    wrapped.device_ids = [0]  # one GPU: DataParallel calls the module on the caller's thread
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        visprof.trace(wrapped)
+
+
 def test_a_trace_inside_a_trace_is_refused():
     """An inner block timed each op with the outer block's per-op work inside it: 10x."""
     model = torch.nn.Linear(4, 4)
