@@ -489,6 +489,13 @@ class ProfileResult:
         """Rows summed per category (sub-categories merged), in row order."""
         return category_totals(self.categories, self.memory)
 
+    def activity_ms(self) -> float:
+        """The attributed pass's activity time per iteration (kernels, copies, fills; the host
+        clock's op time on the CPU): what the category shares divide."""
+        if self.attribution is not None and self.attribution.activity_ms:
+            return self.attribution.activity_ms
+        return sum(row.time_ms for row in self.categories)
+
     def __repr__(self) -> str:
         """A few lines, not the dataclass's every field (27 kB for an H100 profile of ViT-B/16), so
         that a notebook cell or a REPL that shows a result stays readable. The whole report:

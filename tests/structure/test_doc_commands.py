@@ -99,7 +99,7 @@ def test_a_documented_command_line_uses_options_its_command_has(where, line):
 
 
 # Where each command's options are documented (the command's own section or file).
-DOCUMENTED_IN = {"profile": ["cli.md"], "info": ["cli.md"], "compare-compile": ["cli.md", "compile.md"],
+DOCUMENTED_IN = {"profile": ["cli.md"], "info": ["cli.md"], "compare-compile": ["cli.md", "compile.md"], "diff": ["cli.md"],
                  "sweep": ["sweep.md"], "export": ["sweep.md"], "ncu": ["nsight.md"], "nsys import": ["nsight.md"],
                  "nsys run": ["nsight.md"], "bounds build": ["nsight.md", "hardware-sensitivity.md", "cli.md"],
                  "bounds coverage": ["nsight.md", "hardware-sensitivity.md", "cli.md"],

@@ -128,11 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
     prof.set_defaults(handler=cmd_profile)
 
     # Each command group's module adds its own subcommands with add_commands(commands).
-    from visprof.cli import analysis, bounds, sweep
+    from visprof.cli import analysis, bounds, diff, sweep
     from visprof.cli import compile as compile_cli  # not to shadow the builtin
 
     sweep.add_commands(commands)  # sweep, export
     compile_cli.add_commands(commands)  # compare-compile
+    diff.add_commands(commands)  # diff
     nsight_cli.add_commands(commands)  # nsys import/run, ncu
     analysis.add_commands(commands)  # import-timm, compare, predict, calibrate, report
     bounds.add_commands(commands)  # bounds build/coverage

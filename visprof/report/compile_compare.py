@@ -54,12 +54,6 @@ class CompileRow:
         return (self.compiled_of_eager - self.eager_share) * 100
 
 
-def _total_ms(result: ProfileResult) -> float:
-    if result.attribution is not None and result.attribution.activity_ms:
-        return result.attribution.activity_ms
-    return sum(row.time_ms for row in result.categories)
-
-
 def compare_compile(eager: ProfileResult, compiled: ProfileResult) -> list[CompileRow]:
     """One row per category present in either result, in the eager result's report order."""
     if not compiled.config.compile or eager.config.compile:
@@ -67,7 +61,7 @@ def compare_compile(eager: ProfileResult, compiled: ProfileResult) -> list[Compi
 
         raise BadInputError("compare_compile needs an eager result and a compiled one (config.compile)")
     e_totals, c_totals = eager.category_totals(), compiled.category_totals()
-    e_total, c_total = _total_ms(eager), _total_ms(compiled)
+    e_total, c_total = eager.activity_ms(), compiled.activity_ms()
     order = list(e_totals) + [c for c in c_totals if c not in e_totals]
     rows = []
     for cat in order:

@@ -1,0 +1,75 @@
+"""`visprof diff A B`: two saved profiles side by side (visprof.report.profile_diff)."""
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from cli_in_process import run_cli
+from visprof.report.profile_diff import diff_profiles, render_profile_diff
+from visprof.result import ProfileResult
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+H100 = DATA / "h100-result-vit_base_patch16_224.json"  # op-type and kernel-family tables
+H200 = DATA / "h200-result-vit_base_patch16_224.json"  # older: neither table, normalization not split
+
+
+def test_two_gpus_one_model_names_the_difference_and_compares_what_both_recorded():
+    a, b = ProfileResult.load(H200), ProfileResult.load(H100)
+    diff = diff_profiles(a, b)
+    assert diff.per == "batch"
+    assert diff.differences == ["GPU: NVIDIA H200 -> NVIDIA H100 80GB HBM3", "grad mode: no_grad -> inference_mode"]
+    assert (diff.latency.a_ms, diff.latency.b_ms) == (a.timing.latency_ms.median, b.timing.latency_ms.median)
+    assert diff.total.b_ms == b.attribution.activity_ms
+    rows = {r.key: r for r in diff.categories}
+    assert rows["memory/cast"].a_ms == next(r.time_ms for r in a.categories if (r.category, r.subcategory) == ("memory", "cast"))
+    assert rows["normalization"].b_ms == pytest.approx(b.category_totals()["normalization"].time_ms)
+    # the older result splits no normalization: its 0 for layer norm would read as "none ran"
+    assert "normalization/layer" not in rows
+    keys = [r.key for r in diff.categories]
+    assert keys.index("memory") < keys.index("memory/cast") < keys.index("memory/memset")
+    # the older result has no op-type tables: none compared, and a note says why
+    assert diff.op_types == [] and diff.kernel_families == []
+    assert any(note.startswith("A has no op-type or kernel-family tables") for note in diff.notes)
+    text = render_profile_diff(diff, ("h200.json", "h100.json"))
+    assert text.splitlines()[0] == "visprof diff: A = h200.json, B = h100.json"
+    assert "Op types" not in text and "peak memory allocated (one forward): 695.5 MiB -> 695.9 MiB (x1.00)" in text
+
+
+def _rebatched_with_slower_layer_norm(doc: dict) -> dict:
+    """The same run at half the batch, every op type half the time but layer norm twice it."""
+    other = copy.deepcopy(doc)
+    other["model"]["batch_size"] = 32
+    other["model"]["input_shape"][0] = 32
+    for row in other["op_types"]:
+        row["time_ms"] *= 2.0 if row["op_type"] == "aten.layer_norm.default" else 0.5
+    return other
+
+
+def test_batches_that_differ_compare_per_sample_and_the_op_type_that_moved_leads():
+    doc = json.loads(H100.read_text())
+    a, b = ProfileResult.from_dict(doc), ProfileResult.from_dict(_rebatched_with_slower_layer_norm(doc))
+    diff = diff_profiles(a, b)
+    assert diff.per == "sample" and diff.differences == ["batch: 64 -> 32"]
+    first = diff.op_types[0]
+    assert first.key == "aten.layer_norm.default" and first.ratio == pytest.approx(4.0)  # x2 the time for half the batch
+    assert all(r.change_ms == 0 for r in diff.op_types[1:])  # half the time for half the batch: the same per sample
+    assert diff.latency.a_ms == a.timing.latency_ms.median / 64
+    text = render_profile_diff(diff, top=3)
+    assert "A ms a sample (the batches differ)" in text
+    assert "Op types whose time changed most (top 1 of 9)" in text  # unchanged rows are not listed
+
+
+def test_the_cli_prints_it_writes_json_and_refuses_a_file_that_is_not_a_result(tmp_path, capsys):
+    code, out, err = run_cli(capsys, "diff", str(H200), str(H100), "--json", str(tmp_path / "d.json"))
+    assert code == 0, err
+    assert out.startswith(f"visprof diff: A = {H200}, B = {H100}\n")
+    saved = json.loads((tmp_path / "d.json").read_text())
+    assert saved["differences"][0] == "GPU: NVIDIA H200 -> NVIDIA H100 80GB HBM3" and saved["per"] == "batch"
+    assert {r["key"] for r in saved["categories"]} >= {"attention", "attention/core", "memory/cast"}
+    (tmp_path / "notes.json").write_text('{"not": "a result"}')
+    code, out, err = run_cli(capsys, "diff", str(tmp_path / "notes.json"), str(H100))
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "notes.json" in err

@@ -1,0 +1,171 @@
+"""Two profiles side by side: what changed, per category, op type and kernel family.
+
+    visprof diff before.json after.json
+
+For one model before and after a change (an attention implementation swapped, a torch upgrade),
+on two GPUs, at two precisions or batch sizes: the latency, the time of each category and
+sub-category, the op types and kernel families whose time moved most, and the peak memory. Times
+are per iteration (one batch); where the two batches differ, per sample, and the header says so.
+The header names what differs between the runs (model, GPU, batch, precision, software, ...), so a
+change is not read as the cause of what another difference did.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from visprof.report.text_table import format_table
+from visprof.result import ProfileResult
+
+__all__ = ["DiffRow", "ProfileDiff", "diff_profiles", "render_profile_diff"]
+
+
+@dataclass
+class DiffRow:
+    key: str  # "attention", "attention/core", an op type, a kernel family
+    a_ms: float
+    b_ms: float
+
+    @property
+    def change_ms(self) -> float:
+        return self.b_ms - self.a_ms
+
+    @property
+    def ratio(self) -> float | None:
+        """B's time over A's; None where A had none."""
+        return self.b_ms / self.a_ms if self.a_ms > 0 else None
+
+
+@dataclass
+class ProfileDiff:
+    a: ProfileResult
+    b: ProfileResult
+    per: str  # "batch" (same batch size) or "sample" (times divided by each run's batch)
+    differences: list[str]  # what differs between the two runs, e.g. "GPU: NVIDIA H100 80GB HBM3 -> NVIDIA H200"
+    latency: DiffRow | None  # median latency, per batch or sample; None without both timing passes
+    total: DiffRow  # the attributed passes' activity time
+    categories: list[DiffRow]  # categories, each followed by its sub-categories, in A's report order
+    op_types: list[DiffRow] = field(default_factory=list)  # largest change first
+    kernel_families: list[DiffRow] = field(default_factory=list)
+    peak_bytes: tuple[int | None, int | None] = (None, None)  # allocated, per forward (not scaled)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        def rows(items: list[DiffRow]) -> list[dict]:
+            return [{"key": r.key, "a_ms": r.a_ms, "b_ms": r.b_ms, "change_ms": r.change_ms, "ratio": r.ratio}
+                    for r in items]
+        return {"per": self.per, "differences": self.differences, "notes": self.notes,
+                "latency": rows([self.latency])[0] if self.latency else None, "total": rows([self.total])[0],
+                "categories": rows(self.categories), "op_types": rows(self.op_types),
+                "kernel_families": rows(self.kernel_families),
+                "peak_bytes": {"a": self.peak_bytes[0], "b": self.peak_bytes[1]}}
+
+
+def _describe(result: ProfileResult) -> dict[str, str]:
+    """The run's settings that a difference in time may come from."""
+    gpu = result.gpu.get("name") if isinstance(result.gpu, dict) else None
+    env = result.environment or {}
+    shape = result.model.input_shape[-2:] if len(result.model.input_shape or []) >= 4 else []
+    return {"model": result.model.name, "GPU": gpu or "CPU (host clock)", "batch": str(result.model.batch_size),
+            "input": "x".join(map(str, shape)) or str(result.model.img_size), "precision": result.config.precision,
+            "layout": "channels_last" if result.config.channels_last else "NCHW",
+            "compiled": "yes" if result.config.compile else "no", "grad mode": result.config.grad_mode,
+            "torch": str(env.get("torch")), "timm": str(env.get("timm")), "visprof": result.visprof_version}
+
+
+def _changed_most(a: dict[str, float], b: dict[str, float], scale_a: float, scale_b: float) -> list[DiffRow]:
+    rows = [DiffRow(key, a.get(key, 0.0) * scale_a, b.get(key, 0.0) * scale_b) for key in {**a, **b}]
+    return sorted(rows, key=lambda r: (-abs(r.change_ms), r.key))
+
+
+def _category_rows(a: ProfileResult, b: ProfileResult, scale_a: float, scale_b: float) -> list[DiffRow]:
+    def times(result: ProfileResult) -> dict[str, float]:
+        out = {name: row.time_ms for name, row in result.category_totals().items()}
+        out.update({f"{row.category}/{row.subcategory}": row.time_ms for row in result.categories if row.subcategory})
+        return out
+
+    ta, tb = times(a), times(b)
+    order = list(dict.fromkeys([*ta, *tb]))
+
+    def split_alike(top: str) -> bool:
+        """Whether both runs split ``top`` into sub-categories, or one did not run it: an older
+        result has none for some categories (normalization), and 0 there is not "none ran"."""
+        return all(any(k.startswith(top + "/") for k in t) or not t.get(top) for t in (ta, tb))
+
+    # each category, then its sub-categories (category_totals lists every category, even idle ones)
+    tops = [k for k in order if "/" not in k]
+    keyed = [k for top in tops
+             for k in [top, *(s for s in order if s.startswith(top + "/") and split_alike(top))]]
+    return [DiffRow(k, ta.get(k, 0.0) * scale_a, tb.get(k, 0.0) * scale_b) for k in keyed if ta.get(k) or tb.get(k)]
+
+
+def diff_profiles(a: ProfileResult, b: ProfileResult) -> ProfileDiff:
+    """``b`` against ``a`` (A: before, B: after)."""
+    batch_a, batch_b = a.model.batch_size or 1, b.model.batch_size or 1
+    per = "batch" if batch_a == batch_b else "sample"
+    scale_a, scale_b = (1.0, 1.0) if per == "batch" else (1 / batch_a, 1 / batch_b)
+    da, db = _describe(a), _describe(b)
+    differences = [f"{name}: {da[name]} -> {db[name]}" for name in da if da[name] != db[name]]
+    notes = []
+    if a.measurement != b.measurement:
+        notes.append("one result is timed by the host clock (a CPU run) and the other by the GPU: their times are of "
+                     "different clocks and work")
+    tables = all(r.op_types for r in (a, b))  # a result made before they were kept has none
+    for name, result in (("A", a), ("B", b)):
+        if not result.op_types:
+            notes.append(f"{name} has no op-type or kernel-family tables (made by a visprof before they were kept), "
+                         "so they are not compared; profile it again to compare them")
+    latency = None
+    if a.timing is not None and b.timing is not None:
+        latency = DiffRow("latency", a.timing.latency_ms.median * scale_a, b.timing.latency_ms.median * scale_b)
+    peak = tuple(r.memory.peak_bytes if r.memory else (r.timing.max_memory_allocated_bytes if r.timing else None)
+                 for r in (a, b))
+    return ProfileDiff(
+        a, b, per, differences, latency, DiffRow("total", a.activity_ms() * scale_a, b.activity_ms() * scale_b),
+        _category_rows(a, b, scale_a, scale_b),
+        _changed_most({r.op_type: r.time_ms for r in a.op_types}, {r.op_type: r.time_ms for r in b.op_types},
+                      scale_a, scale_b) if tables else [],
+        _changed_most({r.family: r.time_ms for r in a.kernel_families},
+                      {r.family: r.time_ms for r in b.kernel_families}, scale_a, scale_b) if tables else [],
+        peak, notes)
+
+
+def _ms(value: float) -> str:
+    return f"{value:.3f}" if value < 100 else f"{value:.1f}"
+
+
+def _cells(row: DiffRow, label: str) -> list[str]:
+    ratio = f"x{row.ratio:.2f}" if row.ratio is not None else "new"
+    return [label, _ms(row.a_ms), _ms(row.b_ms), f"{row.change_ms:+.3f}", ratio if row.b_ms or row.a_ms else "-"]
+
+
+def render_profile_diff(diff: ProfileDiff, names: tuple[str, str] = ("A", "B"), top: int = 10,
+                        width: int | None = None) -> str:
+    """The text `visprof diff` prints; ``names``: how the header names the two (their files)."""
+    a, b = diff.a, diff.b
+    unit = "ms a batch" if diff.per == "batch" else "ms a sample (the batches differ)"
+    lines = [f"visprof diff: A = {names[0]}, B = {names[1]}",
+             f"A: {a.model.name} · batch {a.model.batch_size} · {a.config.precision} · "
+             f"{_describe(a)['GPU']}",
+             f"B: {b.model.name} · batch {b.model.batch_size} · {b.config.precision} · "
+             f"{_describe(b)['GPU']}",
+             "differs in: " + ("; ".join(diff.differences) if diff.differences else "nothing recorded (a rerun)")]
+    lines += [f"note: {note}" for note in diff.notes]
+    clock = "GPU" if a.measurement == b.measurement == "gpu" else "host"
+    head = ["", f"A {unit}", "B", "change", "B/A"]
+    rows = [_cells(diff.latency, "latency (median)")] if diff.latency else []
+    rows.append(_cells(diff.total, f"{clock} time (attributed)"))
+    lines += ["", *format_table(head, rows, width)]
+    category_rows = [_cells(r, r.key if "/" not in r.key else "  " + r.key.split("/", 1)[1]) for r in diff.categories]
+    lines += ["", f"Time by category ({clock} time)", *format_table(["category", *head[1:]], category_rows, width)]
+    for title, items, column in (("Op types", diff.op_types, "op type"),
+                                 ("Kernel families", diff.kernel_families, "kernel family")):
+        moved = [r for r in items if r.change_ms][:top]
+        if moved:
+            lines += ["", f"{title} whose time changed most (top {len(moved)} of {len(items)})",
+                      *format_table([column, *head[1:]], [_cells(r, r.key) for r in moved], width)]
+    pa, pb = diff.peak_bytes
+    if pa and pb:
+        lines += ["", f"peak memory allocated (one forward): {pa / (1 << 20):,.1f} MiB -> {pb / (1 << 20):,.1f} MiB "
+                      f"(x{pb / pa:.2f})"]
+    return "\n".join(lines) + "\n"
+
