@@ -135,7 +135,8 @@ def _ms(value: float) -> str:
 
 def _cells(row: DiffRow, label: str) -> list[str]:
     ratio = f"x{row.ratio:.2f}" if row.ratio is not None else "new"
-    return [label, _ms(row.a_ms), _ms(row.b_ms), f"{row.change_ms:+.3f}", ratio if row.b_ms or row.a_ms else "-"]
+    change = f"{row.change_ms:+.3f}" if abs(row.change_ms) < 100 else f"{row.change_ms:+.1f}"
+    return [label, _ms(row.a_ms), _ms(row.b_ms), change, ratio if row.b_ms or row.a_ms else "-"]
 
 
 def render_profile_diff(diff: ProfileDiff, names: tuple[str, str] = ("A", "B"), top: int = 10,
