@@ -5,6 +5,7 @@
     print(visprof.text_report(result))   # the report `visprof profile` prints
     with visprof.trace(model) as session:
         model(x)
+    print(visprof.diff("before.json", "after.json"))  # two saved results side by side
 
 `import visprof` stays cheap: torch, timm and the native extension load on first use.
 """
@@ -16,6 +17,7 @@ __all__ = [
     "profile",
     "trace",
     "text_report",
+    "diff",
     "native_info",
     "ProfileResult",
     "CapturedTrace",
@@ -29,6 +31,7 @@ _LAZY = {
     "profile": ("visprof.profiler", "profile"),
     "trace": ("visprof.trace_session", "trace"),
     "text_report": ("visprof.report.table", "render"),
+    "diff": ("visprof.report.profile_diff", "diff_profiles"),
     "native_info": ("visprof.native", "native_info"),
     "ProfileResult": ("visprof.result", "ProfileResult"),
     "CapturedTrace": ("visprof.native.records", "CapturedTrace"),

@@ -57,9 +57,23 @@ def test_batches_that_differ_compare_per_sample_and_the_op_type_that_moved_leads
     assert first.key == "aten.layer_norm.default" and first.ratio == pytest.approx(4.0)  # x2 the time for half the batch
     assert all(r.change_ms == 0 for r in diff.op_types[1:])  # half the time for half the batch: the same per sample
     assert diff.latency.a_ms == a.timing.latency_ms.median / 64
-    text = render_profile_diff(diff, top=3)
+    text = render_profile_diff(diff, ("a", "b"), top=3)
     assert "A ms a sample (the batches differ)" in text
     assert "Op types whose time changed most (top 1 of 9)" in text  # unchanged rows are not listed
+
+
+def test_in_a_notebook_it_takes_paths_shows_one_line_and_prints_the_tables():
+    import visprof
+    from visprof.base.errors import BadInputError
+
+    diff = visprof.diff(str(H200), H100)
+    assert repr(diff) == ("<ProfileDiff vit_base_patch16_224 -> vit_base_patch16_224, per batch, latency x1.04, attributed "
+                          "time x1.07; differs in: GPU: NVIDIA H200 -> NVIDIA H100 80GB HBM3; grad mode: no_grad -> "
+                          "inference_mode>")
+    assert str(diff).startswith("visprof diff: B against A\nA: vit_base_patch16_224 · batch 64 · bf16 · NVIDIA H200\n")
+    with pytest.raises(BadInputError, match=r"^diff takes two results \(ProfileResult, or the path of a result file\), "
+                                            r"got a dict$"):
+        visprof.diff({}, H100)
 
 
 def test_the_cli_prints_it_writes_json_and_refuses_a_file_that_is_not_a_result(tmp_path, capsys):

@@ -12,6 +12,7 @@ change is not read as the cause of what another difference did.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from visprof.report.text_table import format_table
 from visprof.result import ProfileResult
@@ -48,6 +49,17 @@ class ProfileDiff:
     kernel_families: list[DiffRow] = field(default_factory=list)
     peak_bytes: tuple[int | None, int | None] = (None, None)  # allocated, per forward (not scaled)
     notes: list[str] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        # The headline, not the two results inside (27 kB each): print(diff) shows the tables.
+        latency = f", latency x{self.latency.ratio:.2f}" if self.latency and self.latency.ratio else ""
+        differs = "; ".join(self.differences) or "nothing recorded"
+        return (f"<ProfileDiff {self.a.model.name} -> {self.b.model.name}, per {self.per}{latency}, attributed time "
+                f"x{self.total.ratio:.2f}; differs in: {differs}>" if self.total.ratio else
+                f"<ProfileDiff {self.a.model.name} -> {self.b.model.name}; differs in: {differs}>")
+
+    def __str__(self) -> str:
+        return render_profile_diff(self)
 
     def to_dict(self) -> dict:
         def rows(items: list[DiffRow]) -> list[dict]:
@@ -98,8 +110,10 @@ def _category_rows(a: ProfileResult, b: ProfileResult, scale_a: float, scale_b: 
     return [DiffRow(k, ta.get(k, 0.0) * scale_a, tb.get(k, 0.0) * scale_b) for k in keyed if ta.get(k) or tb.get(k)]
 
 
-def diff_profiles(a: ProfileResult, b: ProfileResult) -> ProfileDiff:
-    """``b`` against ``a`` (A: before, B: after)."""
+def diff_profiles(a: ProfileResult | str | Path, b: ProfileResult | str | Path) -> ProfileDiff:
+    """``b`` against ``a`` (A: before, B: after): results, or the paths of result files
+    (``visprof.diff("before.json", "after.json")``; ``print()`` it for the tables)."""
+    a, b = (ProfileResult.load(r) if isinstance(r, (str, Path)) else _result(r) for r in (a, b))
     batch_a, batch_b = a.model.batch_size or 1, b.model.batch_size or 1
     per = "batch" if batch_a == batch_b else "sample"
     scale_a, scale_b = (1.0, 1.0) if per == "batch" else (1 / batch_a, 1 / batch_b)
@@ -129,6 +143,15 @@ def diff_profiles(a: ProfileResult, b: ProfileResult) -> ProfileDiff:
         peak, notes)
 
 
+def _result(given) -> ProfileResult:
+    if isinstance(given, ProfileResult):
+        return given
+    from visprof.base.errors import BadInputError
+
+    raise BadInputError(f"diff takes two results (ProfileResult, or the path of a result file), got a "
+                        f"{type(given).__name__}")
+
+
 def _ms(value: float) -> str:
     return f"{value:.3f}" if value < 100 else f"{value:.1f}"
 
@@ -139,12 +162,12 @@ def _cells(row: DiffRow, label: str) -> list[str]:
     return [label, _ms(row.a_ms), _ms(row.b_ms), change, ratio if row.b_ms or row.a_ms else "-"]
 
 
-def render_profile_diff(diff: ProfileDiff, names: tuple[str, str] = ("A", "B"), top: int = 10,
+def render_profile_diff(diff: ProfileDiff, names: tuple[str, str] | None = None, top: int = 10,
                         width: int | None = None) -> str:
     """The text `visprof diff` prints; ``names``: how the header names the two (their files)."""
     a, b = diff.a, diff.b
     unit = "ms a batch" if diff.per == "batch" else "ms a sample (the batches differ)"
-    lines = [f"visprof diff: A = {names[0]}, B = {names[1]}",
+    lines = [f"visprof diff: A = {names[0]}, B = {names[1]}" if names else "visprof diff: B against A",
              f"A: {a.model.name} · batch {a.model.batch_size} · {a.config.precision} · "
              f"{_describe(a)['GPU']}",
              f"B: {b.model.name} · batch {b.model.batch_size} · {b.config.precision} · "
