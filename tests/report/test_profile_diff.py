@@ -58,7 +58,7 @@ def test_batches_that_differ_compare_per_sample_and_the_op_type_that_moved_leads
     assert all(r.change_ms == 0 for r in diff.op_types[1:])  # half the time for half the batch: the same per sample
     assert diff.latency.a_ms == a.timing.latency_ms.median / 64
     text = render_profile_diff(diff, ("a", "b"), top=3)
-    assert "A ms a sample (the batches differ)" in text
+    assert "times per sample: the batches differ (64 and 32)" in text and "A ms/sample" in text
     assert "Op types whose time changed most (top 1 of 9)" in text  # unchanged rows are not listed
 
 

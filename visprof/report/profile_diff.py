@@ -166,13 +166,15 @@ def render_profile_diff(diff: ProfileDiff, names: tuple[str, str] | None = None,
                         width: int | None = None) -> str:
     """The text `visprof diff` prints; ``names``: how the header names the two (their files)."""
     a, b = diff.a, diff.b
-    unit = "ms a batch" if diff.per == "batch" else "ms a sample (the batches differ)"
+    unit = "ms/batch" if diff.per == "batch" else "ms/sample"
     lines = [f"visprof diff: A = {names[0]}, B = {names[1]}" if names else "visprof diff: B against A",
              f"A: {a.model.name} · batch {a.model.batch_size} · {a.config.precision} · "
              f"{_describe(a)['GPU']}",
              f"B: {b.model.name} · batch {b.model.batch_size} · {b.config.precision} · "
              f"{_describe(b)['GPU']}",
              "differs in: " + ("; ".join(diff.differences) if diff.differences else "nothing recorded (a rerun)")]
+    if diff.per == "sample":
+        lines.append(f"times per sample: the batches differ ({a.model.batch_size} and {b.model.batch_size})")
     lines += [f"note: {note}" for note in diff.notes]
     clock = "GPU" if a.measurement == b.measurement == "gpu" else "host"
     head = ["", f"A {unit}", "B", "change", "B/A"]
