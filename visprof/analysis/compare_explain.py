@@ -63,9 +63,8 @@ def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: Gpu
         return head + tail
     kernel = {b: v for b, v in m.shares.items() if b != "launch"}
     bound = max(kernel, key=kernel.get)
-    where = m.shares_from.replace("measured on ", "measured on the ").replace("predicted from ", "predicted from the ")
-    if profile_gpu_name and m.profile is not None:
-        where = where.replace(f" the {m.profile.gpu}", f" the {profile_gpu_name}")
+    how, _, gpu_id = m.shares_from.rpartition(" ")  # "measured on rtx3090", "predicted from h200"
+    where = f"{how} the {profile_gpu_name or gpu_id}"
     what = f"{m.shares[bound]:.0%} of its {base_name} time is {BOUND_LABELS[bound]} bound ({where} profile)"
     if tensor_ratio is None:
         return f"{head}: {what}"
