@@ -83,6 +83,11 @@ def test_the_cli_prints_it_writes_json_and_refuses_a_file_that_is_not_a_result(t
     saved = json.loads((tmp_path / "d.json").read_text())
     assert saved["differences"][0] == "GPU: NVIDIA H200 -> NVIDIA H100 80GB HBM3" and saved["per"] == "batch"
     assert {r["key"] for r in saved["categories"]} >= {"attention", "attention/core", "memory/cast"}
+    copy_of_a = tmp_path / "a.json"
+    copy_of_a.write_bytes(H200.read_bytes())
+    code, out, err = run_cli(capsys, "diff", str(copy_of_a), str(H100), "--json", str(copy_of_a))
+    assert code == 2 and "it is the result file A; writing it would overwrite that input" in err
+    assert copy_of_a.read_bytes() == H200.read_bytes()
     (tmp_path / "notes.json").write_text('{"not": "a result"}')
     code, out, err = run_cli(capsys, "diff", str(tmp_path / "notes.json"), str(H100))
     assert code == 2 and out == ""

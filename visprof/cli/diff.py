@@ -30,7 +30,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from visprof.report.profile_diff import diff_profiles, render_profile_diff
     from visprof.result import ProfileResult
 
-    check_output_paths({"--json": args.json}, inputs={"A": args.before, "B": args.after}, kinds={"--json": "json"})
+    check_output_paths({"--json": args.json}, inputs={"result file A": args.before, "result file B": args.after},
+                       kinds={"--json": "json"})
     diff = diff_profiles(ProfileResult.load(args.before), ProfileResult.load(args.after))
     print(render_profile_diff(diff, (str(args.before), str(args.after)), top=args.top), end="")
     if args.json is not None:
