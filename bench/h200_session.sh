@@ -44,6 +44,9 @@ if [ -n "${REQUIRE_GPU:-}" ] && ! nvidia-smi --query-gpu=name --format=csv,nohea
   echo "h200_session.sh: REQUIRE_GPU=$REQUIRE_GPU, but this machine's GPU is $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1): nothing run"
   exit 3
 fi
+# The card's short name (h100, h200, ...) names the result files: a call may be served by another card.
+card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | sed -E 's/^NVIDIA //; s/ .*//' | tr 'A-Z' 'a-z')
+card=${card:-gpu}
 python3 setup.py -q build_ext --inplace > /tmp/build.log 2>&1 || { tail -40 /tmp/build.log; exit 1; }
 python3 -c "import visprof.native as n, json; print(json.dumps(n.native_info()))"
 # Compile the runtime modules once, before tests start processes that would each wait for them.
@@ -58,7 +61,7 @@ for step in "${steps[@]}"; do
   case $step in
     native)
       python3 -m pytest tests/gpu/test_native_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-native.txt" | grep -E "PASS|FAIL|SKIP|Error|assert|passed|failed" | head -40
-      python3 bench/native_overhead.py --json "$OUT/native-overhead-h200.json" 2>&1 | tee "$OUT/native-overhead.txt" ;;
+      python3 bench/native_overhead.py --json "$OUT/native-overhead-$card.json" 2>&1 | tee "$OUT/native-overhead.txt" ;;
     profile)
       python3 -m pytest tests/gpu/test_profile_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-profile.txt" | grep -E "PASS|FAIL|SKIP|Error|passed|failed" | head -40
       model=${MODEL:-vit_base_patch16_224}
@@ -67,10 +70,10 @@ for step in "${steps[@]}"; do
       python3 -m pytest tests/gpu/test_trace_gpu.py tests/gpu/test_capture_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-trace.txt" | grep -E "PASS|FAIL|SKIP|Error|passed|failed|assert" | head -40 ;;
     memory)
       python3 -m pytest tests/gpu/test_memory_gpu.py -v -s -rs 2>&1 | tee "$OUT/gpu-tests-memory.txt" | grep -E "PASS|FAIL|SKIP|Error|passed|failed|assert" | head -40
-      python3 bench/alloc_tracker_cost.py --json "$OUT/alloc-tracker-cost-h200.json" 2>&1 | tee "$OUT/alloc-tracker-cost.txt" | tail -4 ;;
+      python3 bench/alloc_tracker_cost.py --json "$OUT/alloc-tracker-cost-$card.json" 2>&1 | tee "$OUT/alloc-tracker-cost.txt" | tail -4 ;;
     regimes)
       left=$(( ${REGIMES_DEADLINE_S:-480} - SECONDS ))
-      python3 bench/latency_check.py ${MODELS:+--models $MODELS} ${REGIMES_ARGS:-} --deadline-s "$left" --json "$OUT/latency-regimes-h200.json" 2>&1 | tee "$OUT/latency-regimes.txt" ;;
+      python3 bench/latency_check.py ${MODELS:+--models $MODELS} ${REGIMES_ARGS:-} --deadline-s "$left" --json "$OUT/latency-regimes-$card.json" 2>&1 | tee "$OUT/latency-regimes.txt" ;;
     sweep-tests)
       python3 -m pytest tests/gpu/test_sweep_gpu.py -v -s 2>&1 | tee "$OUT/gpu-tests-sweep.txt" | tail -40 ;;
     sweep-scale)
@@ -96,16 +99,16 @@ for step in "${steps[@]}"; do
     structure)
       mkdir -p /tmp/compile-recordings
       VISPROF_RECORDINGS=/tmp/compile-recordings python3 -m pytest ${STRUCTURE_TESTS:-tests/gpu/test_structure_gpu.py tests/gpu/test_compile_compare_gpu.py} -v -s -rs 2>&1 | tee "$OUT/gpu-tests-structure.txt" | grep -E "PASS|FAIL|SKIP|Error|passed|failed|assert" | head -40
-      python3 bench/compile_check.py --out "$OUT/compile-check-h200.json" --recordings /tmp/compile-recordings 2>&1 | tee "$OUT/compile-check.txt" | tail -12
+      python3 bench/compile_check.py --out "$OUT/compile-check-$card.json" --recordings /tmp/compile-recordings 2>&1 | tee "$OUT/compile-check.txt" | tail -12
       tar -czf "$OUT/compile-recordings.tar.gz" -C /tmp compile-recordings ;;
     nsight-tests)
       mkdir -p /tmp/ncu-csv/tests
       VISPROF_NCU_OUT=/tmp/ncu-csv/tests python3 -m pytest tests/gpu/test_nsight_gpu.py ${NSIGHT_K:+-k "$NSIGHT_K"} -v -s -rs 2>&1 | tee "$OUT/gpu-tests-nsight.txt" | grep -E "IDENTICAL|DIFFERENT|summary|PASS|FAIL|SKIP|Error|passed|failed" | head -40
       tar -czf "$OUT/ncu-csv.tar.gz" -C /tmp ncu-csv ;;
     nsight-bench)
-      python3 bench/nvtx_overhead.py --models resnet50,vit_base_patch16_224,swin_tiny_patch4_window7_224,mobilenetv3_large_100 --json "$OUT/nvtx-overhead-h200.json" 2>&1 | tail -8 | tee "$OUT/nsight-bench.txt"
+      python3 bench/nvtx_overhead.py --models resnet50,vit_base_patch16_224,swin_tiny_patch4_window7_224,mobilenetv3_large_100 --json "$OUT/nvtx-overhead-$card.json" 2>&1 | tail -8 | tee "$OUT/nsight-bench.txt"
       mkdir -p /tmp/ncu-csv/roofline
-      python3 bench/ncu_roofline.py --csv-dir /tmp/ncu-csv/roofline --json "$OUT/ncu-roofline-h200.json" 2>&1 | tail -40 | tee -a "$OUT/nsight-bench.txt"
+      python3 bench/ncu_roofline.py --csv-dir /tmp/ncu-csv/roofline --json "$OUT/ncu-roofline-$card.json" 2>&1 | tail -40 | tee -a "$OUT/nsight-bench.txt"
       tar -czf "$OUT/ncu-csv.tar.gz" -C /tmp ncu-csv ;;
     nsys2022)
       tar -xJf .nsys/nsyspack.tar.xz -C /tmp || continue
@@ -114,7 +117,7 @@ for step in "${steps[@]}"; do
           -o /tmp/nsys-resnet50 -- python3 -m visprof profile resnet50 --nvtx-only --iterations 3 --quiet ) > /tmp/nsys.log 2>&1
       tail -5 /tmp/nsys.log | tee "$OUT/nsys2022.txt"
       python3 -m visprof nsys import /tmp/nsys-resnet50.sqlite 2>&1 | tail -3 | tee -a "$OUT/nsys2022.txt"
-      gzip -c /tmp/nsys-resnet50.sqlite > "$OUT/nsys2022-h200-resnet50.sqlite.gz" ;;
+      gzip -c /tmp/nsys-resnet50.sqlite > "$OUT/nsys2022-$card-resnet50.sqlite.gz" ;;
     ncu-bounds)
       mkdir -p /tmp/ncu-bounds
       for model in ${NCU_MODELS:-maxxvitv2_nano_rw_256 cait_xxs24_384 sequencer2d_m}; do

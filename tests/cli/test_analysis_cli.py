@@ -147,7 +147,7 @@ def test_predict_table_and_files(tmp_path, capsys, h200_results):
     code, out, err = run(capsys, "predict", "--from", h200_results, "--to", "RTX 4090", "-b", "1024", "--precision", "fp16",
                          "--json", tmp_path / "p.json", "--csv", tmp_path / "p.csv")
     assert code == 0, err
-    assert "visprof predict: 4 model(s) on NVIDIA GeForce RTX 4090" in out
+    assert "visprof predict: 4 model(s) on RTX 4090\n" in out
     assert "batch 64 -> 1024: FLOPs and activation bytes x16, weight bytes kept" in out
     # the profile each row is from, by GPU and precision: one model's bf16 and fp16 profiles were two like rows
     assert out.count(" h200 bf16 ") == 4

@@ -449,7 +449,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         rule = ("per model, image size, GPU and precision the one nearest --batch-size, the newest among equals"
                 if args.batch_size else "per model, image size, GPU, precision and batch the newest")
         print(f"({left_out} more profile(s) of the same models not used: {rule}; --every-profile predicts them all)")
-    print(format_predictions(predictions, target.name, skipped), end="")
+    print(format_predictions(predictions, target.short_name, skipped), end="")
     calibrated = {}  # (model, image size, batch, GPU) of the profile -> its calibrated speed-up
     if saved:
         used = {id(r) for r in results}
