@@ -19,13 +19,12 @@ notices at opening or at a later query (``DamagedStoreError``); the file is left
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import json
 import os
 import socket
 import sqlite3
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
@@ -35,8 +34,11 @@ from visprof.base.pandas_import import import_pandas
 from visprof.base.spelling import option
 from visprof.store.flatten import (category_rows, compact_json, flatten_result, kernel_family_category_rows,
                                    kernel_family_rows, memory_rows, normalize_gpu_uuid, op_type_rows)
+from visprof.store.category_columns import with_category_columns
 from visprof.store.cell import Cell, canonical_key, img_size_text
-from visprof.store.schema import ADDED_COLUMNS, DDL, IDENTITY, REFERENCE_IDENTITY, SCHEMA_VERSION
+from visprof.store.references import (Reference, differing_references, insert_reference_rows, read_references,
+                                      reference_rows, references_frame)
+from visprof.store.schema import ADDED_COLUMNS, DDL, IDENTITY, SCHEMA_VERSION
 from visprof.store.store_file import create_store_file, create_tables, sql_statements, utc_now
 from visprof.store.sqlite_guard import DamagedStoreError, StoreBusyError, StoreConnection, lock_for_writing
 from visprof.store.versions import SoftwareVersions
@@ -84,30 +86,6 @@ class CellState:
     attempts: int = 0
     final: bool = True
     kind: str | None = None  # failures: "error" | "oom" | "timeout" | "crash"
-
-
-@dataclass
-class Reference:
-    """A throughput measured elsewhere, e.g. one row of a timm benchmark CSV.
-
-    Units follow timm's CSVs: ``step_time_ms`` per batch, ``param_count_m`` in millions,
-    ``gmacs`` per sample, ``macts_m`` (activations) in millions."""
-
-    source: str  # where it came from: a file name, a URL, a paper
-    gpu_name: str  # e.g. "NVIDIA GeForce RTX 4090"
-    model: str
-    img_size: int
-    batch_size: int
-    precision: str  # e.g. "amp-fp16", "bf16", "fp32"
-    samples_per_s: float | None = None
-    step_time_ms: float | None = None
-    param_count_m: float | None = None
-    gmacs: float | None = None
-    macts_m: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)  # any other columns of the source
-
-    _COLUMNS = ("source", "gpu_name", "model", "img_size", "batch_size", "precision", "samples_per_s",
-                "step_time_ms", "param_count_m", "gmacs", "macts_m")
 
 
 class ResultStore:
@@ -521,18 +499,7 @@ class ResultStore:
         rows = self.rows(model, gpu)
         if not categories or not rows:
             return columns, rows
-        wide = self._category_wide({row["id"] for row in rows})
-        extra: dict[str, None] = {}
-        for row in rows:
-            figures = wide.get(row["id"], {})
-            extra.update(dict.fromkeys(figures))
-            row.update(figures)
-        order = ("time_ms", "share", "flops", "live_bytes", "reserved_bytes")
-        extra_columns = sorted(extra, key=lambda c: (order.index(c.split(".", 1)[0]), list(extra).index(c)))
-        for row in rows:
-            for column in extra_columns:
-                row.setdefault(column, None)
-        return columns + extra_columns, rows
+        return columns + with_category_columns(self.conn, rows), rows
 
     def dataframe(self, model: str | None = None, gpu: str | None = None, categories: bool = True):
         """A pandas DataFrame of ``table_rows``: one row per result."""
@@ -540,94 +507,34 @@ class ResultStore:
         columns, rows = self.table_rows(model, gpu, categories)
         return pd.DataFrame(rows, columns=columns)
 
-    def _category_wide(self, ids: set[int]) -> dict[int, dict[str, Any]]:
-        wide: dict[int, dict[str, Any]] = {}
-        for row in self.conn.execute("SELECT result_id, category, time_ms, share, flops FROM result_categories"
-                                     " ORDER BY result_id, rowid"):
-            if row["result_id"] not in ids:
-                continue
-            out = wide.setdefault(row["result_id"], {})
-            for figure in ("time_ms", "share", "flops"):
-                if row[figure] is not None:
-                    key = f"{figure}.{row['category']}"
-                    out[key] = out.get(key, 0.0) + row[figure]
-        exact: set[tuple[int, str]] = set()
-        for row in self.conn.execute("SELECT result_id, key, allocated_at_peak, reserved_at_peak FROM result_memory"
-                                     " ORDER BY result_id, rowid"):
-            if row["result_id"] not in ids:
-                continue
-            out = wide.setdefault(row["result_id"], {})
-            category, _, sub = row["key"].partition("/")
-            for figure, column in (("live_bytes", "allocated_at_peak"), ("reserved_bytes", "reserved_at_peak")):
-                if row[column] is None:
-                    continue
-                key = f"{figure}.{category}"
-                # A category-level figure is the category's own; sub-keys add up only without one.
-                if not sub:
-                    out[key] = row[column]
-                    exact.add((row["result_id"], key))
-                elif (row["result_id"], key) not in exact:
-                    out[key] = out.get(key, 0) + row[column]
-        return wide
-
     def columns(self, table: str) -> list[str]:
         """The column names of a table of the store."""
         return [row[1] for row in self.conn.execute(f'PRAGMA table_info("{table}")')]
 
-    # --- references ------------------------------------------------------------------
+    # --- references (visprof.store.references) --------------------------------------
     def add_references(self, references: Iterable[Reference | Mapping[str, Any]]) -> int:
         """Adds measurements made elsewhere, in one transaction; returns how many were new
         (a row with the same source, GPU, model, size, batch and precision is kept as it was)."""
-        rows = []
-        for ref in references:
-            ref = ref if isinstance(ref, Reference) else Reference(**ref)
-            if not ref.model or not ref.gpu_name or not ref.source:
-                raise BadInputError(f"a reference needs a source, a GPU name and a model: {ref}")
-            values = asdict(ref)
-            values["extra"] = compact_json(values.pop("extra") or {})
-            values["imported_at"] = utc_now()
-            rows.append(values)
+        rows = reference_rows(references)
         if not rows:
             return 0
-        names = list(rows[0])
         with self.transaction() as conn:
-            before = conn.total_changes
-            conn.executemany(f'INSERT OR IGNORE INTO "references" ({", ".join(names)}) '
-                             f'VALUES ({", ".join("?" * len(names))})', [[r[n] for n in names] for r in rows])
-            return conn.total_changes - before
+            return insert_reference_rows(conn, rows)
 
     def differing_references(self, references: Iterable[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], float]]:
         """(reference, stored samples/s) for each of ``references`` the store holds already (same
         source, GPU, model, size, batch and precision) with another throughput: add_references
         keeps the stored one."""
-        out = []
-        for ref in references:
-            ref = asdict(ref) if isinstance(ref, Reference) else ref
-            row = self.conn.execute(
-                f'SELECT samples_per_s FROM "references" WHERE {" AND ".join(f"{c} = ?" for c in REFERENCE_IDENTITY)}',
-                [ref.get(c) for c in REFERENCE_IDENTITY]).fetchone()
-            if row is not None and row[0] != ref.get("samples_per_s"):
-                out.append((ref, float(row[0])))
-        return out
+        return differing_references(self.conn, references)
 
     def references(self, gpu_name: str | None = None, model: str | None = None,
                    source: str | None = None) -> list[Reference]:
         """Stored references; each filter is a shell pattern (``*4090*``, ``vit_*``)."""
-        out = []
-        for row in self.conn.execute('SELECT * FROM "references" ORDER BY id'):
-            if any(pattern is not None and not fnmatch.fnmatchcase(str(row[column]), pattern)
-                   for column, pattern in (("gpu_name", gpu_name), ("model", model), ("source", source))):
-                continue
-            values = {name: row[name] for name in Reference._COLUMNS}
-            out.append(Reference(**values, extra=json.loads(row["extra"] or "{}")))
-        return out
+        return read_references(self.conn, gpu_name=gpu_name, model=model, source=source)
 
     def references_dataframe(self, **filters):
         """A pandas DataFrame of ``references(**filters)``: one row per published measurement."""
-        pd = import_pandas("store.references_dataframe()")
-        refs = self.references(**filters)
-        return pd.DataFrame([{k: getattr(r, k) for k in Reference._COLUMNS} for r in refs],
-                            columns=list(Reference._COLUMNS))
+        return references_frame(self.references(**filters))
 
 
 # --- helpers -------------------------------------------------------------------------------

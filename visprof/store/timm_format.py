@@ -56,7 +56,7 @@ def reference_from_timm_row(row: Mapping[str, Any], *, source: str, gpu_name: st
     """A ``Reference`` from one row (a dict, as ``csv.DictReader`` gives) of a timm benchmark
     CSV; columns other than timm's go into ``extra``."""
     from visprof.base.errors import BadInputError
-    from visprof.store.result_store import Reference
+    from visprof.store.references import Reference
 
     missing = [c for c in ("model", "infer_img_size", "infer_batch_size") if not str(row.get(c) or "").strip()]
     if missing:

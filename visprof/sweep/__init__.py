@@ -29,7 +29,7 @@ _LAZY = {
     "run_sweep": ("visprof.sweep.run", "run_sweep"),
     "open_store": ("visprof.store.result_store", "open_store"),
     "ResultStore": ("visprof.store.result_store", "ResultStore"),
-    "Reference": ("visprof.store.result_store", "Reference"),
+    "Reference": ("visprof.store.references", "Reference"),
     "SweepPlan": ("visprof.sweep.plan", "SweepPlan"),
     "Cell": ("visprof.sweep.plan", "Cell"),
     "SweepSummary": ("visprof.sweep.summary", "SweepSummary"),
