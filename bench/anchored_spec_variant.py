@@ -25,7 +25,8 @@ from visprof.analysis import sources
 from visprof.analysis.compare import compare, profile_for
 from visprof.analysis.gpus import GpuSpec, GpuTable, gpu_table
 from visprof.analysis.metrics import spearman
-from visprof.analysis.predict import default_rate_scaling, predict_group, predict_result
+from visprof.analysis.group_scaling import default_rate_scaling, predict_group
+from visprof.analysis.predict import predict_result
 from visprof.base.errors import BadInputError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

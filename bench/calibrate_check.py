@@ -160,7 +160,7 @@ def main(argv=None) -> int:
     parser.add_argument("--store", type=Path, required=True)
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--spec-excess", nargs="*", default=["fraction"], metavar="MODE",
-                        help="other spec-only models to judge beside the default (predict.EXCESS_MODES; default: fraction)")
+                        help="other spec-only models to judge beside the default (group_scaling.EXCESS_MODES; default: fraction)")
     parser.add_argument("--model-held-out", type=int, metavar="SEED",
                         help="also judge the fit on models dealt to folds at random with this seed, families ignored, "
                              "to read the family split against (off by default)")

@@ -26,6 +26,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import visprof.analysis.group_scaling as group_scaling
 import visprof.analysis.predict as predict
 from visprof.analysis.measured_bounds import BoundLibrary
 from visprof.analysis.roofline import roofline_ms
@@ -66,8 +67,8 @@ def install(library: dict, min_cover: float, cap: bool) -> None:
         shares = current.get("shares", {}).get(g.category)
         if excess != "fraction" or efficiency is not None or shares is None or source is None or (g.flops <= 0 and g.bytes <= 0):
             return out
-        floor = g.kernel_count * predict.KERNEL_FLOOR_MS
-        helper_a = 0.0 if g.op in predict.TRANSFERS and g.bytes > 0 else g.helper_ms
+        floor = g.kernel_count * group_scaling.KERNEL_FLOOR_MS
+        helper_a = 0.0 if g.op in group_scaling.TRANSFERS and g.bytes > 0 else g.helper_ms
         main_a = max(g.time_ms - helper_a, 0.0)
         if main_a <= 0:
             return out
@@ -77,8 +78,8 @@ def install(library: dict, min_cover: float, cap: bool) -> None:
         grown_roof = g.count * max(*roofline_ms(source, g.flops * scale, activations * scale + g.param_bytes, g.tensor_core)[:2])
         grown = max(main_a - floor, 0.0) * (grown_roof / roof_a if roof_a > 0 else scale)
         dram, sm = shares
-        rate = predict.rate_ratio(source, target, rate_scaling or predict.default_rate_scaling(source, target))
-        target_precision = predict.target_precision(g.tensor_core, precision)
+        rate = group_scaling.rate_ratio(source, target, rate_scaling or group_scaling.default_rate_scaling(source, target))
+        target_precision = group_scaling.target_precision(g.tensor_core, precision)
         if dram >= sm:
             share, resource = min(dram, 1.0), source.memory_bandwidth_gbs / target.memory_bandwidth_gbs
         else:
@@ -86,10 +87,10 @@ def install(library: dict, min_cover: float, cap: bool) -> None:
             resource = roofline_ms(target, 1e12, 1.0, target_precision)[0] / roofline_ms(source, 1e12, 1.0, g.tensor_core)[0]
         main_b = floor + grown * share * resource + grown * (1 - share) * rate
         if cap:  # no faster than the target's roof for the counted work (the target's L2 hits off)
-            in_l2 = activations * scale * predict.l2_hit_share(activations * scale, target)
+            in_l2 = activations * scale * group_scaling.l2_hit_share(activations * scale, target)
             dram_b = activations * scale + g.param_bytes - in_l2
             main_b = max(main_b, floor + g.count * max(*roofline_ms(target, g.flops * scale, dram_b, target_precision)[:2]))
-        return predict.GroupPrediction(g, main_b + out.helper_ms, out.bound, out.helper_ms)
+        return group_scaling.GroupPrediction(g, main_b + out.helper_ms, out.bound, out.helper_ms)
 
     predict.predict_result, predict.predict_group = predict_result, predict_group
 

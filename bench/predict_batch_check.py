@@ -62,7 +62,7 @@ def check(results, small: int, large: int, modes) -> dict:
 
 
 def main() -> int:
-    from visprof.analysis.predict import EXCESS_MODES
+    from visprof.analysis.group_scaling import EXCESS_MODES
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--from", dest="sources", nargs="+", required=True, help="stores or folders of profiles")

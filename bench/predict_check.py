@@ -344,7 +344,7 @@ def main() -> int:
                         help="only models that also have a profile at this batch (compare two --profile-batch runs "
                              "on the same models)")
     parser.add_argument("--excess", choices=("clock", "bound", "compute", "none", "all"), default="all",
-                        help="how time above the roofline scales (visprof.analysis.predict.predict_group); "
+                        help="how time above the roofline scales (visprof.analysis.group_scaling.predict_group); "
                              "all: the default mode (clock) last (the summary and the JSON), the others before it")
     parser.add_argument("--csv-dir", type=Path, default=CSV_DIR)
     parser.add_argument("--json", type=Path)
@@ -383,7 +383,7 @@ def main() -> int:
                 print(f"{len(missing)} of the {len(names)} models in {args.models} have no profile in the sources: "
                       f"{', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''}", file=sys.stderr)
         batch = f", profiles at batch {args.profile_batch}" if args.profile_batch else ""
-        from visprof.analysis.predict import EXCESS_MODES
+        from visprof.analysis.group_scaling import EXCESS_MODES
 
         modes = EXCESS_MODES if args.excess == "all" else (args.excess,)
         outcomes = {mode: check(profiles, pub, profile_batch=args.profile_batch, excess=mode,

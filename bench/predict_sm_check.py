@@ -4,7 +4,7 @@
 context holding part of them. That partition is a GPU nobody sells, measured: the same
 clock, memory and L2 with fewer SMs. This predicts each model's kernel time there from its
 all-SM profile, on a spec row with the SMs (and the peaks they set) scaled down, under each
-of the rate scalings (visprof.analysis.predict.RATE_SCALINGS), and says how far each is
+of the rate scalings (visprof.analysis.group_scaling.RATE_SCALINGS), and says how far each is
 from the measured time and whether the measured time lies within the prediction's range.
 
 The partition's real SM count is not reported by every torch: the check is run for the
@@ -50,7 +50,8 @@ def pairs(folder: Path, sms_asked: int):
 
 def check(folder: Path) -> dict:
     from visprof.analysis.gpus import gpu_table
-    from visprof.analysis.predict import RATE_SCALINGS, predict_result, source_spec
+    from visprof.analysis.group_scaling import RATE_SCALINGS
+    from visprof.analysis.predict import predict_result, source_spec
     from visprof.base.errors import BadInputError
 
     if not (folder / "provenance.json").is_file():

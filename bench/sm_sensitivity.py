@@ -5,7 +5,7 @@ A group that takes twice as long on half the SMs is limited by per-SM throughput
 the memory requests each SM keeps in flight): on a GPU with more SMs it gains with them. One
 that takes as long is limited by something the SMs do not multiply: DRAM bandwidth, a grid
 too small to fill the GPU, a dependent chain. The predictor cannot read that from a datasheet
-(visprof.analysis.predict.RATE_SCALINGS); this measures it on the GPU you have.
+(visprof.analysis.group_scaling.RATE_SCALINGS); this measures it on the GPU you have.
 
     python bench/sm_sensitivity.py --models resnet50 vit_base_patch16_224 --sms 66 --out sm66/
     python bench/sm_sensitivity.py --model-list bench/sweep_models_300.txt --sms 66 --out sm66/ --time-budget 500

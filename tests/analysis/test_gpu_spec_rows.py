@@ -229,7 +229,7 @@ def test_relations_between_rows(table):
 
 
 def test_same_sm_design_decides_the_rate_scaling(table):
-    predict = pytest.importorskip("visprof.analysis.predict")
+    predict = pytest.importorskip("visprof.analysis.group_scaling")
     g = table.get
     same = [("rtx pro 6000 server", "rtx pro 6000 max-q"), ("l4", "l40"), ("l40", "rtx4090"), ("a10", "rtx3090"),
             ("v100", "v100 pcie")]

@@ -8,8 +8,9 @@ import pytest
 from recorded_results import recorded_result
 from toy_results import SPEC, toy_result, toy_trace
 from visprof.analysis.gpus import GpuTable
-from visprof.analysis.predict import (ACHIEVABLE, RATE_SCALINGS, default_rate_scaling, l2_hit_share, predict_group,
-                                      predict_result, rate_ratio, speedup, speedup_band)
+from visprof.analysis.group_scaling import (ACHIEVABLE, RATE_SCALINGS, default_rate_scaling, l2_hit_share, predict_group,
+                                           rate_ratio)
+from visprof.analysis.predict import predict_result, speedup, speedup_band
 from visprof.base.errors import BadInputError
 from visprof.report.compare_text import fits_label
 from visprof.result import LatencyStats, LaunchSizeRow, RooflineGroup, Timing
@@ -273,7 +274,8 @@ def test_each_scalings_latency_is_its_groups_predicted_one_by_one(name):
     groups are, to the last bit, predict_group's under it, and its latency in the band their sum
     as step 4 sums them. To an H100 PCIe (the H200's design: SMs x clock) and an RTX 3090 (the
     clock); ResNet-50 has layout transforms, MobileViT groups without FLOPs (legacy: "unknown")."""
-    from visprof.analysis.predict import _busy_and_idle, _Pair, _under_each_scaling, source_spec
+    from visprof.analysis.group_scaling import GpuPair, under_each_scaling
+    from visprof.analysis.predict import _busy_and_idle, source_spec
 
     result = recorded_result(name)
     table = GpuTable.default()
@@ -282,7 +284,7 @@ def test_each_scalings_latency_is_its_groups_predicted_one_by_one(name):
         p = predict_result(result, target, batch_size=batch, precision="fp16", table=table)
         assert p.rate_scaling == chosen and len(set(p.latency_by_scaling.values())) == 3
         spec = table.get(target)
-        at_once = _under_each_scaling(result.roofline.groups, _Pair(source, spec, batch / 64, "fp16"))
+        at_once = under_each_scaling(result.roofline.groups, GpuPair(source, spec, batch / 64, "fp16"))
         for scaling in RATE_SCALINGS:
             groups = [predict_group(g, source, spec, batch / 64, "fp16", rate_scaling=scaling) for g in result.roofline.groups]
             assert at_once[scaling] == groups, (target, scaling)
@@ -411,7 +413,7 @@ def test_time_above_the_roof_can_be_dropped():
 
 def test_predict_cli_modes_are_the_predictors():
     """The CLI's --excess choices are exactly the modes predict_group takes."""
-    from visprof.analysis.predict import EXCESS_MODES
+    from visprof.analysis.group_scaling import EXCESS_MODES
     from visprof.cli.app import build_parser
 
     parser = build_parser()

@@ -196,7 +196,8 @@ def test_batch_check_predicts_the_other_batch_on_the_same_gpu(tmp_path):
     import dataclasses
 
     from recorded_results import recorded_result
-    from visprof.analysis.predict import EXCESS_MODES, predict_result
+    from visprof.analysis.group_scaling import EXCESS_MODES
+    from visprof.analysis.predict import predict_result
     from visprof.result import LatencyStats
 
     folder = tmp_path / "profiles"

@@ -14,7 +14,8 @@ Modules, each small and importable on its own (nothing heavy loads at import):
     compare_notes what a comparison says of its inputs: disagreeing rows, precisions, software
     compare_explain  each compared model's sentence: its gain, its bounds, the GPUs' ratios
     batch_witness what timm's published batches say of the memory each run held
-    predict       a profile on one GPU -> latency on another (roofline scaling per group)
+    group_scaling one roofline group's time on another GPU (the per-group step of predict)
+    predict       a profile on one GPU -> latency on another (its groups added up, with the host's time)
     calibrate     a GPU pair's spec-ratio prediction fitted to a published table, per op type
     calibration_fleet  the models a calibration sees, from a comparison: buckets and covariates
     calibration_band  the calibration's 80% band: quantiles, and how fast it widens with leverage

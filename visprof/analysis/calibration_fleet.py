@@ -35,7 +35,7 @@ def fleet_from_comparison(comparison, profiles, table=None, spec_excess: Sequenc
     the published base rows' most common batch and precision (``fleet.batch_size``), the ones the
     fit and its band were made at (at a profile's own batch 64 the band held 15% of the published
     3090 -> 4090 values, not 80%), its base covariate at the fleet's median. ``spec_excess``: other ways to scale time off the roof
-    (``predict.EXCESS_MODES``) whose spec-only speed-ups the fleet carries as ``spec_variants``
+    (``group_scaling.EXCESS_MODES``) whose spec-only speed-ups the fleet carries as ``spec_variants``
     (needs ``table``). Returns the fleet and how many joined models had no usable profile."""
     if spec_excess and table is None:
         raise BadInputError("spec-model variants need the GPU table")

@@ -145,7 +145,7 @@ def on_base_and_target(profile: Measurement, base: Measurement, base_spec: GpuSp
     predicted), where that split comes from, the speed-up its roofline groups predict from
     base to target, at the base measurement's batch, with its band (``speedup_band``), and the
     throughput they predict on the base. One prediction per GPU serves all of them.
-    ``excess``: ``predict.predict_group``'s. ``gpu_time``: the speed-up and band of GPU busy time
+    ``excess``: ``group_scaling.predict_group``'s. ``gpu_time``: the speed-up and band of GPU busy time
     (``compare(time="gpu")``), not of end-to-end time."""
     result = profile.result
     roof = result.roofline if result else None

@@ -76,7 +76,7 @@ def add_commands(commands) -> None:
     pred.add_argument("--every-profile", action="store_true",
                       help="predict from every profile (default: per model, GPU and precision, the one whose batch is "
                            "nearest --batch-size, the newest among equals)")
-    pred.add_argument("--excess", choices=("clock", "bound", "compute", "none", "fraction"), default="clock",  # predict.EXCESS_MODES
+    pred.add_argument("--excess", choices=("clock", "bound", "compute", "none", "fraction"), default="clock",  # group_scaling.EXCESS_MODES
                       help="how time above a group's roofline scales: clock (default): the measured time is a rate "
                            "limit that scales with the boost clock (SMs x clock between GPUs of one compute capability), "
                            "the group takes the longer of it and its roof, and the range column shows the other "
