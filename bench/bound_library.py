@@ -21,7 +21,7 @@ from pathlib import Path
 
 from visprof.analysis.measured_bounds import CounterSet, build_library, counter_set
 from visprof.base.errors import BadInputError
-from visprof.base.outputs import check_output_paths
+from visprof.base.output_paths import check_output_paths
 from visprof.result import KernelCounters, ProfileResult
 
 

@@ -36,7 +36,8 @@ from visprof.analysis.held_out import family_held_out, in_sample, model_held_out
 from visprof.analysis.gpus import gpu_table
 from visprof.analysis.repeatability import identical_work_groups, repeatability
 from visprof.base.errors import BadInputError
-from visprof.base.outputs import atomic_write_text, check_output_paths
+from visprof.base.output_paths import check_output_paths
+from visprof.base.outputs import atomic_write_text
 
 GROUP_NORM_SHARE = 0.02  # a "group-norm model" spends at least this share of its profiled time in group norm
 # The kernels that tell group norms apart (bench/results/two-pairs-2026-12-01/group-norm-kernels.txt):

@@ -38,7 +38,7 @@ def main() -> int:
                         help="write each run's kernel recording (.json.gz) here")
     args = parser.parse_args()
     if args.out is not None:
-        from visprof.base.outputs import check_output_path
+        from visprof.base.output_paths import check_output_path
 
         check_output_path(args.out, "--out")
 

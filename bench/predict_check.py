@@ -349,7 +349,10 @@ def main() -> int:
     parser.add_argument("--csv-dir", type=Path, default=CSV_DIR)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    from visprof.base.outputs import atomic_write_text, check_output_path
+    from visprof.base.output_paths import check_output_path
+
+    # Checked before the work, written whole or not at all (a temporary file renamed into place).
+    from visprof.base.outputs import atomic_write_text
 
     # Checked before the work, written whole or not at all (a temporary file renamed into place).
     if args.write_model_list:

@@ -308,7 +308,8 @@ def main() -> int:
     args = parser.parse_args()
 
     from visprof.base.options import passes_for
-    from visprof.base.outputs import atomic_write_text, check_output_paths
+    from visprof.base.output_paths import check_output_paths
+    from visprof.base.outputs import atomic_write_text
     from visprof.sweep import run_sweep
     from visprof.sweep.plan import SweepPlan
     from visprof.sweep.selection import read_model_list

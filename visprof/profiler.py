@@ -178,7 +178,7 @@ def _trace_sink(trace_path, recording_path, on_trace, category_file, passes) -> 
     """Checks the output paths before the run (writable, distinct, not the rules file they
     would overwrite, and a pass to write them from); returns what _build_result calls with the
     attributed pass's trace and attribution (None when nobody wants them)."""
-    from visprof.base.outputs import check_output_paths
+    from visprof.base.output_paths import check_output_paths
 
     check_output_paths({"trace_path": trace_path, "recording_path": recording_path},
                        inputs={"category_file": category_file}, kinds={"trace_path": "json", "recording_path": "json"})

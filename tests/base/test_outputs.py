@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from visprof.base.errors import BadInputError, OutputWriteError
-from visprof.base.outputs import atomic_output, atomic_write_text, check_output_path, check_output_paths
+from visprof.base.output_paths import check_output_path, check_output_paths
+from visprof.base.outputs import atomic_output, atomic_write_text
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -153,7 +154,7 @@ def test_a_full_disk_is_one_error_naming_the_file(tmp_path, monkeypatch):
     # /dev/full as the temporary file: every write fails with ENOSPC, as on a full disk.
     import visprof.base.outputs
 
-    monkeypatch.setattr(visprof.base.outputs, "_create_new", lambda path: os.open("/dev/full", os.O_WRONLY))
+    monkeypatch.setattr(visprof.base.outputs, "create_new", lambda path: os.open("/dev/full", os.O_WRONLY))
     target = tmp_path / "r.json"
     with pytest.raises(OutputWriteError, match=r"could not write .*r\.json: No space left on device"):
         atomic_write_text(target, "x" * 100_000)
@@ -283,7 +284,7 @@ OTHER = ["import torch\nprint('train')\n", "from x import a, b\nimport torch\n",
 
 @pytest.mark.parametrize("kind", sorted(OWN_KIND))
 def test_an_output_replaces_only_its_own_kind_or_an_empty_file(tmp_path, kind):
-    from visprof.base.outputs import refuse_another_kind
+    from visprof.base.output_paths import refuse_another_kind
 
     path = tmp_path / "out"
     def encoded(text: str) -> bytes:

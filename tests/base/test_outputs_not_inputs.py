@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from visprof.base.errors import BadInputError
-from visprof.base.outputs import check_not_an_input, check_output_dir, check_output_paths, sqlite_side_files
+from visprof.base.output_paths import check_not_an_input, check_output_dir, check_output_paths, sqlite_side_files
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from visprof.analysis.store_adapter import is_sqlite_file, open_store, reference
 from visprof.analysis.timm_csv import (canonical_precision, check_benchmark_csv, parse_benchmark_filename,
                                       read_benchmark_csv)
 from visprof.base.errors import BadInputError, NotAResultError
-from visprof.base.outputs import files_in
+from visprof.base.output_paths import files_in
 from visprof.base.progress import check_callback, counted
 from visprof.result import ProfileResult
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from visprof.base.outputs import is_sqlite_file
+from visprof.base.output_paths import is_sqlite_file
 from visprof.store.result_store import open_store
 
 __all__ = ["open_store", "is_sqlite_file", "reference_dict"]

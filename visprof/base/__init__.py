@@ -1,7 +1,8 @@
 """The bottom layer: what every other layer may use and which imports nothing of visprof above it.
 
 errors      the exception classes and their exit codes
-outputs     output paths checked before work, atomic writes, refusal to overwrite an input
+output_paths  output paths checked before work: writable, not an input, not a file of another kind
+outputs     files written whole or not at all (atomic writes)
 inputs      reading user files (JSON, TOML) with one-line errors
 hardware    device resolution and GPU facts from NVML
 options     the run options (precisions, regimes, passes) and their defaults

@@ -179,7 +179,7 @@ def cmd_import_timm(args: argparse.Namespace) -> int:
     from visprof.analysis.sources import csv_gpu
     from visprof.analysis.store_adapter import open_store
     from visprof.analysis.timm_csv import read_benchmark_csv
-    from visprof.base.outputs import check_not_an_input
+    from visprof.base.output_paths import check_not_an_input
     from visprof.store.result_store import ResultStore
 
     check_not_an_input({"--store": args.store}, {"CSV": args.files, "--gpus file": args.gpus})
@@ -222,7 +222,7 @@ def _check_outputs(args: argparse.Namespace, **paths) -> None:
     """The output paths: writable, distinct, and none of them one of the command's inputs
     (a source, a file in a source folder, a store's side file, the --gpus file)."""
     from visprof.analysis.sources import FOLDER_FILES
-    from visprof.base.outputs import check_output_paths
+    from visprof.base.output_paths import check_output_paths
 
     flags = {k: f"--{k.replace('_', '-')}" for k in paths}
     check_output_paths({flags[k]: v for k, v in paths.items()}, inputs=_inputs(args), folder_files=FOLDER_FILES,

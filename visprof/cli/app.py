@@ -195,7 +195,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 def _check_profile_inputs(args: argparse.Namespace) -> dict[str, Path]:
     """Everything about the command line that can be checked before minutes of profiling:
     output paths (writable, distinct, not an input), the rules file, the option mix."""
-    from visprof.base.outputs import check_output_paths
+    from visprof.base.output_paths import check_output_paths
 
     outputs = check_output_paths({"--json": args.json, "--trace": args.trace},
                                  inputs={"--categories file": args.categories}, kinds={"--json": "json", "--trace": "json"})

@@ -41,7 +41,7 @@ def add_commands(commands) -> None:
 
 def cmd_bounds_build(args: argparse.Namespace) -> int:
     from visprof.analysis.measured_bounds import build_library, counter_set
-    from visprof.base.outputs import check_output_paths
+    from visprof.base.output_paths import check_output_paths
     from visprof.result import ProfileResult
 
     check_output_paths({"-o": args.output}, inputs={"NCU_RESULT": args.results}, kinds={"-o": "json"})
@@ -80,7 +80,8 @@ def cmd_bounds_coverage(args: argparse.Namespace) -> int:
     from visprof.analysis import sources
     from visprof.analysis.measured_bounds import BoundLibrary, coverage, gpu_name
     from visprof.base.errors import BadInputError
-    from visprof.base.outputs import atomic_write_json, check_output_paths
+    from visprof.base.output_paths import check_output_paths
+    from visprof.base.outputs import atomic_write_json
 
     check_output_paths({"--json": args.json}, inputs={"LIBRARY": args.library, "input": sources.input_paths(args.sources)},
                        folder_files=sources.FOLDER_FILES, kinds={"--json": "json"})

@@ -38,7 +38,8 @@ def add_commands(commands) -> None:
 
 
 def cmd_compare_compile(args: argparse.Namespace) -> int:
-    from visprof.base.outputs import atomic_write_json, check_output_paths
+    from visprof.base.output_paths import check_output_paths
+    from visprof.base.outputs import atomic_write_json
 
     check_output_paths({"--json": args.json}, kinds={"--json": "json"})
     options = {"batch_size": args.batch_size, "img_size": args.img_size, "precision": args.precision,

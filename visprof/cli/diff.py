@@ -26,7 +26,8 @@ def add_commands(commands) -> None:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from visprof.base.outputs import atomic_write_json, check_output_paths
+    from visprof.base.output_paths import check_output_paths
+    from visprof.base.outputs import atomic_write_json
     from visprof.report.profile_diff import diff_profiles, render_profile_diff
     from visprof.result import ProfileResult
 

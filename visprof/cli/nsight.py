@@ -135,7 +135,7 @@ def _check_report_args(args, outputs: dict | None = None, inputs: dict | None = 
     """Before any work: the output paths (writable, distinct, none of them an input: the
     --categories file, or ``inputs``), the rules file, --top."""
     from visprof.base.errors import BadInputError
-    from visprof.base.outputs import check_output_paths
+    from visprof.base.output_paths import check_output_paths
 
     check_output_paths({"--json": args.json, **(outputs or {})},
                        inputs={"--categories file": args.categories, **(inputs or {})},

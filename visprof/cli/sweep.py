@@ -175,7 +175,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         args.models = list(STARTER_MODELS)
         print(f"[visprof] no models named: the starter list ({', '.join(STARTER_MODELS)}); name models or "
               f"patterns ('resnet50,vit_*'), or use --model-list FILE or --all for others", file=sys.stderr)
-    from visprof.base.outputs import check_output_paths
+    from visprof.base.output_paths import check_output_paths
     from visprof.sweep.selection import load_model_list
 
     # Read first (as a folder of inputs, "/" was walked whole: a traceback), and once: a pipe is empty after.

@@ -36,7 +36,8 @@ from typing import Any, Sequence
 from visprof import result as R
 from visprof.analysis.measured_bounds import counter_bound, weighted_mean
 from visprof.base.errors import BadInputError, ExternalToolError, NoGPUError
-from visprof.base.outputs import atomic_write_text, check_output_paths
+from visprof.base.output_paths import check_output_paths
+from visprof.base.outputs import atomic_write_text
 from visprof.base.spelling import on_command_line, option
 from visprof.nsight import ncu_metrics as M
 from visprof.nsight.ncu_csv import NcuKernel, parse_ncu_csv

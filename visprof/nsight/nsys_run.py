@@ -20,7 +20,7 @@ from pathlib import Path
 
 from visprof.base.errors import BadInputError
 from visprof.nsight.tools import failure, find_tool, run_tool
-from visprof.base.outputs import check_output_paths
+from visprof.base.output_paths import check_output_paths
 
 CAPTURE_RANGES = ("auto", "none", "cudaProfilerApi")
 

@@ -292,7 +292,7 @@ def check_report_outputs(output: str | Path, png_dir: str | Path | None = None, 
     path or paths, as ``check_output_paths`` takes them; a folder holds the files ``load``
     reads from it). Cheap: ``visprof report`` calls it before loading, ``build_report`` again."""
     from visprof.analysis.sources import FOLDER_FILES
-    from visprof.base.outputs import check_output_dir, check_output_paths
+    from visprof.base.output_paths import check_output_dir, check_output_paths
 
     if output is None:  # check_output_paths passes None over as an option not given: the report had been made, then
         # writing it raised a TypeError from pathlib

@@ -41,7 +41,8 @@ def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt
 
     An ``output`` that is the store itself, by any name (a link, a hard link) or one of its
     SQLite side files (``-wal``, ``-shm``, ``-journal``), is refused before anything is read."""
-    from visprof.base.outputs import atomic_output, check_output_paths
+    from visprof.base.output_paths import check_output_paths
+    from visprof.base.outputs import atomic_output
 
     if fmt not in FORMATS:
         raise BadInputError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from visprof.base.errors import BadInputError, OutputWriteError, VisprofWarning
-from visprof.base.outputs import sqlite_side_files
+from visprof.base.output_paths import sqlite_side_files
 from visprof.base.pandas_import import import_pandas
 from visprof.base.spelling import option
 from visprof.store.flatten import (category_rows, compact_json, flatten_result, kernel_family_category_rows,
@@ -142,7 +142,7 @@ class ResultStore:
         """BadInputError unless ``path`` can hold a store (for writing: a new file can be
         made there, an empty file is there, or a whole visprof store that it reads first);
         writes nothing."""
-        from visprof.base.outputs import check_output_path
+        from visprof.base.output_paths import check_output_path
 
         path = Path(path)
         if write:

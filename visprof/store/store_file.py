@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from visprof.base.errors import OutputWriteError
-from visprof.base.outputs import describe_os_error
+from visprof.base.output_paths import describe_os_error
 from visprof.store.schema import DDL, SCHEMA_VERSION
 
 __all__ = ["create_store_file", "create_tables", "sql_statements", "utc_now"]

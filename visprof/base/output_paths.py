@@ -1,0 +1,388 @@
+"""Output paths checked before any work starts: one line for a path that cannot be written, or
+that names one of the command's inputs, before minutes of profiling (``visprof.base.outputs``
+then writes the files whole or not at all).
+
+* a path that cannot be written (a folder, a missing or read-only folder, a device, two
+  options naming the same file) is refused;
+* a path that names one of the command's inputs is refused, however it is named: the same
+  path, ``./x``, a symbolic link, a hard link, a file a folder given as an input holds, or a
+  results store's SQLite side file (``s.db-wal``, ``-shm``, ``-journal``);
+* a path that holds something other than what the output writes (a script under a mistyped
+  ``--json``, a results store under ``--csv``) is refused (``refuse_another_kind``).
+
+    check_output_paths({"--json": args.json, "--trace": args.trace}, inputs={"--categories file": args.categories})
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import errno
+import os
+import secrets
+import stat
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping, Sequence, Union
+
+from visprof.base.errors import BadInputError
+
+__all__ = ["OUTPUT_KINDS", "InputPaths", "SQLITE_SIDE_SUFFIXES", "check_not_an_input", "check_output_dir",
+           "check_output_path", "check_output_paths", "create_new", "describe_os_error", "files_in", "is_sqlite_file",
+           "named_path", "refuse_a_special_file", "refuse_a_store", "refuse_another_kind", "sibling_name", "sqlite_side_files", "through_links"]
+
+# SQLite keeps part of a database beside it, in files named after it: a results store is
+# these files as well as its own (writing over one of them corrupts the store).
+SQLITE_SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
+_SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+# What a command reads: a path (a file, or a folder of files), several, or None (not given).
+InputPaths = Union[str, Path, Iterable[Union[str, Path]], None]
+
+# What to do about the failures a user can fix; strerror alone ("Read-only file system")
+# says what happened but not what to do.
+_HINTS = {
+    errno.EROFS: "the file system is mounted read-only; write to another folder",
+    errno.ENOSPC: "the disk is full; free some space or write to another disk",
+    errno.EDQUOT: "your disk quota is used up; free some space or write elsewhere",
+    errno.EACCES: "you have no permission to create files there; write to another folder",
+    errno.EPERM: "the operating system does not allow creating files there; write to another folder",
+    errno.EFBIG: "the file would exceed the file size limit (ulimit -f) or the file system's limit",
+}
+
+
+def describe_os_error(exc: OSError) -> str:
+    """``strerror`` plus what to do about it, e.g. "No space left on device (the disk is full; ...)"."""
+    reason = exc.strerror or str(exc)
+    hint = _HINTS.get(exc.errno)
+    return f"{reason} ({hint})" if hint else reason
+
+
+def check_output_path(path: str | Path, what: str = "output") -> Path:
+    """``path`` as a Path if a regular file can be created or replaced there, else BadInputError.
+
+    ``what`` names the path in the message (an option such as ``--json``). A symbolic link
+    is checked (and later written) as the file it points to."""
+    path = through_links(named_path(path, what))
+    _refuse_a_link_loop(path, what)
+    if path.is_dir():
+        raise BadInputError(f"{what}: {path} is a directory; give a file name")
+    refuse_a_special_file(path, what)
+    parent = path.parent
+    if not parent.exists():
+        raise BadInputError(f"{what}: directory {parent} does not exist")
+    if not parent.is_dir():
+        raise BadInputError(f"{what}: {parent} is not a directory")
+    # The temporary file is created in the same folder, so the folder must be writable even
+    # when the file itself already exists and is.
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise BadInputError(f"{what}: directory {parent} is not writable")
+    _probe(parent, path.name, what)
+    return path
+
+
+def named_path(path: str | Path, what: str = "output") -> Path:
+    """``path`` as a Path; an empty one refused (Path("") is ".", the folder, and writing to it
+    said "could not write .: Device or resource busy")."""
+    if not isinstance(path, (str, os.PathLike)):  # Path(3) is a TypeError from deep in pathlib
+        raise BadInputError(f"{what}: a file path is a str or a pathlib.Path, got {type(path).__name__} {path!r}")
+    if isinstance(path, str) and not path.strip():
+        raise BadInputError(f"{what}: the path is empty; give a file name")
+    _refuse_a_dash(path, what)
+    return Path(path)
+
+
+def _refuse_a_dash(path: str | Path, what: str) -> None:
+    """``-`` means standard output to most tools; here it made a file named ``-`` in the working
+    folder without a word (``--csv - | head`` printed nothing). Path("./-") is Path("-") too, so
+    a file of that name is given by its full path."""
+    if str(path) == "-":
+        raise BadInputError(f"{what}: '-' would be a path named '-' here, not standard output; give another "
+                            "(for one named '-', its full path)")
+
+
+def through_links(path: Path) -> Path:
+    """The file a symbolic link names (the link stays, its target is replaced), else ``path``."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def _probe(parent: Path, name: str, what: str) -> None:
+    """Creates and removes a file where the temporary file will go. os.access cannot see
+    everything: for root every folder is "writable", yet /sys refuses new files (EACCES),
+    /proc has none to create (ENOENT), and a read-only mount shows only on creation (EROFS)."""
+    probe = sibling_name(parent, name, ".probe")
+    ours = True  # until the name turns out to be taken: then the file there is not ours to remove
+    try:
+        os.close(create_new(probe))
+    except FileExistsError:
+        ours = False
+    except OSError as exc:
+        # ENOENT for a folder that exists: a virtual file system (/proc) that takes no new files.
+        reason = "it takes no new files" if exc.errno == errno.ENOENT else describe_os_error(exc)
+        raise BadInputError(f"{what}: cannot create files in directory {parent}: {reason}") from None
+    finally:
+        if ours:
+            with contextlib.suppress(OSError):
+                os.unlink(probe)
+
+
+# Temporary files are named *before* they are created, and removed by that name whatever
+# happens next. With tempfile.mkstemp, a Ctrl-C that lands after the file exists but before
+# mkstemp returns its name (seen in tests/test_bad_input_cli.py) would leave it behind.
+def sibling_name(parent: Path, name: str, suffix: str) -> Path:
+    return parent / f".{name}.{secrets.token_hex(6)}{suffix}"
+
+
+def create_new(path: Path) -> int:
+    """Creates ``path`` (it must not exist) for writing, readable by the owner only until it
+    is complete; returns the descriptor."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+
+
+def check_output_paths(paths: Mapping[str, str | Path | None], inputs: Mapping[str, InputPaths] | None = None, *,
+                       folder_files: str | tuple[str, ...] = "*", sqlite: Sequence[str] = (),
+                       kinds: Mapping[str, str] | None = None) -> dict[str, Path]:
+    """Checks each given path (None: option not used), that no two name the same file (nor
+    one a store's side file of the other), that none but the ``sqlite`` ones (a sweep's --store)
+    would replace an SQLite file, that none of those ``kinds`` names (option -> "json", "html",
+    "csv", "parquet", "png": what it writes) would replace a file of something else, and, given
+    the command's ``inputs``, that none of them is an input (``check_not_an_input``). Returns
+    the checked paths."""
+    checked = {what: check_output_path(p, what) for what, p in paths.items() if p is not None}
+    seen: dict[Path, str] = {}
+    for what, path in checked.items():
+        key = path.resolve()
+        if key in seen:
+            raise BadInputError(f"{seen[key]} and {what} name the same file ({path}); give each its own")
+        seen[key] = what
+    named = list(checked.items())
+    for i, (what, path) in enumerate(named):
+        for other, other_path in named[i + 1:]:
+            if _exists(path) and _exists(other_path) and os.path.samefile(path, other_path):
+                raise BadInputError(f"{what} {path} and {other} {other_path} are the same file (hard links); "
+                                    "give each its own")
+            for a, a_path, b, b_path in ((what, path, other, other_path), (other, other_path, what, path)):
+                side = _side_file_of(a_path, b_path)
+                if side:
+                    raise BadInputError(f"{a} {a_path} is SQLite's {side} file of {b} {b_path} (part of that store); "
+                                        "give another file name")
+    if inputs:  # named as given (a link as the link), compared as the files they are
+        check_not_an_input({what: Path(paths[what]) for what in checked}, inputs, folder_files=folder_files)
+    # after the input check, which names the case better where the SQLite file is the command's own store
+    for what, path in checked.items():
+        if what not in sqlite:
+            refuse_a_store(path, what)
+        if kinds and what in kinds:  # before the run: the writer would refuse it after
+            refuse_another_kind(path, what, kinds[what])
+    return checked
+
+
+def _refuse_a_link_loop(path: Path, what: str) -> None:
+    """Links that lead back to themselves name no file (pathlib's resolve raised RuntimeError)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise BadInputError(f"{what}: {path} is a symbolic link that leads back to itself (a loop); "
+                                "give a file name") from None
+
+
+def refuse_a_special_file(path: Path, what: str) -> None:
+    """A device, a pipe or a socket is no file to replace: renamed over, /dev/null became a file."""
+    if path.exists() and not (path.is_dir() or stat.S_ISREG(path.stat().st_mode)):  # a folder: refused apart
+        raise BadInputError(f"{what}: {path} is not a regular file (a device, a pipe or a socket)")
+
+
+def refuse_a_store(path: Path, what: str) -> None:
+    """A results store (someone's weeks of sweeps) replaced by a CSV or JSON: never silently."""
+    if path.is_file() and is_sqlite_file(path):
+        raise BadInputError(f"{what} {path} is an SQLite file (a results store?), which this output would "
+                            "replace; give another file name, or remove it first if it is to go")
+
+
+def check_not_an_input(outputs: Mapping[str, str | Path | None], inputs: Mapping[str, InputPaths], *,
+                       folder_files: str | tuple[str, ...] = "*") -> None:
+    """Refuses an output path that names one of the run's inputs: writing it would destroy it.
+
+    ``inputs`` maps a label ("--categories file", "input", "store") to a path, several paths,
+    or None. The same file is: the same path, the same real path (``./x``, symbolic links),
+    the same inode (a hard link), and, for an SQLite file (a results store), its side files
+    (``-wal``, ``-shm``, ``-journal``). A folder given as an input holds as inputs the files
+    under it that match ``folder_files`` (globs, searched recursively), and only those: a
+    new report written into a folder of results is no input."""
+    given = [(what, Path(path)) for what, path in outputs.items() if path is not None]
+    if not given:
+        return
+    for label, source in _input_files(inputs, folder_files):
+        folder, source = source if isinstance(source, tuple) else (None, source)
+        for what, path in given:
+            why = _names_input(path, source, label, folder)
+            if why:
+                raise BadInputError(f"{what} {path}: {why}; writing it would overwrite that input; "
+                                    "give another file name")
+
+
+def _input_files(inputs: Mapping[str, InputPaths], folder_files: str | tuple[str, ...]) -> Iterator[tuple[str, object]]:
+    """(label, path) per input file; a folder's files as (label, (folder, file))."""
+    for label, value in inputs.items():
+        if value is None:
+            continue
+        for item in [value] if isinstance(value, (str, os.PathLike)) else value:
+            if item is None:
+                continue
+            path = Path(item)
+            if path.is_dir():
+                for file in files_in(path, folder_files):
+                    yield label, (path, file)
+            else:
+                yield label, path
+
+
+def files_in(folder: Path, patterns: str | tuple[str, ...]) -> list[Path]:
+    """The files under ``folder`` (recursively) that match any of ``patterns``, sorted."""
+    patterns = (patterns,) if isinstance(patterns, str) else patterns
+    return sorted({file for pattern in patterns for file in folder.rglob(pattern) if file.is_file()})
+
+
+def _names_input(output: Path, source: Path, label: str, folder: Path | None) -> str | None:
+    """Why writing ``output`` would overwrite the input ``source``, or None when it would not."""
+    same = os.path.realpath(output) == os.path.realpath(source)
+    if not same and _exists(output) and _exists(source):
+        same = os.path.samefile(output, source)
+        if same:
+            return f"it is a hard link to the {label} {source}"
+    if same:
+        if folder is not None:
+            return f"it is the {label} file {source}, read from the folder {folder}"
+        return f"it is the {label}" + ("" if str(output) == str(source) else f" {source}")
+    side = _side_file_of(output, source)
+    if side:
+        return f"it is SQLite's {side} file of the {label} {source} (part of that store)"
+    side = _side_file_of(source, output)
+    if side:
+        return f"the {label} {source} is SQLite's {side} file of it (part of that store)"
+    return None
+
+
+def sqlite_side_files(path: str | Path) -> list[Path]:
+    """The side files SQLite may keep beside the database ``path`` (present or not)."""
+    path = Path(path)
+    return [path.with_name(path.name + suffix) for suffix in SQLITE_SIDE_SUFFIXES]
+
+
+def _side_file_of(path: Path, store: Path) -> str | None:
+    """The suffix ("-wal", ...) when ``path`` is one of SQLite's side files of ``store`` and
+    ``store`` is (or is named as) an SQLite file; else None."""
+    if not _sqlite_like(store):
+        return None
+    real = os.path.realpath(path)
+    for suffix, side in zip(SQLITE_SIDE_SUFFIXES, sqlite_side_files(os.path.realpath(store))):
+        if real == str(side) or (_exists(path) and _exists(side) and os.path.samefile(path, side)):
+            return suffix
+    return None
+
+
+def is_sqlite_file(path: str | Path) -> bool:
+    """Whether ``path`` starts as every SQLite database does (False where it cannot be read)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def _sqlite_like(path: Path) -> bool:
+    if path.suffix.lower() in _SQLITE_SUFFIXES:
+        return True
+    if not path.is_file():  # a pipe with no writer would block the open
+        return False
+    return is_sqlite_file(path)
+
+
+def _exists(path: str | Path) -> bool:
+    try:
+        os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def check_output_dir(path: str | Path, what: str = "output folder") -> Path:
+    """``path`` as a Path if files can be written in that folder, or it can be created (with
+    its missing parents); else BadInputError. Creates nothing that is left behind."""
+    _refuse_a_dash(path, what)
+    path = through_links(Path(path))
+    if path.exists():
+        if not path.is_dir():
+            raise BadInputError(f"{what}: {path} is not a directory")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise BadInputError(f"{what}: directory {path} is not writable")
+        _probe(path, "visprof", what)
+        return path
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise BadInputError(f"{what}: cannot create {path}: {ancestor} is not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise BadInputError(f"{what}: cannot create {path}: directory {ancestor} is not writable")
+    probe = sibling_name(ancestor, "visprof", ".probe")
+    try:
+        os.mkdir(probe)
+    except OSError as exc:
+        reason = "it takes no new folders" if exc.errno == errno.ENOENT else describe_os_error(exc)
+        raise BadInputError(f"{what}: cannot create {path} in directory {ancestor}: {reason}") from None
+    with contextlib.suppress(OSError):
+        os.rmdir(probe)
+    return path
+
+
+# What an output may replace: nothing, an empty file, or a file of the kind it writes. A
+# mistyped --json, -o or --csv had replaced a user's train.py, or a CSV with a JSON document.
+# Each test reads the file's first 8 KiB and says whether they look like that kind.
+def _looks_like_json(head: bytes) -> bool:
+    """Text that starts as a JSON document does (an object or a list); gzipped: taken as ours."""
+    start = head.lstrip(b" \t\r\n\xef\xbb\xbf")  # a BOM too
+    return not start or head[:2] == b"\x1f\x8b" or start[:1] in (b"{", b"[")
+
+
+def _looks_like_html(head: bytes) -> bool:
+    start = head.lstrip(b" \t\r\n\xef\xbb\xbf").lower()
+    return start.startswith((b"<!doctype html", b"<html"))
+
+
+def _looks_like_csv(head: bytes) -> bool:
+    """A table: its first lines (up to five) have the same number of comma-separated fields, two or
+    more. A script or prose does not (``from x import a, b`` then ``import torch``). Lines of
+    ncu's own messages (``==PROF== ...``), which its raw CSV starts with, are passed over."""
+    text = head.decode("utf-8-sig", errors="replace")
+    lines = text.splitlines()
+    if len(head) == _HEAD_BYTES and not text.endswith(("\n", "\r")):
+        lines = lines[:-1]  # cut off mid-line
+    lines = [line for line in lines if line.strip() and not line.startswith("==")][:5]
+    widths = {len(row) for row in csv.reader(lines)}
+    return len(widths) == 1 and widths.pop() >= 2
+
+
+OUTPUT_KINDS = {
+    "json": ("JSON", _looks_like_json),
+    "html": ("an HTML page", _looks_like_html),
+    "csv": ("CSV", _looks_like_csv),
+    "parquet": ("Parquet", lambda head: head.startswith(b"PAR1")),
+    "png": ("a PNG image", lambda head: head.startswith(b"\x89PNG")),
+}
+_HEAD_BYTES = 8192
+
+
+def refuse_another_kind(path: Path, what: str, kind: str) -> None:
+    """BadInputError if ``path`` is a non-empty file that does not look like ``kind`` (OUTPUT_KINDS)."""
+    name, looks_like = OUTPUT_KINDS[kind]
+    if not path.is_file():
+        return
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_HEAD_BYTES)
+    except OSError:  # unreadable: the write says why it cannot replace it
+        return
+    if head.strip() and not looks_like(head):
+        raise BadInputError(f"{what} {path} holds something other than {name}, which this output would replace; "
+                            "give another file name, or remove it first if it is to go")
