@@ -6,7 +6,8 @@ trace_only  the CUPTI tracer alone: kernel-time sum and GPU busy time, the refer
 attributed  tracer + op capture: every kernel linked to its op, module and category
 memory      torch's caching allocator observed in place: peak bytes and their split by category
 
-and what they run on: runner (one model in one regime), models (timm names and nn.Modules),
+and what they run on: runner (one model in one regime), models (timm names and nn.Modules;
+forward_hints: why a forward failed, in words the user can act on),
 batch_search and host_memory (out of memory -> the batch that fits), setup (the run set-up
 every entry point shares), torch_noise (torch's warnings kept out of the report).
 """
