@@ -27,8 +27,10 @@ from collections import Counter
 from pathlib import Path
 
 from visprof.analysis import sources
-from visprof.analysis.calibrate import (LAMBDAS, MIN_MODELS_PER_FEATURE, MIN_SHARE, BucketRatio, Fit, buckets_of,
-                                        fit_calibration, format_ratio_table, ratio_table, unpublished_predictions)
+from visprof.analysis.calibrate import (LAMBDAS, MIN_MODELS_PER_FEATURE, MIN_SHARE, Fit, fit_calibration,
+                                        unpublished_predictions)
+from visprof.analysis.calibration_buckets import buckets_of
+from visprof.analysis.calibration_ratios import BucketRatio, format_ratio_table, ratio_table
 from visprof.analysis.calibration_fleet import fleet_from_comparison
 from visprof.analysis.calibration_sentences import sentences
 from visprof.analysis.compare import compare

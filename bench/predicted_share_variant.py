@@ -21,7 +21,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-import visprof.analysis.calibrate as calibrate
+import visprof.analysis.calibration_buckets as calibration_buckets
 import visprof.analysis.calibration_fleet as calibration_fleet
 from visprof.analysis.predict import predict_result
 from visprof.base.errors import BadInputError
@@ -36,7 +36,7 @@ _pair: dict = {}  # the pair being calibrated: base and target spec rows, batch,
 
 def _group_keys(g) -> tuple[str, str, str]:
     """The category, sub-category and op-type buckets of a roofline group (as ``buckets_of`` names them)."""
-    return f"cat:{g.category}", f"sub:{g.category}/{g.subcategory or '-'}", calibrate.op_bucket(g)
+    return f"cat:{g.category}", f"sub:{g.category}/{g.subcategory or '-'}", calibration_buckets.op_bucket(g)
 
 
 def _predicted_shares(prediction) -> tuple[dict[str, float], float]:

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from calibration_fleets import kin_fleet
-from visprof.analysis.calibrate import (family_folds, fit_calibration, format_ratio_table, group_op_type, make_fleet,
-                                        ratio_table)
+from visprof.analysis.calibrate import family_folds, fit_calibration, make_fleet
+from visprof.analysis.calibration_buckets import group_op_type
+from visprof.analysis.calibration_ratios import format_ratio_table, ratio_table
 from visprof.analysis.held_out import family_held_out, held_out_split, in_sample, model_held_out, within_family
 from visprof.base.errors import BadInputError
 

@@ -1,11 +1,11 @@
-"""visprof.analysis.calibrate.buckets_of: a profile's time as the calibration's bucket shares."""
+"""visprof.analysis.calibration_buckets.buckets_of: a profile's time as the calibration's bucket shares."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import pytest
 
-from visprof.analysis.calibrate import buckets_of
+from visprof.analysis.calibration_buckets import buckets_of
 from visprof.result import CategoryRow, KernelFamilyRow
 
 SHARED = "at::native::vectorized_elementwise_kernel"

@@ -13,7 +13,8 @@ import pytest
 from recorded_results import recorded_result
 from saved_calibration import saved_calibration
 from visprof.analysis import sources
-from visprof.analysis.calibrate import MIN_MODELS, fit_calibration, ratio_table, unpublished_predictions
+from visprof.analysis.calibrate import MIN_MODELS, fit_calibration, unpublished_predictions
+from visprof.analysis.calibration_ratios import ratio_table
 from visprof.analysis.calibration_file import SavedCalibration
 from visprof.analysis.calibration_fleet import fleet_from_comparison, spec_at_own_batch
 from visprof.analysis.calibration_sentences import sentences

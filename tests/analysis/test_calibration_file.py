@@ -10,7 +10,8 @@ import pytest
 from recorded_results import recorded_result
 from saved_calibration import BASE_FILL, saved_calibration
 from visprof.analysis import sources
-from visprof.analysis.calibrate import COVARIATE_SCALE, buckets_of, make_fleet
+from visprof.analysis.calibrate import COVARIATE_SCALE, make_fleet
+from visprof.analysis.calibration_buckets import buckets_of
 from visprof.analysis.calibration_fleet import BASE_COVARIATE, profile_covariates, spec_at_own_batch
 from visprof.analysis.calibration_file import SCHEMA, SavedCalibration
 from visprof.analysis.gpus import gpu_table

@@ -1,7 +1,7 @@
 """A calibration buckets a profile's kernel families the way the profiles it was fitted on had them.
 
 Profiles made since c543069 keep each kernel family's time by the category each of its kernels ran as
-(``by_category``), and ``calibrate.buckets_of`` counts each part in its own bucket. A fit of older
+(``by_category``), and ``calibration_buckets.buckets_of`` counts each part in its own bucket. A fit of older
 profiles (every H200 profile of the consolidated store) has one bucket per family, under the row's
 label: fed a split profile, the parts outside that label would land in buckets it never saw and lose
 their correction. So the fleet records whether its published models were split, the saved file
@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 
 from visprof.analysis import sources
-from visprof.analysis.calibrate import MIN_MODELS, Fit, buckets_of, splits_families
+from visprof.analysis.calibrate import MIN_MODELS, Fit
+from visprof.analysis.calibration_buckets import buckets_of, splits_families
 from visprof.analysis.calibration_file import SavedCalibration
 from visprof.analysis.calibration_fleet import fleet_from_comparison
 from visprof.analysis.compare import compare

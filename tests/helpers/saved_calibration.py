@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from visprof.analysis.calibrate import Fit, buckets_of
+from visprof.analysis.calibrate import Fit
+from visprof.analysis.calibration_buckets import buckets_of
 from visprof.analysis.calibration_fleet import BASE_COVARIATE
 from visprof.analysis.calibration_file import SavedCalibration
 

@@ -17,6 +17,8 @@ Modules, each small and importable on its own (nothing heavy loads at import):
     group_scaling one roofline group's time on another GPU (the per-group step of predict)
     predict       a profile on one GPU -> latency on another (its groups added up, with the host's time)
     calibrate     a GPU pair's spec-ratio prediction fitted to a published table, per op type
+    calibration_buckets  a profile's time as the calibration's buckets (category, op type, kernel family)
+    calibration_ratios  the fitted ratio per bucket, the table calibrate prints
     calibration_fleet  the models a calibration sees, from a comparison: buckets and covariates
     calibration_band  the calibration's 80% band: quantiles, and how fast it widens with leverage
     held_out      the calibration judged on models its fit did not see (families held out)

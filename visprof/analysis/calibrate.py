@@ -11,7 +11,7 @@ spec ratios say, and predicts models that are not in the table:
   category rows plus the host/launch-bound idle time). The buckets are hierarchical: a category
   (``cat:normalization``), its sub-categories (``sub:normalization/group``), its op types
   (``op:normalization/-/group_norm``, from the roofline groups every profile keeps, so profiles
-  made before the op-type tables have them too: ``group_op_type``), the idle time (``idle``)
+  made before the op-type tables have them too: ``calibration_buckets``), the idle time (``idle``)
   and, in profiles that record them, kernel families (``kf:...``). A model's correction for
   group norm is then ``d(cat:normalization) + d(op:normalization/-/group_norm)`` (+ its
   sub-category's and kernel families' where recorded), each fitted toward 0.
@@ -41,6 +41,8 @@ spec ratios say, and predicts models that are not in the table:
   second one at the chosen lambda, models dealt to folds at random, gives from those held out
   with relatives in their fit the band of a model whose family the fit has seen.
 
+A profile's buckets are ``visprof.analysis.calibration_buckets``'; the fitted ratio per bucket, as
+``visprof calibrate`` prints it, is ``visprof.analysis.calibration_ratios``.
 ``visprof.analysis.held_out`` judges it on models the fit did not see (timm families held out,
 or a given test set) against baselines.
 
@@ -51,7 +53,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import re
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -61,7 +62,6 @@ import numpy as np
 
 from visprof.analysis.calibration_band import band_from_residuals
 from visprof.analysis.families import UNKNOWN as UNKNOWN_FAMILY
-from visprof.attribution.op_types import GEMM_OPS, INTENSITY_CLASSES
 from visprof.base.errors import BadInputError
 
 # Ridge strengths the inner family-held-out CV picks from. With 1,200 models the 2,054-result store's
@@ -105,7 +105,7 @@ class Fleet:
     # several sizes, and its sentences must say which is which.
     img_sizes: list[int | None] = field(default_factory=list)
     # Whether the fitted models' kernel-family time was split by the category each kernel ran as
-    # (``buckets_of``): a profile the fit predicts must be bucketed the same way, or a split part
+    # (``calibration_buckets.buckets_of``): a profile the fit predicts must be bucketed the same way, or a split part
     # lands in a bucket the fit never saw and loses its correction.
     split_families: bool = True
     # Per model, whether a covariate that can be missing was filled (covariate_fills) for it: such a
@@ -133,86 +133,6 @@ class Fleet:
             counts[self.families[i]] += 1
         w = np.array([1.0 / math.sqrt(counts[self.families[i]]) for i in idx])
         return w / w.mean()
-
-
-# Spellings of one op type across capture levels and versions: a profile of 2026-11 records
-# ``aten.native_group_norm.default`` and ``aten.convolution.default`` where a newer one records
-# ``aten.group_norm.default`` and ``aten.conv2d.default``; in-place and out-of-place ops run the
-# same kernels. The convolution's kind is its sub-category, so the name drops it.
-_CONVOLUTIONS = {"conv1d", "conv2d", "conv3d", "convolution", "cudnn_convolution"}
-# An attention op's shape class, from its FLOPs per byte: a fused attention over N tokens of
-# head width d does 4 N^2 d FLOPs per head on 8 N d bytes (q, k, v, out at 16 bits), N / 2
-# FLOPs per byte. So below 32: windows of under 64 tokens (Swin's 49); 32-96: 64-192 tokens;
-# above: global attention over more (ViT-B/16's 197). Bounds from the physics, not a fit; the
-# quartiles over the store's attention groups are 24, 46 and 98 FLOPs per byte.
-ATTENTION_CLASSES = ((32.0, "short"), (96.0, "mid"))
-
-
-def group_op_type(op: str | None, flops: float, nbytes: float) -> str:
-    """A roofline group's op as a stable type: ``aten.native_group_norm.default`` -> ``group_norm``,
-    ``aten.relu_.default`` -> ``relu``, any convolution -> ``convolution``, a GEMM -> ``gemm [high
-    intensity]`` (``visprof.attribution.op_types``' classes), an attention op with its sequence class
-    (``ATTENTION_CLASSES``), a row without an op as it is."""
-    if not op or not op.startswith("aten."):
-        return op or "?"
-    if GEMM_OPS.search(op):
-        if not flops or not nbytes:
-            return "gemm [intensity unknown]"
-        label = next((cls for bound, cls in INTENSITY_CLASSES if flops / nbytes < bound), "high")
-        return f"gemm [{label} intensity]"
-    name = op[len("aten."):].split(".", 1)[0].strip("_")
-    name = re.sub(r"^native_", "", name)
-    if "attention" in name and flops and nbytes:
-        label = next((cls for bound, cls in ATTENTION_CLASSES if flops / nbytes < bound), "long")
-        return f"{name} [{label} sequence]"
-    return "convolution" if name in _CONVOLUTIONS else name
-
-
-def op_bucket(group) -> str:
-    """The op-type bucket a roofline group's time counts in: ``op:CATEGORY/SUB/TYPE``."""
-    return f"op:{group.category}/{group.subcategory or '-'}/{group_op_type(group.op, group.flops, group.bytes)}"
-
-
-def buckets_of(result, split_families: bool = True) -> dict[str, float]:
-    """A profile's time buckets as shares of its profiled time (kernel rows plus idle time).
-    ``split_families``: count a kernel family's time by the category each of its kernels ran as,
-    where the profile keeps that (``_family_parts``); False: all under the row's one label, as a fit
-    of profiles without that split saw it (``Fleet.split_families``)."""
-    rows = [r for r in result.categories if r.time_ms and r.time_ms > 0]
-    idle = result.timing.idle_ms if result.timing and result.timing.idle_ms and result.timing.idle_ms > 0 else 0.0
-    total = sum(r.time_ms for r in rows) + idle
-    if total <= 0:
-        return {}
-    out: dict[str, float] = defaultdict(float)
-    for r in rows:
-        out[f"cat:{r.category}"] += r.time_ms / total
-        if r.subcategory:
-            out[f"sub:{r.category}/{r.subcategory}"] += r.time_ms / total
-    if idle:
-        out["idle"] = idle / total
-    for g in (result.roofline.groups if result.roofline else []):
-        if g.time_ms and g.time_ms > 0:
-            out[op_bucket(g)] += g.time_ms / total
-    for k in result.kernel_families or []:
-        if k.time_ms and k.time_ms > 0:
-            for label, ms in _family_parts(k, split_families):
-                out[f"kf:{label}/{k.family}"] += ms / total
-    return dict(out)
-
-
-def _family_parts(row, split: bool = True) -> list[tuple[str, float]]:
-    """A kernel-family row's time as (``CATEGORY/SUB``, ms) by the class each of its kernels was
-    attributed to (``by_category``), so that a kernel many kinds of op launch counts as each of them
-    (bench/results/split-family-buckets-2026-12-05/); all under the row's one label where the
-    profile predates that split."""
-    if split and row.by_category:
-        return [(key if "/" in key else f"{key}/-", ms) for key, ms in row.by_category.items() if ms > 0]
-    return [(f"{row.category}/{row.subcategory or '-'}", row.time_ms)]
-
-
-def splits_families(result) -> bool:
-    """Whether ``buckets_of`` splits any of this profile's kernel families (it keeps ``by_category``)."""
-    return any(k.by_category for k in result.kernel_families or [])
 
 
 def select_features(rows: Sequence[dict[str, float]]) -> list[str]:
@@ -532,68 +452,6 @@ def _filled_bands(fleet: Fleet, idx: np.ndarray, lam: float, k: int, w: np.ndarr
     return _bands(fleet, idx, lam, k, w, fill_columns=columns) if columns else {}
 
 
-# --- the explanation -------------------------------------------------------------------------
-
-@dataclass
-class BucketRatio:
-    feature: str
-    ratio: float  # x of what the spec ratios say, this bucket alone (with the pair's offset)
-    own: float  # exp(delta_f): this level's own factor, over its parent's
-    weight: float  # training weight: sum over models of w * share
-    models: int  # models spending >= MIN_SHARE of their time in it
-
-    def row(self) -> dict:
-        return {"feature": self.feature, "ratio": self.ratio, "own": self.own, "weight": self.weight, "models": self.models}
-
-
-def parent_buckets(feature: str) -> list[str]:
-    """The coarser buckets a bucket's time also counts in: op types and kernel families sit under
-    their category and sub-category."""
-    if feature.startswith("sub:"):
-        return [f"cat:{feature[4:].split('/')[0]}"]
-    if feature.startswith(("kf:", "op:")):
-        cat, sub, _ = feature[3:].split("/", 2)
-        return [f"cat:{cat}"] + ([f"sub:{cat}/{sub}"] if sub != "-" else [])
-    return []
-
-
-def bucket_rates(fit: Fit) -> dict[str, float]:
-    """Per bucket: how many times what the spec ratios say the pair runs it at (its own factor
-    times its parents' and the pair's offset)."""
-    d = dict(zip(fit.features, fit.delta))
-    return {f: math.exp(fit.intercept + d[f] + sum(d.get(p, 0.0) for p in parent_buckets(f)))
-            for f in fit.features if not f.startswith("cov:")}
-
-
-def ratio_table(fit: Fit, fleet: Fleet) -> list[BucketRatio]:
-    """Per bucket: its rate (``bucket_rates``), own factor, training weight and models, sorted by
-    how far it is from the offset."""
-    rates = bucket_rates(fit)
-    # the models it was fitted on: the fleet's others (predicted only) had counted too, 1,454 for a fit of 28
-    counts = (fleet.X[np.isfinite(fleet.log_obs)] >= MIN_SHARE).sum(axis=0)
-    out = [BucketRatio(f, rates[f], math.exp(fit.delta[j]), float(fit.weight[j]), int(counts[j]))
-           for j, f in enumerate(fit.features) if f in rates]
-    out.sort(key=lambda b: -abs(math.log(b.ratio) - fit.intercept))
-    return out
-
-
-def format_ratio_table(rows: list[BucketRatio], fit: Fit, top: int = 20) -> str:
-    lines = [f"pair offset x{math.exp(fit.intercept):.3f} of the spec-ratio prediction (lambda {fit.lam:g}); "
-             f"per bucket (x of what the spec ratios say, offset and parent buckets included):",
-             f"  {'bucket':<58} {'ratio':>7} {'own':>7} {'weight':>7} {'models':>6}"]
-    for b in rows[:top]:
-        lines.append(f"  {b.feature[:58]:<58} x{b.ratio:>6.3f} x{b.own:>6.3f} {b.weight:>7.1f} {b.models:>6}")
-    if len(rows) > top:
-        lines.append(f"  ... {len(rows) - top} more buckets, closer to the offset")
-    lines.append(f"  (own: the bucket's factor over its parent's; weight: the models' time in it, family-weighted; "
-                 f"models: the fitted ones spending >= {MIN_SHARE:.0%} of their time in it)")
-    covs = [(f, d) for f, d in zip(fit.features, fit.delta) if f.startswith("cov:")]
-    if covs:
-        lines.append("  covariates (x per standard deviation over the fleet): "
-                     + ", ".join(f"{f[4:]} x{math.exp(d * COVARIATE_SCALE):.3f}" for f, d in covs))
-    return "\n".join(lines) + "\n"
-
-
 def unpublished_predictions(fit: Fit, fleet: Fleet) -> list[dict]:
     """The fit's speed-up and band for the fleet's models without a published speed-up."""
     idx = np.flatnonzero(~np.isfinite(fleet.log_obs))
@@ -608,8 +466,6 @@ def unpublished_predictions(fit: Fit, fleet: Fleet) -> list[dict]:
              "calibrated": float(a), "low": float(b), "high": float(c)} for i, a, b, c in zip(idx, p, lo, hi)]
 
 
-__all__ = ["BucketRatio", "COVARIATE_SCALE", "Fit", "Fleet", "LAMBDAS", "MIN_MODELS",
-           "bucket_rates", "buckets_of", "covariate_column", "covariate_scale", "family_folds",
-           "fit_calibration", "fit_ridge", "fit_robust", "format_ratio_table", "group_op_type", "make_fleet", "op_bucket",
-           "parent_buckets", "random_folds", "ratio_table", "select_features", "splits_families",
+__all__ = ["COVARIATE_SCALE", "Fit", "Fleet", "LAMBDAS", "MIN_MODELS", "covariate_column", "covariate_scale",
+           "family_folds", "fit_calibration", "fit_ridge", "fit_robust", "make_fleet", "random_folds", "select_features",
            "unpublished_predictions"]

@@ -4,7 +4,7 @@
 --calibration CAL.json`` and ``visprof compare ... --calibration CAL.json`` then give each profiled
 model its calibrated speed-up from the pair's base to its target with the 80% band, the way
 ``visprof calibrate`` predicts the profiled models its published table lacks: the profile's time
-buckets and covariates (``calibrate.buckets_of``, ``calibration_fleet.profile_covariates``), the spec-ratio speed-up
+buckets and covariates (``calibration_buckets.buckets_of``, ``calibration_fleet.profile_covariates``), the spec-ratio speed-up
 at the profile's own batch (or the one the user asks for) and the base table's precision (``spec_at_own_batch``), the fitted
 corrections on top, and the band widened by the ridge's leverage (``calibration_band``): the band of a model whose timm
 family the fit saw where it did, else that of a family it never saw. The covariates are
@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from visprof.analysis.calibrate import Fit, Fleet, buckets_of, covariate_column
+from visprof.analysis.calibrate import Fit, Fleet, covariate_column
+from visprof.analysis.calibration_buckets import buckets_of
 from visprof.analysis.calibration_fleet import BASE_COVARIATE, profile_covariates, spec_at_own_batch
 from visprof.analysis.calibration_band import COVERAGE
 from visprof.analysis.families import architecture, family

@@ -2,7 +2,7 @@
 sees, their time buckets, spec-ratio speed-ups, published speed-ups and covariates (issue 25).
 
 ``fleet_from_comparison`` joins the compared models that have a profile and the profiled models
-without a published pair (which the fit predicts). Besides the buckets (``calibrate.buckets_of``)
+without a published pair (which the fit predicts). Besides the buckets (``calibration_buckets.buckets_of``)
 each model has four covariates: its log spec-ratio speed-up, log time per sample and log FLOPs
 per byte of its profile (``profile_covariates``), and ``BASE_COVARIATE``, how it really ran on the
 base GPU against its profile's prediction there (``base_time_over_predicted``), the fleet's median
@@ -16,7 +16,8 @@ from typing import Sequence
 
 import numpy as np
 
-from visprof.analysis.calibrate import MIN_MODELS, Fleet, buckets_of, make_fleet, splits_families
+from visprof.analysis.calibrate import MIN_MODELS, Fleet, make_fleet
+from visprof.analysis.calibration_buckets import buckets_of, splits_families
 from visprof.analysis.compare import on_base_and_target, profile_for
 from visprof.analysis.comparison import base_time_over_predicted
 from visprof.base.errors import BadInputError

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from visprof.analysis.calibrate import Fit, Fleet, bucket_rates
+from visprof.analysis.calibrate import Fit, Fleet
+from visprof.analysis.calibration_ratios import bucket_rates
 from visprof.analysis.calibration_fleet import BASE_COVARIATE
 from visprof.analysis.families import architecture
 

@@ -291,7 +291,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from visprof.analysis.calibrate import fit_calibration, format_ratio_table, ratio_table, unpublished_predictions
+    from visprof.analysis.calibrate import fit_calibration, unpublished_predictions
+    from visprof.analysis.calibration_ratios import format_ratio_table, ratio_table
     from visprof.analysis.calibration_fleet import fleet_from_comparison, profiling_gpus_note
     from visprof.analysis.families import architecture
     from visprof.analysis.calibration_sentences import sentences
