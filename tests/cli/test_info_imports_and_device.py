@@ -61,10 +61,10 @@ def test_info_names_a_torch_that_fails_to_load(tmp_path):
 
 
 def test_info_says_not_installed_for_a_package_that_is_not(tmp_path, monkeypatch):
-    from visprof.cli import app
+    from visprof.cli import info
 
     monkeypatch.setitem(sys.modules, "timm", None)  # import timm -> ModuleNotFoundError(name="timm")
-    assert app._package_version("timm") == "not installed"
+    assert info._package_version("timm") == "not installed"
 
 
 @pytest.mark.parametrize("text", ["gpu", "GPU", "gpu:0", "gpu:1"])

@@ -1,11 +1,16 @@
 """The ``visprof`` command line: one module per command group, shared argument types in one place.
 
-app        the parser, ``profile`` and ``info``, and ``main`` (the entry point)
-arguments  the argument types the commands share
-sweep      ``sweep`` and ``export``
-compile    ``compare-compile``
-nsight     ``--nvtx-only``, ``nsys import/run``, ``ncu``
-analysis   ``import-timm``, ``compare``, ``predict``, ``report``
+app          the parser, ``main`` (the entry point), Ctrl-C and termination signals
+arguments    the argument types the commands share
+info         ``info``
+profile      ``profile``
+sweep        ``sweep`` and ``export``
+compile      ``compare-compile``
+diff         ``diff``
+nsight       ``--nvtx-only``, ``nsys import/run``, ``ncu``
+analysis     ``import-timm``, ``compare``, ``predict``, ``calibrate``, ``report``
+calibration  the ``--calibration FILE`` option and ``calibrate --save``
+bounds       ``bounds build/coverage``
 """
 from visprof.cli.app import main
 
