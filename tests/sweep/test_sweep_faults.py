@@ -19,7 +19,8 @@ import pytest
 from visprof.base.child_env import child_env
 from visprof.base.hardware import cpu_device_id, cpu_identity
 from visprof.sweep import open_store, run_sweep
-from visprof.sweep.run import DoneOn, _Sweep
+from visprof.sweep.placement import DoneOn
+from visprof.sweep.run import _Sweep
 from visprof.sweep.plan import SweepPlan
 
 FAKE_MODELS = str(Path(__file__).resolve().parents[1] / "helpers" / "sweep_fake_models.py")

@@ -16,7 +16,8 @@ from cli_in_process import run_cli
 from device_stores import VIT, NoExecutor, measured_here
 from visprof.store.result_store import ResultStore
 from visprof.sweep.plan import ModelSizes, SweepPlan
-from visprof.sweep.run import DoneOn, _Sweep
+from visprof.sweep.placement import DoneOn
+from visprof.sweep.run import _Sweep
 from visprof.sweep.selection import registry_sizes
 
 NAMED_AND_224 = ["test", "train", "224"]

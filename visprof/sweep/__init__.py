@@ -5,9 +5,10 @@
     with open_store("results.db") as store:
         frame = store.dataframe()
 
-Rooms: ``selection`` (which models), ``plan`` (the cells), ``store``/``schema``/``flatten``
-(the SQLite store), ``worker``/``execute`` (one cell in a worker process), ``local`` (a
-worker per GPU), ``ray_exec`` (Ray tasks), ``run`` (the driver), ``export``, ``summary``.
+Modules: ``selection`` (which models), ``plan`` (the cells), ``worker``/``execute`` (one cell in a
+worker process), ``local`` (a worker per GPU), ``ray_exec`` (Ray tasks), ``placement`` (which of
+those, on which devices), ``options`` (a sweep's arguments checked before it starts), ``run`` (the
+driver), ``summary``, ``progress_bar``, ``tasks``. The store it writes is ``visprof.store``.
 See docs/sweep.md.
 """
 from visprof.base.lazy_names import lazy_names as _lazy_names

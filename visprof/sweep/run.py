@@ -16,19 +16,18 @@ batch size are final. The same call again resumes.
 from __future__ import annotations
 
 import collections
-import json
-import math
 import os
 import shlex
 import statistics
 import sys
 import time
 import warnings
-from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from visprof.base.errors import BadInputError, DeviceNotFoundError, NoGPUError, VisprofWarning
+from visprof.base.errors import VisprofWarning
 from visprof.base.spelling import either, option
+from visprof.sweep.options import check_numbers, check_profile_options
+from visprof.sweep.placement import DoneOn, executor_for
 from visprof.sweep.plan import SweepPlan
 from visprof.sweep.progress_bar import SweepProgress
 from visprof.sweep.selection import ModelList, import_modules, registry_sizes, select_models
@@ -37,44 +36,7 @@ from visprof.sweep.summary import SweepSummary
 from visprof.sweep.tasks import Task
 from visprof.store.versions import SoftwareVersions
 
-__all__ = ["run_sweep", "parse_gpus", "DEFAULT_TIMEOUT_S"]
-
-# Seconds a cell may take (every pass, every batch tried) before its worker is killed. A GPU
-# cell takes seconds; a CPU cell of a large model can take minutes on a small machine.
-DEFAULT_TIMEOUT_S = {"cuda": 300.0, "cpu": 1800.0}
-_CALLABLES = {"on_trace"}  # profile() options that take a function
-# Keyword arguments of visprof.profile that the sweep sets itself, per cell: a refusal of one in
-# profile_options (-O) names the sweep's own option for it (keyword, flag) ...
-_SWEEP_OWN = {"model": ("models", "MODEL arguments"), "batch_size": ("batch_sizes", "--batch-size"),
-              "img_size": ("img_sizes", "--img-size"), "precision": ("precisions", "--precision"),
-              "channels_last": ("channels_last", "--memory-format"), "device": ("device", "--device"),
-              "passes": ("passes", "--passes"), "progress": ("progress", "--quiet")}
-# ... or says why a sweep has none.
-_NO_FILES = "a sweep writes no file per cell (profile one model for that)"
-_OWN_CATEGORIES = "a sweep attributes every cell with the built-in categories"
-_NOT_IN_A_SWEEP = {"search_batch": "the sweep decays a batch that does not fit itself, as timm's benchmark.py does",
-                   "trace_path": _NO_FILES, "recording_path": _NO_FILES,
-                   "table": _OWN_CATEGORIES, "category_file": _OWN_CATEGORIES,
-                   "in_chans": "a sweep profiles timm models, built with their own channels (in_chans is for a module "
-                               "of yours, profiled with visprof.profile)"}
-_SET_BY_SWEEP = _SWEEP_OWN.keys() | _NOT_IN_A_SWEEP.keys()
-
-
-def parse_gpus(gpus: str | Sequence[int] | None) -> str | list[int]:
-    """``"all"``/None -> "all"; ``"0,1"`` or [0, 1] -> [0, 1]."""
-    if gpus is None or (isinstance(gpus, str) and gpus.strip().lower() == "all"):
-        return "all"
-    items = gpus.split(",") if isinstance(gpus, str) else list(gpus)
-    indices = []
-    for item in items:
-        text = str(item).strip().lower().removeprefix("cuda:")
-        if not text.isdigit():
-            raise BadInputError(f"{option('gpus')} takes 'all' or GPU indices such as 0,1; got {gpus!r}")
-        indices.append(int(text))
-    if not indices:
-        raise BadInputError(f"{option('gpus')} takes 'all' or GPU indices such as 0,1; got {gpus!r}")
-    return list(dict.fromkeys(indices))
-
+__all__ = ["run_sweep"]
 
 def run_sweep(
     models: Iterable[str] | str | None = None,
@@ -125,17 +87,17 @@ def run_sweep(
     its ``sweep_summary`` attribute.
     """
     started = time.monotonic() if started_at is None else min(float(started_at), time.monotonic())
-    _check_numbers(timeout_s, retries, time_budget_s, workers)
+    check_numbers(timeout_s, retries, time_budget_s, workers)
     if isinstance(passes, str):
         passes = [p.strip() for p in passes.split(",") if p.strip()]
-    options = _check_profile_options(profile_options or {})
+    options = check_profile_options(profile_options or {})
     ResultStore.check_path(store, write=True)  # a bad path fails before minutes of work
     executor = writer = None
     try:
         import_modules(imports)
         names = select_models(models, model_list=model_list, all_models=all_models, exclude=exclude, limit=limit)
-        executor, device_kind, devices = _executor(device, gpus, workers, ray, imports, timeout_s, retries,
-                                                   fresh_process, echo_worker_output)
+        executor, device_kind, devices = executor_for(device, gpus, workers, ray, imports, timeout_s, retries,
+                                                      fresh_process, echo_worker_output)
         plan = SweepPlan(names, device_kind, batch_sizes, img_sizes, precisions, channels_last, passes, options,
                          sizes=registry_sizes)
         for note in plan.notes():  # said once, before the cells, rather than only in each cell's result
@@ -153,177 +115,10 @@ def run_sweep(
             writer.close()
 
 
-def _check_numbers(timeout_s, retries, time_budget_s, workers) -> None:
-    for name, seconds in ((option("timeout_s", flag="--timeout"), timeout_s),
-                          (option("time_budget_s", flag="--time-budget"), time_budget_s)):
-        if seconds is not None and not _positive_seconds(seconds):
-            raise BadInputError(f"{name} must be a positive, finite number of seconds, got {seconds!r}")
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise BadInputError(f"{option('retries')} must be an integer >= 0, got {retries!r}")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise BadInputError(f"{option('workers')} must be an integer >= 1, got {workers!r}")
-
-
-def _positive_seconds(value) -> bool:
-    # NaN compares false with everything: "nan <= 0" let it through, and the wait loop then failed on it.
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
-
-
-def _check_profile_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    if not options:
-        return {}
-    import inspect
-
-    from visprof.profiler import profile
-
-    accepted = set(inspect.signature(profile).parameters) - _SET_BY_SWEEP
-    for key, value in options.items():
-        if key in _SET_BY_SWEEP:
-            raise BadInputError(_refusal(key))
-        if key not in accepted:
-            # Only what a sweep can pass on: on_trace is a keyword of profile() but is refused below.
-            raise BadInputError(f"unknown profile option {key!r}; a sweep passes on "
-                                f"{', '.join(sorted(accepted - _CALLABLES))}")
-        try:
-            json.dumps(value)
-        except (TypeError, ValueError):
-            raise BadInputError(f"profile option {key}={value!r} is not a plain value (number, string, list)") from None
-        _check_profile_value(key, value)
-    return dict(options)
-
-
-def _refusal(key: str) -> str:
-    """Why profile option ``key`` (one of ``_SET_BY_SWEEP``) is refused, and what to give instead."""
-    if key in _SWEEP_OWN:
-        keyword, flag = _SWEEP_OWN[key]
-        return f"profile option {key!r} is set by the sweep itself: use the sweep's own {option(keyword, flag=flag)}"
-    return f"profile option {key!r} is not for a sweep: {_NOT_IN_A_SWEEP[key]}"
-
-
-def _check_profile_value(key: str, value: Any) -> None:
-    """The values profile() would refuse, refused before the sweep: else every cell fails with the
-    same BadInputError, each stored as a final failure, and the sweep exits 0."""
-    from visprof.base.options import AUTOCAST_MODES, GRAD_MODES
-    from visprof.passes.setup import COUNT_MINIMUMS, check_counts, check_flag, choice
-
-    if key in _CALLABLES:  # "-O on_trace=x" was taken, and every cell then failed calling "x"
-        raise BadInputError(f"profile option {key} takes a Python function, which a sweep cannot hand its workers; "
-                            f"call visprof.profile({key}=...) from a script")
-    try:
-        if key in COUNT_MINIMUMS:
-            check_counts(**{key: value})
-        elif key == "grad_mode":
-            choice("grad_mode", value, GRAD_MODES)
-        elif key == "autocast":
-            choice("autocast", value, AUTOCAST_MODES)
-        elif key == "compile":
-            check_flag("compile", value)
-    except BadInputError as error:
-        raise BadInputError(f"profile option {key}: {error}") from None
-
-
 def _default_argv() -> str:
     # shell-quoted, so that a run's recorded command can be pasted back: joined with spaces,
     # `--models "vit_*" "my model.pt"` was stored as `--models vit_* my model.pt`
     return shlex.join(sys.argv) if sys.argv and sys.argv[0] else "run_sweep()"
-
-
-def _executor(device, gpus, workers, ray, imports, timeout_s, retries, fresh_process, echo):
-    """(executor, device kind "cuda"/"cpu", the devices whose rows count as done, or None: any).
-    The devices are a ``DoneOn``: GPU uuids (or CPU ids) and the names of the sweep's GPUs."""
-    executor, kind, devices = _make_executor(device, gpus, workers, ray, imports, retries, fresh_process, echo)
-    executor.timeout_s = timeout_s if timeout_s is not None else DEFAULT_TIMEOUT_S[kind]
-    return executor, kind, devices
-
-
-def _make_executor(device, gpus, workers, ray, imports, retries, fresh_process, echo):
-    choice = (device or "auto").strip().lower()
-    if choice not in ("auto", "cuda", "gpu", "cpu"):
-        raise BadInputError(f"{option('device')} for a sweep is auto, cuda or cpu (pick GPUs with {option('gpus')}), "
-                            f"got {device!r}")
-    _check_where(choice, gpus, workers, ray)
-    if ray is not None:
-        from visprof.sweep.ray_exec import RayExecutor
-
-        probe = RayExecutor(ray, device_kind="cpu", imports=imports, retries=retries)
-        resources = probe.connect()
-        has_gpus = resources.get("GPU", 0) >= 1
-        if choice in ("cuda", "gpu") and not has_gpus:
-            probe.close()
-            raise NoGPUError(f"the Ray cluster at {ray!r} has no GPUs")
-        probe.device_kind = "cuda" if has_gpus and choice != "cpu" else "cpu"
-        return probe, probe.device_kind, None
-    from visprof.sweep.local import LocalExecutor, cpu_slots, gpu_slots
-
-    if choice == "cpu":
-        slots, kind, devices = cpu_slots(workers or 1), "cpu", _done_on_this_cpu()
-    else:
-        indices = _gpu_indices(parse_gpus(gpus), explicit=choice != "auto")
-        if indices is None:
-            slots, kind, devices = cpu_slots(workers or 1), "cpu", _done_on_this_cpu()
-        else:
-            if workers is not None:
-                raise BadInputError(f"{option('workers')} is for CPU sweeps; a GPU sweep runs one worker per GPU "
-                                    f"(choose them with {option('gpus')})")
-            slots, kind, devices = gpu_slots(indices), "cuda", _done_on_gpus(indices)
-    return LocalExecutor(slots, imports=imports, fresh_process=fresh_process, echo_stderr=echo), kind, devices
-
-
-def _check_where(choice: str, gpus, workers, ray) -> None:
-    """Options that say where to run and contradict each other are refused, not half obeyed."""
-    picked_gpus = gpus is not None and gpus != "all"
-    if choice == "cpu" and picked_gpus:
-        raise BadInputError(f"{option('gpus', gpus)} picks GPUs, and {option('device', 'cpu')} runs on the CPU: "
-                            "give one of them")
-    if ray is not None and (picked_gpus or workers is not None):
-        raise BadInputError(f"{option('ray')} places each cell on the cluster itself: leave out "
-                            f"{option('gpus' if picked_gpus else 'workers')}")
-
-
-def _gpu_indices(gpus: str | list[int], explicit: bool) -> list[int] | None:
-    """The GPUs to use, or None for the CPU (no GPU here, and none was asked for)."""
-    from visprof.base import hardware
-
-    cuda = hardware.torch_cuda()
-    count = cuda.device_count() if cuda is not None else 0
-    if count == 0:
-        if explicit or gpus != "all":
-            raise NoGPUError(hardware.no_gpu_reason())
-        return None
-    if gpus == "all":
-        return list(range(count))
-    missing = [i for i in gpus if i >= count]
-    if missing:
-        raise DeviceNotFoundError(f"cuda:{missing[0]}", hardware.visible_device_names())
-    return gpus
-
-
-@dataclass(frozen=True)
-class DoneOn:
-    """Where a stored row counts as done for this sweep: on one of ``uuids`` (GPU uuids, or
-    CPU ids, ``hardware.cpu_device_id``), or on a GPU named as one of ``gpu_names``: a lent or cloud machine comes with
-    other cards of the same model, and a store carried there resumes rather than starts over
-    (on the H200 machines this project borrows, every call had new GPU uuids)."""
-    uuids: tuple[str, ...]
-    gpu_names: tuple[str, ...] = ()
-
-
-def _done_on_this_cpu() -> DoneOn:
-    """This machine's CPU, and the CPU rows that name none (made before visprof recorded the
-    CPU: where they ran is unknown, so they count as they did then). A store's rows from
-    another CPU are not this one's: a sweep measures them here too."""
-    from visprof.base.hardware import cpu_device_id, cpu_identity
-
-    return DoneOn((cpu_device_id(cpu_identity()), "cpu"))
-
-
-def _done_on_gpus(indices: list[int]) -> DoneOn:
-    from visprof.base import hardware
-    from visprof.store.flatten import normalize_gpu_uuid
-
-    identities = [hardware.gpu_identity(i) for i in indices]
-    return DoneOn(tuple(normalize_gpu_uuid(g) for g in identities),
-                  tuple(sorted({g["name"] for g in identities if g and g.get("name")})))
 
 
 class _Sweep:
