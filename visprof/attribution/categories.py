@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from visprof.result import CATEGORIES
+from visprof.attribution.category_file import (REGEX_FIELDS, RULE_FIELDS, UNATTRIBUTED, check_table_mapping,
+                                               file_error, read_mapping)
 from visprof.native.records import KIND_CPU_OP, KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET
 
 # Stable category ids, in report order (part of the result schema). The default table must declare exactly these.
 OTHER = "other"
-# Not a category a rule can name: a kernel with no op that no kernel rule matched.
-UNATTRIBUTED = "unattributed"
 
 DEFAULT_TABLE_PATH = Path(__file__).resolve().parents[1] / "data" / "categories.toml"
 
@@ -39,8 +39,6 @@ KIND_NAMES = {
     KIND_CPU_OP: "cpu_op",
 }
 
-_REGEX_FIELDS = ("op", "module", "within", "kernel")
-_RULE_FIELDS = {"name", "category", "subcategory", "kind", "attrs", "note", *_REGEX_FIELDS}
 _PATTERN_REF = re.compile(r"\$\{(\w+)\}")
 # A backward op's name: its forward op's packet, "_backward" (or "_double_backward"), maybe more
 # ("_data", "_elemt", "_overrideable"), then the overload: aten.convolution_backward.default.
@@ -173,7 +171,7 @@ class Rule:
             raise ValueError(f"rule {self.name!r} has no condition")
         if self.kind is not None and self.kind not in KIND_NAMES.values():
             raise ValueError(f"rule {self.name!r}: kind must be one of {sorted(KIND_NAMES.values())}")
-        for name in _REGEX_FIELDS:
+        for name in REGEX_FIELDS:
             regex = getattr(self, name)
             if regex is not None:
                 try:
@@ -185,11 +183,11 @@ class Rule:
     def from_mapping(cls, data: Mapping[str, Any], patterns: Mapping[str, Any] | None = None) -> "Rule":
         """A rule from a TOML/JSON table; regex lists are joined and ``${name}`` expanded."""
         patterns = patterns or {}
-        unknown = set(data) - _RULE_FIELDS
+        unknown = set(data) - RULE_FIELDS
         if unknown:
-            raise ValueError(f"rule {data.get('name')!r}: unknown keys {sorted(unknown)}; valid: {sorted(_RULE_FIELDS)}")
+            raise ValueError(f"rule {data.get('name')!r}: unknown keys {sorted(unknown)}; valid: {sorted(RULE_FIELDS)}")
         fields = dict(data)
-        for name in _REGEX_FIELDS:
+        for name in REGEX_FIELDS:
             if fields.get(name) is not None:
                 try:
                     fields[name] = expand_patterns(fields[name], patterns)
@@ -230,114 +228,6 @@ class Rule:
 
 
 # --- the table ---------------------------------------------------------------------------
-def _read_mapping(path: str | Path) -> dict[str, Any]:
-    """A rules file as a mapping (JSON for *.json, else TOML); BadInputError naming the file
-    when it cannot be read or parsed."""
-    from visprof.base.inputs import input_path, load_json_file, load_toml_file
-
-    path = input_path(path, "category rules file")
-    if path.suffix == ".json":
-        return load_json_file(path, "category rules file")
-    return load_toml_file(path, "category rules file", hint="rules files are TOML, or JSON named *.json")
-
-
-# --- the shape of a table mapping (the default file, a user's rules file) -------------------
-# Top-level keys a rules file may have; anything else is most likely a typo ("rule" for
-# "rules") whose rules would silently not apply.
-TOP_LEVEL_KEYS = ("version", "categories", "unattributed", "patterns", "rules")
-# Rows every breakdown has: time no rule claimed (its look is the file's "unattributed" table),
-# and the sum of all rows.
-RESERVED_IDS = (UNATTRIBUTED, "total")
-_CATEGORY_FIELDS = ("id", "label", "color", "cname", "subcategories", "description")
-_COLOR = re.compile(r"^#[0-9A-Fa-f]{6}$")
-
-
-def check_table_mapping(data: Any) -> None:
-    """ValueError naming the first field of ``data`` that does not have the shape of the
-    default file (docs/taxonomy.md), e.g. ``rules[2] ('my-rule').op: expected a string or a
-    list of strings, got an integer (3)``. Meaning (known categories, valid regexes) is
-    checked later, when the rules are built."""
-    from visprof.base.inputs import describe_value
-
-    def fail(where: str, expected: str, value: Any) -> None:
-        raise ValueError(f"{where}: expected {expected}, got {describe_value(value)}")
-
-    if not isinstance(data, Mapping):
-        fail("the top level", "a table (a JSON object) with categories, patterns and rules", data)
-    unknown = sorted(set(data) - set(TOP_LEVEL_KEYS))
-    if unknown:
-        raise ValueError(f"unknown top-level key(s) {unknown}; valid: {', '.join(TOP_LEVEL_KEYS)}")
-    if "version" in data and (not isinstance(data["version"], int) or isinstance(data["version"], bool)):
-        fail("version", "an integer", data["version"])
-
-    def regex_like(where: str, value: Any) -> None:
-        if isinstance(value, str):
-            return
-        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            return
-        fail(where, "a string or a non-empty list of strings", value)
-
-    def category(where: str, item: Any) -> None:
-        if not isinstance(item, Mapping):
-            fail(where, "a table", item)
-        extra = sorted(set(item) - set(_CATEGORY_FIELDS))
-        if extra:
-            raise ValueError(f"{where}: unknown key(s) {extra}; valid: {', '.join(_CATEGORY_FIELDS)}")
-        if "id" not in item:
-            raise ValueError(f"{where}: missing 'id'")
-        for key in ("id", "label", "cname", "description"):
-            if key in item and not isinstance(item[key], str):
-                fail(f"{where}.{key}", "a string", item[key])
-        if "color" in item and not (isinstance(item["color"], str) and _COLOR.match(item["color"])):
-            fail(f"{where}.color", 'a colour "#RRGGBB"', item["color"])
-        subs = item.get("subcategories", [])
-        if not isinstance(subs, list) or not all(isinstance(x, str) for x in subs):
-            fail(f"{where}.subcategories", "a list of strings", subs)
-
-    categories = data.get("categories", [])
-    if not isinstance(categories, list):
-        fail("categories", "a list of tables ([[categories]] in TOML)", categories)
-    for i, item in enumerate(categories):
-        category(f"categories[{i}]", item)
-        if item["id"] in RESERVED_IDS:  # a report row of its own: a second one contradicted it
-            raise ValueError(f"categories[{i}].id: {item['id']!r} is the name of the report's {item['id']} row; "
-                             "give the category another id")
-    if "unattributed" in data:
-        category("unattributed", data["unattributed"])
-
-    patterns = data.get("patterns", {})
-    if not isinstance(patterns, Mapping):
-        fail("patterns", "a table of named regexes", patterns)
-    for name, value in patterns.items():
-        regex_like(f"patterns.{name}", value)
-
-    rules = data.get("rules", [])
-    if not isinstance(rules, list):
-        fail("rules", "a list of tables ([[rules]] in TOML)", rules)
-    for i, rule in enumerate(rules):
-        where = f"rules[{i}]"
-        if not isinstance(rule, Mapping):
-            fail(where, "a table with name, category and conditions", rule)
-        if isinstance(rule.get("name"), str):
-            where += f" ({rule['name']!r})"
-        extra = sorted(set(rule) - _RULE_FIELDS)
-        if extra:
-            raise ValueError(f"{where}: unknown key(s) {extra}; valid: {', '.join(sorted(_RULE_FIELDS))}")
-        for key in ("name", "category"):
-            if key not in rule:
-                raise ValueError(f"{where}: missing {key!r}")
-        for key in ("name", "category", "kind", "note"):
-            if key in rule and not isinstance(rule[key], str):
-                fail(f"{where}.{key}", "a string", rule[key])
-        if rule.get("subcategory") is not None and not isinstance(rule["subcategory"], str):
-            fail(f"{where}.subcategory", "a string", rule["subcategory"])
-        for key in _REGEX_FIELDS:
-            if rule.get(key) is not None:
-                regex_like(f"{where}.{key}", rule[key])
-        if "attrs" in rule and not isinstance(rule["attrs"], Mapping):
-            fail(f"{where}.attrs", "a table of attribute = value", rule["attrs"])
-
-
 def _category_from_mapping(data: Mapping[str, Any]) -> Category:
     return Category(
         id=data["id"],
@@ -381,11 +271,11 @@ class CategoryTable:
     @classmethod
     def from_file(cls, path: str | Path) -> "CategoryTable":
         """A complete table from a file of the default file's shape (errors as in ``extend_from_file``)."""
-        data = _read_mapping(path)
+        data = read_mapping(path)
         try:
             return cls.from_mapping(data)
         except (ValueError, KeyError, TypeError, re.error) as exc:
-            raise _file_error(path, exc) from exc
+            raise file_error(path, exc) from exc
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "CategoryTable":
@@ -425,11 +315,11 @@ class CategoryTable:
         A file that cannot be read, is not a table of the default file's shape, or describes
         a bad rule raises BadInputError naming the file and the field, and leaves the table
         unchanged."""
-        data = _read_mapping(path)
+        data = read_mapping(path)
         try:
             return self.extend(data, front=front)
         except (ValueError, KeyError, TypeError, re.error) as exc:
-            raise _file_error(path, exc) from exc
+            raise file_error(path, exc) from exc
 
     def add_rule(self, rule: Rule | None = None, *, front: bool = True, **fields: Any) -> Rule:
         """Add one rule, given as a ``Rule`` or as its fields (``${pattern}`` refs allowed).
@@ -539,19 +429,9 @@ class CategoryTable:
         return f"CategoryTable({len(self.categories)} categories, {len(self._rules)} rules)"
 
 
-def _file_error(path: str | Path, exc: BaseException) -> Exception:
-    from visprof.base.errors import BadInputError
-
-    # str(KeyError) is the repr of its argument; the message itself reads better.
-    message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-    if not isinstance(exc, ValueError):  # TypeError, re.error: say what kind of problem
-        message = f"{type(exc).__name__}: {message}"
-    return BadInputError(f"category rules file {path}: {message}")
-
-
 @lru_cache(maxsize=1)
 def _default_mapping() -> dict[str, Any]:
-    data = _read_mapping(DEFAULT_TABLE_PATH)
+    data = read_mapping(DEFAULT_TABLE_PATH)
     ids = tuple(c["id"] for c in data["categories"])
     if ids != CATEGORIES:
         raise RuntimeError(f"{DEFAULT_TABLE_PATH} declares categories {ids}, expected {CATEGORIES}")
