@@ -43,14 +43,12 @@ CATEGORIES: tuple[str, ...] = (
 
 
 def visprof_version() -> str:
-    from importlib import metadata
+    """The running visprof's version: the package's own ``__version__``, not an installation's metadata,
+    which may describe another copy than the one imported (a source tree on PYTHONPATH over an older
+    install). pyproject.toml states the same version; tests/structure/test_version.py keeps them one."""
+    from visprof import __version__
 
-    try:
-        return metadata.version("visprof")
-    except metadata.PackageNotFoundError:  # running from a source tree
-        from visprof import __version__
-
-        return __version__
+    return __version__
 
 
 def _utc_now() -> str:

@@ -404,12 +404,11 @@ def test_extend_from_file(table, tmp_path, fmt):
 
 
 def test_whole_table_from_a_json_copy_of_the_default_file(tmp_path):
-    import tomllib
-
     from visprof.attribution.categories import DEFAULT_TABLE_PATH
+    from visprof.base.inputs import toml_reader
 
     path = tmp_path / "copy.json"
-    path.write_text(json.dumps(tomllib.loads(DEFAULT_TABLE_PATH.read_text())))
+    path.write_text(json.dumps(toml_reader().loads(DEFAULT_TABLE_PATH.read_text())))
     copy, default = CategoryTable.from_file(path), CategoryTable.default()
     assert [r.name for r in copy.rules] == [r.name for r in default.rules]
     for op, chain, attrs, _ in OP_CASES:

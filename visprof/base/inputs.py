@@ -19,7 +19,7 @@ from typing import Any
 
 from visprof.base.errors import BadInputError
 
-__all__ = ["describe_value", "input_path", "load_json_file", "load_toml_file", "read_input_bytes"]
+__all__ = ["describe_value", "input_path", "load_json_file", "load_toml_file", "read_input_bytes", "toml_reader"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -93,14 +93,24 @@ def load_json_file(path: str | Path, what: str) -> Any:
 def load_toml_file(path: str | Path, what: str, hint: str = "") -> dict[str, Any]:
     """The parsed TOML of ``path`` (an empty file is an empty table, as TOML says); ``hint``
     is added to the message when it is not TOML (what the file should be)."""
-    import tomllib
-
+    tomllib = toml_reader()
     path = input_path(path, what)
     text = _text(read_input_bytes(path, what, allow_empty=True), path, what)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise BadInputError(f"{what} {path} is not valid TOML: {exc}" + (f" ({hint})" if hint else "")) from None
+
+
+def toml_reader():
+    """The standard library's TOML reader (Python 3.11+), or on Python 3.10 tomli, the same reader
+    published apart (a dependency there): without it, every profile on 3.10 stopped on the import
+    as it read the category table."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    return tomllib
 
 
 def describe_value(value: Any) -> str:
