@@ -196,3 +196,21 @@ def test_a_json_or_toml_file_with_a_byte_order_mark_is_read(tmp_path):
     (tmp_path / "a.toml").write_bytes('x = 1\n'.encode("utf-8-sig"))
     assert load_json_file(tmp_path / "a.json", "file") == {"x": 1}
     assert load_toml_file(tmp_path / "a.toml", "file") == {"x": 1}
+
+
+def test_toml_is_read_by_tomli_where_python_has_no_tomllib(monkeypatch):
+    """Python 3.10 (which visprof supports) has no tomllib: every profile stopped on its import, reading
+    the category table. There the same reader comes as tomli, a dependency pyproject.toml names for it."""
+    import sys
+    import types
+    from pathlib import Path
+
+    from visprof.base.inputs import toml_reader
+
+    assert toml_reader().loads('a = 1') == {"a": 1}  # this Python's own reader
+    fake = types.ModuleType("tomli")
+    monkeypatch.setitem(sys.modules, "tomllib", None)  # `import tomllib` raises ModuleNotFoundError, as on 3.10
+    monkeypatch.setitem(sys.modules, "tomli", fake)
+    assert toml_reader() is fake
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    assert "\"tomli>=1.1; python_version < '3.11'\"" in pyproject
