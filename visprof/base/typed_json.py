@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
 import types
 import typing
 from typing import Any, Callable, Mapping, Union
@@ -54,7 +55,8 @@ class DataclassDecoder:
         decoded object, it was most of the time of loading a large store."""
         plan = self._plans.get(tp)
         if plan is None:
-            hints = typing.get_type_hints(tp)
+            namespace = vars(sys.modules[tp.__module__])
+            hints = {name: _resolved(hint, namespace) for name, hint in typing.get_type_hints(tp).items()}
             required = self._required.get(tp.__name__, ())
             plan = self._plans[tp] = tuple(
                 (f.name, hints[f.name],
@@ -137,6 +139,23 @@ class DataclassDecoder:
 
 
 _ABSENT = object()  # a field the document does not have
+
+
+def _resolved(hint: Any, namespace: dict) -> Any:
+    """``hint`` with the names quoted inside ``list[...]``, ``dict[...]`` or a union evaluated in the
+    dataclass's module (``children: list["Shape"]``): Python 3.11's ``get_type_hints`` does that, 3.10's
+    leaves them as strings or ForwardRefs, which no value is an instance of."""
+    if isinstance(hint, (str, typing.ForwardRef)):
+        text = hint if isinstance(hint, str) else hint.__forward_arg__
+        return eval(text, namespace)  # noqa: S307 - an annotation of visprof's own code
+    args = typing.get_args(hint)
+    if not args:
+        return hint
+    resolved = tuple(_resolved(arg, namespace) for arg in args)
+    if resolved == args:
+        return hint
+    origin = typing.get_origin(hint)
+    return Union[resolved] if origin in (Union, types.UnionType) else origin[resolved]
 
 
 class _Never:

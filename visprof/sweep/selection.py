@@ -113,7 +113,8 @@ def import_roots(modules: Sequence[str]) -> list[str]:
     script's folder, or the current one under ``python -m``, which workers started with
     PYTHONSAFEPATH leave out; ``run.py`` beside ``my_models.py`` had failed in every worker.
     Call it after ``import_modules``."""
-    if sys.flags.safe_path or not sys.path:
+    # sys.flags.safe_path is Python 3.11's (-P, PYTHONSAFEPATH); on 3.10 the first entry is always there
+    if getattr(sys.flags, "safe_path", False) or not sys.path:
         return []
     hidden = os.path.realpath(sys.path[0] or os.getcwd())
     roots = []
