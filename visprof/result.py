@@ -487,6 +487,13 @@ class ProfileResult:
         """Rows summed per category (sub-categories merged), in row order."""
         return category_totals(self.categories, self.memory)
 
+    def peak_allocated_bytes(self) -> int | None:
+        """Bytes held by tensors at the peak of one forward: the memory pass's, else the timing pass's
+        ``max_memory_allocated``; None with neither."""
+        if self.memory is not None and self.memory.peak_bytes:
+            return self.memory.peak_bytes
+        return self.timing.max_memory_allocated_bytes if self.timing else None
+
     def activity_ms(self) -> float:
         """The attributed pass's activity time per iteration (kernels, copies, fills; the host
         clock's op time on the CPU): what the category shares divide."""

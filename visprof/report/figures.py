@@ -210,12 +210,7 @@ def _front(points: list[tuple[float, float, str]], higher_x: bool) -> list[tuple
 
 
 def peak_memory(m) -> float | None:
-    r = m.result
-    if r is None:
-        return None
-    if r.memory is not None and r.memory.peak_bytes:
-        return r.memory.peak_bytes
-    return r.timing.max_memory_allocated_bytes if r.timing else None
+    return m.result.peak_allocated_bytes() if m.result is not None else None
 
 
 def pareto(measurements: Sequence):

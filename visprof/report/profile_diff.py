@@ -131,8 +131,7 @@ def diff_profiles(a: ProfileResult | str | Path, b: ProfileResult | str | Path) 
     latency = None
     if a.timing is not None and b.timing is not None:
         latency = DiffRow("latency", a.timing.latency_ms.median * scale_a, b.timing.latency_ms.median * scale_b)
-    peak = tuple(r.memory.peak_bytes if r.memory else (r.timing.max_memory_allocated_bytes if r.timing else None)
-                 for r in (a, b))
+    peak = (a.peak_allocated_bytes(), b.peak_allocated_bytes())
     return ProfileDiff(
         a, b, per, differences, latency, DiffRow("total", a.activity_ms() * scale_a, b.activity_ms() * scale_b),
         _category_rows(a, b, scale_a, scale_b),
