@@ -9,11 +9,11 @@ import json
 import subprocess
 import sys
 
-from visprof.base.child_env import child_env
+from visprof.base.child_env import child_env, module_command
 
 
 def run_ascii(cwd, *argv) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "visprof", *argv], cwd=cwd, capture_output=True, timeout=300,
+    return subprocess.run([*module_command("visprof"), *argv], cwd=cwd, capture_output=True, timeout=300,
                           env=child_env(VISPROF_DEBUG="", PYTHONIOENCODING="ascii"))
 
 

@@ -12,14 +12,13 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import torch
 
-from visprof.base.child_env import child_env
+from visprof.base.child_env import child_env, module_command
 from visprof.result import ProfileResult
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,7 +37,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def visprof(*args, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "visprof", *map(str, args)], env=_env(), capture_output=True,
+    return subprocess.run([*module_command("visprof"), *map(str, args)], env=_env(), capture_output=True,
                           text=True, timeout=600, **kwargs)
 
 
@@ -166,7 +165,7 @@ def test_a_cpu_run_prints_the_report_then_writes_each_file_whole(tmp_path):
     out, trace = tmp_path / "r.json", tmp_path / "t.json"
     trace.write_text(OLD_TRACE)
     # stdout and stderr in one pipe, so their order is the order they were written in
-    done = subprocess.run([sys.executable, "-m", "visprof", "profile", "resnet18", *FAST, "--precision", "tf32",
+    done = subprocess.run([*module_command("visprof"), "profile", "resnet18", *FAST, "--precision", "tf32",
                            "--json", str(out), "--trace", str(trace)], env=_env(), stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=600)
     assert done.returncode == 0, done.stdout
@@ -208,7 +207,7 @@ def test_a_write_that_fails_after_the_run_is_one_line_and_the_report_stays(tmp_p
         resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, 64 << 10))
 
     # The ATen observer would compile a library into a cache, which the limit would stop.
-    done = subprocess.run([sys.executable, "-m", "visprof", "profile", "resnet18", *FAST, "-q", "--json", str(out),
+    done = subprocess.run([*module_command("visprof"), "profile", "resnet18", *FAST, "-q", "--json", str(out),
                            "--trace", str(trace)], env=_env(VISPROF_ATEN_OBSERVER="0"), capture_output=True,
                           text=True, timeout=600, preexec_fn=limit_file_size)
     assert done.returncode == 5
@@ -223,7 +222,7 @@ def test_a_write_that_fails_after_the_run_is_one_line_and_the_report_stays(tmp_p
 # --- row 2: Ctrl-C ----------------------------------------------------------------------------------------
 
 def _start(args: list, tmp_path: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "visprof", "profile", *map(str, args)], env=_env(),
+    return subprocess.Popen([*module_command("visprof"), "profile", *map(str, args)], env=_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
 
 
@@ -340,7 +339,7 @@ def test_a_timm_that_does_not_import_is_one_line_naming_the_versions(tmp_path):
     fake = tmp_path / "site" / "timm"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text('raise RuntimeError("operator torchvision::nms does not exist")\n')
-    done = subprocess.run([sys.executable, "-m", "visprof", "profile", "resnet18", *FAST],
+    done = subprocess.run([*module_command("visprof"), "profile", "resnet18", *FAST],
                           env=_env(PYTHONPATH=str(tmp_path / "site")), capture_output=True, text=True, timeout=600)
     line = _one_error_line(done)
     assert done.returncode != 0

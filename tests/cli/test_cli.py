@@ -17,6 +17,7 @@ from visprof.base import errors
 from visprof.base import hardware
 from visprof.attribution.attribute import attribute
 from visprof.base.outputs import atomic_write_text
+from visprof.base.child_env import module_command
 from visprof.base import progress as progress_module
 from visprof.base.progress import Progress
 
@@ -311,7 +312,7 @@ def test_cli_modules_import_without_heavy_dependencies():
 
 def test_python_dash_m_runs_the_cli():
     done = subprocess.run(
-        [sys.executable, "-m", "visprof", "profile", "m", "--batch-size", "0"], cwd=REPO, capture_output=True, text=True
+        [*module_command("visprof"), "profile", "m", "--batch-size", "0"], cwd=REPO, capture_output=True, text=True
     )
     assert done.returncode == 2
     assert "must be >= 1" in done.stderr

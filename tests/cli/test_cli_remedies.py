@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 
 import pytest
 import torch
 
-from visprof.base.child_env import child_env
+from visprof.base.child_env import child_env, module_command
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU path: no GPU, host memory")
 
@@ -18,7 +17,7 @@ pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU path:
 def visprof(*args) -> tuple[int, str]:
     env = child_env()
     env.pop("VISPROF_DEBUG", None)
-    done = subprocess.run([sys.executable, "-m", "visprof", *map(str, args)], env=env, capture_output=True,
+    done = subprocess.run([*module_command("visprof"), *map(str, args)], env=env, capture_output=True,
                           text=True, timeout=600)
     assert "Traceback" not in done.stderr, done.stderr
     lines = done.stderr.splitlines()

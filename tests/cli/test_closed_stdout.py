@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+from visprof.base.child_env import module_command
 
 TIMM = Path(__file__).resolve().parents[1] / "data" / "timm"
 
 
 def test_compare_writes_its_csv_and_json_when_stdout_is_closed(tmp_path):
     csvs = sorted(TIMM.glob("*rtx3090.csv")) + sorted(TIMM.glob("*rtx4090.csv"))
-    child = subprocess.Popen([sys.executable, "-m", "visprof", "compare", *map(str, csvs), "--csv", str(tmp_path / "c.csv"),
+    child = subprocess.Popen([*module_command("visprof"), "compare", *map(str, csvs), "--csv", str(tmp_path / "c.csv"),
                               "--json", str(tmp_path / "c.json")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     child.stdout.close()  # like `| head -0`: gone before the first line
     _, err = child.communicate(timeout=300)
@@ -45,7 +46,7 @@ def test_a_full_disk_behind_stdout_is_one_line_after_the_files_are_written(tmp_p
     then says so in one line, exit 5 (an output that could not be written)."""
     csvs = sorted(TIMM.glob("*rtx3090.csv")) + sorted(TIMM.glob("*rtx4090.csv"))
     with open("/dev/full", "w") as full:
-        done = subprocess.run([sys.executable, "-m", "visprof", "compare", *map(str, csvs), "--json",
+        done = subprocess.run([*module_command("visprof"), "compare", *map(str, csvs), "--json",
                                str(tmp_path / "c.json")], stdout=full, stderr=subprocess.PIPE, timeout=300)
     err = done.stderr.decode()
     assert done.returncode == 5, err
@@ -57,7 +58,7 @@ def test_a_full_disk_behind_stdout_is_one_line_after_the_files_are_written(tmp_p
 def test_stdout_closed_before_the_start_is_no_traceback():
     """`visprof info >&-`: Python starts without sys.stdout; the report goes nowhere, as for a
     reader that went away."""
-    done = subprocess.run([sys.executable, "-m", "visprof", "info"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    done = subprocess.run([*module_command("visprof"), "info"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                           timeout=120, close_fds=True, preexec_fn=lambda: os.close(1))
     assert done.returncode == 0, done.stderr.decode()
     assert b"Traceback" not in done.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from visprof.base import hardware
-from visprof.base.child_env import child_env
+from visprof.base.child_env import child_env, module_command
 from visprof.base.errors import BadInputError
 
 VIT = Path(__file__).resolve().parents[1] / "data" / "h200-result-vit_base_patch16_224.json"
@@ -19,7 +19,7 @@ VIT = Path(__file__).resolve().parents[1] / "data" / "h200-result-vit_base_patch
 
 def visprof(cwd: Path, *argv, pythonpath: Path | None = None) -> subprocess.CompletedProcess:
     extra = {"PYTHONPATH": str(pythonpath)} if pythonpath is not None else {}
-    return subprocess.run([sys.executable, "-m", "visprof", *map(str, argv)], cwd=cwd, capture_output=True,
+    return subprocess.run([*module_command("visprof"), *map(str, argv)], cwd=cwd, capture_output=True,
                           text=True, env=child_env(VISPROF_DEBUG="", **extra), timeout=120)
 
 

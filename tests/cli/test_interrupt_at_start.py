@@ -14,7 +14,7 @@ import time
 import pytest
 
 from visprof.base import timm_import
-from visprof.base.child_env import child_env
+from visprof.base.child_env import child_env, module_command
 
 
 def test_an_interrupt_during_the_import_arrives_after_it(monkeypatch):
@@ -111,7 +111,7 @@ def test_ctrl_c_at_any_moment_of_the_start_says_interrupted(tmp_path):
         # 10,000 timed iterations: never done before the signal. Without them resnet50 at batch 1 was done
         # 2.5 s after its imports, and where the first (cold) import measured above took that much longer
         # than the child's, the last signals came after the profile had ended (exit 0, once in CI).
-        proc = subprocess.Popen([sys.executable, "-m", "visprof", "profile", "resnet50", "-b", "1", "--device", "cpu",
+        proc = subprocess.Popen([*module_command("visprof"), "profile", "resnet50", "-b", "1", "--device", "cpu",
                                  "--iterations", "10000", "--quiet", "--json", str(tmp_path / "r.json")],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path, env=child_env(),
                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -186,7 +186,7 @@ def test_sigterm_stops_a_command_as_ctrl_c_does(tmp_path, moment, sent, code):
                                 stderr=subprocess.PIPE, env=child_env(), text=True, cwd=tmp_path)
         time.sleep(1.5)
     else:
-        proc = subprocess.Popen([sys.executable, "-m", "visprof", "profile", "resnet18", "-b", "1", "--device", "cpu",
+        proc = subprocess.Popen([*module_command("visprof"), "profile", "resnet18", "-b", "1", "--device", "cpu",
                                  "--iterations", "100000", "--json", "r.json", "--trace", "t.json"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env(), text=True, cwd=tmp_path)
         deadline = time.monotonic() + 120

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+
+from visprof.base.child_env import module_command
 
 pytestmark = pytest.mark.gpu
 
@@ -18,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _visprof(*args, timeout=900, **env_extra) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), **env_extra)
-    return subprocess.run([sys.executable, "-m", "visprof", "profile", *map(str, args)], env=env,
+    return subprocess.run([*module_command("visprof"), "profile", *map(str, args)], env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
 
 

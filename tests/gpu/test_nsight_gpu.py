@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import pytest
 
 from _subprocess import run_json
 from visprof.nsight.ncu_csv import parse_ncu_csv
+from visprof.base.child_env import module_command
 
 pytestmark = pytest.mark.gpu
 
@@ -77,7 +77,7 @@ def ncu_kernels(model: str, includes: list[str], tag: str, iterations: int = 1, 
         command.append("--nvtx")
         for expression in includes:
             command += ["--nvtx-include", expression]
-    command += [sys.executable, "-m", "visprof", "profile", model, "--nvtx-only", "--iterations", str(iterations),
+    command += [*module_command("visprof"), "profile", model, "--nvtx-only", "--iterations", str(iterations),
                 "--warmup", "2", "-b", str(BATCH), "--quiet"]
     env = {**ENV, "VISPROF_NVTX_ASCII": "1"} if ascii_messages else ENV
     proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
@@ -138,7 +138,7 @@ def test_nvtx_only_brackets_exactly_the_measured_iterations():
 @needs_ncu
 def test_visprof_ncu_folds_counters_of_attention_into_the_profile(tmp_path):
     out = tmp_path / "vit-ncu.json"
-    proc = subprocess.run([sys.executable, "-m", "visprof", "ncu", "vit_base_patch16_224", "-c", "attention",
+    proc = subprocess.run([*module_command("visprof"), "ncu", "vit_base_patch16_224", "-c", "attention",
                            "-b", "32", "--quiet", "--json", str(out), "--csv", str(tmp_path / "ncu.csv"), "--ncu", NCU],
                           capture_output=True, text=True, env=ENV, timeout=900)
     print(proc.stdout[-6000:])

@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
-from visprof.base.child_env import child_env
+from visprof.base.child_env import child_env, module_command
 
 
 def visprof(cwd: Path, *argv, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "visprof", *map(str, argv)], cwd=cwd, capture_output=True,
+    return subprocess.run(module_command("visprof", *map(str, argv)), cwd=cwd, capture_output=True,
                           text=True, env=child_env(VISPROF_DEBUG=""), timeout=timeout)
 
 

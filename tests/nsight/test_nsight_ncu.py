@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from visprof.base.child_env import child_env
+from visprof.base.child_env import child_env, module_command
 from visprof import attribution
 from visprof.cli import app as cli
 from visprof import result as R
@@ -281,7 +281,7 @@ def test_the_child_runs_the_sampled_ops_and_refuses_a_different_op_sequence(tmp_
     env = child_env({"PATH": "/usr/bin:/bin"})
     for op_names, code in ((names, 0), (names[:-1], 2)):
         (tmp_path / "spec.json").write_text(json.dumps({**spec, "op_names": op_names}))
-        proc = subprocess.run([sys.executable, "-m", "visprof.nsight.ncu_child", str(tmp_path / "spec.json")],
+        proc = subprocess.run([*module_command("visprof.nsight.ncu_child"), str(tmp_path / "spec.json")],
                               capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
         assert proc.returncode == code, proc.stderr[-1500:]
     assert "op sequence is not reproducible" in proc.stderr

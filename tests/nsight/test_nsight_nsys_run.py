@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from visprof.base.child_env import child_env
+from visprof.base.child_env import child_env, module_command
 from visprof.cli import app as cli
 from visprof.base.errors import BadInputError, ExternalToolError
 from visprof.nsight import nsys_run, tools
@@ -134,8 +134,8 @@ REAL_NSYS = os.environ.get("VISPROF_NSYS")
 @pytest.mark.skipif(not (REAL_NSYS and os.access(REAL_NSYS, os.X_OK)), reason="needs a real nsys in $VISPROF_NSYS")
 def test_a_real_nsys_records_visprofs_ranges(tmp_path):
     env = child_env()
-    proc = subprocess.run([sys.executable, "-m", "visprof", "nsys", "run", "--no-import", "-o", str(tmp_path / "r"),
-                           "--", sys.executable, "-m", "visprof", "profile", "resnet18", "--img-size", "32", "-b", "1",
+    proc = subprocess.run([*module_command("visprof"), "nsys", "run", "--no-import", "-o", str(tmp_path / "r"),
+                           "--", *module_command("visprof"), "profile", "resnet18", "--img-size", "32", "-b", "1",
                            "--device", "cpu", "--iterations", "1", "--warmup", "0", "--nvtx-only", "--quiet"],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -143,7 +143,7 @@ def test_a_real_nsys_records_visprofs_ranges(tmp_path):
     ranges = db.execute("SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 59 AND category = 4").fetchone()[0]
     assert ranges > 40  # one op range per resnet18 op
     # importing it says what a CPU recording lacks, in one line
-    proc = subprocess.run([sys.executable, "-m", "visprof", "nsys", "import", str(tmp_path / "r.sqlite")],
+    proc = subprocess.run([*module_command("visprof"), "nsys", "import", str(tmp_path / "r.sqlite")],
                           capture_output=True, text=True, env=env, cwd=tmp_path)
     assert proc.returncode == 2 and "no CUDA activity at all" in proc.stderr
 

@@ -12,13 +12,12 @@ import random
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from visprof.analysis import sources
-from visprof.base.child_env import child_env
+from visprof.base.child_env import child_env, module_command
 from visprof.base.errors import BadInputError
 from visprof.store.export import export_store
 from visprof.store.result_store import DamagedStoreError, open_store
@@ -94,7 +93,7 @@ def digest(path: Path) -> str:
 
 
 def visprof(cwd: Path, *argv) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "visprof", *map(str, argv)], cwd=cwd, capture_output=True,
+    return subprocess.run([*module_command("visprof"), *map(str, argv)], cwd=cwd, capture_output=True,
                           text=True, env=child_env(VISPROF_DEBUG=""), timeout=120)
 
 

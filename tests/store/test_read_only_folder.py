@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from visprof.base.child_env import child_env
+from visprof.base.child_env import child_env, module_command
 from visprof.store.result_store import open_store
 from visprof.sweep.plan import SweepPlan
 
@@ -66,7 +66,7 @@ def _store(folder: Path, wal_rows: bool) -> Path:
 def test_a_store_in_a_folder_the_user_cannot_write_is_exported(read_only_folder, tmp_path):
     store = _store(read_only_folder, wal_rows=False)
     read_only_folder.chmod(0o555)
-    done = _as_another_user(sys.executable, "-m", "visprof", "export", str(store), "-o", str(tmp_path / "rows.csv"),
+    done = _as_another_user(*module_command("visprof"), "export", str(store), "-o", str(tmp_path / "rows.csv"),
                             cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and "warning" not in done.stderr
@@ -89,7 +89,7 @@ def test_rows_only_in_the_wal_file_are_said_to_be_left_out(read_only_folder, tmp
     filtered = _as_another_user(sys.executable, "-c", quiet, cwd=tmp_path)
     assert filtered.returncode == 0 and filtered.stdout.split() == ["None", "1"] and filtered.stderr == ""
     # the CLI: one line, as its errors are
-    cli = _as_another_user(sys.executable, "-m", "visprof", "export", str(store), "-o", str(tmp_path / "rows.csv"),
+    cli = _as_another_user(*module_command("visprof"), "export", str(store), "-o", str(tmp_path / "rows.csv"),
                            cwd=tmp_path)
     assert cli.returncode == 0, cli.stderr
     [line] = [line for line in cli.stderr.splitlines() if "read-only" in line]

@@ -11,13 +11,12 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from visprof.base.child_env import child_env
+from visprof.base.child_env import child_env, module_command
 from visprof.base.errors import BadInputError
 from visprof.store.result_store import open_store
 
@@ -27,7 +26,7 @@ CSV = Path(__file__).resolve().parents[1] / "data" / "timm" / "benchmark-infer-a
 def _interrupt_at_the_stores_first_sign(folder: Path) -> tuple[int, str]:
     """(exit code, stderr) of import-timm into folder/new.db, sent SIGINT as soon as anything but
     the CSV shows in the folder (the store, or a file it is being made in)."""
-    proc = subprocess.Popen([sys.executable, "-m", "visprof", "import-timm", CSV.name, "--store", "new.db"], cwd=folder,
+    proc = subprocess.Popen([*module_command("visprof"), "import-timm", CSV.name, "--store", "new.db"], cwd=folder,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env=child_env(VISPROF_DEBUG=""))
     try:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from visprof.base.child_env import child_env
+from visprof.base.child_env import child_env, module_command
 from visprof.base.hardware import cpu_device_id, cpu_identity
 from visprof.sweep import open_store, run_sweep
 from visprof.sweep.placement import DoneOn
@@ -100,7 +100,7 @@ def test_faults_are_recorded_and_the_sweep_goes_on(tmp_path):
 
 
 def sweep_command(store: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "visprof", "sweep", "visprof_fake_tiny,visprof_fake_wide,visprof_fake_raises",
+    return [*module_command("visprof"), "sweep", "visprof_fake_tiny,visprof_fake_wide,visprof_fake_raises",
             "visprof_fake_oom", "-b", "16,4", "--device", "cpu", "--store", str(store), "--import", FAKE_MODELS,
             "--iterations", "3", "--warmup", "1", "--timeout", "60", *extra]
 
@@ -390,12 +390,11 @@ def test_a_sweep_whose_stderr_reader_goes_away_runs_to_the_end(tmp_path):
     the sweep with exit 1, its remaining cells not run and its --json not written."""
     import json
     import subprocess
-    import sys
 
-    from visprof.base.child_env import child_env
+    from visprof.base.child_env import child_env, module_command
 
     store, summary = tmp_path / "s.db", tmp_path / "summary.json"
-    proc = subprocess.Popen([sys.executable, "-m", "visprof", "sweep", "visprof_fake_tiny,visprof_fake_wide",
+    proc = subprocess.Popen([*module_command("visprof"), "sweep", "visprof_fake_tiny,visprof_fake_wide",
                              "--store", str(store), "--import", FAKE_MODELS, "--device", "cpu", "--iterations", "3",
                              "--warmup", "1", "--json", str(summary)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env(), text=True)
@@ -413,14 +412,13 @@ def test_a_module_imported_by_name_from_the_current_folder_reaches_the_workers(t
     current folder is on its path), and every worker, started without that folder, failed."""
     import shutil
     import subprocess
-    import sys
 
-    from visprof.base.child_env import child_env
+    from visprof.base.child_env import child_env, module_command
 
     shutil.copy(FAKE_MODELS, tmp_path / "my_models.py")
     env = child_env()
     env.pop("PYTHONSAFEPATH")  # as a user's shell runs it: the current folder first on the driver's path
-    done = subprocess.run([sys.executable, "-m", "visprof", "sweep", "visprof_fake_tiny", "--import", "my_models",
+    done = subprocess.run([*module_command("visprof"), "sweep", "visprof_fake_tiny", "--import", "my_models",
                            "--store", "s.db", "--device", "cpu", "--iterations", "3", "--warmup", "1", "-q"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr

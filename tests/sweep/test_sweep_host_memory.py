@@ -11,11 +11,10 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from visprof.base.child_env import child_env
+from visprof.base.child_env import child_env, module_command
 from visprof.sweep import open_store
 from visprof.sweep.execute import execute_cell
 from visprof.sweep.plan import SweepPlan
@@ -56,7 +55,7 @@ def descendants_rss(root: int) -> dict[int, int]:
 
 def test_an_absurd_cpu_batch_fails_as_oom_before_the_worker_grows(tmp_path):
     store = tmp_path / "s.db"
-    command = [sys.executable, "-m", "visprof", "sweep", "visprof_fake_tiny", "-b", str(ABSURD), "--device", "cpu",
+    command = [*module_command("visprof"), "sweep", "visprof_fake_tiny", "-b", str(ABSURD), "--device", "cpu",
                "--passes", "timing", "--store", str(store), "--import", FAKE_MODELS, "--iterations", "3",
                "--warmup", "1", "--timeout", "120"]
     proc = subprocess.Popen(command, env=child_env(PYTHONUNBUFFERED="1"), stdout=subprocess.PIPE,

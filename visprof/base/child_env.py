@@ -8,12 +8,14 @@ Sweep workers, the process ncu profiles and the tests' subprocesses all start
   put ahead of the standard library.
 * the current directory: ``python -m`` and ``python -c`` put it first on ``sys.path``. Run from
   inside a visprof checkout, an installed visprof would be shadowed by the checkout's unbuilt
-  sources (no ``_C``); ``PYTHONSAFEPATH`` (Python 3.11+) turns that off.
+  sources (no ``_C``); ``PYTHONSAFEPATH`` (Python 3.11+) turns that off, and on Python 3.10,
+  which ignores it, ``module_command`` starts the module with that entry dropped.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -45,3 +47,19 @@ def child_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str, 
     env["PYTHONPATH"] = pythonpath_with_visprof(env.get("PYTHONPATH"))
     env["PYTHONSAFEPATH"] = "1"
     return env
+
+
+# Python 3.10 has no PYTHONSAFEPATH. There the child drops the entry ``-c`` puts first on its path
+# (the current directory, as '') itself, then runs the module as ``-m`` would: its ``__main__``,
+# with sys.argv[0] the module's file.
+HAS_SAFE_PATH = sys.version_info >= (3, 11)
+_RUN_WITHOUT_CURRENT_DIR = ("import runpy, sys; sys.path[:1] = [p for p in sys.path[:1] if p]; "
+                            "runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
+
+
+def module_command(module: str, *args: str) -> list[str]:
+    """``python -m MODULE ARGS``, whose child (given ``child_env``) imports this visprof and not
+    the sources in its working directory, on every Python visprof supports."""
+    if HAS_SAFE_PATH:
+        return [sys.executable, "-m", module, *args]
+    return [sys.executable, "-c", _RUN_WITHOUT_CURRENT_DIR.format(module=module), *args]

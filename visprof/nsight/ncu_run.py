@@ -26,7 +26,6 @@ from __future__ import annotations
 import gc
 import json
 import re
-import sys
 import tempfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -42,7 +41,7 @@ from visprof.base.spelling import on_command_line, option
 from visprof.nsight import ncu_metrics as M
 from visprof.nsight.ncu_csv import NcuKernel, parse_ncu_csv
 from visprof.capture.nvtx_scheme import DOMAIN, ncu_filter
-from visprof.base.child_env import child_env as visprof_child_env
+from visprof.base.child_env import child_env as visprof_child_env, module_command
 from visprof.nsight.tools import failure, find_tool, run_tool
 
 DEFAULT_SAMPLES = 2
@@ -201,7 +200,7 @@ def ncu_command(ncu: Path, filters: list[str], metrics: list[str], log_file: Pat
 
 
 def child_command(spec_path: Path) -> list[str]:
-    return [sys.executable, "-m", "visprof.nsight.ncu_child", str(spec_path)]
+    return module_command("visprof.nsight.ncu_child", str(spec_path))
 
 
 def run_ncu(ncu: Path, filters: list[str], chosen: dict, spec: dict, scratch: Path, timeout: float) -> tuple[NcuRun, dict]:

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from visprof.base.child_env import child_env
+from visprof.base.child_env import child_env, module_command
 from visprof.base.errors import VisprofError
 from visprof.base.spelling import on_command_line
 from visprof.sweep.execute import DETAIL_CHARS
@@ -260,7 +260,7 @@ class LocalExecutor:
 
     # --- processes --------------------------------------------------------------------
     def _start(self, slot: Slot) -> None:
-        command = [sys.executable, "-m", "visprof.sweep.worker", "--device", slot.device, "--parent-pid", str(os.getpid())]
+        command = module_command("visprof.sweep.worker", "--device", slot.device, "--parent-pid", str(os.getpid()))
         for module in self.imports:
             command += ["--import", module]
         if on_command_line():  # the worker's messages name options as the driver's do
