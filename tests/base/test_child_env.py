@@ -28,7 +28,9 @@ def test_without_pythonsafepath_python_m_imports_the_current_folder(shadowing_fo
     assert done.returncode != 0 and "the sources in the current folder" in done.stderr
 
 
-@pytest.mark.parametrize("has_safe_path", [True, False], ids=["python3.11+", "python3.10"])
+@pytest.mark.parametrize("has_safe_path", [
+    pytest.param(True, id="python3.11+", marks=pytest.mark.skipif(not child.HAS_SAFE_PATH, reason="Python 3.10")),
+    pytest.param(False, id="python3.10")])
 def test_module_command_imports_the_parents_visprof(shadowing_folder, monkeypatch, has_safe_path):
     monkeypatch.setattr(child, "HAS_SAFE_PATH", has_safe_path)
     env = child.child_env()

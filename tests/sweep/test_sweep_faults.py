@@ -337,8 +337,9 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path, how):
         f"                    imports=[{FAKE_MODELS!r}], profile_options={FAST!r}, progress=False)\n"
         "print('measured', summary.done)\n")
     command = [sys.executable, str(script)] if how == "script" else [sys.executable, "-"]
+    # in tmp_path: on Python 3.10 (no PYTHONSAFEPATH), `python -` in a visprof checkout imports its sources
     done = subprocess.run(command, input=None if how == "script" else script.read_text(), env=env(),
-                          capture_output=True, text=True, timeout=600)
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "measured 1"
     assert marker.read_text() == "ran\n"
@@ -413,12 +414,12 @@ def test_a_module_imported_by_name_from_the_current_folder_reaches_the_workers(t
     import shutil
     import subprocess
 
-    from visprof.base.child_env import child_env, module_command
+    from visprof.base.child_env import child_env
 
     shutil.copy(FAKE_MODELS, tmp_path / "my_models.py")
     env = child_env()
     env.pop("PYTHONSAFEPATH")  # as a user's shell runs it: the current folder first on the driver's path
-    done = subprocess.run([*module_command("visprof"), "sweep", "visprof_fake_tiny", "--import", "my_models",
+    done = subprocess.run([sys.executable, "-m", "visprof", "sweep", "visprof_fake_tiny", "--import", "my_models",
                            "--store", "s.db", "--device", "cpu", "--iterations", "3", "--warmup", "1", "-q"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
