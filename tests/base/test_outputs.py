@@ -300,6 +300,32 @@ def test_an_output_replaces_only_its_own_kind_or_an_empty_file(tmp_path, kind):
         assert path.read_bytes() == encoded(text)
 
 
+def test_a_gzipped_file_is_json_only_if_it_unpacks_to_json(tmp_path):
+    """Every gzip stream was taken for a JSON output's own (`--json x.json.gz`): `--json backup.tar.gz`
+    replaced the user's archive with a profile."""
+    import gzip
+    import io
+    import tarfile
+
+    from visprof.base.output_paths import refuse_another_kind
+
+    path = tmp_path / "out"
+    for own in (b'{"model": "resnet18"}', b"[1, 2]", b""):
+        path.write_bytes(gzip.compress(own))
+        refuse_another_kind(path, "--json", "json")  # no error
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w:gz") as tar:
+        script = b"import torch\n" * 2000
+        info = tarfile.TarInfo("train.py")
+        info.size = len(script)
+        tar.addfile(info, io.BytesIO(script))
+    for other in (archive.getvalue(), gzip.compress(b"import torch\n"), b"\x1f\x8b not a gzip stream"):
+        path.write_bytes(other)
+        with pytest.raises(BadInputError, match="holds something other than JSON"):
+            refuse_another_kind(path, "--json", "json")
+        assert path.read_bytes() == other
+
+
 def test_the_python_api_writers_refuse_another_kind_too(tmp_path):
     """No command's check runs before these: the writer refuses, and the file stays."""
     from visprof.base.outputs import atomic_write_json

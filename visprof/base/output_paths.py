@@ -20,6 +20,7 @@ import errno
 import os
 import secrets
 import stat
+import zlib
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence, Union
 
@@ -340,9 +341,22 @@ def check_output_dir(path: str | Path, what: str = "output folder") -> Path:
 # mistyped --json, -o or --csv had replaced a user's train.py, or a CSV with a JSON document.
 # Each test reads the file's first 8 KiB and says whether they look like that kind.
 def _looks_like_json(head: bytes) -> bool:
-    """Text that starts as a JSON document does (an object or a list); gzipped: taken as ours."""
+    """Text that starts as a JSON document does (an object or a list), also gzipped (a
+    ``--json x.json.gz``): judged by what it unpacks to, so a ``.tar.gz`` or a gzipped script is not."""
+    if head[:2] == b"\x1f\x8b":
+        head = _gunzipped_start(head)
+        if head is None:
+            return False
     start = head.lstrip(b" \t\r\n\xef\xbb\xbf")  # a BOM too
-    return not start or head[:2] == b"\x1f\x8b" or start[:1] in (b"{", b"[")
+    return not start or start[:1] in (b"{", b"[")
+
+
+def _gunzipped_start(head: bytes) -> bytes | None:
+    """What the first bytes of a gzip stream unpack to (None: not a gzip stream)."""
+    try:
+        return zlib.decompressobj(wbits=16 + zlib.MAX_WBITS).decompress(head, _HEAD_BYTES)
+    except zlib.error:
+        return None
 
 
 def _looks_like_html(head: bytes) -> bool:
