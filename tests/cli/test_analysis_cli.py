@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from recorded_results import write_results
-from visprof.base.child_env import child_env
+from visprof.base.child_env import child_env, module_command
 from visprof.cli import app as cli
 
 TIMM = Path(__file__).resolve().parents[1] / "data" / "timm"
@@ -211,14 +212,28 @@ def test_help_answers_without_loading_torch():
 
 
 def test_report_without_matplotlib_says_so_before_loading_anything(tmp_path, capsys, monkeypatch):
-    import importlib.util
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed: its import raises
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     # the source does not exist: a check after loading would have said that instead
     assert cli.main(["report", str(tmp_path / "missing.db"), "-o", str(tmp_path / "r.html")]) == 1
     err = capsys.readouterr().err
     assert err.strip().splitlines() == ["visprof: error: the report's figures need matplotlib: pip install 'visprof[report]'"]
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_report_with_a_matplotlib_that_fails_to_import_says_so_in_one_line(tmp_path):
+    """An installed matplotlib that cannot be imported (built for another NumPy) was a traceback."""
+    fake = tmp_path / "site" / "matplotlib"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('raise ImportError("numpy.core.multiarray failed to import\\nmore")\n')
+    env = child_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "site"), env["PYTHONPATH"]])
+    done = subprocess.run([*module_command("visprof"), "report", str(tmp_path / "missing.db"), "-o",
+                           str(tmp_path / "r.html")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "visprof: error: the report's figures need matplotlib, which cannot be imported here: "
+        "numpy.core.multiarray failed to import"]
     assert not (tmp_path / "r.html").exists()
 
 

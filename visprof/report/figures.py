@@ -23,12 +23,19 @@ MAX_BARS = 60
 def require_matplotlib() -> None:
     """Raises the one-line error a report without matplotlib ends in (callers check first,
     before loading their inputs)."""
-    import importlib.util
+    import importlib
 
-    if importlib.util.find_spec("matplotlib") is None:
-        from visprof.base.errors import VisprofError
+    from visprof.base.errors import VisprofError
 
-        raise VisprofError("the report's figures need matplotlib: pip install 'visprof[report]'")
+    try:  # imported, not only looked up: an installed matplotlib can fail to import (a NumPy it was not built for)
+        importlib.import_module("matplotlib.figure")
+    except ModuleNotFoundError as missing:
+        if missing.name and missing.name.split(".")[0] == "matplotlib":
+            raise VisprofError("the report's figures need matplotlib: pip install 'visprof[report]'") from None
+        raise VisprofError(f"the report's figures need matplotlib, which cannot be imported here: {missing}") from None
+    except ImportError as broken:
+        first_line = str(broken).strip().splitlines()[0] if str(broken).strip() else type(broken).__name__
+        raise VisprofError(f"the report's figures need matplotlib, which cannot be imported here: {first_line}") from None
 
 
 def _figure(width: float, height: float):
