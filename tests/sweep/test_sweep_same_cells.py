@@ -37,15 +37,15 @@ def test_sizes_that_resolve_to_one_input_are_one_cell_under_the_first_spelling()
     assert [c.key for c in plan.cells()] == ["deit_tiny_patch16_224|b1|img=default|fp32|nchw|timing+attributed",
                                              "mobilenetv3_small_100|b1|img=default|fp32|nchw|timing+attributed"]
     assert plan.merged == 4
-    assert plan.spellings(plan.cells()[0]) == [f"deit_tiny_patch16_224|b1|img={size}|fp32|nchw|timing+attributed"
-                                               for size in ("default", "train", "224")]
+    assert plan.spellings(plan.cells()[0]) == [f"deit_tiny_patch16_224{name}|b1|img={size}|fp32|nchw|timing+attributed"
+                                               for size in ("default", "train", "224") for name in ("", ".fb_in1k")]
 
 
 def test_sizes_that_differ_stay_apart():
     """resnet50: test size 288, training size 224. An explicit 288 stays apart from `test`: a model that
     takes img_size is built for 288 there, while `test` feeds 288 to the model built for 224."""
     plan = SweepPlan(["resnet50"], "cpu", img_sizes=["test", "train", "224", "288"], sizes=registry_sizes)
-    assert [(c.img_size, plan.spellings(c)[1:]) for c in plan.cells()] == [
+    assert [(c.img_size, [k for k in plan.spellings(c)[1:] if k.startswith("resnet50|")]) for c in plan.cells()] == [
         ("test", []), ("train", ["resnet50|b2|img=224|fp32|nchw|timing+attributed"]), (288, [])]
     assert plan.merged == 1
 
@@ -54,6 +54,19 @@ def test_an_untagged_name_and_its_default_tag_are_one_model():
     plan = SweepPlan(["resnet18", "resnet18.a1_in1k", "resnet18.tv_in1k"], "cpu", sizes=registry_sizes)
     assert [c.model for c in plan.cells()] == ["resnet18", "resnet18.tv_in1k"]
     assert plan.merged == 1 and plan.model_count() == 2
+
+
+def test_a_cell_is_also_spelled_with_the_models_other_name():
+    """A store swept as `resnet18` holds the cell of `resnet18.a1_in1k` (its default tag) and back, listed
+    alone: a sweep of the other name measured it again."""
+    untagged = SweepPlan(["resnet18"], "cpu", sizes=registry_sizes)
+    tagged = SweepPlan(["resnet18.a1_in1k"], "cpu", sizes=registry_sizes)
+    assert untagged.spellings(untagged.cells()[0]) == ["resnet18|b2|img=default|fp32|nchw|timing+attributed",
+                                                       "resnet18.a1_in1k|b2|img=default|fp32|nchw|timing+attributed"]
+    assert tagged.spellings(tagged.cells()[0]) == list(reversed(untagged.spellings(untagged.cells()[0])))
+    other_tag = SweepPlan(["resnet18.tv_in1k"], "cpu", sizes=registry_sizes)  # another config: no other name
+    assert other_tag.spellings(other_tag.cells()[0]) == ["resnet18.tv_in1k|b2|img=default|fp32|nchw|timing+attributed"]
+    assert untagged.merged == tagged.merged == 0
 
 
 def test_without_sizes_only_equal_keys_merge():
@@ -75,6 +88,20 @@ def test_a_store_holding_another_spelling_counts_the_merged_cell_as_done(tmp_pat
     assert [t.cell.key for t in sweep.queue] == ["mobilenetv3_small_100|b64|img=default|bf16|nchw|timing+attributed+memory",
                                                  "resnet18|b64|img=224|bf16|nchw|timing+attributed+memory"]
     assert sweep.summary.skipped == 2
+
+
+def test_a_store_holding_the_models_other_name_counts_the_cell_as_done(tmp_path):
+    """`visprof sweep resnet18 ...`, then `visprof sweep resnet18.a1_in1k ...` on the same store (or the
+    other way round): one model, one input, measured once."""
+    doc = measured_here(json.loads(VIT.read_text()))
+    for stored, asked in (("resnet18", "resnet18.a1_in1k"), ("mobilenetv3_small_100.lamb_in1k", "mobilenetv3_small_100")):
+        with ResultStore(tmp_path / f"{stored}.db", write=True) as store:
+            store.add_result(SweepPlan([stored], "cuda").cells()[0], doc)
+            plan = SweepPlan([asked, "resnet18.tv_in1k"], "cuda", sizes=registry_sizes)
+            sweep = _Sweep(store, plan, NoExecutor(), DoneOn((), (doc["gpu"]["name"],)), retries=1,
+                           retry_failed=False, time_budget_s=None, started=time.monotonic(), progress=False)
+        assert [t.cell.model for t in sweep.queue] == ["resnet18.tv_in1k"], stored
+        assert sweep.summary.skipped == 1
 
 
 def test_the_sweep_says_how_many_it_merged(tmp_path, capsys, recorded_cells):

@@ -119,15 +119,30 @@ class SweepPlan:
         for entry in self.models:
             model, own = split_sized(entry)
             sizes = self.sizes(model) if self.sizes is not None else None
+            aliases = self._aliases(model, sizes)
             for img, precision, layout, batch in itertools.product(
                     [own] if own is not None else self.img_sizes, self.precisions, self.channels_last, self.batch_sizes):
                 cell = Cell(model, batch, img, precision, layout, tuple(self.passes), options)
                 first = firsts.setdefault(_measured(cell, sizes), cell)
                 merged += first is not cell
                 keys = spellings.setdefault(first.key, [])
-                if cell.key not in keys:
-                    keys.append(cell.key)
+                # the model's other name too: a store swept as `resnet18` holds `resnet18.a1_in1k`'s cell
+                for key in [cell.key, *(replace(cell, model=alias).key for alias in aliases)]:
+                    if key not in keys:
+                        keys.append(key)
         return list(firsts.values()), spellings, merged
+
+    def _aliases(self, model: str, sizes: ModelSizes | None) -> list[str]:
+        """The model's other name in timm: its default tag spelled out (``resnet18.a1_in1k`` for
+        ``resnet18``), or left out where ``model`` names the default tag."""
+        if sizes is None:
+            return []
+        if sizes.name != model:
+            return [sizes.name]
+        untagged = model.split(".", 1)[0]
+        if untagged != model and self.sizes(untagged) == sizes:
+            return [untagged]
+        return []
 
     def cells(self) -> list[Cell]:
         return list(self._cells)
