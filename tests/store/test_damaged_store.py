@@ -151,6 +151,17 @@ def test_an_empty_file_becomes_a_new_store_when_written(good, tmp_path):
         assert store.count("references") == 60
 
 
+def test_a_dry_run_reads_an_empty_file_as_a_store_with_nothing_done(tmp_path):
+    """`touch s.db; visprof sweep ... --store s.db` makes the store, but its --dry-run said `s.db is empty
+    (0 bytes), not a visprof results store`."""
+    path = tmp_path / "s.db"
+    path.write_bytes(b"")
+    proc = visprof(tmp_path, *WRITERS["sweep"], "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert "cells: 1 planned, 0 already in the store, 1 to run" in proc.stdout
+    assert path.read_bytes() == b"" and sorted(p.name for p in tmp_path.iterdir()) == ["s.db"]  # a dry run writes nothing
+
+
 # --- in the library: the store layer raises DamagedStoreError, wherever SQLite notices -----------
 
 @pytest.mark.parametrize("damaged", ["half"], indirect=True)

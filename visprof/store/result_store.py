@@ -46,7 +46,8 @@ from visprof.store.versions import SoftwareVersions
 if TYPE_CHECKING:
     from visprof.result import ProfileResult
 
-__all__ = ["ResultStore", "open_store", "Reference", "CellState", "StoreBusyError", "DamagedStoreError", "device_name"]
+__all__ = ["ResultStore", "open_store", "Reference", "CellState", "StoreBusyError", "DamagedStoreError", "NotAStoreYet",
+           "device_name"]
 
 SQLITE_HEADER = b"SQLite format 3\x00"  # the first bytes of every SQLite file
 _FAILURE_KINDS = ("error", "oom", "timeout", "crash")
@@ -54,8 +55,9 @@ _FAILURE_KINDS = ("error", "oom", "timeout", "crash")
 _STORAGE_ERRORS = ("disk is full", "readonly", "disk I/O error", "unable to open", "database is locked")
 
 
-class _NoTables(BadInputError):
-    """An SQLite file without tables, opened for reading (for writing it becomes a new store)."""
+class NotAStoreYet(BadInputError):
+    """An empty file, or an SQLite file without tables, opened for reading: writing would make it
+    a new store (a sweep's dry run reads it as one that holds nothing)."""
 
 
 # A result's or failure's device as ``--gpu`` patterns match it and messages name it: the GPU's
@@ -166,7 +168,7 @@ class ResultStore:
             if write:  # a damaged or foreign file is refused now, before the sweep's minutes of work
                 try:
                     store = ResultStore(path)
-                except _NoTables:
+                except NotAStoreYet:
                     return  # an SQLite file with no tables yet: it becomes the store
                 try:
                     store.check_intact()
@@ -192,7 +194,7 @@ class ResultStore:
         if not tables:
             if not self.write:
                 empty = self.path.stat().st_size == 0
-                raise _NoTables(f"{self.path} is {'empty (0 bytes)' if empty else 'an SQLite file with no tables'}, "
+                raise NotAStoreYet(f"{self.path} is {'empty (0 bytes)' if empty else 'an SQLite file with no tables'}, "
                                 "not a visprof results store")
             # An empty file someone made (a new store is made whole by create_store_file): it becomes the store.
             conn.execute("PRAGMA journal_mode = WAL")

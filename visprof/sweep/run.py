@@ -31,7 +31,7 @@ from visprof.sweep.placement import DoneOn, executor_for
 from visprof.sweep.plan import SweepPlan
 from visprof.sweep.progress_bar import SweepProgress
 from visprof.sweep.selection import ModelList, import_modules, registry_sizes, select_models
-from visprof.store.result_store import ResultStore
+from visprof.store.result_store import NotAStoreYet, ResultStore
 from visprof.sweep.summary import SweepSummary
 from visprof.sweep.tasks import Task
 from visprof.store.versions import SoftwareVersions
@@ -314,8 +314,12 @@ def _dry_run(store: str | os.PathLike, plan: SweepPlan, executor, devices: DoneO
     a dry run creates nothing), with its time estimated from the store's cells."""
     states: dict[str, Any] = {}
     walls: list[float] = []
-    if os.path.exists(store):
-        with ResultStore(store) as held:
+    try:
+        held = ResultStore(store) if os.path.exists(store) else None
+    except NotAStoreYet:  # an empty file (`touch s.db`): the run makes it the store, with nothing done
+        held = None
+    if held is not None:
+        with held:
             states = _done_cells(held, SoftwareVersions.current(), devices)
             walls = [float(row["wall_s"]) for row in held.rows() if row.get("wall_s")]
     queue, skipped, skipped_failed = _queue(plan, states, retry_failed)
