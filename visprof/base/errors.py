@@ -177,7 +177,7 @@ class ModelForwardError(VisprofError):
     def __init__(self, model_name: str, input_shape: Sequence[int], cause: BaseException, hint: str = ""):
         self.model_name = model_name
         self.input_shape = tuple(input_shape)
-        self.cause_text = _one_line(cause)
+        self.cause_text = error_text(cause)
         shape = "x".join(str(d) for d in self.input_shape)
         message = f"model {model_name!r} failed on an input of shape {shape}: {self.cause_text}"
         if hint:
@@ -192,13 +192,22 @@ class ModelForwardError(VisprofError):
 _TORCHSCRIPT_HEADER = "The following operation failed in the TorchScript interpreter."
 
 
-def _one_line(cause: BaseException) -> str:
+# torch's C++ errors (c10::Error) can end in where they were raised and a native backtrace of some
+# fifty frames: "Exception raised from THPUtils_unpackLong at .../python_numbers.h:79 (most recent
+# call first):", "frame #0: c10::Error::Error(...)", ... (an --img-size too large for an int64).
+_TORCH_BACKTRACE = "Exception raised from "
+
+
+def error_text(cause: BaseException) -> str:
     """``Type: message`` on one line: a message of many lines had made the error as many lines (a
     TorchScript module's, its whole TorchScript traceback); its lines are joined, and TorchScript's
-    traceback is left out (the cause, kept as ``__cause__``, still has it)."""
+    traceback and torch's native backtrace are left out (the cause, kept as ``__cause__``, still has them)."""
     lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
     if lines and lines[0] == _TORCHSCRIPT_HEADER and len(lines) > 1:
         return lines[-1]
+    native = next((i for i, line in enumerate(lines) if line.startswith(_TORCH_BACKTRACE)), None)
+    if native:
+        lines = lines[:native]
     return f"{type(cause).__name__}: {' / '.join(lines)}"
 
 
@@ -278,6 +287,7 @@ def exit_code_for(error: BaseException) -> int:
 
 
 __all__ = [
+    "error_text",
     "VisprofError",
     "BrokenDependencyError",
     "BadInputError",

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import torch
 from torch import nn
 
-from visprof.base.errors import BadInputError, ModelForwardError, UnknownModelError
+from visprof.base.errors import BadInputError, ModelForwardError, UnknownModelError, error_text
 from visprof.base.sizes import normalize_img_size, validate_batch_size
 from visprof.base.spelling import option
 from visprof.base.timm_import import import_timm
@@ -471,7 +471,7 @@ def _create_timm_model_unseeded(name: str, size: tuple[int, int] | None, pretrai
 
 
 def _build_error(name: str, size: tuple[int, int], exc: BaseException) -> BadInputError:
-    return BadInputError(f"timm could not build {name} for {_fmt(size)} inputs: {type(exc).__name__}: {exc}")
+    return BadInputError(f"timm could not build {name} for {_fmt(size)} inputs: {error_text(exc)}")
 
 
 def _cfg_input_size(module: nn.Module, which: str = "test") -> tuple[int, int, int] | None:
