@@ -25,6 +25,7 @@ from visprof.cli import nsight as nsight_cli
 from visprof.cli.info import visprof_version
 from visprof.cli.closed_stdout import pipe_safe_stderr, pipe_safe_stdout
 from visprof.cli.profile import OutputWriter
+from visprof.cli.stop_watchdog import StopWatchdog
 
 EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT (128 + 2)
 
@@ -105,7 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
 # --- entry point ---------------------------------------------------------------------------
 
 # The commands that run models import torch and timm first, holding Ctrl-C meanwhile
-# (import_timm_holding_interrupts says why).
+# (import_timm_holding_interrupts says why); before that, their ``check`` (set as a parser
+# default) refuses what needs no torch to refuse: output paths, option mixes.
 MODEL_COMMANDS = {"profile", "sweep", "compare-compile", "ncu"}
 
 
@@ -141,6 +143,9 @@ def _main(argv: Sequence[str] | None) -> int:
                 return exit_.code if isinstance(exit_.code, int) else 0
             if args.command in MODEL_COMMANDS:
                 from visprof.base.timm_import import import_timm_holding_interrupts
+
+                if getattr(args, "check", None) is not None:  # a typo in an output path is said in a blink, not after torch
+                    args.check(args)
 
                 try:
                     import_timm_holding_interrupts(on_interrupt=say_the_stop_is_coming)
@@ -188,9 +193,15 @@ def say_the_stop_is_coming() -> None:
 _terminated = ""
 
 
+_watchdog: StopWatchdog | None = None
+
+
 def _stop_on_signal(signum, frame) -> None:
     global _terminated
-    _terminated = signal.Signals(signum).name
+    if _watchdog is not None:
+        _watchdog.handled()
+    if signum != signal.SIGINT:
+        _terminated = signal.Signals(signum).name
     raise KeyboardInterrupt
 
 
@@ -201,15 +212,21 @@ def run() -> None:
     while the interpreter then tears torch down would end the process by SIGINT, with no word and
     a code that says interrupted, so it is ignored from here on."""
     # not where the signal is ignored: under nohup SIGHUP is, and the command must go on
+    global _watchdog
     stopping = [getattr(signal, name) for name in STOPPING_SIGNALS
                 if hasattr(signal, name) and signal.getsignal(getattr(signal, name)) is not signal.SIG_IGN]
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # the same KeyboardInterrupt, seen by the watchdog
+        stopping.append(signal.SIGINT)
     with contextlib.suppress(ValueError):  # signal() works in the main thread only
         for signum in stopping:
             signal.signal(signum, _stop_on_signal)
+        _watchdog = StopWatchdog(set(stopping))  # after the handlers: signals without one write no wakeup byte
     code = main()
     with contextlib.suppress(ValueError):  # signal() works in the main thread only
         for signum in (signal.SIGINT, *stopping):
             signal.signal(signum, signal.SIG_IGN)
+    if _watchdog is not None:
+        _watchdog.close()
     _clear_unhandled_interrupt_mark()
     sys.exit(code)
 
