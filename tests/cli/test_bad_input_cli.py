@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -84,6 +85,20 @@ def test_a_read_only_folder_is_refused_before_the_run(read_only_dir):
     assert "--json: " in line and str(read_only_dir) in line
     assert "Read-only file system" in line or "is not writable" in line
     assert list(read_only_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", [["profile", "resnet18"], ["sweep", "resnet18", "--store", "s.db"],
+                                     ["compare-compile", "resnet18"], ["ncu", "resnet18", "-c", "attention"]])
+def test_a_model_commands_bad_output_is_refused_before_torch_loads(tmp_path, command):
+    """docs/cli.md says so; the model commands imported torch and timm (seconds) before they looked."""
+    (tmp_path / "train.py").write_text("print('training')\n")
+    code = ("import sys; from visprof.cli.app import main; rc = main(sys.argv[1:]); "
+            "assert 'torch' not in sys.modules, 'torch loaded'; sys.exit(rc)")
+    done = subprocess.run([sys.executable, "-c", code, *command, "--json", "train.py"], cwd=tmp_path, env=_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "--json train.py holds something other than JSON" in _one_error_line(done)
+    assert (tmp_path / "train.py").read_text() == "print('training')\n"
 
 
 @pytest.mark.parametrize("option", ["--json", "--trace"])
@@ -345,3 +360,15 @@ def test_a_timm_that_does_not_import_is_one_line_naming_the_versions(tmp_path):
     assert done.returncode != 0
     assert "timm cannot be imported (RuntimeError: operator torchvision::nms does not exist)" in line
     assert "torch " in line and "torchvision " in line and "builds of one another" in line
+
+
+@pytest.mark.parametrize("model, size", [("vit_tiny_patch16_224", "99999999999"), ("resnet18", "99999999999999999999")])
+def test_a_size_too_large_for_torch_is_one_line_without_torchs_native_backtrace(tmp_path, model, size):
+    """timm's build (ViT's position embedding) or the input's randn overflowed int64, and torch's message
+    carried its C++ backtrace: "Exception raised from THPUtils_unpackLong ...", then 50 lines of
+    "frame #N: ...", in the error line (as lines of their own, or joined into one of 5,000 characters)."""
+    done = visprof("profile", model, "--img-size", size, "-b", "1", "--device", "cpu", "-q", cwd=tmp_path)
+    line = _one_error_line(done)
+    assert "Overflow" in line and size in line, line
+    assert "Exception raised from" not in line and "frame #" not in line, line
+    assert done.returncode in (1, 2) and len(line) < 400, line

@@ -1,6 +1,7 @@
 """The ``visprof`` command line: one module per command group, shared argument types in one place.
 
 app          the parser, ``main`` (the entry point), Ctrl-C and termination signals
+stop_watchdog  a stop signal that one long native call cannot put off
 arguments    the argument types the commands share
 info         ``info``
 profile      ``profile``

@@ -34,14 +34,19 @@ def add_commands(commands) -> None:
                      "pass (default: until the median is stable)")
     cmd.add_argument("--json", type=Path, metavar="FILE", help="write both results and the comparison as JSON")
     cmd.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
-    cmd.set_defaults(handler=cmd_compare_compile)
+    cmd.set_defaults(handler=cmd_compare_compile, check=_check_outputs)
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    from visprof.base.output_paths import check_output_paths
+
+    check_output_paths({"--json": args.json}, kinds={"--json": "json"})
 
 
 def cmd_compare_compile(args: argparse.Namespace) -> int:
-    from visprof.base.output_paths import check_output_paths
     from visprof.base.outputs import atomic_write_json
 
-    check_output_paths({"--json": args.json}, kinds={"--json": "json"})
+    _check_outputs(args)
     options = {"batch_size": args.batch_size, "img_size": args.img_size, "precision": args.precision,
                "device": args.device, "warmup": args.warmup, "iterations": args.iterations}
     kwargs: dict[str, Any] = {k: v for k, v in options.items() if v is not None}

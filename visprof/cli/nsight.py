@@ -104,11 +104,15 @@ def _register_ncu(commands) -> None:
     ncu.add_argument("--timeout", type=positive_int, default=1800, metavar="S", help="per ncu run (default 1800 s)")
     ncu.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     _report_options(ncu)
-    ncu.set_defaults(handler=cmd_ncu)
+    ncu.set_defaults(handler=cmd_ncu, check=_check_ncu_args)
+
+
+def _check_ncu_args(args: argparse.Namespace) -> None:
+    _check_report_args(args, {"--csv": args.csv})
 
 
 def cmd_ncu(args: argparse.Namespace) -> int:
-    _check_report_args(args, {"--csv": args.csv})
+    _check_ncu_args(args)
     profile_with_ncu = importlib.import_module("visprof.nsight.ncu_run").profile_with_ncu
     categories = ["all"] if "all" in args.category else list(dict.fromkeys(args.category))
     result = profile_with_ncu(args.model, categories, samples=args.samples, batch_size=args.batch_size,

@@ -56,7 +56,7 @@ def add_commands(commands) -> None:
     prof.add_argument("--categories", type=Path, metavar="FILE", help="extra category rules, checked before the built-in ones")
     prof.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     nsight_cli.add_nvtx_only_option(prof)
-    prof.set_defaults(handler=cmd_profile)
+    prof.set_defaults(handler=cmd_profile, check=_check_before_torch)
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
@@ -107,6 +107,11 @@ def cmd_profile(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         raise KeyboardInterrupt(writer.unwritten_note()) from None
     return writer.exit_code()
+
+
+def _check_before_torch(args: argparse.Namespace) -> None:
+    if not args.nvtx_only:  # --nvtx-only is another command's, which checks its own
+        _check_profile_inputs(args)
 
 
 def _check_profile_inputs(args: argparse.Namespace) -> dict[str, Path]:

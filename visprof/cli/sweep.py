@@ -144,7 +144,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     run.add_argument("--verbose", "-v", action="store_true", help="show the workers' own output on stderr")
     run.add_argument("--json", type=Path, metavar="FILE", help="also write the summary as JSON")
-    sweep.set_defaults(handler=cmd_sweep)
+    sweep.set_defaults(handler=cmd_sweep, check=_check_before_torch)
 
     export = commands.add_parser(
         "export",
@@ -165,6 +165,21 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     export.set_defaults(handler=cmd_export)
 
 
+def _check_before_torch(args: argparse.Namespace) -> None:
+    _check_memory_formats(args.channels_last, args.memory_format)
+    _check_outputs(args)
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """The store, the summary and the files the sweep reads: none may be another (or its -wal)."""
+    from visprof.base.output_paths import check_output_paths
+
+    scripts = [name for name in args.imports if name.endswith(".py")]
+    check_output_paths({"--store": args.store, "--json": args.json},
+                       inputs={"--model-list file": args.model_list, "--import file": scripts}, sqlite=("--store",),
+                       kinds={"--json": "json"})
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from visprof.sweep.run import run_sweep
 
@@ -175,16 +190,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         args.models = list(STARTER_MODELS)
         print(f"[visprof] no models named: the starter list ({', '.join(STARTER_MODELS)}); name models or "
               f"patterns ('resnet50,vit_*'), or use --model-list FILE or --all for others", file=sys.stderr)
-    from visprof.base.output_paths import check_output_paths
     from visprof.sweep.selection import load_model_list
 
     # Read first (as a folder of inputs, "/" was walked whole: a traceback), and once: a pipe is empty after.
     model_list = load_model_list(args.model_list) if args.model_list is not None else None
-    # The store, the summary and the files the sweep reads: none may be another (or its -wal).
-    scripts = [name for name in args.imports if name.endswith(".py")]
-    check_output_paths({"--store": args.store, "--json": args.json},
-                       inputs={"--model-list file": args.model_list, "--import file": scripts}, sqlite=("--store",),
-                       kinds={"--json": "json"})
+    _check_outputs(args)
     memory_formats = list(args.memory_format or [])
     if args.channels_last:
         memory_formats.append(True)
