@@ -75,7 +75,7 @@ def test_bad_files_fail_on_one_line_naming_file_and_line(body, header, message):
 
 
 def test_precision_must_be_known():
-    with pytest.raises(BadInputError, match=r"does not say the precision .*: give it with precision=P \(visprof import-timm FILE"):
+    with pytest.raises(BadInputError, match=r"does not say the precision .*: give it with precision=P \(read_benchmark_csv\(FILE, GPU, precision=P\)\)$"):
         parse("m,224,1,1,1,1,1,1\n", name="mybench-rtx4090.csv")
     parsed = parse_benchmark_csv(HEADER + "m,224,1,1000,1,1,1,1\n", source="mybench.csv", gpu_name="X", precision="amp")
     assert parsed.rows[0]["precision"] == "amp-fp16"

@@ -86,6 +86,16 @@ def test_user_mistakes_are_one_line_and_exit_2(tmp_path, capsys, argv, message):
     assert not (tmp_path / "s.db").exists()  # nothing created by a failed command
 
 
+def test_a_csv_whose_name_has_no_precision_points_compare_to_import_timm(tmp_path, capsys):
+    """compare said "give it with --precision P", an option compare does not have."""
+    renamed = tmp_path / "rtx3090-numbers.csv"
+    renamed.write_text(CSV_3090.read_text())
+    code, out, err = run(capsys, "compare", f"{renamed}@rtx3090", str(CSV_4090))
+    assert code == 2 and err.strip().splitlines() == [
+        f"visprof: error: {renamed}: the file name does not say the precision (amp, fp32, ...): give it to visprof "
+        "import-timm FILE --precision P --gpu GPU --store STORE; compare, predict and calibrate then read that store"]
+
+
 def _sqlite_store(path: Path) -> None:
     from visprof.store.result_store import open_store
 

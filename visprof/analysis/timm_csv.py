@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from visprof.base.errors import BadInputError
-from visprof.base.spelling import option
+from visprof.base.spelling import either, option
 from visprof.store.result_store import SQLITE_HEADER
 
 REQUIRED = ("model", "infer_img_size", "infer_samples_per_sec", "infer_batch_size")
@@ -125,9 +125,11 @@ def parse_benchmark_csv(text: str, *, source: str, gpu_name: str, precision: str
     meta = parse_benchmark_filename(source)  # after the columns: a file that is no timm CSV is said to be none first
     precision = precision or meta["precision"]
     if precision is None:
-        raise BadInputError(f"{source}: the file name does not say the precision (amp, fp32, ...): give it with "
-                            f"{option('precision', metavar='P')} (visprof import-timm FILE --precision P --gpu GPU "
-                            "--store STORE; compare, predict and calibrate then read that store)")
+        # compare, predict and calibrate read such CSVs too, but only import-timm takes a precision
+        remedy = either("give it with precision=P (read_benchmark_csv(FILE, GPU, precision=P))",
+                        "give it to visprof import-timm FILE --precision P --gpu GPU --store STORE; compare, predict "
+                        "and calibrate then read that store")
+        raise BadInputError(f"{source}: the file name does not say the precision (amp, fp32, ...): {remedy}")
     if precision.lower() not in PRECISION_WORDS:  # it is stored with every row: a typo would stay there
         raise BadInputError(f"{source}: unknown precision {precision!r}; choose from {', '.join(PRECISION_WORDS)}")
     precision = PRECISION_WORDS[precision.lower()]
