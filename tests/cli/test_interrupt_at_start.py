@@ -47,11 +47,15 @@ _SLOW_IMPORT_CLI = (
 )
 
 
+# An earlier run's --json (a JSON output replaces only JSON, and says so before torch loads).
+PREVIOUS = '{"model": "resnet50"}\n'
+
+
 def test_ctrl_c_during_the_import_is_answered_at_once_and_stops_after_it(tmp_path):
     """Held, a Ctrl-C had no answer until torch had loaded (11 s on one cold host): it read as
     ignored. The CLI now says at once that the stop is coming, once however often the user presses;
     and, as at any other moment, which files were not written (r.json was there before: kept)."""
-    (tmp_path / "r.json").write_text("kept")
+    (tmp_path / "r.json").write_text(PREVIOUS)
     proc = subprocess.Popen([sys.executable, "-c", _SLOW_IMPORT_CLI], stderr=subprocess.PIPE, env=child_env(),
                             text=True, cwd=tmp_path, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(1.5)  # the child's own imports are done, its slow "import" is under way
@@ -68,7 +72,7 @@ def test_ctrl_c_during_the_import_is_answered_at_once_and_stops_after_it(tmp_pat
     # the import was not cut short: it ended, and then the interrupt came, said once
     assert rest == ["imported", "visprof: error: interrupted; not written: r.json (its previous version is unchanged), "
                     "t.json"], rest
-    assert (tmp_path / "r.json").read_text() == "kept"
+    assert (tmp_path / "r.json").read_text() == PREVIOUS
     assert proc.returncode == 130
 
 

@@ -167,6 +167,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 def _check_before_torch(args: argparse.Namespace) -> None:
     _check_memory_formats(args.channels_last, args.memory_format)
+    if args.model_list is not None and not args.model_list.is_file():
+        if args.model_list.is_dir() or not args.model_list.exists():
+            from visprof.sweep.selection import load_model_list
+
+            load_model_list(args.model_list)  # its one line, said before any about the outputs, as cmd_sweep says it
+        return  # a pipe (<(...)) is read once, by cmd_sweep, which then checks the outputs
     _check_outputs(args)
 
 
