@@ -106,8 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
 # --- entry point ---------------------------------------------------------------------------
 
 # The commands that run models import torch and timm first, holding Ctrl-C meanwhile
-# (import_timm_holding_interrupts says why); before that, their ``check`` (set as a parser
-# default) refuses what needs no torch to refuse: output paths, option mixes.
+# (import_timm_holding_interrupts says why). Before that, a command's ``check`` (a parser default,
+# run once, here) refuses what needs no torch to refuse: output paths, option mixes. Its handler
+# relies on it having run.
 MODEL_COMMANDS = {"profile", "sweep", "compare-compile", "ncu"}
 
 
@@ -141,11 +142,10 @@ def _main(argv: Sequence[str] | None) -> int:
                 args = build_parser().parse_args(argv)
             except SystemExit as exit_:  # --help, --version, or a usage error argparse printed
                 return exit_.code if isinstance(exit_.code, int) else 0
+            if getattr(args, "check", None) is not None:  # a typo in an output path is said in a blink, not after torch
+                args.check(args)
             if args.command in MODEL_COMMANDS:
                 from visprof.base.timm_import import import_timm_holding_interrupts
-
-                if getattr(args, "check", None) is not None:  # a typo in an output path is said in a blink, not after torch
-                    args.check(args)
 
                 try:
                     import_timm_holding_interrupts(on_interrupt=say_the_stop_is_coming)

@@ -44,9 +44,9 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def cmd_compare_compile(args: argparse.Namespace) -> int:
+    """After ``_check_outputs`` (the CLI runs it first)."""
     from visprof.base.outputs import atomic_write_json
 
-    _check_outputs(args)
     options = {"batch_size": args.batch_size, "img_size": args.img_size, "precision": args.precision,
                "device": args.device, "warmup": args.warmup, "iterations": args.iterations}
     kwargs: dict[str, Any] = {k: v for k, v in options.items() if v is not None}

@@ -22,7 +22,8 @@ def add_nvtx_only_option(profile_parser: argparse.ArgumentParser) -> None:
              "cudaProfilerStart/Stop: for nsys --capture-range=cudaProfilerApi and ncu --profile-from-start off")
 
 
-def cmd_profile_nvtx_only(args: argparse.Namespace) -> int:
+def check_nvtx_only_args(args: argparse.Namespace) -> None:
+    """``visprof profile --nvtx-only``'s options, before torch loads (the CLI runs it first)."""
     from visprof.base.errors import BadInputError
 
     not_applicable = [name for name, given in (("--json", args.json), ("--trace", args.trace), ("--passes", args.passes),
@@ -32,6 +33,9 @@ def cmd_profile_nvtx_only(args: argparse.Namespace) -> int:
                             "profile under nsys and import it (visprof nsys run) for a breakdown")
     if args.categories is not None and not args.categories.is_file():
         raise BadInputError(f"--categories: no such file: {args.categories}")
+
+
+def cmd_profile_nvtx_only(args: argparse.Namespace) -> int:
     run_nvtx_only = importlib.import_module("visprof.nsight.nvtx_only").run_nvtx_only
     run = run_nvtx_only(args.model, batch_size=args.batch_size, img_size=args.img_size, precision=args.precision,
                         channels_last=args.channels_last, device=args.device, grad_mode=args.grad_mode,
@@ -112,7 +116,7 @@ def _check_ncu_args(args: argparse.Namespace) -> None:
 
 
 def cmd_ncu(args: argparse.Namespace) -> int:
-    _check_ncu_args(args)
+    """After ``_check_ncu_args`` (the CLI runs it first)."""
     profile_with_ncu = importlib.import_module("visprof.nsight.ncu_run").profile_with_ncu
     categories = ["all"] if "all" in args.category else list(dict.fromkeys(args.category))
     result = profile_with_ncu(args.model, categories, samples=args.samples, batch_size=args.batch_size,

@@ -60,9 +60,9 @@ def add_commands(commands) -> None:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
+    """After ``_check_before_torch`` (the CLI runs it first)."""
     if args.nvtx_only:
         return nsight_cli.cmd_profile_nvtx_only(args)
-    outputs = _check_profile_inputs(args)
 
     # Only options the user gave are passed on: the defaults live in one place, profile().
     options = {
@@ -86,7 +86,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if args.trace is not None:
         kwargs["on_trace"] = lambda trace, attribution: attributed.update(trace=trace, attribution=attribution)
 
-    writer = OutputWriter(outputs, quiet=args.quiet)
+    writer = OutputWriter(args.checked_outputs, quiet=args.quiet)
     try:
         # Imported here: it loads torch, timm and the native extension.
         profile = importlib.import_module("visprof.profiler").profile
@@ -110,8 +110,10 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _check_before_torch(args: argparse.Namespace) -> None:
-    if not args.nvtx_only:  # --nvtx-only is another command's, which checks its own
-        _check_profile_inputs(args)
+    if args.nvtx_only:
+        nsight_cli.check_nvtx_only_args(args)
+    else:
+        args.checked_outputs = _check_profile_inputs(args)
 
 
 def _check_profile_inputs(args: argparse.Namespace) -> dict[str, Path]:

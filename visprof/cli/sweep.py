@@ -166,20 +166,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def _check_before_torch(args: argparse.Namespace) -> None:
-    _check_memory_formats(args.channels_last, args.memory_format)
-    if args.model_list is not None and not args.model_list.is_file():
-        if args.model_list.is_dir() or not args.model_list.exists():
-            from visprof.sweep.selection import load_model_list
-
-            load_model_list(args.model_list)  # its one line, said before any about the outputs, as cmd_sweep says it
-        return  # a pipe (<(...)) is read once, by cmd_sweep, which then checks the outputs
-    _check_outputs(args)
-
-
-def _check_outputs(args: argparse.Namespace) -> None:
-    """The store, the summary and the files the sweep reads: none may be another (or its -wal)."""
+    """The options, the model list (read here, once: a pipe is empty after; as a folder of inputs "/"
+    was walked whole, a traceback) and the output paths: the store, the summary and the files the
+    sweep reads, none of which may be another (or its -wal)."""
     from visprof.base.output_paths import check_output_paths
+    from visprof.sweep.selection import load_model_list
 
+    _check_memory_formats(args.channels_last, args.memory_format)
+    args.loaded_model_list = load_model_list(args.model_list) if args.model_list is not None else None
     scripts = [name for name in args.imports if name.endswith(".py")]
     check_output_paths({"--store": args.store, "--json": args.json},
                        inputs={"--model-list file": args.model_list, "--import file": scripts}, sqlite=("--store",),
@@ -187,20 +181,15 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    """After ``_check_before_torch`` (the CLI runs it first)."""
     from visprof.sweep.run import run_sweep
 
-    _check_memory_formats(args.channels_last, args.memory_format)
     if not args.models and args.model_list is None and not args.all_models:
         from visprof.sweep.selection import STARTER_MODELS
 
         args.models = list(STARTER_MODELS)
         print(f"[visprof] no models named: the starter list ({', '.join(STARTER_MODELS)}); name models or "
               f"patterns ('resnet50,vit_*'), or use --model-list FILE or --all for others", file=sys.stderr)
-    from visprof.sweep.selection import load_model_list
-
-    # Read first (as a folder of inputs, "/" was walked whole: a traceback), and once: a pipe is empty after.
-    model_list = load_model_list(args.model_list) if args.model_list is not None else None
-    _check_outputs(args)
     memory_formats = list(args.memory_format or [])
     if args.channels_last:
         memory_formats.append(True)
@@ -209,7 +198,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         summary = run_sweep(
             args.models,
             store=args.store,
-            model_list=model_list,
+            model_list=args.loaded_model_list,
             all_models=args.all_models,
             exclude=args.exclude,
             limit=args.limit,
