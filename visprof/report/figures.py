@@ -29,13 +29,11 @@ def require_matplotlib() -> None:
 
     try:  # imported, not only looked up: an installed matplotlib can fail to import (a NumPy it was not built for)
         importlib.import_module("matplotlib.figure")
-    except ModuleNotFoundError as missing:
-        if missing.name and missing.name.split(".")[0] == "matplotlib":
+    except ImportError as exc:
+        if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] == "matplotlib":
             raise VisprofError("the report's figures need matplotlib: pip install 'visprof[report]'") from None
-        raise VisprofError(f"the report's figures need matplotlib, which cannot be imported here: {missing}") from None
-    except ImportError as broken:
-        first_line = str(broken).strip().splitlines()[0] if str(broken).strip() else type(broken).__name__
-        raise VisprofError(f"the report's figures need matplotlib, which cannot be imported here: {first_line}") from None
+        why = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise VisprofError(f"the report's figures need matplotlib, which cannot be imported here: {why}") from None
 
 
 def _figure(width: float, height: float):
