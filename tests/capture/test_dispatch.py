@@ -89,7 +89,8 @@ def test_the_host_memory_count_sees_the_bf16_result():
 
     # the einsum's output, in bf16 as without the count (fp32 was 196608 bytes); the casts
     # inside the composite op are not seen by a mode
-    assert _peak_live_bytes(Runner()) == 64 * 256 * 3 * 2
+    runner = Runner()
+    assert _peak_live_bytes(runner, [runner.input]) == 64 * 256 * 3 * 2
 
 
 # What both scripts share: CUDA's autocast registrations go into ``lib`` (on the CPU, in a process

@@ -4,11 +4,14 @@ beyond the address space, which no overcommit policy grants."""
 from __future__ import annotations
 
 import math
+import resource
+import time
 import re
 import weakref
 
 import pytest
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 
 import visprof
 from visprof.passes import host_memory
@@ -22,18 +25,30 @@ pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU path"
 BEYOND_ADDRESS_SPACE = 1 << 48  # bytes: more than a 47-bit user address space holds
 
 
+class Shared(list):
+    """A record its module's copies share: the estimate's fake forwards run on a copy."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def is_fake(tensor) -> bool:
+    return isinstance(tensor, FakeTensor)
+
+
 class BytesPerSample(torch.nn.Module):
     """Allocates (without touching: no real memory is used) ``per_sample`` bytes per sample,
-    and records the batches it ran."""
+    and records the batches it ran and whether on fake tensors."""
 
     def __init__(self, per_sample: int):
         super().__init__()
         self.per_sample = per_sample
-        self.batches: list[int] = []
+        self.batches, self.fake = Shared(), Shared()
         self.conv = torch.nn.Conv2d(3, 4, 1)
 
     def forward(self, x):
         self.batches.append(x.shape[0])
+        self.fake.append(is_fake(x))
         scratch = x.new_empty(x.shape[0] * self.per_sample, dtype=torch.uint8)
         del scratch
         return self.conv(x)
@@ -75,7 +90,7 @@ def test_the_estimate_matches_the_tensors_a_forward_holds():
     config = RunConfig(batch_size=4, precision="fp32", device="cpu")
     estimate = host_memory.estimate_host_memory(spec, config)
     assert estimate.per_sample == (1 << 20) + 3 * 8 * 8 * 4 and estimate.fixed == 0
-    assert model.batches == [1, 2]
+    assert model.batches == [1, 2] and model.fake == [True, True]
 
 
 def test_a_batch_that_cannot_fit_is_refused_before_it_runs():
@@ -85,7 +100,7 @@ def test_a_batch_that_cannot_fit_is_refused_before_it_runs():
     with pytest.raises(OutOfMemoryError) as info:
         visprof.profile(model, batch_size=10**9, img_size=8, passes="timing", iterations=1, progress=False)
     error = info.value
-    assert max(model.batches) <= 2  # only the estimate's forwards ran
+    assert max(model.batches) <= 2 and all(model.fake)  # only the estimate's forwards ran, on fake tensors
     best = int(0.8 * available_bytes() // (1 << 30))
     assert error.estimated and error.searched and error.max_batch_size == pytest.approx(best, abs=1)
     assert re.match(r"out of host memory \(RAM\) at batch size 1000000000 on the CPU \(it needs at least "
@@ -114,7 +129,7 @@ def test_a_forward_that_runs_out_of_memory_gets_an_estimated_batch(monkeypatch):
     with pytest.raises(OutOfMemoryError) as info:
         visprof.profile(model, batch_size=batch, img_size=8, passes="timing", iterations=1, progress=False)
     error = info.value
-    assert model.batches == [batch, 1, 2]  # tried once, then estimated
+    assert model.batches == [batch, 1, 2] and model.fake == [False, True, True]  # tried once, then estimated
     assert error.batch_size == batch and error.estimated
     assert error.max_batch_size == pytest.approx(int(0.8 * available_bytes() // per_sample), abs=1)
     assert f"(batch_size={error.max_batch_size})" in str(error)
@@ -128,8 +143,7 @@ class HoldsThenFails(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.conv = torch.nn.Conv2d(3, 4, 1)
-        self.failed: list = []
-        self.alive_during_estimate: list[bool] = []
+        self.failed, self.alive_during_estimate = Shared(), Shared()
 
     def forward(self, x):
         held = x.new_empty(x.shape[0], 16)
@@ -155,7 +169,10 @@ def test_not_even_batch_1_fits():
     with pytest.raises(OutOfMemoryError) as info:
         visprof.profile(model, batch_size=2, img_size=8, passes="timing", iterations=1, progress=False)
     assert info.value.max_batch_size is None and info.value.searched
-    assert str(info.value).endswith("; not even batch size 1 fits (try a smaller img_size)")
+    # Batch 2 ran and failed; the estimate (fake tensors: it allocates nothing) sizes what it needed.
+    assert re.match(r"out of host memory \(RAM\) at batch size 2 on the CPU \(it needs at least 512\.0 TiB, "
+                    r"[\d.]+ GiB is available\); not even batch size 1 fits \(try a smaller img_size\)$",
+                    str(info.value)), str(info.value)
 
 
 def test_a_small_batch_costs_no_estimate():
@@ -183,3 +200,85 @@ def test_out_of_memory_in_a_later_pass_is_out_of_memory_not_the_models_fault():
     with pytest.raises(OutOfMemoryError) as info:
         visprof.profile(FailsOnThirdCall(), batch_size=2, img_size=8, passes="attributed", progress=False)
     assert str(info.value) == "out of host memory (RAM) at batch size 2 on the CPU; try a smaller batch_size"
+
+
+# --- the estimate's forwards run on fake tensors -------------------------------------------------
+
+@pytest.mark.parametrize("name", ["resnet18", "vit_tiny_patch16_224", "convnext_atto", "efficientnet_b0"])
+@pytest.mark.parametrize("precision,channels_last", [("fp32", False), ("bf16", True)])
+def test_fake_and_real_forwards_count_the_same_bytes(name, precision, channels_last):
+    spec = resolve_model(name, img_size=64, device="cpu")
+    config = RunConfig(batch_size=2, precision=precision, channels_last=channels_last, device="cpu")
+    assert host_memory._forward_bytes(spec, config, fake=True) == host_memory._forward_bytes(spec, config, fake=False)
+
+
+def test_a_huge_image_is_estimated_in_moments_without_its_memory():
+    # resnet18 at 22400x22400: a real batch-1 forward needs 65 GiB (the CPU tests' machine has
+    # 24) and minutes; fake tensors allocate nothing. Activations scale with the pixels: 100x.
+    usage = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    config = RunConfig(batch_size=8, precision="fp32", device="cpu")
+    small = host_memory.estimate_host_memory(resolve_model("resnet18", img_size=2240, device="cpu"), config)
+    started = time.perf_counter()
+    huge = host_memory.estimate_host_memory(resolve_model("resnet18", img_size=22400, device="cpu"), config)
+    assert time.perf_counter() - started < 30
+    assert huge.per_sample == pytest.approx(100 * small.per_sample, rel=0.01) and huge.per_sample > 60 * 2**30
+    assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - usage) * 1024 < 2**30  # Linux: KiB
+
+
+class CachesOnItself(torch.nn.Module):
+    """Keeps a tensor made in its forward (as levit's and tiny_vit's attention-bias caches do)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 1)
+        self.cache: dict = {}
+
+    def forward(self, x):
+        if "bias" not in self.cache:
+            self.cache["bias"] = self.conv.bias * 2
+        return self.conv(x) + self.cache["bias"][:, None, None]
+
+
+def test_the_fake_forward_leaves_no_fake_tensor_on_the_model():
+    model = CachesOnItself().eval()
+    estimate = host_memory.estimate_host_memory(resolve_model(model, img_size=8),
+                                                RunConfig(batch_size=2, precision="fp32", device="cpu"))
+    assert estimate is not None and model.cache == {}
+    assert model(torch.ones(1, 3, 8, 8)).shape == (1, 4, 8, 8) and not is_fake(model.cache["bias"])
+
+
+class ReadsAValue(BytesPerSample):
+    """A forward that reads a tensor's value: fake tensors have none, so it runs for real."""
+
+    def forward(self, x):
+        if x.abs().sum().item() < 0:  # never true: the branch only reads the value
+            raise AssertionError
+        return super().forward(x)
+
+
+def test_a_forward_fake_tensors_cannot_run_is_estimated_for_real():
+    model = ReadsAValue(per_sample=1 << 20)
+    estimate = host_memory.estimate_host_memory(resolve_model(model, img_size=8),
+                                                RunConfig(batch_size=4, precision="fp32", device="cpu"))
+    # The same count as BytesPerSample's, on real tensors; the fake tries stopped at the .item().
+    assert estimate.per_sample == (1 << 20) + 3 * 8 * 8 * 4 and estimate.fixed == 0
+    assert model.batches == [1, 2] and model.fake == [False, False]
+
+
+class UsesItsWeightView(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(1 << 10, 3 * 8 * 8))
+
+    def forward(self, x):
+        return x.flatten(1) @ self.weight.t()  # aten::t: a view of the weight, seen by the count
+
+
+@pytest.mark.parametrize("fake", [True, False])
+def test_the_weights_of_a_cast_copy_are_not_counted_as_activations(fake):
+    # autocast="model-cast" runs a bf16 copy of the module: its weights, not the fp32
+    # original's, are there before the forward (their views were counted: 384 KiB a batch).
+    spec = resolve_model(UsesItsWeightView(), img_size=8)
+    config = RunConfig(batch_size=1, precision="bf16", autocast="model-cast", device="cpu")
+    # the bf16 input (3x8x8) and the bf16 output (1024 columns), nothing of the weight
+    assert host_memory._forward_bytes(spec, config, fake=fake) == 3 * 8 * 8 * 2 + (1 << 10) * 2

@@ -9,8 +9,14 @@ message. So on the CPU visprof does not try batches. It *estimates* instead:
 
 * it runs batch 1 and batch 2 under a dispatch mode that adds up the bytes of every tensor
   the forward creates while they are alive, so the peak of live bytes at batch 1 and 2
-  gives the bytes per sample and the batch-independent rest (two small forwards: well
-  under a second for the models visprof targets, whatever batch was asked for);
+  gives the bytes per sample and the batch-independent rest;
+* those two forwards run on fake tensors (torch's FakeTensorMode: shapes, dtypes and
+  strides, no memory and no arithmetic), so they cost the same at any image size: at
+  --img-size 22400 a real batch-1 forward of resnet18 needs 65 GiB and minutes, the fake one
+  a fraction of a second. The count is the same either way (equal to the byte for resnet18,
+  vit_tiny, convnext_atto and efficientnet_b0, fp32 and bf16 channels-last, at 224 and 2240:
+  tests/passes/test_host_memory.py keeps a check of it). A forward that fake tensors cannot
+  run (one that reads a value, ``.item()``, or an op with no shape rule) is run for real;
 * it compares ``fixed + batch * per_sample`` with the memory available to this process
   (MemAvailable, lowered by a cgroup limit inside a container).
 
@@ -24,6 +30,8 @@ vit_tiny_patch16_224 at 64, 148 vs 193 MiB; convnext_tiny at 32, 423 vs 422 MiB.
 """
 from __future__ import annotations
 
+import contextlib
+import copy
 import functools
 import gc
 import math
@@ -125,8 +133,9 @@ def available_bytes() -> int | None:
 
 # --- live tensor bytes of one forward -----------------------------------------------------------
 
-def _peak_live_bytes(runner) -> int:
-    """Peak of the bytes held by tensors that one forward of ``runner`` creates."""
+def _peak_live_bytes(runner, existing) -> int:
+    """Peak of the bytes held by tensors that one forward of ``runner`` creates; the storages
+    of ``existing`` (parameters, buffers, the input: there before the forward) are not counted."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_leaves
@@ -135,12 +144,12 @@ def _peak_live_bytes(runner) -> int:
     from visprof.capture.dispatch import call_as_unmoded
 
     class LiveBytes(TorchDispatchMode):
-        def __init__(self, existing):
+        def __init__(self):
             super().__init__()
             self.live = self.peak = 0
             # storage -> weakref whose callback books the storage's release
             self.refs = WeakIdKeyDictionary()
-            for tensor in existing:  # parameters, buffers, the input: there before the forward
+            for tensor in existing:
                 self.refs[tensor.untyped_storage()] = None
 
         def freed(self, nbytes, _ref):
@@ -158,12 +167,39 @@ def _peak_live_bytes(runner) -> int:
                         self.peak = max(self.peak, self.live)
             return out
 
-    module = runner.spec.module
-    existing = [*module.parameters(), *module.buffers(), runner.input]
-    with LiveBytes(existing) as counter:
+    with LiveBytes() as counter:
         output = runner()
         del output
     return counter.peak
+
+
+def _forward_bytes(spec, config, fake: bool) -> int:
+    """Peak live bytes of one forward at ``config.batch_size``, the input included, on fake
+    tensors or real ones."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from visprof.passes.runner import ModelRunner
+
+    mode = FakeTensorMode(allow_non_fake_inputs=True) if fake else None
+    runner = ModelRunner(spec, config, input_mode=mode)
+    try:
+        # The runner's own model: under autocast="model-cast", a cast copy of the spec's module.
+        model = runner.eager_model
+        weights = [*model.parameters(), *model.buffers()]
+        if mode is not None:
+            # The fake forward runs a copy whose weights are fakes of the real ones (the copy's
+            # memo maps each weight to its fake, so only the modules' Python objects are
+            # copied): whatever a forward keeps on its module (levit's and tiny_vit's attention
+            # bias caches) stays on the copy, and the real model never holds a fake tensor.
+            fakes = {id(weight): mode.from_tensor(weight) for weight in weights}
+            runner.model = copy.deepcopy(model, dict(fakes))
+            weights = list(fakes.values())
+        with mode or contextlib.nullcontext():
+            peak = _peak_live_bytes(runner, [*weights, runner.input])
+        # The input is there before the forward, so it is not in the peak: add it.
+        return peak + runner.input.untyped_storage().nbytes()
+    finally:
+        runner.close()
 
 
 @dataclass(frozen=True)
@@ -188,26 +224,25 @@ class HostEstimate:
 
 
 def estimate_host_memory(spec, config) -> HostEstimate | None:
-    """The memory estimate from forwards at batch 1 and 2; None if those fail too (out of
-    memory, or a model that cannot run them)."""
-    from visprof.passes.runner import ModelRunner, RunConfig
+    """The memory estimate from forwards at batch 1 and 2 (on fake tensors where they run);
+    None if those fail too (out of memory, or a model that cannot run them)."""
+    from visprof.passes.runner import RunConfig
 
     peaks = []
     for batch in (1, 2):
-        runner = None
+        # Eager even under --compile: compiling here would cost more than the whole estimate.
+        at_batch = RunConfig(**{**config.__dict__, "batch_size": batch, "compile": False})
         try:
-            # Eager even under --compile: compiling here would cost more than the whole estimate.
-            runner = ModelRunner(spec, RunConfig(**{**config.__dict__, "batch_size": batch, "compile": False}))
-            # The input is there before the forward, so it is not in the peak: add it.
-            peaks.append(_peak_live_bytes(runner) + runner.input.untyped_storage().nbytes())
+            try:
+                peaks.append(_forward_bytes(spec, at_batch, fake=True))
+            except Exception:  # noqa: BLE001 - a forward fake tensors cannot run: run it for real
+                gc.collect()
+                peaks.append(_forward_bytes(spec, at_batch, fake=False))
         except Exception as exc:  # noqa: BLE001 - any other failure means: no estimate
             if batch == 1 and is_host_out_of_memory(exc):
                 return HostEstimate(per_sample=0, fixed=0, fits_one=False)
             return None
         finally:
-            if runner is not None:
-                runner.close()
-            del runner
             gc.collect()
     per_sample = max(peaks[1] - peaks[0], 1)
     return HostEstimate(per_sample=per_sample, fixed=max(peaks[0] - per_sample, 0))

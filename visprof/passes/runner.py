@@ -73,19 +73,21 @@ def _copy_to_cast(module: nn.Module, name: str, precision: str) -> nn.Module:
 class ModelRunner:
     """Holds the model on its device, one fixed input batch, and the regime's contexts."""
 
-    def __init__(self, spec: ModelSpec, config: RunConfig):
+    def __init__(self, spec: ModelSpec, config: RunConfig, input_mode=None):
+        """``input_mode``: a mode (a FakeTensorMode) under which the input batch is made, so it
+        has a shape and a dtype but no memory; the model is built as always."""
         self.spec = spec
         self.config = config
         self.device = torch.device(config.device)
         # fp32 means true fp32; tf32 is asked for explicitly (cuDNN enables it by default).
         self._saved_switches = set_for_run(tf32=config.precision == "tf32")
         try:
-            self._build(spec, config)
+            self._build(spec, config, input_mode or contextlib.nullcontext())
         except BaseException:
             self.close()  # a refused or interrupted build leaves the switches as it found them
             raise
 
-    def _build(self, spec: ModelSpec, config: RunConfig) -> None:
+    def _build(self, spec: ModelSpec, config: RunConfig, input_mode) -> None:
         """The model on its device in the regime's dtype and layout, and its input batch."""
         memory_format = torch.channels_last if config.channels_last else torch.contiguous_format
         cast_to = _LOW_PRECISION[config.precision] if config.autocast == "model-cast" else None
@@ -106,7 +108,7 @@ class ModelRunner:
             self.model, self.compile_recorder = compile_model(model)
         else:
             self.model = model
-        with torch.inference_mode(False):
+        with torch.inference_mode(False), input_mode:
             self.input = spec.make_input(config.batch_size, self.device, dtype=cast_to or torch.float32,
                                          channels_last=config.channels_last)
         self._sessions = 0
