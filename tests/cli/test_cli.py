@@ -105,7 +105,15 @@ def test_square_img_size_is_an_int():
         (["profile", "m", "--passes", "timing,bogus"], "comma-separated subset"),
         (["profile", "m", "--precision", "fp8"], "invalid choice"),
         (["profile"], "required: model"),
-        ([], "required: COMMAND"),
+        ([], "visprof: error: a command is needed (commands: info, profile, sweep,"),
+        (["--bogus"], "--bogus is not an option of visprof itself: a command comes first (commands: info,"),
+        (["profle", "resnet18"], "visprof: error: no command 'profle'; did you mean 'profile'? (usage"),
+        (["zzz"], "no command 'zzz' (commands: info, profile,"),
+        (["nsys", "imprt", "r.sqlite"], "visprof nsys: error: no subcommand 'imprt'; did you mean 'import'?"),
+        (["bounds"], "visprof bounds: error: a subcommand is needed (subcommands: build, coverage) (usage"),
+        (["profile", "m", "--batchsize", "8"], "unrecognized arguments: --batchsize 8; did you mean --batch-size?"),
+        (["profile", "m", "--img-sise=64"], "unrecognized arguments: --img-sise=64; did you mean --img-size?"),
+        (["profile", "m", "--zzz"], "visprof profile: error: unrecognized arguments: --zzz (usage"),
     ],
 )
 def test_usage_errors_exit_2_with_the_reason(argv, complaint, capsys):
@@ -118,6 +126,13 @@ def test_usage_errors_exit_2_with_the_reason(argv, complaint, capsys):
 def test_help_exits_0(capsys):
     assert cli.main(["profile", "--help"]) == 0
     assert "--batch-size" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, shown", [(["--help"], "COMMAND ..."), (["-h"], "COMMAND ..."), (["--version"], "visprof "),
+                                         (["nsys", "--help"], "SUBCOMMAND ...")])
+def test_help_and_version_need_no_command(argv, shown, capsys):
+    assert cli.main(argv) == 0
+    assert shown in capsys.readouterr().out
 
 
 # --- profile -------------------------------------------------------------------------------

@@ -49,8 +49,12 @@ def autocast_keys_at_call() -> list[Any]:
         return [key for device, key in _AUTOCAST_KEYS if torch.is_autocast_enabled(device)]
 
 
-def call_as_unmoded(func: Any, args: tuple, kwargs: dict) -> Any:
-    """``func(*args, **kwargs)`` from a ``__torch_dispatch__``, with autocast as the caller had it."""
+def call_as_unmoded(func: Any, args: tuple, kwargs: dict, decompose: bool = False) -> Any:
+    """``func(*args, **kwargs)`` from a ``__torch_dispatch__``, with autocast as the caller had it.
+
+    ``decompose``: run a composite op's decomposition here rather than calling the op, for a
+    mode that has another mode under it. Called, the op would reach that mode (a FakeTensorMode)
+    whole, and it decomposes the op in its own handler, where autocast is off again."""
     if not _CAN_RESTORE or not _is_composite(func):
         return func(*args, **kwargs)
     keys = autocast_keys_at_call()
@@ -60,4 +64,4 @@ def call_as_unmoded(func: Any, args: tuple, kwargs: dict) -> Any:
     for key in keys:
         exclude = exclude.remove(key)
     with torch._C._ForceDispatchKeyGuard(torch._C._dispatch_tls_local_include_set(), exclude):
-        return func(*args, **kwargs)
+        return func.decompose(*args, **kwargs) if decompose else func(*args, **kwargs)

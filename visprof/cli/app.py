@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import os
 import signal
 import sys
@@ -60,10 +61,47 @@ class OneLineErrors(argparse.ArgumentParser):
     def parse_args(self, args=None, namespace=None):
         """As argparse's, but arguments no parser took are refused by the command's own parser: the
         message ended "(usage: visprof --help)" for `visprof profile resnet18 extra`."""
+        self._check_command(sys.argv[1:] if args is None else list(args))
         parsed, extra = self.parse_known_args(args, namespace)
         if extra:
-            self._chosen_command(parsed).error(f"unrecognized arguments: {' '.join(extra)}")
+            command = self._chosen_command(parsed)
+            command.error(f"unrecognized arguments: {' '.join(extra)}{command._close_option(extra)}")
         return parsed
+
+    def _check_command(self, args: list[str]) -> None:
+        """A misspelt or missing command, named as such: argparse said "invalid choice: 'profle'
+        (choose from <14 commands>)" and, for `visprof --bogus`, that a COMMAND is required."""
+        action = next((action for action in self._actions if isinstance(action, argparse._SubParsersAction)), None)
+        if action is None:
+            return
+        commands = action.choices
+        # The options before a command take no values (--help, --version), so the first word
+        # that is not an option is the command; under it, its own parser reads the rest.
+        word = next((arg for arg in args if not arg.startswith("-")), None)
+        if word is None and any(arg in ("-h", "--help", "--version") for arg in args):
+            return  # argparse answers them
+        if word is None or word not in commands:
+            self.error(self._command_mistake(word, args, commands, (action.metavar or "command").lower()))
+        commands[word]._check_command(args[args.index(word) + 1:])
+
+    def _command_mistake(self, word: str | None, args: list[str], commands, kind: str) -> str:
+        names = ", ".join(commands)
+        if word is not None:
+            close = difflib.get_close_matches(word, list(commands), n=1, cutoff=0.6)
+            return f"no {kind} {word!r}" + (f"; did you mean {close[0]!r}?" if close else f" ({kind}s: {names})")
+        if args:
+            return f"{args[0]} is not an option of {self.prog} itself: a {kind} comes first ({kind}s: {names})"
+        return f"a {kind} is needed ({kind}s: {names})"
+
+    def _close_option(self, extra: list[str]) -> str:
+        """"; did you mean --batch-size?" for an unrecognized --batchsize, when one is close."""
+        options = [option for action in self._actions for option in action.option_strings if option.startswith("--")]
+        for arg in extra:
+            if arg.startswith("--"):
+                close = difflib.get_close_matches(arg.split("=", 1)[0], options, n=1, cutoff=0.75)
+                if close:
+                    return f"; did you mean {close[0]}?"
+        return ""
 
     def _chosen_command(self, parsed: argparse.Namespace) -> "OneLineErrors":
         """The innermost (sub-)command parser that ``parsed`` chose (``visprof nsys run``'s), else this one."""

@@ -133,9 +133,10 @@ def available_bytes() -> int | None:
 
 # --- live tensor bytes of one forward -----------------------------------------------------------
 
-def _peak_live_bytes(runner, existing) -> int:
+def _peak_live_bytes(runner, existing, fake: bool = False) -> int:
     """Peak of the bytes held by tensors that one forward of ``runner`` creates; the storages
-    of ``existing`` (parameters, buffers, the input: there before the forward) are not counted."""
+    of ``existing`` (parameters, buffers, the input: there before the forward) are not counted.
+    ``fake``: the forward runs under a FakeTensorMode, entered by the caller."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_leaves
@@ -156,7 +157,10 @@ def _peak_live_bytes(runner, existing) -> int:
             self.live -= nbytes
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = call_as_unmoded(func, args, kwargs or {})
+            # Under fake tensors a composite op is decomposed here, under the caller's autocast:
+            # the fake mode would decompose it with autocast off (tresnet's bf16 reflection pad,
+            # fp32 in a real forward, was bf16 and its bytes 8% short; mvitv2's failed).
+            out = call_as_unmoded(func, args, kwargs or {}, decompose=fake)
             for leaf in tree_leaves(out):
                 if isinstance(leaf, torch.Tensor) and leaf.device.type == "cpu":
                     storage = leaf.untyped_storage()
@@ -195,7 +199,7 @@ def _forward_bytes(spec, config, fake: bool) -> int:
             runner.model = copy.deepcopy(model, dict(fakes))
             weights = list(fakes.values())
         with mode or contextlib.nullcontext():
-            peak = _peak_live_bytes(runner, [*weights, runner.input])
+            peak = _peak_live_bytes(runner, [*weights, runner.input], fake=mode is not None)
         # The input is there before the forward, so it is not in the peak: add it.
         return peak + runner.input.untyped_storage().nbytes()
     finally:
