@@ -35,8 +35,12 @@ from visprof.capture.structure import EXTERNAL, PARAM, SOFTMAX, Dataflow, find_r
 _aten = torch.ops.aten
 # Where each convolution overload keeps its input, weight and `groups` among its positional
 # arguments. The backward's are recorded too: it takes its forward's sub-kind (depthwise, ...).
-_CONV_ARGS = {_aten.convolution.default: (0, 1, 8), _aten.conv1d.default: (0, 1, 6), _aten.conv2d.default: (0, 1, 6),
-              _aten.conv3d.default: (0, 1, 6), _aten.convolution_backward.default: (1, 2, 9)}
+# op -> (input's index, weight's index, groups' index); the ``.padding`` overloads are
+# ``padding="same"``/``"valid"`` (convmixer's depthwise convolutions), with groups where the
+# default's is.
+_CONV_ARGS = {_aten.convolution.default: (0, 1, 8), _aten.convolution_backward.default: (1, 2, 9),
+              **{overload: (0, 1, 6) for packet in (_aten.conv1d, _aten.conv2d, _aten.conv3d)
+                 for overload in (packet.default, packet.padding)}}
 # The op autocast casts a tensor with: a cast of a parameter is autocast re-casting a weight.
 # What autocast calls to cast a weight: _to_copy under no_grad, to.dtype under inference_mode
 # (which skips the ADInplaceOrView key that decomposes aten.to into _to_copy).

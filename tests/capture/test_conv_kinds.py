@@ -1,0 +1,43 @@
+"""A convolution's kind (dense, depthwise, pointwise, grouped) from what the op capture records,
+whichever overload of the op the module calls."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from visprof.attribution.categories import default_table
+from visprof.attribution.op_types import op_type
+from visprof.capture.op_capture import ModuleTracker, OpCapture
+
+
+def captured_kinds(model: nn.Module, x: torch.Tensor) -> list[tuple[str, str]]:
+    """(op type, category key) of every convolution of one forward on the CPU."""
+    model.eval()
+    table, tracker = default_table(), ModuleTracker(model)
+    capture = OpCapture(tracker, table, nvtx=False)
+    with tracker, capture, torch.inference_mode():
+        model(x)
+    return [(op_type(op.name, op.attrs, 1.0, 1.0), table.classify_op(op.name, tracker.classes(op.module), op.attrs).key)
+            for op in capture.to_records() if ".conv" in op.name]
+
+
+@pytest.mark.parametrize("padding", [1, "same"])
+def test_every_conv_overload_keeps_its_kind(padding):
+    # padding="same" calls aten.conv2d.padding (convmixer): its kind was unknown, 71-79% of convmixer's
+    # time on the H200 under "convolution" with no sub-category
+    overload = "padding" if padding == "same" else "default"
+    model = nn.Sequential(nn.Conv2d(8, 8, 3, padding=padding, groups=8), nn.Conv2d(8, 16, 1),
+                          nn.Conv2d(16, 16, 3, padding=padding), nn.Conv2d(16, 16, 3, padding=padding, groups=4))
+    got = captured_kinds(model, torch.randn(1, 8, 12, 12))
+    op = f"aten.conv2d.{overload}"
+    pointwise_op = "aten.conv2d.default"  # an int padding of 0: the default overload either way
+    assert got == [(f"{op} [depthwise]", "convolution/depthwise"), (f"{pointwise_op} [pointwise]", "convolution/pointwise"),
+                   (f"{op} [dense]", "convolution/dense"), (f"{op} [grouped]", "convolution/dense")]
+
+
+def test_conv1d_and_conv3d_with_same_padding_have_kinds():
+    got1 = captured_kinds(nn.Conv1d(4, 4, 3, padding="same", groups=4), torch.randn(1, 4, 10))
+    got3 = captured_kinds(nn.Conv3d(4, 8, 3, padding="same"), torch.randn(1, 4, 6, 6, 6))
+    assert got1 == [("aten.conv1d.padding [depthwise]", "convolution/depthwise")]
+    assert got3 == [("aten.conv3d.padding [dense]", "convolution/dense")]
