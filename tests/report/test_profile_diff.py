@@ -92,3 +92,47 @@ def test_the_cli_prints_it_writes_json_and_refuses_a_file_that_is_not_a_result(t
     code, out, err = run_cli(capsys, "diff", str(tmp_path / "notes.json"), str(H100))
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "notes.json" in err
+
+
+def _timing_only(doc: dict) -> dict:
+    """The same run with only its timing pass: no attribution, categories at 0 (as a profile with
+    --passes timing writes them), no op-type tables."""
+    other = copy.deepcopy(doc)
+    other["config"]["passes"] = ["timing"]
+    other["attribution"] = None
+    other["op_types"], other["kernel_families"] = [], []
+    for row in other["categories"]:
+        row["time_ms"] = 0.0
+    return other
+
+
+@pytest.mark.parametrize("timing_only_is", ["A", "B"])
+def test_a_pass_that_did_not_run_is_not_compared_as_zero(timing_only_is):
+    # A result without the attributed pass has every category at 0: shown as "x0.00" (or "new")
+    # for every category, and a note blamed an older visprof for its missing tables.
+    doc = json.loads(H100.read_text())
+    full, timing = ProfileResult.from_dict(doc), ProfileResult.from_dict(_timing_only(doc))
+    a, b = (timing, full) if timing_only_is == "A" else (full, timing)
+    diff = diff_profiles(a, b)
+    assert diff.total is None and diff.categories == [] and diff.op_types == [] and diff.kernel_families == []
+    assert diff.notes == [f"{timing_only_is} ran without the attributed pass (passes: timing), so time by category, "
+                          "op type and kernel family is not compared"]
+    assert diff.latency.ratio == pytest.approx(1.0)  # what both measured is still compared
+    text = render_profile_diff(diff)
+    assert "Time by category" not in text and "time (attributed)" not in text and "latency (median)" in text
+    assert "attributed time" not in repr(diff) and diff.to_dict()["total"] is None
+
+
+def test_an_op_type_that_only_a_ran_is_gone_not_x0():
+    doc = json.loads(H100.read_text())
+    other = copy.deepcopy(doc)
+    gone = other["op_types"].pop(0)["op_type"]
+    diff = diff_profiles(ProfileResult.from_dict(doc), ProfileResult.from_dict(other))
+    row = next(r for r in diff.op_types if r.key == gone)
+    assert row.b_ms == 0 and next(line for line in render_profile_diff(diff).splitlines()
+                                  if line.startswith(gone)).split()[-1] == "gone"
+
+
+def test_the_same_file_twice_is_named_as_such(capsys):
+    code, out, _ = run_cli(capsys, "diff", str(H100), str(H100.parent / ".." / "data" / H100.name))
+    assert code == 0 and "note: A and B are the same file\n" in out

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from visprof.report.text_table import format_table
-from visprof.result import ProfileResult
+from visprof.result import NSYS_IMPORT, ProfileResult
 
 __all__ = ["DiffRow", "ProfileDiff", "diff_profiles", "render_profile_diff"]
 
@@ -43,7 +43,7 @@ class ProfileDiff:
     per: str  # "batch" (same batch size) or "sample" (times divided by each run's batch)
     differences: list[str]  # what differs between the two runs, e.g. "GPU: NVIDIA H100 80GB HBM3 -> NVIDIA H200"
     latency: DiffRow | None  # median latency, per batch or sample; None without both timing passes
-    total: DiffRow  # the attributed passes' activity time
+    total: DiffRow | None  # the attributed passes' activity time; None without both attributed passes
     categories: list[DiffRow]  # categories, each followed by its sub-categories, in A's report order
     op_types: list[DiffRow] = field(default_factory=list)  # largest change first
     kernel_families: list[DiffRow] = field(default_factory=list)
@@ -54,9 +54,8 @@ class ProfileDiff:
         # The headline, not the two results inside (27 kB each): print(diff) shows the tables.
         latency = f", latency x{self.latency.ratio:.2f}" if self.latency and self.latency.ratio else ""
         differs = "; ".join(self.differences) or "nothing recorded"
-        return (f"<ProfileDiff {self.a.model.name} -> {self.b.model.name}, per {self.per}{latency}, attributed time "
-                f"x{self.total.ratio:.2f}; differs in: {differs}>" if self.total.ratio else
-                f"<ProfileDiff {self.a.model.name} -> {self.b.model.name}; differs in: {differs}>")
+        total = f", attributed time x{self.total.ratio:.2f}" if self.total and self.total.ratio else ""
+        return f"<ProfileDiff {self.a.model.name} -> {self.b.model.name}, per {self.per}{latency}{total}; differs in: {differs}>"
 
     def __str__(self) -> str:
         return render_profile_diff(self)
@@ -66,7 +65,8 @@ class ProfileDiff:
             return [{"key": r.key, "a_ms": r.a_ms, "b_ms": r.b_ms, "change_ms": r.change_ms, "ratio": r.ratio}
                     for r in items]
         return {"per": self.per, "differences": self.differences, "notes": self.notes,
-                "latency": rows([self.latency])[0] if self.latency else None, "total": rows([self.total])[0],
+                "latency": rows([self.latency])[0] if self.latency else None,
+                "total": rows([self.total])[0] if self.total else None,
                 "categories": rows(self.categories), "op_types": rows(self.op_types),
                 "kernel_families": rows(self.kernel_families),
                 "peak_bytes": {"a": self.peak_bytes[0], "b": self.peak_bytes[1]}}
@@ -123,23 +123,36 @@ def diff_profiles(a: ProfileResult | str | Path, b: ProfileResult | str | Path) 
     if a.measurement != b.measurement:
         notes.append("one result is timed by the host clock (a CPU run) and the other by the GPU: their times are of "
                      "different clocks and work")
-    tables = all(r.op_types for r in (a, b))  # a result made before they were kept has none
+    attributed = all(_attributed(r) for r in (a, b))
     for name, result in (("A", a), ("B", b)):
-        if not result.op_types:
+        if not _attributed(result):
+            # Its categories are 0, but not because nothing ran: they were not measured.
+            notes.append(f"{name} ran without the attributed pass (passes: {', '.join(result.config.passes)}), so "
+                         "time by category, op type and kernel family is not compared")
+        elif not result.op_types and result.activity_ms():
             notes.append(f"{name} has no op-type or kernel-family tables (made by a visprof before they were kept), "
                          "so they are not compared; profile it again to compare them")
+    tables = attributed and all(r.op_types for r in (a, b))
     latency = None
     if a.timing is not None and b.timing is not None:
         latency = DiffRow("latency", a.timing.latency_ms.median * scale_a, b.timing.latency_ms.median * scale_b)
     peak = (a.peak_allocated_bytes(), b.peak_allocated_bytes())
     return ProfileDiff(
-        a, b, per, differences, latency, DiffRow("total", a.activity_ms() * scale_a, b.activity_ms() * scale_b),
-        _category_rows(a, b, scale_a, scale_b),
+        a, b, per, differences, latency,
+        DiffRow("total", a.activity_ms() * scale_a, b.activity_ms() * scale_b) if attributed else None,
+        _category_rows(a, b, scale_a, scale_b) if attributed else [],
         _changed_most({r.op_type: r.time_ms for r in a.op_types}, {r.op_type: r.time_ms for r in b.op_types},
                       scale_a, scale_b) if tables else [],
         _changed_most({r.family: r.time_ms for r in a.kernel_families},
                       {r.family: r.time_ms for r in b.kernel_families}, scale_a, scale_b) if tables else [],
         peak, notes)
+
+
+def _attributed(result: ProfileResult) -> bool:
+    """Whether the result's attributed pass ran (or an nsys recording stands in for it)."""
+    if result.config.passes:
+        return "attributed" in result.config.passes or NSYS_IMPORT in result.config.passes
+    return result.attribution is not None or any(row.time_ms for row in result.categories)  # an older result
 
 
 def _result(given) -> ProfileResult:
@@ -157,6 +170,8 @@ def _ms(value: float) -> str:
 
 def _cells(row: DiffRow, label: str) -> list[str]:
     ratio = f"x{row.ratio:.2f}" if row.ratio is not None else "new"
+    if row.a_ms and not row.b_ms:
+        ratio = "gone"  # as "new" says it for B alone, not "x0.00" as if it ran in no time
     change = f"{row.change_ms:+.3f}" if abs(row.change_ms) < 100 else f"{row.change_ms:+.1f}"
     return [label, _ms(row.a_ms), _ms(row.b_ms), change, ratio if row.b_ms or row.a_ms else "-"]
 
@@ -178,10 +193,13 @@ def render_profile_diff(diff: ProfileDiff, names: tuple[str, str] | None = None,
     clock = "GPU" if a.measurement == b.measurement == "gpu" else "host"
     head = ["", f"A {unit}", "B", "change", "B/A"]
     rows = [_cells(diff.latency, "latency (median)")] if diff.latency else []
-    rows.append(_cells(diff.total, f"{clock} time (attributed)"))
-    lines += ["", *format_table(head, rows, width)]
+    if diff.total is not None:
+        rows.append(_cells(diff.total, f"{clock} time (attributed)"))
+    if rows:
+        lines += ["", *format_table(head, rows, width)]
     category_rows = [_cells(r, r.key if "/" not in r.key else "  " + r.key.split("/", 1)[1]) for r in diff.categories]
-    lines += ["", f"Time by category ({clock} time)", *format_table(["category", *head[1:]], category_rows, width)]
+    if category_rows:
+        lines += ["", f"Time by category ({clock} time)", *format_table(["category", *head[1:]], category_rows, width)]
     for title, items, column in (("Op types", diff.op_types, "op type"),
                                  ("Kernel families", diff.kernel_families, "kernel family")):
         moved = [r for r in items if r.change_ms][:top]
