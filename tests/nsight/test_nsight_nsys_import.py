@@ -373,6 +373,40 @@ def test_a_damaged_export_is_told_apart_from_a_file_that_is_not_sqlite(tmp_path,
                    "malformed); export the report again with nsys export --type sqlite\n")
 
 
+def _altered(tmp_path: Path, sql: str) -> Path:
+    import sqlite3
+
+    path = unzip("deit_small_patch16_224.schema3.sqlite.gz", tmp_path)
+    db = sqlite3.connect(path)
+    db.execute(sql)
+    db.commit()
+    db.close()
+    return path
+
+
+@pytest.mark.parametrize("sql, cause", [
+    ("DROP TABLE StringIds", "no such table: StringIds"),
+    ("ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME COLUMN correlationId TO corr", "no such column: k.correlationId"),
+    ("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'abc' WHERE rowid = 1", "invalid literal for int() with base 10: 'abc'"),
+])
+def test_an_export_that_lacks_a_table_or_column_or_holds_text_for_a_time_is_one_line(tmp_path, capsys, sql, cause):
+    # each was a traceback (sqlite3.OperationalError, NumPy's ValueError)
+    path = _altered(tmp_path, sql)
+    assert cli.main(["nsys", "import", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"visprof: error: {path} (nsys ") and f"is not as nsys export writes it: {cause}; export the " \
+        "report again (nsys export --type sqlite)\n" in err and err.count("\n") == 1
+
+
+def test_an_empty_gpu_table_is_a_warning_and_predict_says_what_is_missing(tmp_path, capsys):
+    result = import_nsys(_altered(tmp_path, "DELETE FROM TARGET_INFO_GPU"))
+    assert "export's TARGET_INFO_GPU is empty: no GPU description (name, memory, SM count)" in result.warnings
+    out = tmp_path / "r.json"
+    result.to_json(out)
+    assert cli.main(["predict", "--from", str(out), "--to", "rtx4090"]) == 2
+    assert "the result does not name its GPU (an nsys export without a TARGET_INFO_GPU row)" in capsys.readouterr().err
+
+
 # --- the run's regime and the kernel tables (op types, kernel families, launch sizes, roofline) ---
 
 def _with_run_mark(path: Path, change) -> Path:

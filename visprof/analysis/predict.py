@@ -120,6 +120,9 @@ def source_spec(result: ProfileResult, table: GpuTable) -> GpuSpec:
     """The spec row of the GPU a result ran on; a clear error where there is none."""
     name = (result.gpu or {}).get("name")
     spec = (table.find(result.roofline.gpu) if result.roofline and result.roofline.gpu else None) or table.for_device(name)
+    if spec is None and not name:  # an nsys export without a GPU description: no table row can help
+        raise BadInputError(f"{result.model.name}: the result does not name its GPU (an nsys export without a "
+                            "TARGET_INFO_GPU row), so there is nothing to predict from")
     if spec is None:
         raise BadInputError(f"{result.model.name}: its GPU {name!r} has no row in the GPU spec table; "
                             f"add one with {more_gpus()} to predict from it")

@@ -18,13 +18,14 @@ of that kind was recorded"; ``Export.missing()`` says what that costs.
 """
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from visprof.base.errors import BadInputError
+from visprof.base.errors import BadInputError, VisprofError
 
 META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")  # current name first; 2022.x used the second
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
@@ -38,6 +39,7 @@ _SQLITE_HEADER = b"SQLite format 3\x00"  # the first bytes of every SQLite datab
 # What SQLite says of a file it cannot read as a database: cut short, or overwritten in places.
 _DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 _DAMAGED_WORDS = ("malformed", "not a database")  # the same, in SQLite's messages
+_NOT_IN_SCHEMA = ("no such table", "no such column")  # SQLite's words for what a query names and the file lacks
 
 # ENUM_NSYS_EVENT_TYPE ids (stable across 3.x schemas; read from the file when it has the enum).
 EVENT_TYPES = {"NvtxMark": 34, "NvtxPushPopRange": 59, "NvtxStartEndRange": 60, "NvtxDomainCreate": 75}
@@ -88,8 +90,28 @@ class Export:
             # (sqlite_errorname is Python 3.11's; 3.10 has the message only.)
             name = getattr(exc, "sqlite_errorname", None)
             if name not in _DAMAGED and not (name is None and any(w in str(exc) for w in _DAMAGED_WORDS)):
+                if any(word in str(exc) for word in _NOT_IN_SCHEMA):  # a table or column this file lacks
+                    raise self.not_as_written(exc) from None
                 raise
             raise _unreadable(self.path, exc) from None
+
+    def not_as_written(self, cause: Exception) -> BadInputError:
+        """The error for a file that lacks a table or column nsys writes, or holds a value nsys
+        would not (text where a time goes): altered since, or not written by nsys."""
+        return BadInputError(f"{self.path} (nsys {self.nsys_version}, export schema {self.schema_version}) is not as "
+                             f"nsys export writes it: {cause}; export the report again "
+                             "(nsys export --type sqlite)")
+
+    @contextlib.contextmanager
+    def reading(self):
+        """Around reading rows: a value of the wrong type (a time that is text) is the file's
+        fault, said in one line, not a traceback of NumPy's conversion."""
+        try:
+            yield self
+        except VisprofError:
+            raise
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise self.not_as_written(exc) from None
 
     def close(self) -> None:
         self.connection.close()

@@ -164,7 +164,7 @@ def _reclassify_older_categories(ranges: VisprofRanges, table: CategoryTable) ->
 def import_trace(path: str | Path, table: CategoryTable | None = None) -> Imported:
     """Reads an export into a CapturedTrace of the GPU work visprof's ranges own."""
     table = table or default_table()
-    with X.open_export(path) as export:
+    with X.open_export(path) as export, export.reading():
         missing = export.missing()
         info = {"path": str(path), "nsys_version": export.nsys_version, "export_schema": export.schema_version,
                 "missing_tables": sorted(missing)}
@@ -236,6 +236,8 @@ def _to_trace(vr: VisprofRanges, rows: X.GpuRows, calls: X.RuntimeCalls, setting
     for table_name in info["missing_tables"]:
         if table_name in (X.MEMCPY, X.MEMSET, X.GPU_INFO):
             warnings.append(f"export lacks {table_name}: {X.WHAT_IT_COSTS[table_name]}")
+    if X.GPU_INFO not in info["missing_tables"] and not gpus:  # the table is there, with no row
+        warnings.append(f"export's {X.GPU_INFO} is empty: {X.WHAT_IT_COSTS[X.GPU_INFO]}")
     return Imported(trace, info, settings, outside_ns, int((~keep).sum()), unlinked, gpus, vr.model_names, warnings)
 
 
