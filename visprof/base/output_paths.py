@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence, Union
 
 from visprof.base.errors import BadInputError
+from visprof.base.inputs import NAME_MAX, refuse_a_long_name
 
 __all__ = ["OUTPUT_KINDS", "InputPaths", "SQLITE_SIDE_SUFFIXES", "check_not_an_input", "check_output_dir",
            "check_output_path", "check_output_paths", "create_new", "describe_os_error", "files_in", "is_sqlite_file",
@@ -89,7 +90,9 @@ def named_path(path: str | Path, what: str = "output") -> Path:
     if isinstance(path, str) and not path.strip():
         raise BadInputError(f"{what}: the path is empty; give a file name")
     _refuse_a_dash(path, what)
-    return Path(path)
+    path = Path(path)
+    refuse_a_long_name(path, what)
+    return path
 
 
 def _refuse_a_dash(path: str | Path, what: str) -> None:
@@ -130,7 +133,13 @@ def _probe(parent: Path, name: str, what: str) -> None:
 # happens next. With tempfile.mkstemp, a Ctrl-C that lands after the file exists but before
 # mkstemp returns its name (seen in tests/test_bad_input_cli.py) would leave it behind.
 def sibling_name(parent: Path, name: str, suffix: str) -> Path:
-    return parent / f".{name}.{secrets.token_hex(6)}{suffix}"
+    """A fresh ``.NAME.<12 hex digits>SUFFIX`` beside the file, NAME shortened where the whole would
+    pass NAME_MAX (a 240-byte name is legal; its temporary file must be too)."""
+    token = secrets.token_hex(6)
+    room = NAME_MAX - len(os.fsencode(f"..{token}{suffix}"))
+    if len(os.fsencode(name)) > room:
+        name = os.fsencode(name)[:room].decode("utf-8", "ignore")  # a character cut in two is left out
+    return parent / f".{name}.{token}{suffix}"
 
 
 def create_new(path: Path) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import errno
 import os
 import signal
 import sys
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from visprof.base.timm_import import STOPPING_SIGNALS
-from visprof.base.errors import VisprofError, VisprofWarning
+from visprof.base.errors import EXIT_BAD_INPUT, VisprofError, VisprofWarning
 from visprof.base.spelling import command_line
 from visprof.cli import nsight as nsight_cli
 from visprof.cli.info import visprof_version
@@ -195,6 +196,14 @@ def _main(argv: Sequence[str] | None) -> int:
             raise
         _say_error(str(error))
         return error.exit_code
+    except OSError as error:
+        # A path too long for the file system is the user's, wherever it is first used (a store
+        # opened by SQLite, a folder listed): one line. Any other OSError is still visprof's bug.
+        if error.errno != errno.ENAMETOOLONG or os.environ.get("VISPROF_DEBUG"):
+            raise
+        name = str(error.filename or error)
+        _say_error(f"a path is too long for the file system: {name if len(name) < 80 else name[:40] + '...' + name[-24:]}")
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt as interrupt:
         # A command may say what the interruption left undone (e.g. which files were not written).
         detail = f"; {interrupt.args[0]}" if interrupt.args and interrupt.args[0] else ""
