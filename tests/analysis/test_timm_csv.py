@@ -125,6 +125,9 @@ def test_columns_are_checked_before_the_file_name_is_read_for_a_precision():
     (b"model,infer_img_size\x00\n", "not a text file"),  # NULs decode as UTF-8
     (b'{"schema": "visprof.result/1"}\n', r"a JSON file, not a timm inference benchmark CSV"),
     (b"", "empty file"),
+    (b"model;infer_img_size;infer_samples_per_sec\nresnet50;224;1000\n", "its columns are separated by semicolons; "
+                                                                          "timm's CSVs \\(and visprof\\) use commas"),
+    (b"model\tinfer_img_size\tinfer_samples_per_sec\nresnet50\t224\t1000\n", "its columns are separated by tabs"),
 ])
 def test_a_file_of_another_kind_is_named_as_such(tmp_path, content, message):
     path = tmp_path / "pair.db"

@@ -373,6 +373,14 @@ def test_a_damaged_export_is_told_apart_from_a_file_that_is_not_sqlite(tmp_path,
                    "malformed); export the report again with nsys export --type sqlite\n")
 
 
+def test_a_gzipped_export_is_named_as_such(tmp_path, capsys):
+    packed = tmp_path / "deit.sqlite.gz"
+    shutil.copy(NSYS / "deit_small_patch16_224.schema3.sqlite.gz", packed)
+    assert cli.main(["nsys", "import", str(packed)]) == 2
+    assert capsys.readouterr().err == (f"visprof: error: {packed} is gzip-compressed; SQLite reads it unpacked: "
+                                       f"gunzip -k {packed}, then import {tmp_path / 'deit.sqlite'}\n")
+
+
 def _altered(tmp_path: Path, sql: str) -> Path:
     import sqlite3
 

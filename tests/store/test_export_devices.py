@@ -114,6 +114,20 @@ def test_timm_format_has_one_row_per_model_and_size_and_says_how_to_choose(tmp_p
         exported(path, "csv", batch_size=256)
 
 
+def test_what_no_option_chooses_is_said_apart_from_what_the_options_choose(tmp_path):
+    # the grad mode had been listed among what to "choose with batch_size or precision"
+    path = tmp_path / "two.db"
+    doc = json.loads(VIT.read_text())
+    with open_store(path, write=True) as store:
+        for cell, batch, mode in zip(SweepPlan(["vit_base_patch16_224"], "cuda", batch_sizes=[64, 256]).cells(), (64, 256),
+                                     ("inference_mode", "no_grad")):
+            store.add_result(cell, {**doc, "model": {**doc["model"], "batch_size": batch},
+                                    "config": {**doc["config"], "grad_mode": mode}})
+    with pytest.raises(BadInputError, match=r"at 224 \(batch_size 256, 64; they also differ in grad_mode inference_mode, "
+                                            r"no_grad\); choose with batch_size or precision"):
+        exported(path, "timm")
+
+
 def test_timm_format_writes_the_newest_of_rows_no_option_can_choose_between(tmp_path):
     """Rows of one model, size, batch and precision under two grad modes (a sweep run again with
     -O grad_mode=...) were refused, and the message offered --batch-size, --precision and --model,

@@ -202,6 +202,11 @@ def _checked_header(header: list[str] | None, source: str) -> None:
         raise BadInputError(f"{source}: a results store's rows from visprof export --format csv, not a timm benchmark "
                             "CSV; compare, predict and calibrate read the store itself, and export --format timm "
                             "writes timm's columns")
+    if missing and len(header) == 1 and any(sep in header[0] for sep in (";", "\t")):
+        # one column holding every name: another separator (a spreadsheet's export in a comma-decimal locale)
+        sep = "semicolons" if ";" in header[0] else "tabs"
+        raise BadInputError(f"{source}: its columns are separated by {sep}; timm's CSVs (and visprof) use commas: "
+                            "save it with commas as the separator")
     if missing:
         what = "a JSON file, " if header[0].lstrip().startswith(("{", "[")) else ""
         columns = ", ".join(header)

@@ -157,9 +157,13 @@ def _unreadable(path: Path, exc: sqlite3.DatabaseError) -> BadInputError:
     or cut short (an interrupted copy or export), anything else is another kind of file."""
     try:
         with open(path, "rb") as fh:
-            damaged = fh.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
+            start = fh.read(len(_SQLITE_HEADER))
     except OSError as os_error:
         return BadInputError(f"{path} cannot be read: {os_error.strerror or os_error}")
+    if start.startswith(b"\x1f\x8b"):  # gzip's magic: an export kept compressed
+        return BadInputError(f"{path} is gzip-compressed; SQLite reads it unpacked: gunzip -k {path}, then import "
+                             f"{path.with_suffix('') if path.suffix == '.gz' else 'the unpacked file'}")
+    damaged = start == _SQLITE_HEADER
     if damaged:
         return BadInputError(f"{path} is a damaged or truncated SQLite file ({exc}); export the report again "
                              "with nsys export --type sqlite")

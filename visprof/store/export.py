@@ -171,10 +171,14 @@ def _one_row_per_key(rows: list[dict[str, Any]], timm_rows: list[dict[str, Any]]
 def _refuse_repeated(repeated: dict[tuple, list[dict[str, Any]]]) -> None:
     (name, size), group = next(iter(repeated.items()))
     values = {column: sorted({str(r.get(column)) for r in group}) for column in _TIMM_DISTINGUISHES}
-    differ = [f"{column} {', '.join(seen)}" for column, seen in values.items() if len(seen) > 1]
+    # What the options choose between first; the rest is said as "also": no option chooses it.
+    chosen = [f"{column} {', '.join(values[column])}" for column in _TIMM_CHOSEN_BY_OPTIONS if len(values[column]) > 1]
+    also = [f"{column} {', '.join(seen)}" for column, seen in values.items()
+            if len(seen) > 1 and column not in _TIMM_CHOSEN_BY_OPTIONS]
     raise BadInputError(
         f"{_format('timm')} writes one row per model and image size, as timm's CSVs (the key they join on), and the "
-        f"store has {len(group)} for {name} at {size} ({'; '.join(differ) or 'measured again'})"
+        f"store has {len(group)} for {name} at {size} ({'; '.join(chosen)}"
+        + (f"; they also differ in {'; '.join(also)}" if also else "") + ")"
         + (f", and {len(repeated) - 1} more such model(s)" if len(repeated) > 1 else "")
         + f"; choose with {option('batch_size')} or {option('precision')}, or export {_format('csv')}, which keeps "
           "every row with its settings")

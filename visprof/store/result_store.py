@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from visprof.base.errors import BadInputError, OutputWriteError, VisprofWarning
+from visprof.base.inputs import input_path
 from visprof.base.output_paths import sqlite_side_files
 from visprof.base.pandas_import import import_pandas
 from visprof.base.spelling import option
@@ -92,7 +93,7 @@ class CellState:
 
 class ResultStore:
     def __init__(self, path: str | Path, *, write: bool = False):
-        self.path = Path(path)
+        self.path = input_path(path, "store")  # None or a number: one line, not pathlib's TypeError
         self.write = write
         self._lock_fd: int | None = None
         self.conn: sqlite3.Connection | None = None
