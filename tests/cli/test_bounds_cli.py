@@ -96,6 +96,19 @@ def test_coverage_of_inputs_without_a_profile_is_one_line(tmp_path):
     assert predicted.startswith("visprof: error: no profile results in the inputs (")
 
 
+def test_coverage_accounts_for_every_profile_read_repeats_included(tmp_path):
+    # a profile measured twice counts once (the latest); the older one had vanished from the count
+    result = ncu_result(tmp_path)
+    assert visprof(tmp_path, "bounds", "build", result.name, "-o", "lib.json").returncode == 0
+    again = ProfileResult.load(result)
+    again.created_at = "2099-01-01T00:00:00+00:00"
+    again.to_json(tmp_path / "again.json")
+    told = visprof(tmp_path, "bounds", "coverage", "lib.json", result.name, "again.json")
+    assert told.returncode == 0, told.stderr
+    assert ("1 profiles on NVIDIA H200 with kernel families (0 on other GPUs, 0 without kernel families and 1 older "
+            "repeats left out)") in told.stderr
+
+
 def test_coverage_of_profiles_on_another_gpu_is_one_line(tmp_path):
     assert visprof(tmp_path, "bounds", "build", ncu_result(tmp_path).name, "-o", "lib.json").returncode == 0
     other = ProfileResult.load(DATA / "h100-result-vit_base_patch16_224.json")

@@ -29,6 +29,9 @@ def test_an_unknown_explain_name_is_refused_before_the_fit_with_close_names(tmp_
     assert err.strip().splitlines()[-1] == ("visprof: error: --explain resnet5O: no published row on both rtx3090 and "
                                             "rtx4090 under this name; did you mean: resnet50, resnet34, resnetrs152?")
     assert calls == ["compare"]  # joined, then stopped before the fit
+    # a name in another case: the one it is, first (difflib alone suggested nothing)
+    assert cli.main([*argv, "--explain", "RESNET50"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith("under this name; did you mean: resnet50?")
     # a known name passes the check, with or without a pretrained tag: the run goes on to the fit
     # (which these 4 recordings are too few for)
     code = cli.main([*argv, "--explain", "resnet50.a1_in1k"])

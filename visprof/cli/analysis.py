@@ -391,7 +391,9 @@ def _check_explained_names(names: list[str], comparison) -> None:
     published = sorted({architecture(mc.model) for mc in comparison.models})
     for name in names:
         if architecture(name) not in published:
-            close = difflib.get_close_matches(architecture(name), published, n=3, cutoff=0.6)
+            # timm's names are lower case: RESNET50 is resnet50, which difflib's case-blind ratio misses
+            close = ([arch for arch in published if arch.lower() == architecture(name).lower()]
+                     or difflib.get_close_matches(architecture(name), published, n=3, cutoff=0.6))
             hint = f"; did you mean: {', '.join(close)}?" if close else ""
             raise BadInputError(f"--explain {name}: no published row on both {comparison.base} and "
                                 f"{comparison.target} under this name{hint}")

@@ -91,13 +91,14 @@ def cmd_bounds_coverage(args: argparse.Namespace) -> int:
     if unread:
         print(f"note: {', '.join(map(str, unread))} not read: bounds coverage reads profiles, and a CSV holds none",
               file=sys.stderr)
-    loaded, _ = sources.load(profiles).latest_profiles_only()
+    loaded, repeats = sources.load(profiles).latest_profiles_only()
     if not loaded.profiles:
         raise sources.no_profiles_error(why, references=len(loaded.measurements))
     on_gpu = [m for m in loaded.profiles if gpu_name(m.result) == library.gpu]
     with_families = [m for m in on_gpu if m.result.kernel_families]
-    left_out = (f"{len(loaded.profiles) - len(on_gpu)} on other GPUs and {len(on_gpu) - len(with_families)} without "
-                "kernel families left out")
+    # Every profile read is accounted for: repeats of a measurement count once (its latest).
+    left_out = (f"{len(loaded.profiles) - len(on_gpu)} on other GPUs, {len(on_gpu) - len(with_families)} without "
+                f"kernel families and {repeats} older repeats left out")
     if not with_families:
         raise BadInputError(f"no profile in the inputs ran on {library.gpu}, the library's GPU, with kernel families "
                             f"({left_out}): give profiles made on {library.gpu} with the attributed pass")
