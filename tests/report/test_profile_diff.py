@@ -135,4 +135,4 @@ def test_an_op_type_that_only_a_ran_is_gone_not_x0():
 
 def test_the_same_file_twice_is_named_as_such(capsys):
     code, out, _ = run_cli(capsys, "diff", str(H100), str(H100.parent / ".." / "data" / H100.name))
-    assert code == 0 and "note: A and B are the same file\n" in out
+    assert code == 0 and "\ndiffers in: nothing: A and B are the same file\n" in out and "rerun" not in out

@@ -34,8 +34,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     check_output_paths({"--json": args.json}, inputs={"result file A": args.before, "result file B": args.after},
                        kinds={"--json": "json"})
     diff = diff_profiles(ProfileResult.load(args.before), ProfileResult.load(args.after))
-    if args.before.resolve() == args.after.resolve():
-        diff.notes.insert(0, "A and B are the same file")
+    diff.same_file = args.before.resolve() == args.after.resolve()
     print(render_profile_diff(diff, (str(args.before), str(args.after)), top=args.top), end="")
     if args.json is not None:
         atomic_write_json(args.json, json.dumps(diff.to_dict(), indent=1) + "\n")

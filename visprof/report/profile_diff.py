@@ -49,6 +49,7 @@ class ProfileDiff:
     kernel_families: list[DiffRow] = field(default_factory=list)
     peak_bytes: tuple[int | None, int | None] = (None, None)  # allocated, per forward (not scaled)
     notes: list[str] = field(default_factory=list)
+    same_file: bool = False  # A and B were read from one file (`visprof diff X X`)
 
     def __repr__(self) -> str:
         # The headline, not the two results inside (27 kB each): print(diff) shows the tables.
@@ -186,7 +187,8 @@ def render_profile_diff(diff: ProfileDiff, names: tuple[str, str] | None = None,
              f"{_describe(a)['GPU']}",
              f"B: {b.model.name} · batch {b.model.batch_size} · {b.config.precision} · "
              f"{_describe(b)['GPU']}",
-             "differs in: " + ("; ".join(diff.differences) if diff.differences else "nothing recorded (a rerun)")]
+             "differs in: " + ("; ".join(diff.differences) if diff.differences else
+                               "nothing: A and B are the same file" if diff.same_file else "nothing recorded (a rerun)")]
     if diff.per == "sample":
         lines.append(f"times per sample: the batches differ ({a.model.batch_size} and {b.model.batch_size})")
     lines += [f"note: {note}" for note in diff.notes]
