@@ -23,7 +23,13 @@ class DropWhenClosed:
 
     def write(self, text: str) -> int:
         if not self._closed:
-            self._guard(self._stream.write, text)
+            try:
+                self._guard(self._stream.write, text)
+            except UnicodeEncodeError:
+                # A path with a byte that is not UTF-8 (a Latin-1 folder name), or a character the
+                # stream's encoding lacks: written escaped (\xe9), as Python's own stderr does.
+                encoding = getattr(self._stream, "encoding", None) or "utf-8"
+                self._guard(self._stream.write, text.encode(encoding, "backslashreplace").decode(encoding))
         return len(text)
 
     def flush(self) -> None:

@@ -59,12 +59,36 @@ def _named_damage(method):
     return guarded
 
 
+def _storable_text(value):
+    """A str SQLite can store: a path or argument with a byte that is not UTF-8 (a Latin-1 folder
+    name, which Python keeps as a lone surrogate) made the INSERT raise UnicodeEncodeError after
+    the store was created; that byte is kept as ``\\xe9`` text instead."""
+    if isinstance(value, str) and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return value
+
+
+def _storable(parameters):
+    if isinstance(parameters, dict):
+        return {key: _storable_text(value) for key, value in parameters.items()}
+    return [_storable_text(value) for value in parameters]
+
+
 class StoreCursor(sqlite3.Cursor):
     """A cursor whose damaged-file errors, wherever SQLite meets them (a query, a row fetched
-    later), are DamagedStoreError; every other error is left as it is."""
+    later), are DamagedStoreError; every other error is left as it is. What it stores is text
+    SQLite can encode (``_storable_text``)."""
 
-    execute = _named_damage(sqlite3.Cursor.execute)
-    executemany = _named_damage(sqlite3.Cursor.executemany)
+    @_named_damage
+    def execute(self, sql, parameters=()):
+        return super().execute(sql, _storable(parameters))
+
+    @_named_damage
+    def executemany(self, sql, seq_of_parameters):
+        return super().executemany(sql, (_storable(parameters) for parameters in seq_of_parameters))
     fetchone = _named_damage(sqlite3.Cursor.fetchone)
     fetchall = _named_damage(sqlite3.Cursor.fetchall)
     __next__ = _named_damage(sqlite3.Cursor.__next__)
