@@ -247,11 +247,16 @@ def test_bugs_keep_their_traceback(fake_profile):
         cli.main(["profile", "resnet50"])
 
 
-def test_visprof_debug_shows_user_errors_in_full(fake_profile, monkeypatch):
+@pytest.mark.parametrize("debug, traceback_shown", [("1", True), ("yes", True), ("0", False), ("", False)])
+def test_visprof_debug_shows_user_errors_in_full_too(fake_profile, monkeypatch, capsys, debug, traceback_shown):
+    # the traceback is added; the one line and the exit code stay (it had been exit 1, the line gone,
+    # and VISPROF_DEBUG=0 had turned it on)
     fake_profile(raises=errors.NoGPUError())
-    monkeypatch.setenv("VISPROF_DEBUG", "1")
-    with pytest.raises(errors.NoGPUError):
-        cli.main(["profile", "resnet50"])
+    monkeypatch.setenv("VISPROF_DEBUG", debug)
+    assert cli.main(["profile", "resnet50"]) == errors.NoGPUError.exit_code
+    err = capsys.readouterr().err
+    assert ("Traceback (most recent call last)" in err) == traceback_shown
+    assert err.splitlines()[-1].startswith("visprof: error: ")
 
 
 # --- info ----------------------------------------------------------------------------------

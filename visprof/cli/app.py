@@ -2,7 +2,7 @@
 
 User mistakes (every ``VisprofError``) end with one line, ``visprof: error: <message>``,
 and an exit code per kind of failure (see ``visprof.base.errors``); anything else is a bug and
-keeps its traceback. ``VISPROF_DEBUG=1`` shows the traceback of user errors too.
+keeps its traceback. ``VISPROF_DEBUG=1`` prints the traceback of user errors too, before their line.
 
 Heavy modules (torch, timm, the profiler) are imported inside the commands, so
 ``visprof --help`` answers at once.
@@ -16,6 +16,7 @@ import errno
 import os
 import signal
 import sys
+import traceback
 import warnings
 from pathlib import Path
 from typing import Sequence
@@ -192,15 +193,15 @@ def _main(argv: Sequence[str] | None) -> int:
                     raise KeyboardInterrupt(_files_asked_for(args).unwritten_note()) from None
             return args.handler(args)
     except VisprofError as error:
-        if os.environ.get("VISPROF_DEBUG"):
-            raise
+        _show_traceback_when_debugging()
         _say_error(str(error))
         return error.exit_code
     except OSError as error:
         # A path too long for the file system is the user's, wherever it is first used (a store
         # opened by SQLite, a folder listed): one line. Any other OSError is still visprof's bug.
-        if error.errno != errno.ENAMETOOLONG or os.environ.get("VISPROF_DEBUG"):
+        if error.errno != errno.ENAMETOOLONG:
             raise
+        _show_traceback_when_debugging()
         name = str(error.filename or error)
         _say_error(f"a path is too long for the file system: {name if len(name) < 80 else name[:40] + '...' + name[-24:]}")
         return EXIT_BAD_INPUT
@@ -212,6 +213,15 @@ def _main(argv: Sequence[str] | None) -> int:
             return 128 + signal.Signals[_terminated].value  # the shell's convention: 143 for SIGTERM, 129 for SIGHUP
         _say_error(f"interrupted{detail}")
         return EXIT_INTERRUPTED
+
+
+def _show_traceback_when_debugging() -> None:
+    """With VISPROF_DEBUG set (to anything but 0, false, no or nothing), a user error's traceback
+    is printed before its line, *too*: the exit code stays the error's (it had become 1, the
+    line gone, so a script's `case $?` read every debugged error as a crash)."""
+    if os.environ.get("VISPROF_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off"):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            traceback.print_exc(file=sys.stderr)
 
 
 def _say_error(text: str) -> None:
