@@ -64,6 +64,14 @@ def test_exclude_and_limit():
         select_models("resnet18", limit=0)
 
 
+def test_limit_counts_models_not_their_sizes():
+    # --limit 2 of "resnet18@96, resnet18@128, vit_tiny" kept both resnet18 sizes and dropped vit_tiny
+    listed = ["resnet18@96", "resnet18@128", "vit_tiny_patch16_224", "resnet34"]
+    assert select_models(listed, limit=2) == ["resnet18@96", "resnet18@128", "vit_tiny_patch16_224"]
+    assert select_models(listed, limit=1) == ["resnet18@96", "resnet18@128"]
+    assert select_models(["resnet18@96", "resnet34", "resnet18@128"], limit=1) == ["resnet18@96", "resnet18@128"]
+
+
 def test_all_models_is_timms_list():
     import timm
 

@@ -202,7 +202,21 @@ def select_models(
     kept = [name for name in chosen if not any(_excludes(pattern, name) for pattern in exclude_patterns)]
     if not kept:
         raise BadInputError(f"{option('exclude', exclude_patterns)} leaves none of the {len(chosen)} selected models")
-    return kept[:limit] if limit is not None else kept
+    return kept if limit is None else _first_models(kept, limit)
+
+
+def _first_models(names: list[str], limit: int) -> list[str]:
+    """The entries of the first ``limit`` models: ``resnet18@96`` and ``resnet18@128`` are one model
+    at two sizes (``--limit`` had counted them as two, and dropped the next model)."""
+    models: dict[str, None] = {}
+    kept = []
+    for name in names:
+        model = name.split(SIZE_MARK, 1)[0]
+        if model not in models and len(models) == limit:
+            continue
+        models.setdefault(model, None)
+        kept.append(name)
+    return kept
 
 
 def _excludes(pattern: str, name: str) -> bool:
