@@ -425,3 +425,20 @@ def test_a_module_imported_by_name_from_the_current_folder_reaches_the_workers(t
     assert done.returncode == 0, done.stderr
     with open_store(tmp_path / "s.db") as opened:
         assert [r["model"] for r in opened.rows()] == ["visprof_fake_tiny"]
+
+
+def test_retry_failed_gives_a_final_failure_a_fresh_budget_and_a_resumed_one_its_count():
+    # Under --retry-failed a crash that had used its retries (attempts 2) was final at its first
+    # new try: docs/sweep.md promises crashes another try on a fresh worker (--retries).
+    from visprof.store.result_store import CellState
+    from visprof.sweep.run import _queue
+
+    plan = SweepPlan(["resnet18", "resnet34", "resnet50"], "cpu", batch_sizes=[1])
+    final, resumed, done = plan.cells()
+    states = {final.key: CellState("failed", 2, final=True, kind="crash"),
+              resumed.key: CellState("failed", 1, final=False, kind="crash"), done.key: CellState("ok")}
+    queue, skipped, skipped_failed = _queue(plan, states, retry_failed=True)
+    assert [(task.cell.model, task.attempt) for task in queue] == [("resnet18", 1), ("resnet34", 2)]
+    assert (skipped, skipped_failed) == (1, 0)
+    queue, skipped, skipped_failed = _queue(plan, states, retry_failed=False)
+    assert [(task.cell.model, task.attempt) for task in queue] == [("resnet34", 2)] and (skipped, skipped_failed) == (2, 1)

@@ -292,16 +292,21 @@ def _done_cells(store: ResultStore, versions: SoftwareVersions, devices: DoneOn 
 
 
 def _queue(plan: SweepPlan, states: Mapping[str, Any], retry_failed: bool) -> tuple[collections.deque[Task], int, int]:
-    """The tasks to run (a failure not yet final is tried again, counting its attempts), how many
-    cells the store already holds, and how many of those failed for good."""
+    """The tasks to run (a failure not yet final is tried again, counting its attempts; with
+    ``retry_failed`` a final one too, afresh), how many cells the store already holds, and how many
+    of those failed for good."""
     queue: collections.deque[Task] = collections.deque()
     skipped = skipped_failed = 0
     for cell in plan.cells():
         state = _stored_state(states, plan.spellings(cell))
         if state is None:
             queue.append(Task(cell, 1))
-        elif state.status == "failed" and (retry_failed or not state.final):
+        elif state.status == "failed" and not state.final:  # an interrupted run's retry: its count goes on
             queue.append(Task(cell, state.attempts + 1))
+        elif state.status == "failed" and retry_failed:
+            # A fresh budget (1 + retries tries in this run): counting on from the earlier runs, a
+            # crash was final at its first try. The store's attempts still add up across runs.
+            queue.append(Task(cell, 1))
         else:
             skipped += 1
             skipped_failed += state.status == "failed"
