@@ -99,3 +99,38 @@ def test_progress_whose_reader_went_away_says_nothing_more_and_raises_nothing():
         progress.cell("m b2|img=default", "cpu", 1.0)
         progress.cell("n b2|img=default", "cpu", 1.0, "ModelForwardError")
     assert Gone.writes == 1 and progress.done == 2 and progress.failed == {"ModelForwardError": 1}
+
+
+def test_a_long_failure_keeps_its_remedy_in_the_summary():
+    from visprof.sweep.summary import SweepSummary
+
+    message = ("out of host memory (RAM) at batch size 1000000 on the CPU (it needs at least 2.1 TiB, 20.3 GiB is "
+               "available); the largest batch that fits is about 33092 (--batch-size 33092), estimated from the "
+               "memory one sample needs")
+    summary = SweepSummary(planned=1, failed={"OutOfMemoryError": 1}, store="r.db",
+                           failures=[{"cell": "m", "error_class": "OutOfMemoryError", "message": message}])
+    line = next(line for line in summary.render().splitlines() if "FAILED" in line)
+    # it had been cut at 160 characters, before "(--batch-size 33092)"
+    assert "out of host memory (RAM) at batch size 1000000" in line and "(--batch-size 33092)" in line
+    long = next(line for line in SweepSummary(planned=1, failed={"E": 1}, store="r.db", failures=[
+        {"cell": "m", "error_class": "E", "message": "start " + "x" * 1000 + " (the remedy)"}]).render().splitlines()
+        if "FAILED" in line)
+    assert long.endswith("x (the remedy)") and ": E: start xxx" in long and " ... " in long and len(long) < 360
+
+
+def test_a_terminal_without_columns_gets_the_per_cell_lines():
+    # A pty of 0x0 (`script -qc`, some CI runners): tqdm drew nothing there, and being a terminal it
+    # got no per-cell lines either. A fresh pty has no size.
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        with os.fdopen(follower, "w", closefd=False) as stream:
+            assert stream.isatty() and os.get_terminal_size(follower).columns == 0
+            with SweepProgress(2, stream=stream) as progress:
+                assert progress._bar is None
+                progress.cell("resnet18 b1", "cpu", 0.5)
+        assert b"1/2 resnet18 b1 [cpu]: ok 0.5 s" in os.read(leader, 4096)
+    finally:
+        os.close(leader)
+        os.close(follower)

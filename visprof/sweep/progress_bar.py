@@ -10,6 +10,7 @@ worker was ready; the ETA is the cells left at that rate.
 from __future__ import annotations
 
 import collections
+import os
 import sys
 import time
 from typing import Callable, TextIO
@@ -18,6 +19,15 @@ from visprof.base.closed_streams import DropWhenClosed
 from visprof.base.progress import PREFIX, load_tqdm
 
 __all__ = ["SweepProgress"]
+
+
+def _has_width(stream) -> bool:
+    """Whether a terminal has columns to draw a bar in: a pty of 0x0 (`script -qc`, some CI
+    runners) showed no bar and, being a terminal, no per-cell lines either: no progress at all."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns > 0
+    except (OSError, ValueError, AttributeError):
+        return True  # a terminal whose size cannot be read: tqdm falls back to its own width
 
 
 class SweepProgress:
@@ -44,7 +54,7 @@ class SweepProgress:
             return self
         tqdm = load_tqdm()
         isatty = getattr(self.stream, "isatty", None)
-        if tqdm is not None and isatty is not None and isatty():
+        if tqdm is not None and isatty is not None and isatty() and _has_width(self.stream):
             self._bar = tqdm(total=self.total, desc="sweep", unit="cell", file=self.stream, dynamic_ncols=True,
                              smoothing=0.1)
         return self

@@ -225,8 +225,8 @@ class _Sweep:
             estimate = 1.5 * max(self.walls) if self.walls else 0.0
             if remaining <= estimate:
                 self.stopping = True
-                self.progress.note(f"time budget: {remaining:.0f} s left, a cell takes up to {max(self.walls, default=0):.0f} s;"
-                                   " starting no more cells")
+                self.progress.note(f"time budget: {_seconds(remaining)} left, a cell takes up to "
+                                   f"{_seconds(max(self.walls, default=0))}; starting no more cells")
                 return None
         self.in_flight += 1
         return self.queue.popleft()
@@ -345,6 +345,11 @@ def _stored_state(states: Mapping[str, Any], keys: Sequence[str]):
     over a failure, as it does in ``cell_states``."""
     found = [states[key] for key in keys if key in states]
     return next((state for state in found if state.status == "ok"), found[0] if found else None)
+
+
+def _seconds(value: float) -> str:
+    """Whole seconds, or tenths below 10 s ("1 s left, a cell takes up to 1 s" read as nonsense)."""
+    return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"
 
 
 def _where(facts: dict[str, Any] | None) -> str:

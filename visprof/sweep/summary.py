@@ -115,9 +115,14 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
-def _one_line(text: str, width: int = 160) -> str:
+def _one_line(text: str, width: int = 320) -> str:
+    """``text`` on one line of at most ``width``, its start and its end kept: a message's remedy
+    comes last (at 160 characters an out-of-memory's "(--batch-size N)" had been cut off)."""
     line = " ".join(str(text).split())
-    return line if len(line) <= width else line[: width - 3] + "..."
+    if len(line) <= width:
+        return line
+    tail = width // 2
+    return f"{line[: width - tail - 5]} ... {line[-tail:]}"
 
 
 def summarize_rows(results: Iterable[dict[str, Any]], failures: Iterable[dict[str, Any]],
