@@ -18,14 +18,13 @@ of that kind was recorded"; ``Export.missing()`` says what that costs.
 """
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from visprof.base.errors import BadInputError, VisprofError
+from visprof.base.errors import BadInputError
 
 META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")  # current name first; 2022.x used the second
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
@@ -102,14 +101,11 @@ class Export:
                              f"nsys export writes it: {cause}; export the report again "
                              "(nsys export --type sqlite)")
 
-    @contextlib.contextmanager
-    def reading(self):
-        """Around reading rows: a value of the wrong type (a time that is text) is the file's
-        fault, said in one line, not a traceback of NumPy's conversion."""
+    def ints(self, values) -> np.ndarray:
+        """``values`` of a column nsys writes as integers, as int64: a value of another type (a time
+        that is text) is the file's fault, said in one line, not a traceback of NumPy's conversion."""
         try:
-            yield self
-        except VisprofError:
-            raise
+            return np.asarray(values, dtype=np.int64)
         except (ValueError, TypeError, OverflowError) as exc:
             raise self.not_as_written(exc) from None
 
@@ -196,7 +192,7 @@ def domain_ids(export: Export, name: str) -> list[int]:
         return []
     rows = export.query(f"SELECT DISTINCT domainId FROM {NVTX} WHERE eventType = ? AND text = ?",
                         (export.event_types["NvtxDomainCreate"], name))
-    return [int(r[0]) for r in rows if r[0] is not None]
+    return export.ints([r[0] for r in rows if r[0] is not None]).tolist()
 
 
 def _text_expression(export: Export) -> str:
@@ -220,7 +216,7 @@ def read_ranges(export: Export, domains: list[int]) -> NvtxRanges:
         empty = np.zeros(0, dtype=np.int64)
         return NvtxRanges(empty, empty, empty, empty, empty, empty, [])
     start, end, tid, kind, color, value, text = zip(*rows)
-    as_int = lambda xs: np.asarray(xs, dtype=np.int64)  # noqa: E731
+    as_int = export.ints
     return NvtxRanges(as_int(start), as_int(end), as_int(tid), as_int(kind), as_int(color), as_int(value),
                       [t or "" for t in text])
 
@@ -247,7 +243,7 @@ class RuntimeCalls:
 def read_runtime(export: Export) -> RuntimeCalls:
     rows = export.query(f"SELECT start, end, COALESCE(globalTid, 0), COALESCE(correlationId, 0) FROM {RUNTIME} "
                         f"WHERE correlationId IS NOT NULL") if export.has(RUNTIME) else []
-    cols = [np.asarray(c, dtype=np.int64) for c in zip(*rows)] if rows else [np.zeros(0, np.int64)] * 4
+    cols = [export.ints(c) for c in zip(*rows)] if rows else [np.zeros(0, np.int64)] * 4
     return RuntimeCalls(*cols)
 
 
@@ -303,7 +299,7 @@ def read_gpu_rows(export: Export) -> GpuRows:
     rows = [row for part in parts for row in part]
     n = len(rows)
     cols = list(zip(*rows)) if rows else [()] * 17
-    as_int = lambda xs: np.asarray(xs, dtype=np.int64).reshape(n)  # noqa: E731
+    as_int = lambda xs: export.ints(xs).reshape(n)  # noqa: E731
     return GpuRows(
         kind=as_int(cols[0]), start=as_int(cols[1]), end=as_int(cols[2]), device=as_int(cols[3]),
         stream=as_int(cols[4]), correlation=as_int(cols[5]), pid=as_int(cols[6]),
@@ -329,7 +325,7 @@ def read_gpus(export: Export) -> dict[int, dict]:
         facts = {wanted[c]: v for c, v in zip(present, row[1:]) if v is not None}
         if len(row) > len(present) + 1 and row[-2] is not None:
             facts["compute_capability"] = f"{row[-2]}.{row[-1]}"
-        out.setdefault(int(row[0]), facts)
+        out.setdefault(int(export.ints(row[0])), facts)
     return out
 
 

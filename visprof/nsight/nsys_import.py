@@ -164,7 +164,7 @@ def _reclassify_older_categories(ranges: VisprofRanges, table: CategoryTable) ->
 def import_trace(path: str | Path, table: CategoryTable | None = None) -> Imported:
     """Reads an export into a CapturedTrace of the GPU work visprof's ranges own."""
     table = table or default_table()
-    with X.open_export(path) as export, export.reading():
+    with X.open_export(path) as export:
         missing = export.missing()
         info = {"path": str(path), "nsys_version": export.nsys_version, "export_schema": export.schema_version,
                 "missing_tables": sorted(missing)}
