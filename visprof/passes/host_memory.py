@@ -13,9 +13,10 @@ message. So on the CPU visprof does not try batches. It *estimates* instead:
 * those two forwards run on fake tensors (torch's FakeTensorMode: shapes, dtypes and
   strides, no memory and no arithmetic), so they cost the same at any image size: at
   --img-size 22400 a real batch-1 forward of resnet18 needs 65 GiB and minutes, the fake one
-  a fraction of a second. The count is the same either way (equal to the byte for resnet18,
-  vit_tiny, convnext_atto and efficientnet_b0, fp32 and bf16 channels-last, at 224 and 2240:
-  tests/passes/test_host_memory.py keeps a check of it). A forward that fake tensors cannot
+  a fraction of a second. The count is the same either way: equal to the byte for one model of
+  each of 92 timm families, fp32 and bf16 channels-last (bench/host_estimate_check.py,
+  bench/results/cpu-host-estimate-2026-12-07); tests/passes/test_host_memory.py checks four of
+  them. A forward that fake tensors cannot
   run (one that reads a value, ``.item()``, or an op with no shape rule) is run for real;
 * it compares ``fixed + batch * per_sample`` with the memory available to this process
   (MemAvailable, lowered by a cgroup limit inside a container).

@@ -208,14 +208,13 @@ def select_models(
 def _first_models(names: list[str], limit: int) -> list[str]:
     """The entries of the first ``limit`` models: ``resnet18@96`` and ``resnet18@128`` are one model
     at two sizes (``--limit`` had counted them as two, and dropped the next model)."""
-    models: dict[str, None] = {}
+    models: set[str] = set()
     kept = []
     for name in names:
         model = name.split(SIZE_MARK, 1)[0]
-        if model not in models and len(models) == limit:
-            continue
-        models.setdefault(model, None)
-        kept.append(name)
+        if model in models or len(models) < limit:
+            models.add(model)
+            kept.append(name)
     return kept
 
 
