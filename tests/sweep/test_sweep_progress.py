@@ -65,6 +65,19 @@ def test_a_real_small_sweep_logs_rate_and_eta_per_cell(tmp_path, capsys):
     assert os.path.exists(tmp_path / "r.db")
 
 
+def test_two_workers_lines_say_which_worker_ran_each_cell(tmp_path, capsys):
+    # Both had said [cpu]: which worker a slow or failing cell ran on was not in the log.
+    summary = run_sweep(["visprof_fake_tiny", "visprof_fake_wide"], store=tmp_path / "r.db", device="cpu", workers=2,
+                        batch_sizes=[2], imports=[FAKE_MODELS], profile_options={"iterations": 3, "warmup": 1})
+    assert summary.done == 2
+    err = capsys.readouterr().err
+    ready = set(re.findall(r"worker (cpu#[01]) ready in", err))
+    lines = [line for line in err.splitlines() if re.match(r"\[visprof\] \d+/2 ", line)]
+    assert len(lines) == 2 and ready, err
+    # one worker may run both cells before the other is ready: each line names one that was
+    assert {re.search(r" \[(\S+)\]: ok ", line).group(1) for line in lines} <= ready, err
+
+
 def test_a_summary_shows_as_what_the_sweep_printed_not_every_cells_wall_time():
     from visprof.sweep.summary import SweepSummary
 

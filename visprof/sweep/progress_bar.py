@@ -2,7 +2,7 @@
 one line per finished cell in a log or a pipe (a redrawn bar turns a log into noise), with
 the same figures at its end:
 
-    [visprof] 3/40 resnet50 b64|img=default|bf16|nchw|timing+attributed+memory [NVIDIA H200]: ok 2.1 s · 21.4 cells/min · ETA 1 min 44 s
+    [visprof] 3/40 resnet50 b64|img=default|bf16|nchw|timing+attributed+memory [cuda:0]: ok 2.1 s · 21.4 cells/min · ETA 1 min 44 s
 
 The rate counts the cells finished (measured or failed for good) per minute since the first
 worker was ready; the ETA is the cells left at that rate.

@@ -143,7 +143,8 @@ class _Sweep:
         # one configuration a model: the slowest cells are named by their model alone
         self.one_config = len(plan) == plan.model_count()
         self.in_flight = 0
-        self.running: dict[int, tuple[Task, float]] = {}  # id(task) -> (task, when it started)
+        # id(task) -> (task, when it started, the worker it went to: "cuda:1", "cpu#0", "ray")
+        self.running: dict[int, tuple[Task, float, str]] = {}
         # Ray reruns a task whose worker died itself; locally the sweep requeues it.
         self.requeue_crashes = not getattr(executor, "retries_crashes", False)
 
@@ -201,7 +202,7 @@ class _Sweep:
         """Cells running when the budget ran out are dropped unrecorded, and the same command runs
         them first again: one longer than the budget stopped every run there, with no word of it."""
         now = time.monotonic()
-        for task, began in self.running.values():
+        for task, began, _ in self.running.values():
             self.progress.note(f"time budget: {task.cell.model} {task.cell.config_text} was still running after "
                                f"{now - began:.0f} s and was stopped, unrecorded; the same "
                                f"{either('run_sweep call', 'command')} starts it first again, so give a "
@@ -232,7 +233,7 @@ class _Sweep:
         return self.queue.popleft()
 
     def started(self, task: Task, where: str) -> None:
-        self.running[id(task)] = (task, time.monotonic())
+        self.running[id(task)] = (task, time.monotonic(), where)
 
     def worker_ready(self, where: str, facts: dict[str, Any]) -> None:
         if self.summary.startup_s is None:
@@ -245,9 +246,9 @@ class _Sweep:
 
     def finished(self, task: Task, outcome: dict[str, Any], facts: dict[str, Any] | None) -> None:
         self.in_flight -= 1
-        self.running.pop(id(task), None)
+        _, _, slot = self.running.pop(id(task), (None, None, "ray"))
         cell = task.cell
-        where = _where(facts)
+        where = _where(slot, facts)
         label = f"{cell.model} {cell.config_text}"
         wall = outcome.get("wall_s")
         if outcome.get("status") == "ok":
@@ -352,8 +353,11 @@ def _seconds(value: float) -> str:
     return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"
 
 
-def _where(facts: dict[str, Any] | None) -> str:
-    if not facts:
-        return "?"
-    gpu = facts.get("gpu")
-    return f"{gpu.get('name')}" if gpu else "cpu"
+def _where(slot: str, facts: dict[str, Any] | None) -> str:
+    """Where a cell ran, for its progress line: a local worker by its slot ("cuda:1", "cpu#0"; the
+    "worker ... ready" line names its GPU), as two workers on one CPU, or two GPUs of one name,
+    had read the same; a Ray task by its GPU's name, as its slot says only "ray"."""
+    if slot != "ray":
+        return slot
+    gpu = (facts or {}).get("gpu")
+    return "?" if not facts else f"{gpu.get('name')}" if gpu else "cpu"
