@@ -135,6 +135,34 @@ def test_record_functions_annotations_are_not_ops():
     assert "other" not in {row.category for row in session.category_rows()}
 
 
+@pytest.mark.parametrize("make, first_step_state", [
+    (lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9, foreach=False), {"aten.clone.default": "memory/layout"}),
+    (lambda params: torch.optim.Adam(params, foreach=False), {"aten.zeros_like.default": "memory/fill"}),
+], ids=["sgd-momentum", "adam"])
+def test_an_optimizers_state_is_made_in_its_first_step_and_every_later_step_is_elementwise(make, first_step_state):
+    """What docs/taxonomy.md says of the optimizer step: the first one also makes its state (a
+    copy of each gradient, zeroed moments), which is memory; the steps after it are elementwise."""
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    optimizer = make(model.parameters())
+    steps = []
+    for _ in range(2):
+        model(torch.randn(4, 8)).sum().backward()
+        with visprof.trace() as session:
+            optimizer.step()
+        attribution = session.attribution
+        steps.append({})
+        for i, op in enumerate(session.trace.ops):
+            c = attribution.op_classification(i)
+            if c.category != "elementwise":
+                steps[-1][op.name] = c.category + (f"/{c.subcategory}" if c.subcategory else "")
+    (state_op, state_category), = first_step_state.items()
+    assert steps[0][state_op] == state_category, steps
+    # the rest of the first step's non-elementwise ops are views, or make or read the step count
+    assert all(category.startswith("memory/") for category in steps[0].values()), steps
+    # later steps: elementwise, but for Adam reading its step count, a tensor on the CPU (no GPU work)
+    assert steps[1] == ({} if state_op == "aten.clone.default" else {"aten._local_scalar_dense.default": "memory/layout"})
+
+
 def test_gpu_takes_a_bool():
     with pytest.raises(BadInputError, match="True, False or None"):
         visprof.trace(torch.nn.Linear(4, 4), gpu="no")
