@@ -59,6 +59,9 @@ def test_thousands_separators_and_optional_columns():
     ("a,224,10,1,1024,1,1,1\nresnet50,224,-5,1.0,1024,1,1,1\n", HEADER, r"line 3: column 'infer_samples_per_sec' must be > 0"),
     ("resnet50,22.5,10,1,1024,1,1,1\n", HEADER, r"'infer_img_size' must be a whole number"),
     ("resnet50,224,10,100,1024,1,1,1\nresnet50,224,11,100,1024,1,1,1\n", HEADER, r"line 3: resnet50 at 224px is listed twice \(also line 2\)"),
+    # a name typed twice in two cases had been imported as two models
+    ("efficientvit_m0,224,10,100,1024,1,1,1\nEFFICIENTVIT_M0,224,11,100,1024,1,1,1\n", HEADER,
+     r"line 3: EFFICIENTVIT_M0 at 224px is listed twice \(also line 2, as efficientvit_m0\)"),
     ("resnet50,224,10\n", "model,infer_img_size,infer_samples_per_sec\n", r"missing column\(s\) \['infer_batch_size'\]"),
     ("resnet50,224,10,1,1024,1,1,1,9\n", HEADER, r"more values than columns"),
     (",224,10,1,1024,1,1,1\n", HEADER, r"empty model name"),

@@ -140,7 +140,7 @@ def parse_benchmark_csv(text: str, *, source: str, gpu_name: str, precision: str
     base_extra = {k: v for k, v in meta.items() if k in ("layout", "torch", "cuda", "mode") and v}
     base_extra.update(extra or {})
     parsed = ParsedBenchmark(rows=[])
-    seen: dict[tuple[str, int], int] = {}
+    seen: dict[tuple[str, int], tuple[int, str]] = {}  # (name casefolded, size) -> (line, name)
     for line, raw in enumerate(reader, start=2):
         where = f"{source} line {line}"
         if None in raw:  # more cells than header columns
@@ -157,10 +157,14 @@ def parse_benchmark_csv(text: str, *, source: str, gpu_name: str, precision: str
         for column, value in (("infer_img_size", img_size), ("infer_samples_per_sec", samples), ("infer_batch_size", batch)):
             if value is None:
                 raise BadInputError(f"{where}: column {column!r} is empty")
-        key = (model, img_size)
+        # Names are matched to profiles as written; two that differ only in case (EFFICIENTVIT_M0,
+        # efficientvit_m0) are one model typed twice, and had been imported as two.
+        key = (model.casefold(), img_size)
         if key in seen:
-            raise BadInputError(f"{where}: {model} at {img_size}px is listed twice (also line {seen[key]})")
-        seen[key] = line
+            line_before, as_written = seen[key]
+            also = f"also line {line_before}" + (f", as {as_written}" if as_written != model else "")
+            raise BadInputError(f"{where}: {model} at {img_size}px is listed twice ({also})")
+        seen[key] = (line, model)
         row: dict[str, Any] = {"source": Path(source).name, "gpu_name": gpu_name, "model": model, "img_size": img_size,
                                "batch_size": batch, "precision": precision, "samples_per_s": samples}
         for column, name in OPTIONAL.items():
