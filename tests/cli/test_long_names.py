@@ -46,6 +46,33 @@ def test_a_too_long_path_met_first_by_a_library_is_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and len(err) < 200
 
 
+def test_a_store_name_leaves_room_for_sqlites_side_files(tmp_path, capsys):
+    """A store named with 238-247 bytes failed to be made (its temporary file took 18 bytes more);
+    one of 248-255 bytes, a legal name, has a -journal of 256-263, and writing to it failed as
+    "unable to open database file"; reading one that exists raised a traceback from Python."""
+    from visprof.sweep import open_store
+
+    csv = DATA / "timm" / "benchmark-infer-amp-nchw-pt240-cu124-rtx3090.csv"
+    fits = long_name(tmp_path, 247, ".db")
+    code, out, err = run_cli(capsys, "import-timm", str(csv), "--store", str(fits))
+    assert code == 0 and err == "" and " new, 0 already in " in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == [fits.name]  # no temporary file left beside it
+
+    too_long = long_name(tmp_path, 248, ".db")
+    code, _, err = run_cli(capsys, "import-timm", str(csv), "--store", str(too_long))
+    assert code == 2 and err == ("visprof: error: --store: the name nnnnnnnnnnnnnnnnnnnnnnnn...nnnnnnnnn.db is 248 "
+                                 "bytes long; files named after it have up to 8 bytes more, and a file system takes "
+                                 "at most 255: give a name of at most 247 bytes\n")
+    assert not too_long.exists()
+
+    longest = long_name(tmp_path, 255, ".db")  # made elsewhere under a shorter name, then renamed
+    fits.rename(longest)
+    with open_store(longest) as store:
+        assert len(store.references()) > 0
+    code, _, err = run_cli(capsys, "export", str(longest), "--format", "json")
+    assert code == 0, err
+
+
 def test_other_os_errors_are_still_bugs_with_their_traceback(monkeypatch):
     from visprof.cli import app
 

@@ -40,12 +40,19 @@ def input_path(path: Any, what: str) -> Path:
 NAME_MAX = 255
 
 
-def refuse_a_long_name(path: Path, what: str) -> None:
+def refuse_a_long_name(path: Path, what: str, room: int = 0) -> None:
+    """BadInputError for a part of ``path`` longer than NAME_MAX, or for a last part that leaves
+    less than ``room`` bytes for the suffixes of files named after it (SQLite's ``-journal``)."""
     for part in path.parts:
         size = len(os.fsencode(part))
         if size > NAME_MAX:
             raise BadInputError(f"{what}: the name {part[:24]}...{part[-12:]} is {size} bytes long; a file system "
                                 f"takes at most {NAME_MAX}")
+    size = len(os.fsencode(path.name))
+    if size + room > NAME_MAX:
+        raise BadInputError(f"{what}: the name {path.name[:24]}...{path.name[-12:]} is {size} bytes long; files "
+                            f"named after it have up to {room} bytes more, and a file system takes at most {NAME_MAX}: "
+                            f"give a name of at most {NAME_MAX - room} bytes")
 
 
 def read_input_bytes(path: str | Path, what: str, allow_empty: bool = False) -> bytes:

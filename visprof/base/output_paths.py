@@ -273,6 +273,12 @@ def _names_input(output: Path, source: Path, label: str, folder: Path | None) ->
     return None
 
 
+def refuse_a_name_without_room_for_side_files(path: Path, what: str) -> None:
+    """An SQLite file named with 248-255 bytes is legal, but its -journal is not: writing to it
+    failed as "unable to open database file", its name never said."""
+    refuse_a_long_name(path, what, room=max(len(suffix) for suffix in SQLITE_SIDE_SUFFIXES))
+
+
 def sqlite_side_files(path: str | Path) -> list[Path]:
     """The side files SQLite may keep beside the database ``path`` (present or not)."""
     path = Path(path)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from visprof.base.errors import BadInputError, OutputWriteError, VisprofWarning
 from visprof.base.inputs import input_path
-from visprof.base.output_paths import sqlite_side_files
+from visprof.base.output_paths import refuse_a_name_without_room_for_side_files, sqlite_side_files
 from visprof.base.pandas_import import import_pandas
 from visprof.base.spelling import option
 from visprof.store.flatten import (category_rows, compact_json, flatten_result, kernel_family_category_rows,
@@ -132,7 +132,7 @@ class ResultStore:
         self.conn.close()
         self._connect(f"file:{quote(str(self.path.resolve()))}?immutable=1")
         wal = self.path.with_name(self.path.name + "-wal")
-        if wal.exists() and wal.stat().st_size > 0:
+        if _size(wal) > 0:
             warnings.warn(f"{self.path}'s folder is read-only to you, so the rows in {wal.name} (written since the "
                           "store's last checkpoint, or by a sweep still running) are not read", VisprofWarning, stacklevel=2)
 
@@ -150,6 +150,7 @@ class ResultStore:
         path = Path(path)
         if write:
             check_output_path(path, option("store"))
+            refuse_a_name_without_room_for_side_files(path, option("store"))
         elif not path.exists():
             raise BadInputError(f"no such store: {path}")
         elif path.is_dir():
@@ -598,6 +599,15 @@ def _as_sql_glob(pattern: str) -> str:
     GLOB, which negates a set with [^...] where the shell writes [!...]: GLOB read '[!m]*' as
     'starts with ! or m', the rows the user meant to leave out."""
     return pattern.replace("[!", "[^")
+
+
+def _size(path: Path) -> int:
+    """The file's size; 0 where there is none, or none can be (a store's -wal, where the store's name
+    is so long that its -wal's is too long for the file system)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _needs_write_access(exc: sqlite3.OperationalError) -> bool:

@@ -10,13 +10,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 
 from visprof.base.errors import OutputWriteError
-from visprof.base.output_paths import describe_os_error
+from visprof.base.output_paths import describe_os_error, sibling_name
 from visprof.store.schema import DDL, SCHEMA_VERSION
 
 __all__ = ["create_store_file", "create_tables", "sql_statements", "utc_now"]
@@ -55,7 +54,7 @@ def create_store_file(path: Path) -> None:
     path = Path(os.path.realpath(path))  # a link to a store yet to be made: made where it points
     if os.path.lexists(path):
         return
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.new")  # named first: removed by name
+    temporary = sibling_name(path.parent, path.name, ".new")  # named first: removed by name
     try:
         with contextlib.closing(sqlite3.connect(temporary, isolation_level=None)) as conn:
             conn.execute("PRAGMA journal_mode = OFF")  # a file no one else sees: no journal to roll back to
