@@ -52,6 +52,25 @@ def test_a_torchscript_module_is_profiled_under_its_own_name_with_its_own_channe
     assert result.category_totals()["convolution"].time_ms > 0
 
 
+class ThreeKinds(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.depthwise, self.pointwise = nn.Conv2d(3, 8, 3), nn.Conv2d(8, 8, 3, groups=8), nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        return self.pointwise(self.depthwise(self.conv(x)))
+
+
+@pytest.mark.parametrize("how", ["script", "trace", "freeze"])
+def test_a_torchscript_modules_convolutions_are_split_by_kind(how):
+    """A traced module's graph calls aten._convolution, whose kind was not read: its convolutions were
+    `[unknown kind]`, with no dense/depthwise/pointwise split, where eager and scripted had one."""
+    result = visprof.profile(_torchscript(how, ThreeKinds()), **FAST)
+    conv = {row.subcategory for row in result.categories if row.category == "convolution"}
+    assert conv == {"dense", "depthwise", "pointwise"}, [row.op_type for row in result.op_types]
+    assert not any("unknown kind" in row.op_type for row in result.op_types)
+
+
 def test_a_frozen_module_says_its_parameter_count_is_unknown_and_counts_its_constants_as_weights():
     """torch.jit.freeze makes the weights constants of the graph: the result said 0 parameters, and
     every op's weight bytes (param_bytes, the bytes that do not grow with the batch) were 0."""

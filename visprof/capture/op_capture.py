@@ -37,8 +37,10 @@ _aten = torch.ops.aten
 # arguments. The backward's are recorded too: it takes its forward's sub-kind (depthwise, ...).
 # op -> (input's index, weight's index, groups' index); the ``.padding`` overloads are
 # ``padding="same"``/``"valid"`` (convmixer's depthwise convolutions), with groups where the
-# default's is.
+# default's is. A torch.jit.trace'd module calls ``_convolution`` (its graph records the op below
+# ``convolution``), groups where ``convolution``'s are.
 _CONV_ARGS = {_aten.convolution.default: (0, 1, 8), _aten.convolution_backward.default: (1, 2, 9),
+              _aten._convolution.default: (0, 1, 8), _aten._convolution.deprecated: (0, 1, 8),
               **{overload: (0, 1, 6) for packet in (_aten.conv1d, _aten.conv2d, _aten.conv3d)
                  for overload in (packet.default, packet.padding)}}
 # The op autocast casts a tensor with: a cast of a parameter is autocast re-casting a weight.
