@@ -152,6 +152,18 @@ OP_CASES = [
     ("aten.mean.default", (), None, "elementwise"),
     ("aten.mean.dtype_out", (), None, "elementwise"),
     ("aten.sum.default", (), None, "elementwise"),
+    # x.max(dim) is amax over that dim with indices (CBAM's channel max): a pool as amax is; of a whole
+    # tensor, or two tensors' maximum, it is not
+    ("aten.max.dim", ("ChannelAttn",), None, "pooling"),
+    ("aten.min.dim", (), None, "pooling"),
+    ("aten.amax.default", (), None, "pooling"),
+    ("aten.max.default", (), None, "elementwise"),
+    ("aten.max.other", (), None, "elementwise"),
+    # in-place views (nn.GRU's transpose_ on the CPU) and reading a value back (.item(), `if t > 0`) had been "other"
+    ("aten.transpose_.default", ("GRU",), None, "memory/layout"),
+    ("aten.unsqueeze_.default", (), None, "memory/layout"),
+    ("aten.item.default", (), None, "memory/layout"),
+    ("aten.is_nonzero.default", (), None, "memory/layout"),
     ("aten.add.Tensor", ("Block",), None, "elementwise"),
     ("aten.clamp_min.default", (), None, "elementwise"),
     ("aten.copy_.default", ("Block",), None, "memory/layout"),
