@@ -181,7 +181,7 @@ def _trace_sink(trace_path, recording_path, on_trace, category_file, passes) -> 
     from visprof.base.output_paths import check_output_paths
 
     check_output_paths({"trace_path": trace_path, "recording_path": recording_path},
-                       inputs={"category_file": category_file}, kinds={"trace_path": "json", "recording_path": "json"})
+                       inputs={"category_file": category_file}, kinds={"trace_path": "chrome-trace", "recording_path": "recording"})
     wanted = [name for name, value in (("trace_path", trace_path), ("recording_path", recording_path),
                                        ("on_trace", on_trace)) if value is not None]
     if wanted and "attributed" not in passes:

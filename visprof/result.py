@@ -557,7 +557,7 @@ class ProfileResult:
         if path is not None:
             from visprof.base.outputs import atomic_write_json
 
-            atomic_write_json(path, text + "\n")
+            atomic_write_json(path, text + "\n", kind="profile")
         return text
 
     @classmethod

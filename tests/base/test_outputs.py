@@ -62,7 +62,7 @@ def test_the_json_writers_replace_json_only(tmp_path):
     result = ProfileResult.load(REPO / "tests/data/h200-result-vit_base_patch16_224.json")
     script = tmp_path / "train.py"
     script.write_text("print('training')\n")
-    with pytest.raises(BadInputError, match="train.py holds something other than JSON"):
+    with pytest.raises(BadInputError, match="train.py holds something other than a visprof profile result"):
         result.to_json(script)
     assert script.read_text() == "print('training')\n"
     for kept in ("old.json", "old.json.gz", "empty.json"):
@@ -75,6 +75,40 @@ def test_the_json_writers_replace_json_only(tmp_path):
     for wrong in (3, b"out.json"):  # None: to_json returns the text and writes nothing
         with pytest.raises(BadInputError, match="a file path is a str or a pathlib.Path"):
             result.to_json(wrong)
+
+
+def test_a_json_output_replaces_only_a_json_document_of_its_own_kind(tmp_path):
+    """A Chrome trace written to a saved profile result, or to a dataset's annotations.json, had
+    replaced it without a word: each of visprof's JSON kinds (known by its schema, or a Chrome
+    trace's traceEvents) is replaced only by its own, other JSON only by plain JSON (summaries)."""
+    import gzip
+
+    from visprof.base.outputs import atomic_write_json
+    from visprof.result import ProfileResult
+
+    result = ProfileResult.load(REPO / "tests/data/h200-result-vit_base_patch16_224.json")
+    saved, packed, annotations = tmp_path / "r.json", tmp_path / "r.json.gz", tmp_path / "annotations.json"
+    result.to_json(saved)
+    result.to_json(packed)
+    annotations.write_text('{"images": [], "annotations": []}\n')
+    trace = '{"traceEvents":[],"displayTimeUnit":"ns"}'
+    for path, holds in ((saved, "a visprof profile result"), (packed, "a visprof profile result"),
+                        (annotations, "something other than a Chrome trace")):
+        before = path.read_bytes()
+        with pytest.raises(BadInputError, match=f"{path.name} (holds {holds}|holds {holds}, not a Chrome trace),"):
+            atomic_write_json(path, trace, kind="chrome-trace")
+        assert path.read_bytes() == before
+    with pytest.raises(BadInputError, match="annotations.json holds something other than a visprof profile result"):
+        result.to_json(annotations)
+    with pytest.raises(BadInputError, match="r.json holds a visprof profile result, not JSON,"):
+        atomic_write_json(saved, '{"per": "iteration"}')  # a summary (diff --json) over a saved result
+    # each kind replaces its own: a profile result, a Chrome trace (gzipped too), plain JSON
+    result.to_json(saved)
+    chrome = tmp_path / "t.json.gz"
+    chrome.write_bytes(gzip.compress(trace.encode()))
+    atomic_write_json(chrome, trace, kind="chrome-trace")
+    atomic_write_json(annotations, '{"per": "iteration"}')
+    assert ProfileResult.load(saved).model == result.model and annotations.read_text() == '{"per": "iteration"}'
 
 
 def test_a_symbolic_link_loop_is_refused_in_one_line(tmp_path):
@@ -227,7 +261,9 @@ def test_every_writer_keeps_the_old_file_when_the_write_fails(tmp_path):
     """)
     names = ("result.json", "recording.json.gz", "trace.json", "categories.csv", "modules.csv")
     # each writer replaces only a file of the kind it writes
-    olds = {name: "model,old\nx,1\n" if name.endswith(".csv") else '{"old": true}' for name in names}
+    olds = {name: "model,old\nx,1\n" for name in names if name.endswith(".csv")}
+    olds.update({"result.json": '{"schema": "visprof.profile/1", "old": true}',
+                 "recording.json.gz": '{"schema": "visprof.trace/1", "old": true}', "trace.json": '{"traceEvents": []}'})
     for name in names:
         (tmp_path / name).write_text(olds[name])
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)

@@ -87,9 +87,10 @@ def test_a_read_only_folder_is_refused_before_the_run(read_only_dir):
     assert list(read_only_dir.iterdir()) == []
 
 
-@pytest.mark.parametrize("command", [["profile", "resnet18"], ["sweep", "resnet18", "--store", "s.db"],
-                                     ["compare-compile", "resnet18"], ["ncu", "resnet18", "-c", "attention"]])
-def test_a_model_commands_bad_output_is_refused_before_torch_loads(tmp_path, command):
+@pytest.mark.parametrize("command, kind", [
+    (["profile", "resnet18"], "a visprof profile result"), (["sweep", "resnet18", "--store", "s.db"], "JSON"),
+    (["compare-compile", "resnet18"], "JSON"), (["ncu", "resnet18", "-c", "attention"], "a visprof profile result")])
+def test_a_model_commands_bad_output_is_refused_before_torch_loads(tmp_path, command, kind):
     """docs/cli.md says so; the model commands imported torch and timm (seconds) before they looked."""
     (tmp_path / "train.py").write_text("print('training')\n")
     code = ("import sys; from visprof.cli.app import main; rc = main(sys.argv[1:]); "
@@ -97,19 +98,19 @@ def test_a_model_commands_bad_output_is_refused_before_torch_loads(tmp_path, com
     done = subprocess.run([sys.executable, "-c", code, *command, "--json", "train.py"], cwd=tmp_path, env=_env(),
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
-    assert "--json train.py holds something other than JSON" in _one_error_line(done)
+    assert f"--json train.py holds something other than {kind}," in _one_error_line(done)
     assert (tmp_path / "train.py").read_text() == "print('training')\n"
 
 
-@pytest.mark.parametrize("option", ["--json", "--trace"])
-def test_a_file_of_something_else_is_refused_before_the_run(tmp_path, option):
+@pytest.mark.parametrize("option, kind", [("--json", "a visprof profile result"), ("--trace", "a Chrome trace")])
+def test_a_file_of_something_else_is_refused_before_the_run(tmp_path, option, kind):
     """The JSON writers replace JSON only (a script given as the path by mistake stays): the
     CLI says so before the run, not after it."""
     script = tmp_path / "train.py"
     script.write_text("print('training')\n")
     done = visprof("profile", "resnet18", *FAST, option, script)
     assert done.returncode == 2 and done.stdout == ""
-    assert f"{option} {script} holds something other than JSON" in _one_error_line(done)
+    assert f"{option} {script} holds something other than {kind}" in _one_error_line(done)
     assert script.read_text() == "print('training')\n"
 
 

@@ -426,12 +426,12 @@ def test_a_trace_the_run_could_not_make_is_an_error_not_silence(fake_profile, tm
 
 def test_an_interrupt_names_the_outputs_not_written(fake_profile, tmp_path, capsys):
     old = tmp_path / "t.json"
-    old.write_text('{"old": true}')  # an earlier trace: JSON (a JSON output replaces JSON only)
+    old.write_text('{"traceEvents": []}')  # an earlier trace (a JSON output replaces its own kind only)
     fake_profile(raises=KeyboardInterrupt())
     assert cli.main(["profile", "resnet18", "--json", str(tmp_path / "r.json"), "--trace", str(old)]) == 130
     assert capsys.readouterr().err == (f"visprof: error: interrupted; not written: {tmp_path / 'r.json'}, {old} "
                                        "(its previous version is unchanged)\n")
-    assert old.read_text() == '{"old": true}' and not (tmp_path / "r.json").exists()
+    assert old.read_text() == '{"traceEvents": []}' and not (tmp_path / "r.json").exists()
 
 
 def test_a_reader_that_goes_away_does_not_cost_the_files(fake_profile, tmp_path, monkeypatch, capsys):

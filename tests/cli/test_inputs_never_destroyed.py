@@ -257,13 +257,13 @@ OTHER_KIND = [
     ("compare-csv", ["compare", "s.db", CSV_4090.name, "--csv", "train.py"], "--csv", "CSV"),
     ("predict-csv", ["predict", "--from", "g.json", "--to", "rtx4090", "--csv", "train.py"], "--csv", "CSV"),
     ("calibrate-save", ["calibrate", CSV_3090.name, "s.db", "--base", "rtx3090", "--target", "rtx4090",
-                        "--save", "train.py"], "--save", "JSON"),
-    ("export-json", ["export", "s.db", "--format", "json", "-o", "train.py"], "--output", "JSON"),
+                        "--save", "train.py"], "--save", "a visprof calibration"),
+    ("export-json", ["export", "s.db", "--format", "json", "-o", "train.py"], "--output", "a visprof store export"),
     ("export-timm", ["export", "s.db", "--format", "timm", "-o", "train.py"], "--output", "CSV"),
     ("export-parquet", ["export", "s.db", "--format", "parquet", "-o", "train.py"], "--output", "Parquet"),
     ("report", ["report", "g.json", "-o", "train.py"], "--output", "an HTML page"),
     ("sweep", ["sweep", "resnet18", "--store", "new.db", "--json", "train.py", "--device", "cpu"], "--json", "JSON"),
-    ("bounds", ["bounds", "build", "vit.json", "-o", "train.py"], "-o", "JSON"),
+    ("bounds", ["bounds", "build", "vit.json", "-o", "train.py"], "-o", "a visprof bound library"),
 ]
 
 

@@ -48,7 +48,7 @@ _SLOW_IMPORT_CLI = (
 
 
 # An earlier run's --json (a JSON output replaces only JSON, and says so before torch loads).
-PREVIOUS = '{"model": "resnet50"}\n'
+PREVIOUS = '{"schema": "visprof.profile/1", "model": "resnet50"}\n'
 
 
 def test_ctrl_c_during_the_import_is_answered_at_once_and_stops_after_it(tmp_path):

@@ -340,7 +340,7 @@ def test_trace_and_recording_paths_are_checked_before_the_run_and_written_whole(
     assert model.calls == 0  # refused before the model ran
     trace, recording = tmp_path / "t.json", tmp_path / "rec.json.gz"
     trace.write_text("old")  # not JSON: refused before the run, not after it
-    with pytest.raises(BadInputError, match="t.json holds something other than JSON"):
+    with pytest.raises(BadInputError, match="t.json holds something other than a Chrome trace"):
         visprof.profile(model, batch_size=1, img_size=8, progress=False, trace_path=trace)
     assert model.calls == 0 and trace.read_text() == "old"
     trace.write_text('{"traceEvents": []}')

@@ -107,7 +107,7 @@ class SavedCalibration:
     def save(self, path: str | Path) -> None:
         from visprof.base.outputs import atomic_write_json
 
-        atomic_write_json(path, json.dumps(self.to_dict(), allow_nan=False) + "\n")
+        atomic_write_json(path, json.dumps(self.to_dict(), allow_nan=False) + "\n", kind="calibration")
 
     @classmethod
     def load(cls, path: str | Path) -> "SavedCalibration":

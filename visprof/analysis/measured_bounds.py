@@ -110,7 +110,7 @@ class BoundLibrary:
     def save(self, path: str | Path) -> None:
         from visprof.base.outputs import atomic_write_json
 
-        atomic_write_json(path, json.dumps(self.to_dict(), indent=1) + "\n")
+        atomic_write_json(path, json.dumps(self.to_dict(), indent=1) + "\n", kind="bounds")
 
     @classmethod
     def load(cls, path: str | Path) -> "BoundLibrary":

@@ -228,10 +228,12 @@ def _discard(staged: list[tuple[Path, Path]]) -> None:
     staged.clear()
 
 
-def atomic_write_json(path: str | Path, text: str) -> None:
+def atomic_write_json(path: str | Path, text: str, kind: str = "json") -> None:
     """``atomic_write_text`` of a JSON document: it refuses to replace a file that holds
-    something else (``session.save("train.py")`` had replaced the user's script with JSON)."""
-    atomic_write_text(path, text, kind="json")
+    something else (``session.save("train.py")`` had replaced the user's script with JSON).
+    ``kind`` is what the document is ("profile", "chrome-trace", ...: OUTPUT_KINDS); "json", plain
+    JSON, replaces no file of visprof's own kinds."""
+    atomic_write_text(path, text, kind=kind)
 
 
 def atomic_write_text(path: str | Path, text: str, *, compress: bool | None = None, kind: str | None = None) -> None:

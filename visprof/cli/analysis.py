@@ -229,7 +229,7 @@ def _check_outputs(args: argparse.Namespace, **paths) -> None:
                        kinds={flags[k]: _OUTPUT_KIND[k] for k in paths})
 
 
-_OUTPUT_KIND = {"json": "json", "csv": "csv", "save": "json"}  # what each output option writes
+_OUTPUT_KIND = {"json": "json", "csv": "csv", "save": "calibration"}  # what each output option writes
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -44,7 +44,7 @@ def cmd_bounds_build(args: argparse.Namespace) -> int:
     from visprof.base.output_paths import check_output_paths
     from visprof.result import ProfileResult
 
-    check_output_paths({"-o": args.output}, inputs={"NCU_RESULT": args.results}, kinds={"-o": "json"})
+    check_output_paths({"-o": args.output}, inputs={"NCU_RESULT": args.results}, kinds={"-o": "bounds"})
     _refuse_repeats(args.results)
     library = build_library(counter_set(ProfileResult.load(path)) for path in args.results)
     library.save(args.output)

@@ -135,7 +135,7 @@ def _print_result(result, args) -> None:
 
     print(render(result, top_modules=args.top))
     if args.json is not None:
-        atomic_write_json(args.json, result.to_json() + "\n")
+        atomic_write_json(args.json, result.to_json() + "\n", kind="profile")
         print(f"[visprof] wrote {args.json}", file=sys.stderr)
 
 
@@ -147,7 +147,7 @@ def _check_report_args(args, outputs: dict | None = None, inputs: dict | None = 
 
     check_output_paths({"--json": args.json, **(outputs or {})},
                        inputs={"--categories file": args.categories, **(inputs or {})},
-                       kinds={"--json": "json", "--csv": "csv"})  # nsys's -o files are nsys's own kinds
+                       kinds={"--json": "profile", "--csv": "csv"})  # nsys's -o files are nsys's own kinds
     if args.categories is not None and not args.categories.is_file():
         raise BadInputError(f"--categories: no such file: {args.categories}")
     if args.top < 1:

@@ -122,7 +122,7 @@ def _check_profile_inputs(args: argparse.Namespace) -> dict[str, Path]:
     from visprof.base.output_paths import check_output_paths
 
     outputs = check_output_paths({"--json": args.json, "--trace": args.trace},
-                                 inputs={"--categories file": args.categories}, kinds={"--json": "json", "--trace": "json"})
+                                 inputs={"--categories file": args.categories}, kinds={"--json": "profile", "--trace": "chrome-trace"})
     if args.trace is not None and args.passes is not None and "attributed" not in args.passes:
         raise BadInputError("--trace writes the attributed pass, which --passes leaves out; add attributed "
                             f"(--passes {','.join((*args.passes, 'attributed'))})")

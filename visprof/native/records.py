@@ -151,7 +151,7 @@ class CapturedTrace:
         """Writes the recording (gzipped for ``.gz``) atomically: complete, or the previous file."""
         from visprof.base.outputs import atomic_write_json
 
-        atomic_write_json(path, json.dumps(self.to_dict(), separators=(",", ":")))
+        atomic_write_json(path, json.dumps(self.to_dict(), separators=(",", ":")), kind="recording")
 
     @classmethod
     def load(cls, path: str | Path) -> "CapturedTrace":

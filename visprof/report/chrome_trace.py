@@ -203,5 +203,5 @@ def to_chrome_trace(trace: CapturedTrace, attribution: Attribution, path: str | 
     data = chrome_trace_events(trace, attribution)
     if path is not None:
         # dumps (the C encoder) then one write: json.dump's pure-Python encoder is ~5x slower.
-        atomic_write_json(path, json.dumps(data, separators=(",", ":"), allow_nan=False))
+        atomic_write_json(path, json.dumps(data, separators=(",", ":"), allow_nan=False), kind="chrome-trace")
     return data
