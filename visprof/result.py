@@ -547,6 +547,8 @@ class ProfileResult:
         ``categories[3].time_ms: expected a number, got a string ('1.5')``."""
         try:
             return _from_document(data)
+        except _NotAResult as exc:
+            raise exc.as_user_error(str(exc)) from None
         except DocumentError as exc:
             raise exc.as_user_error(f"not a valid visprof result: {exc}") from None
 
@@ -661,10 +663,33 @@ def _from_document(data: Any) -> "ProfileResult":
         raise DocumentError(f"expected a JSON object at the top level, got {describe_value(data)}")
     schema = data.get("schema")
     if not isinstance(schema, str) or schema.rsplit("/", 1)[0] != SCHEMA.rsplit("/", 1)[0]:
-        raise _NotAResult(f"not a visprof profile result (schema={schema!r})")
+        raise _NotAResult(f"not a visprof profile result (schema={schema!r}){_what_it_is(data)}")
     if schema != SCHEMA:
         raise DocumentError(f"unsupported result schema {schema!r}; this visprof reads {SCHEMA!r}")
     return _DECODER.decode(ProfileResult, data)
+
+
+# visprof's other JSON documents, by a key they have: what a result was given had been said only as
+# "schema=None", visprof's own diff and Chrome trace too.
+_OTHER_DOCUMENTS = (
+    ("traceEvents", "a Chrome trace (--trace, chrome_trace()), which Perfetto or chrome://tracing opens"),
+    ("differences", "visprof diff's --json summary of two results"),
+    ("predictions", "visprof predict's --json output"),
+    ("slowest", "visprof sweep's --json summary; its results are in the store (visprof export)"),
+)
+_OTHER_SCHEMAS = {
+    "visprof.trace": "a trace recording (session.save; visprof.CapturedTrace.load reads it)",
+    "visprof.calibration": "a calibration (calibrate --save; predict and compare --calibration read it)",
+    "visprof.store-export": "a store export (visprof export --format json)",
+    "visprof.bounds": "a bound library (visprof bounds build)",
+}
+
+
+def _what_it_is(data: dict) -> str:
+    mark = data.get("schema") or data.get("format")
+    if isinstance(mark, str) and mark.rsplit("/", 1)[0] in _OTHER_SCHEMAS:
+        return f": it is {_OTHER_SCHEMAS[mark.rsplit('/', 1)[0]]}"
+    return next((f": it is {what}" for key, what in _OTHER_DOCUMENTS if key in data), "")
 
 
 def _plain(value: Any) -> Any:

@@ -21,6 +21,7 @@ from visprof import attribution as attribution_mod
 from visprof.capture import live
 from visprof.capture.op_capture import ModuleTracker, OpCapture
 from visprof.attribution.categories import CategoryTable, table_or_default
+from visprof.base.errors import BadInputError
 from visprof.native.tracer import KernelTracer
 from visprof.passes.torch_noise import quiet_torch_noise
 from visprof.passes.attributed import build_trace
@@ -31,14 +32,10 @@ class TraceSession:
     def __init__(self, model: torch.nn.Module | None = None, table: CategoryTable | None = None,
                  gpu: bool | None = None):
         if model is not None and not isinstance(model, torch.nn.Module):
-            from visprof.base.errors import BadInputError
-
             named = f" {model!r}" if isinstance(model, str) else ""
             raise BadInputError(f"trace() takes the nn.Module the traced code runs, got a {type(model).__name__}{named} "
                                 "(timm.create_model(name) builds one; visprof.profile(name) profiles a model by name)")
         if gpu is not None and not isinstance(gpu, bool):  # "no" is truthy: it had asked for the GPU
-            from visprof.base.errors import BadInputError
-
             raise BadInputError(f"trace(gpu=...) takes True, False or None (choose by the model), got {gpu!r}")
         _warn_of_replicas(model)
         self.table_ = table_or_default(table)
@@ -59,10 +56,8 @@ class TraceSession:
         # Each block is a recording of its own: a session entered again (a notebook cell run
         # twice) had added the earlier block's ops to the new one, still called one iteration.
         if self._capture is not None:
-            raise RuntimeError("this trace session is recording already: one `with` block at a time")
+            raise BadInputError("this trace session is recording already: one `with` block at a time")
         if live.recording_here():
-            from visprof.base.errors import BadInputError
-
             raise BadInputError("visprof.trace() inside another visprof.trace() block: each op would be timed with "
                                 "the outer block's per-op work inside it; trace one block at a time")
         self.trace = self.attribution = None
@@ -142,7 +137,7 @@ class TraceSession:
 
     def _need(self) -> attribution_mod.Attribution:
         if self.attribution is None:
-            raise RuntimeError("the trace is available after the `with visprof.trace()` block ends")
+            raise BadInputError("the trace is available after the `with visprof.trace()` block ends")
         return self.attribution
 
 

@@ -182,7 +182,7 @@ def test_a_trace_session_entered_again_records_the_new_block_only():
     with torch.inference_mode(), session:
         assert repr(session) == "<TraceSession: recording until its `with` block ends>"  # the old table is gone
         model(torch.randn(2, 3, 16, 16))
-        with pytest.raises(RuntimeError, match="recording already: one `with` block at a time"):
+        with pytest.raises(BadInputError, match="recording already: one `with` block at a time"):
             session.__enter__()
     assert {row.category: row.kernel_count for row in session.category_rows()} == first
     assert first["convolution"] == first["activation"] == 1 and session.trace.iterations == 1

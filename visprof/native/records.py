@@ -128,7 +128,11 @@ class CapturedTrace:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "CapturedTrace":
         if data.get("schema") != TRACE_SCHEMA:
-            raise ValueError(f"not a {TRACE_SCHEMA} recording (schema={data.get('schema')!r})")
+            from visprof.base.errors import BadInputError  # a ValueError too, as this had raised
+
+            hint = {"visprof.profile/1": ": it is a profile result (visprof.ProfileResult.load reads it)"}.get(
+                data.get("schema"), ": a Chrome trace (chrome_trace()) is not read back" if "traceEvents" in data else "")
+            raise BadInputError(f"not a {TRACE_SCHEMA} recording (schema={data.get('schema')!r}){hint}")
         columns = data["kernels"]
         n = len(columns["start_ns"])
         kernels = np.zeros(n, dtype=KERNEL_DTYPE)
@@ -164,7 +168,12 @@ class CapturedTrace:
             from visprof.base.errors import BadInputError
 
             raise BadInputError(f"recording {path}: expected a JSON object at the top level")
-        return cls.from_dict(data)
+        from visprof.base.errors import BadInputError
+
+        try:
+            return cls.from_dict(data)
+        except BadInputError as exc:
+            raise BadInputError(f"recording {path}: {exc}") from None
 
 
 def busy_time_ns(rows: np.ndarray) -> int:

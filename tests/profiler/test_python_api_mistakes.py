@@ -1,0 +1,66 @@
+"""A Python caller's mistakes with results, recordings and trace sessions are VisprofErrors that say
+what went wrong (``except visprof.VisprofError`` catches them), not a RuntimeError or ValueError from
+inside, nor an OS error that blames the file system."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import visprof
+from visprof.base.errors import BadInputError, NotAResultError
+from visprof.result import ProfileResult
+
+RESULT = Path(__file__).resolve().parents[1] / "data" / "h200-result-vit_base_patch16_224.json"
+
+
+def test_a_folder_given_as_a_file_to_write_is_said_to_be_one(tmp_path):
+    # "could not write adir: Is a directory; the previous file is unchanged" (an OutputWriteError)
+    result, folder = ProfileResult.load(RESULT), tmp_path / "adir"
+    folder.mkdir()
+    with pytest.raises(BadInputError, match=r"^output .*adir is a directory; give a file name$"):
+        result.to_json(folder)
+    with visprof.trace(gpu=False) as session:
+        torch.ones(2) + 1
+    with pytest.raises(BadInputError, match="adir is a directory; give a file name"):
+        session.save(folder)
+    assert list(folder.iterdir()) == []
+
+
+def test_a_session_used_before_its_block_ends_is_a_visprof_error():
+    with visprof.trace(gpu=False) as session:
+        with pytest.raises(visprof.VisprofError, match="after the `with visprof.trace\\(\\)` block ends"):
+            session.table()
+        with pytest.raises(visprof.VisprofError, match="recording already"):
+            with session:
+                pass
+    assert "elementwise" in session.table() or session.table().startswith("(no op")
+
+
+def test_a_recording_loaded_from_another_document_says_what_it_is(tmp_path):
+    # CapturedTrace.load raised ValueError("not a visprof.trace/1 recording (schema=None)")
+    with pytest.raises(BadInputError, match=r"recording .*h200-result-vit_base_patch16_224.json: not a visprof.trace/1 "
+                                            r"recording \(schema='visprof.profile/1'\): it is a profile result"):
+        visprof.CapturedTrace.load(RESULT)
+    chrome = tmp_path / "t.json"
+    chrome.write_text('{"traceEvents": []}')
+    with pytest.raises(BadInputError, match="a Chrome trace .* is not read back"):
+        visprof.CapturedTrace.load(chrome)
+
+
+@pytest.mark.parametrize("document, what", [
+    ({"traceEvents": []}, "it is a Chrome trace"),
+    ({"per": "iteration", "differences": []}, "it is visprof diff's --json summary of two results"),
+    ({"schema": "visprof.trace/1"}, "it is a trace recording"),
+    ({"schema": "visprof.calibration/1"}, "it is a calibration"),
+])
+def test_a_result_loaded_from_another_visprof_document_says_which(tmp_path, document, what):
+    # all had said "not a visprof profile result (schema=None)"; from_dict repeated itself too
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(NotAResultError, match=f"^result file {path}: not a visprof profile result .*: {what}"):
+        ProfileResult.load(path)
+    with pytest.raises(NotAResultError, match=f"^not a visprof profile result .*: {what}"):
+        ProfileResult.from_dict(document)
