@@ -142,6 +142,24 @@ def test_profiled_models_are_explained_from_their_predicted_bounds_on_the_base_g
     assert abs(expected / 1.68 - 1) <= 0.10  # a transformer's gain is accounted for by its bounds
 
 
+def test_notes_say_when_the_tables_batches_differ_or_the_profiles_precision_is_not_the_tables():
+    """An fp32 table was explained by bf16 profiles (tensor-core rates), and rows of two batches were
+    compared, each with no word, where two precisions between the GPUs had a note."""
+    profile = sources.from_result(recorded_result("deit_small_patch16_224"), "h200.json", gpu_table())
+    rows = [m("deit_small_patch16_224", "rtx3090", 4586.19, batch=1024), m("deit_small_patch16_224", "rtx4090", 7688.09, batch=1024),
+            m("resnet50", "rtx3090", 3219.06, batch=1024), m("resnet50", "rtx4090", 4217.6, batch=512)]
+    notes = compare([profile, *rows], base="rtx3090", target="rtx4090").notes
+    assert ("1 model(s) compare numbers at two batch sizes (e.g. the RTX 3090 at 1024, the RTX 4090 at 512): their "
+            "speed-ups carry the change of batch as well as the GPUs', and their predictions are at the RTX 3090's "
+            "batch") in notes
+    assert not any("another precision" in note for note in notes)  # bf16 profile, fp16 tables: one kind
+    fp32 = [replace(row, precision="fp32") for row in rows]
+    notes = compare([profile, *fp32], base="rtx3090", target="rtx4090").notes
+    assert ("1 model(s) are predicted from profiles at another precision than the published numbers (e.g. profiled "
+            "at bf16, the RTX 3090 at fp32): their predicted speed-ups and sentences are of bf16 runs; profile them at "
+            "fp32 to predict the tables' runs") in notes, notes
+
+
 def cpu_measurement(model: str) -> Measurement:
     """A recorded H200 profile as a CPU run of it would be recorded: host-clock times, no GPU."""
     result = replace(recorded_result(model), measurement="cpu", gpu=None)
@@ -331,7 +349,8 @@ def test_a_document_of_another_kind_is_named_once_as_not_a_result(tmp_path):
     trace.write_text('{"schema": "visprof.trace/1"}')
     with pytest.raises(NotAResultError) as caught:
         sources.load([trace])
-    assert str(caught.value) == f"result file {trace}: not a visprof profile result (schema='visprof.trace/1')"
+    assert str(caught.value) == (f"result file {trace}: not a visprof profile result (schema='visprof.trace/1'): it is a "
+                                 "trace recording (session.save; visprof.CapturedTrace.load reads it)")
     damaged = tmp_path / "damaged.json"  # a result, but a field does not fit: said as such, with the file
     damaged.write_text('{"schema": "visprof.profile/1", "model": 3}')
     with pytest.raises(BadInputError) as caught:

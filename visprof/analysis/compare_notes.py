@@ -74,6 +74,41 @@ def precision_note(models: list[ModelComparison], base_name: str, target_name: s
             f"the {target_name} at {target_p}): their speed-ups carry the change of precision as well as the GPUs'")
 
 
+def batch_note(models: list[ModelComparison], base_name: str, target_name: str) -> str | None:
+    """Where a model's two numbers ran at different batches (timm's benchmark halves the batch on
+    an out-of-memory error; a user's tables may simply differ): its speed-up carries the change of
+    batch too, and its prediction is at the base GPU's batch. Said as the precision's is."""
+    pairs = Counter((m.base.batch_size, m.target.batch_size) for m in models
+                    if m.base.batch_size and m.target.batch_size and m.base.batch_size != m.target.batch_size)
+    if not pairs:
+        return None
+    (base_b, target_b), _ = pairs.most_common(1)[0]
+    return (f"{sum(pairs.values())} model(s) compare numbers at two batch sizes (e.g. the {base_name} at {base_b}, the "
+            f"{target_name} at {target_b}): their speed-ups carry the change of batch as well as the GPUs', and their "
+            f"predictions are at the {base_name}'s batch")
+
+
+def _precision_kind(precision: str | None) -> str | None:
+    """fp16 and bf16 are one kind to the predictor (same bytes, tensor-core rates): it predicts a
+    16-bit profile at either, but not at fp32 or tf32."""
+    return "16-bit" if precision in ("fp16", "bf16") else precision
+
+
+def profile_precision_note(models: list[ModelComparison], base_name: str) -> str | None:
+    """Where the predictions come from profiles of another precision than the published numbers
+    (an fp32 table explained by bf16 profiles): the predicted speed-ups and their sentences are of
+    the profile's precision, not the table's. They had been given with no word of it."""
+    pairs = Counter((m.profile.precision, m.base.precision) for m in models
+                    if m.predicted_speedup is not None and m.profile is not None and m.profile.precision
+                    and m.base.precision and _precision_kind(m.profile.precision) != _precision_kind(m.base.precision))
+    if not pairs:
+        return None
+    (profiled, published), _ = pairs.most_common(1)[0]
+    return (f"{sum(pairs.values())} model(s) are predicted from profiles at another precision than the published "
+            f"numbers (e.g. profiled at {profiled}, the {base_name} at {published}): their predicted speed-ups and "
+            f"sentences are of {profiled} runs; profile them at {published} to predict the tables' runs")
+
+
 # How far the median measured speed-up may sit from the median the spec ratios predict before the
 # tables, not the GPUs, are the likelier cause: on timm's published pairs it is x0.97 (3090 -> 4090,
 # 1,424 profiled models) and x0.98 (4090 -> 5090, 1,579) of it; a table in ms per batch read as
@@ -161,5 +196,6 @@ def witness_path_changes(models: list[ModelComparison], base_spec: GpuSpec | Non
     return changed
 
 
-__all__ = ["cpu_results_note", "disagreeing_rows_note", "implausible_note", "precision_note", "software_note",
+__all__ = ["batch_note", "cpu_results_note", "disagreeing_rows_note", "implausible_note", "precision_note",
+           "profile_precision_note", "software_note",
            "witness_path_changes"]
