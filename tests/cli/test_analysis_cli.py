@@ -86,6 +86,26 @@ def test_user_mistakes_are_one_line_and_exit_2(tmp_path, capsys, argv, message):
     assert not (tmp_path / "s.db").exists()  # nothing created by a failed command
 
 
+@pytest.mark.parametrize("name, gpu, said", [
+    # a name that names two GPUs had been read as one of them (l4-vs-t4: the T4), without a word
+    ("l4-vs-t4.csv", None, "error: {path}: its file name names 2 GPUs (NVIDIA L4, NVIDIA T4); give --gpu NAME with the one"),
+    ("l40s-vs-l40.csv", None, "error: {path}: its file name names 2 GPUs (NVIDIA L40S, NVIDIA L40); give --gpu NAME"),
+    ("l4-vs-t4.csv", "t4", "60 rows on NVIDIA T4 (amp-fp16)"),
+    # a name outside timm's pattern says a default GPU, which --gpu overrides (it had been refused)
+    ("a100.csv", "a100 40gb", "60 rows on NVIDIA A100 SXM4 40GB (amp-fp16)"),
+    ("a100.csv", None, "60 rows on NVIDIA A100 SXM4 80GB (amp-fp16)"),
+    # a GPU the table lacks is not read as the one whose name it starts with
+    ("rtx-3090-ti.csv", None, "error: {path}: its file name names no known GPU"),
+])
+def test_a_gpu_in_a_file_name_outside_timms_pattern(tmp_path, capsys, name, gpu, said):
+    path = tmp_path / name
+    path.write_text(CSV_3090.read_text())
+    code, out, err = run(capsys, "import-timm", path, "--precision", "amp", "--store", tmp_path / "s.db",
+                         *(["--gpu", gpu] if gpu else []))
+    assert said.format(path=path) in (out + err).replace("visprof: ", ""), out + err
+    assert code == (2 if said.startswith("error") else 0)
+
+
 def test_a_csv_whose_name_has_no_precision_points_compare_to_import_timm(tmp_path, capsys):
     """compare said "give it with --precision P", an option compare does not have."""
     renamed = tmp_path / "rtx3090-numbers.csv"

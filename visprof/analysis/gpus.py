@@ -47,6 +47,10 @@ L2_TOLERANCE = 0.10
 PRECISION_TENSOR_KEY = {"fp16": "fp16", "bf16": "bf16", "tf32": "tf32", "fp32": None, "fp8": "fp8"}
 
 
+# A word after a GPU's name that makes it another GPU (RTX 3090 Ti, A100 PCIe, H100 NVL, 40GB).
+_VARIANT = re.compile(r"ti|super|xt|pcie|sxm\d?|nvl|max|mobile|laptop|\d+gb")
+
+
 def normalize_name(text: str) -> str:
     """``NVIDIA GeForce RTX 4090`` -> ``rtx4090``: lower case, no vendor words, no punctuation."""
     return _normalized(str(text))
@@ -230,6 +234,36 @@ class GpuTable:
             if key in {normalize_name(n) for n in spec.names()}:
                 return spec
         return self.for_device(name)
+
+    def named_in(self, text: str) -> list[GpuSpec]:
+        """The rows that ``text`` (a file name's words, ``l4-vs-t4``) names, left to right, each by
+        the longest run of words that is one of its names (``a100-40gb``, ``rtx-4090``); else the row
+        ``find`` takes (a device name). Several mean the text names several GPUs, where ``find``
+        takes the one its device patterns fit last."""
+        words = [w for w in re.split(r"[-_\s.]+", text) if w]
+        found: list[GpuSpec] = []
+        i = 0
+        while i < len(words):
+            for j in range(len(words), i, -1):
+                spec = self._by_name(" ".join(words[i:j]))
+                if spec is not None and j < len(words) and _VARIANT.fullmatch(words[j].lower()):
+                    spec = None  # rtx-3090-ti: another GPU than the 3090, which the table may lack
+                if spec is not None:
+                    if spec not in found:
+                        found.append(spec)
+                    i = j
+                    break
+            else:
+                i += 1
+        if found:
+            return found
+        spec = self.find(text)
+        return [spec] if spec is not None else []
+
+    def _by_name(self, name: str) -> GpuSpec | None:
+        key = normalize_name(name)
+        return next((spec for spec in reversed(list(self.specs.values()))
+                     if key in {normalize_name(n) for n in spec.names()}), None) if key else None
 
     def get(self, name: str) -> GpuSpec:
         """As ``find``, but an unknown name is a BadInputError that lists the known ones."""

@@ -218,14 +218,23 @@ def csv_gpu(path: Path, gpu: str | None, table: GpuTable, how: str = "name it as
     if not Path(path).is_file():
         raise BadInputError(f"no such file: {path}" if not Path(path).exists() else f"{path} is not a file")
     check_benchmark_csv(path)
-    hint = parse_benchmark_filename(Path(path).name)["gpu"]
-    spec = table.find(hint) if hint else None
+    parsed = parse_benchmark_filename(Path(path).name)
+    hint = parsed["gpu"]
+    named = table.named_in(hint) if hint else []
+    spec = named[0] if len(named) == 1 else None
+    # Only a name in timm's pattern (benchmark-infer-amp-...-rtx4090.csv) says its GPU for sure: a
+    # given GPU against it is refused as a slip. Another name's GPU (a100.csv) is a default that the
+    # given one overrides: an A100 40GB's a100.csv could not be imported as one.
+    timm_named = any(parsed[part] for part in ("mode", "precision", "layout", "torch", "cuda"))
     if gpu:
         given = table.get(gpu)
-        if spec is not None and spec.name != given.name:  # e.g. --gpu 3090 over ...-rtx4090.csv among others
+        if timm_named and spec is not None and spec.name != given.name:  # --gpu 3090 over ...-rtx4090.csv
             raise BadInputError(f"{path}: its name says {spec.name}, but {gpu!r} was given for it; leave the GPU out "
                                 "to take the name's, or rename the file if its name is wrong")
         return given.name
+    if len(named) > 1:  # l4-vs-t4.csv had been read as the T4's, without a word
+        raise BadInputError(f"{path}: its file name names {len(named)} GPUs ({', '.join(s.name for s in named)}); "
+                            f"{how} with the one it was measured on")
     if spec is None:
         raise BadInputError(f"{path}: {_unnamed_gpu(path, hint, table, how)}")
     return spec.name
