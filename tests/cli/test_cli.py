@@ -434,6 +434,31 @@ def test_an_interrupt_names_the_outputs_not_written(fake_profile, tmp_path, caps
     assert old.read_text() == '{"traceEvents": []}' and not (tmp_path / "r.json").exists()
 
 
+def test_an_interrupted_comparison_names_the_files_it_did_not_write(tmp_path, capsys, monkeypatch):
+    """compare, predict, calibrate said only "interrupted": the README says the message names the
+    output files not written. Here Ctrl-C comes while the CSV is written, after the JSON was."""
+    from visprof.base import outputs
+
+    timm = Path(__file__).resolve().parents[1] / "data" / "timm"
+    csv, doc = tmp_path / "c.csv", tmp_path / "c.json"
+    csv.write_text("model,speedup\nold,1\n")
+    write = outputs.atomic_write_text
+
+    def interrupted_at_the_csv(path, text, **kw):
+        if Path(path) == csv:
+            raise KeyboardInterrupt
+        write(path, text, **kw)
+
+    monkeypatch.setattr(outputs, "atomic_write_text", interrupted_at_the_csv)
+    code = cli.main(["compare", str(timm / "benchmark-infer-amp-nchw-pt240-cu124-rtx3090.csv"),
+                     str(timm / "benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv"), "--json", str(doc), "--csv", str(csv),
+                     "--quiet"])
+    assert code == 130 and json.loads(doc.read_text())["models"]
+    assert capsys.readouterr().err.splitlines()[-1] == (f"visprof: error: interrupted; not written: {csv} (its previous "
+                                                        "version is unchanged)")
+    assert csv.read_text() == "model,speedup\nold,1\n"
+
+
 def test_a_reader_that_goes_away_does_not_cost_the_files(fake_profile, tmp_path, monkeypatch, capsys):
     # `visprof profile m --json r.json | head -1`: a real pipe whose reader has closed.
     read_end, write_end = os.pipe()

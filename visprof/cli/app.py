@@ -27,7 +27,7 @@ from visprof.base.spelling import command_line
 from visprof.cli import nsight as nsight_cli
 from visprof.cli.info import visprof_version
 from visprof.cli.closed_stdout import pipe_safe_stderr, pipe_safe_stdout
-from visprof.cli.profile import OutputWriter
+from visprof.cli.profile import OutputWriter, file_identity
 from visprof.cli.stop_watchdog import StopWatchdog
 
 EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT (128 + 2)
@@ -191,7 +191,10 @@ def _main(argv: Sequence[str] | None) -> int:
                     import_timm_holding_interrupts(on_interrupt=say_the_stop_is_coming)
                 except KeyboardInterrupt:  # before the command ran: none of its files was written
                     raise KeyboardInterrupt(_files_asked_for(args).unwritten_note()) from None
-            return args.handler(args)
+            if args.command not in FILE_COMMANDS:
+                return args.handler(args)
+            with _naming_unwritten_files(args):
+                return args.handler(args)
     except VisprofError as error:
         _show_traceback_when_debugging()
         _say_error(str(error))
@@ -228,6 +231,28 @@ def _say_error(text: str) -> None:
     """The error's one line; with stderr gone (a closed pipe, a full disk) the exit code says it."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
         print(f"visprof: error: {text}", file=sys.stderr, flush=True)
+
+
+# Commands whose outputs (--json, --csv, --save, -o) are written at their end: Ctrl-C names the ones
+# it left unwritten, as the README's exit codes say, and as profile's do.
+FILE_COMMANDS = {"compare", "predict", "calibrate", "report", "export"}
+
+
+@contextlib.contextmanager
+def _naming_unwritten_files(args: argparse.Namespace):
+    """A KeyboardInterrupt out of the block says which of the files asked for it did not write:
+    those whose (device, inode, mtime) is as it was before (an atomic write makes a new inode)."""
+    asked = {f"--{option}": value for option in ("json", "csv", "save", "output")
+             if isinstance(value := getattr(args, option, None), Path)}
+    before = {option: file_identity(path) for option, path in asked.items()}
+    try:
+        yield
+    except KeyboardInterrupt as interrupt:
+        if interrupt.args and interrupt.args[0]:
+            raise
+        unwritten = {option: path for option, path in asked.items()
+                     if file_identity(path) is None or file_identity(path) == before[option]}
+        raise KeyboardInterrupt(OutputWriter(unwritten, quiet=True).unwritten_note()) from None
 
 
 def _files_asked_for(args: argparse.Namespace) -> OutputWriter:

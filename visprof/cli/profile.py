@@ -146,7 +146,7 @@ class OutputWriter:
         from visprof.base.errors import OutputWriteError
 
         path = self.pending[option]
-        before = _file_identity(path)
+        before = file_identity(path)
         if not self.quiet:
             print(f"[visprof] writing {path}", file=sys.stderr, flush=True)
         try:
@@ -157,7 +157,7 @@ class OutputWriter:
             return
         except KeyboardInterrupt:
             # Ctrl-C between the rename and the return: the new file is complete and in place.
-            if _file_identity(path) != before and _file_identity(path) is not None:
+            if file_identity(path) != before and file_identity(path) is not None:
                 del self.pending[option]
             raise
         del self.pending[option]
@@ -182,7 +182,7 @@ class OutputWriter:
         return EXIT_OUTPUT if self.failed else 0
 
 
-def _file_identity(path: Path) -> tuple[int, int, int] | None:
+def file_identity(path: Path) -> tuple[int, int, int] | None:
     """(device, inode, mtime) of ``path``, None if absent: an atomic write changes the inode."""
     try:
         st = path.stat()
