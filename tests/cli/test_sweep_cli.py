@@ -121,6 +121,21 @@ def test_export_takes_the_cpu_rows_by_the_name_it_offers(tmp_path, capsys):
     assert code == 2 and out == "" and "--gpu is empty" in one_error_line(err)
 
 
+@pytest.mark.parametrize("gpu", ["H200", "h200", "NVIDIA H200", "*H200*"])
+def test_export_takes_a_gpu_by_the_names_the_other_commands_take(tmp_path, capsys, gpu):
+    # only the pattern '*H200*' had matched: --gpu H200 (as --base h200 takes it) wrote a bare header, exit 0
+    store = mixed_store(tmp_path / "mixed.db")
+    code, out, err = run_cli(capsys, "export", str(store), "-f", "timm", "--gpu", gpu)
+    assert code == 0 and err == "" and out.splitlines()[1].startswith("vit_base_patch16_224,")
+
+
+def test_an_export_that_matches_nothing_is_a_warning_naming_the_stores_gpus(tmp_path, capsys):
+    store = mixed_store(tmp_path / "mixed.db")
+    code, out, err = run_cli(capsys, "export", str(store), "-f", "timm", "--gpu", "rtx4090")
+    assert code == 0 and len(out.splitlines()) == 1
+    assert err == f"visprof: warning: no row of {store} matches --gpu 'rtx4090' (its rows' GPUs: NVIDIA H200)\n"
+
+
 def test_a_batch_list_item_that_is_no_integer_is_worded_as_profile_words_it(tmp_path, capsys):
     _, _, profile_err = run_cli(capsys, "profile", "resnet18", "-b", "abc")
     assert "argument --batch-size/-b: expected an integer, got 'abc'" in profile_err
@@ -165,7 +180,7 @@ def test_cli_sweep_then_export(tmp_path, capsys):
     code, out, _ = run_cli(capsys, "export", str(store), "--failures", "--format", "json")
     assert code == 0 and len(json.loads(out)["failures"]) == 2
     code, out, err = run_cli(capsys, "export", str(store), "--model", "nosuch*")  # a filter that matches nothing
-    assert code == 0 and f"[visprof] no row of {store} matches --model 'nosuch*'" in err
+    assert code == 0 and f"visprof: warning: no row of {store} matches --model 'nosuch*'" in err
 
 
 def test_a_sized_entry_sweeps_that_size_and_no_other(tmp_path, capsys):

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from visprof.cli.arguments import COMMAND_STARTED, non_negative_int, positive_int
-from visprof.base.errors import BadInputError
+from visprof.base.errors import BadInputError, VisprofError
 from visprof.base.options import PASSES, PRECISIONS
 from visprof.base.sizes import parse_img_size
 
@@ -157,7 +157,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     export.add_argument("--output", "-o", type=_file_or_stdout, metavar="FILE",
                         help="default (or -): stdout (parquet needs a file)")
     export.add_argument("--model", metavar="PATTERN", help="only models matching this pattern")
-    export.add_argument("--gpu", metavar="PATTERN", help="only rows of GPUs whose name matches ('*H200*'); cpu: the CPU's rows")
+    export.add_argument("--gpu", metavar="PATTERN", help="only rows of GPUs whose name matches ('*H200*') or of one GPU (h200); cpu: the CPU's rows")
     export.add_argument("--failures", action="store_true", help="export the failures instead (csv or json)")
     export.add_argument("--batch-size", "-b", type=positive_int, metavar="N",
                         help="--format timm: the rows of this batch size (timm's CSVs have one row per model and size)")
@@ -277,15 +277,38 @@ def _check_memory_formats(channels_last: bool, memory_formats: list[bool] | None
                             "give one of them (--memory-format nchw,channels_last sweeps both)")
 
 
+def _stored_gpu(store: Path, gpu: str | None) -> tuple[str | None, list[str]]:
+    """``--gpu`` as export's pattern, and the GPU names the store holds. A name without a pattern's
+    characters that names a GPU as the other commands do (``h200``, ``H200``, ``rtx4090``) is that
+    GPU's stored name: only '*H200*' had matched, and ``--gpu H200`` exported nothing, with exit 0."""
+    if not gpu or any(c in gpu for c in "*?[") or gpu == "cpu":
+        return gpu, []
+    from visprof.analysis.gpus import gpu_table
+    from visprof.store.result_store import open_store
+
+    try:
+        with open_store(store) as reader:
+            held = [name for name in reader.device_names() if name != "cpu"]
+    except VisprofError:
+        return gpu, []  # export_store says what is wrong with the store
+    table = gpu_table()
+    spec = table.find(gpu)
+    same = [name for name in held if name.lower() == gpu.lower()
+            or (spec is not None and table.find(name) is not None and table.find(name).id == spec.id)]
+    return (same[0].replace("[", "[[]").replace("*", "[*]").replace("?", "[?]") if len(same) == 1 else gpu), held
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     # export_store checks the output (writable, not the store) before it reads anything.
     export_store = importlib.import_module("visprof.store.export").export_store
-    count = export_store(args.store, args.output, args.format, model=args.model, gpu=args.gpu, failures=args.failures,
+    gpu, held = _stored_gpu(args.store, args.gpu)
+    count = export_store(args.store, args.output, args.format, model=args.model, gpu=gpu, failures=args.failures,
                          batch_size=args.batch_size, precision=args.precision)
     filters = (("model", args.model), ("gpu", args.gpu), ("batch-size", args.batch_size), ("precision", args.precision))
     if count == 0 and any(value for _, value in filters):  # an empty export is otherwise silent on stdout
-        print(f"[visprof] no row of {args.store} matches " + " and ".join(
-            f"--{name} {value!r}" for name, value in filters if value), file=sys.stderr)
+        print(f"visprof: warning: no row of {args.store} matches " + " and ".join(
+            f"--{name} {value!r}" for name, value in filters if value)
+              + (f" (its rows' GPUs: {', '.join(held)})" if args.gpu and held else ""), file=sys.stderr)
     if args.output is not None:
         print(f"[visprof] wrote {count} rows to {args.output}", file=sys.stderr)
     return 0

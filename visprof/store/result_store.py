@@ -494,6 +494,11 @@ class ResultStore:
             raise ValueError(f"unknown table {table!r}")
         return int(self.conn.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0])
 
+    def device_names(self) -> list[str]:
+        """The GPU names (or "cpu") of the store's results and failures, sorted."""
+        rows = self.conn.execute(f"SELECT {_DEVICE_NAME_SQL} FROM results UNION SELECT {_DEVICE_NAME_SQL} FROM failures")
+        return sorted(str(name) for (name,) in rows if name)
+
     def table_rows(self, model: str | None = None, gpu: str | None = None,
                    categories: bool = True) -> tuple[list[str], list[dict[str, Any]]]:
         """(columns, rows): the flattened rows and, with ``categories``, one column per
