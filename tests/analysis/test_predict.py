@@ -12,7 +12,6 @@ from visprof.analysis.group_scaling import (ACHIEVABLE, RATE_SCALINGS, default_r
                                            rate_ratio)
 from visprof.analysis.predict import predict_result, speedup, speedup_band
 from visprof.base.errors import BadInputError
-from visprof.report.compare_text import fits_label
 from visprof.result import LatencyStats, LaunchSizeRow, RooflineGroup, Timing
 
 FAST_MATH = dataclasses.replace(SPEC, id="fast-math", name="Fast math", match=(), tensor_tflops={"bf16": 200, "fp16": 200},
@@ -295,10 +294,10 @@ def test_each_scalings_latency_is_its_groups_predicted_one_by_one(name):
 
 def test_to_dict_is_asdict_with_the_range():
     """Prediction.to_dict converts its groups by hand (GroupPrediction.to_dict), not by asdict's walk:
-    the same dict, keys in the same order, with and without the groups."""
+    the same dict, keys in the same order, with and without the groups (and the fits column's words)."""
     p = predict_result(recorded_result("resnet50"), "rtx3090", batch_size=256)
     for groups in (True, False):
-        expected = {**dataclasses.asdict(p), "latency_range_ms": p.latency_range_ms}
+        expected = {**dataclasses.asdict(p), "latency_range_ms": p.latency_range_ms, "fits_label": p.fits_text}
         if not groups:
             del expected["groups"]
         got = p.to_dict(groups=groups)
@@ -358,10 +357,12 @@ def test_a_peak_near_the_cards_memory_is_neither_a_fit_nor_a_miss():
     assert near.memory_share == pytest.approx(1.0, abs=0.01)
     [note] = [n for n in near.notes if "GB at batch" in n]
     assert note.endswith("x the 24 GB of the rtx3090: too near it for the estimate to say whether it fits")
-    assert fits_label(near) == "near" and fits_label(at(0.75)) == "yes" and fits_label(at(1.3)) == "NO"
+    assert near.fits_text == "near" and at(0.75).fits_text == "yes" and at(1.3).fits_text == "NO"
+    # the CSV and JSON had said only fits: null for "near", as for no estimate at all
+    assert near.to_dict()["fits_label"] == "near" and at(1.3).to_dict()["fits_label"] == "NO"
     assert "may not fit" in repr(near)
     no_memory = dataclasses.replace(near, peak_memory_bytes=None, memory_share=None, fits=None)
-    assert fits_label(no_memory) == "-"
+    assert no_memory.fits_text == "-" and no_memory.to_dict()["fits_label"] == "-"
 
 
 def test_time_above_the_roof_can_scale_with_general_throughput():

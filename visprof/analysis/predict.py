@@ -82,6 +82,15 @@ class Prediction:
         return (f"<Prediction {self.model} {self.source_gpu} -> {self.target_gpu}: batch {self.batch_size}, "
                 f"{self.precision}, {self.latency_ms:.3f} ms{span_text}, {self.samples_per_s:,.1f} samples/s{fits}>")
 
+    @property
+    def fits_text(self) -> str:
+        """yes, NO, near (the estimate too near the card's memory to tell), or - without a memory
+        estimate: the table's column, and the files' ``fits_label`` (their ``fits`` is None for both
+        near and no estimate)."""
+        if self.fits is None:
+            return "near" if self.memory_share is not None else "-"
+        return "yes" if self.fits else "NO"
+
     def to_dict(self, groups: bool = False) -> dict:
         data = asdict(replace(self, groups=[]))  # asdict had walked every group, to drop them without groups
         if groups:
@@ -89,6 +98,7 @@ class Prediction:
         else:
             data.pop("groups")
         data["latency_range_ms"] = self.latency_range_ms
+        data["fits_label"] = self.fits_text
         return data
 
 

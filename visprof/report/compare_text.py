@@ -70,14 +70,6 @@ def format_comparison(comparison, top: int | None = 15, width: int | None = None
     return "\n".join(lines) + "\n"
 
 
-def fits_label(p) -> str:
-    """A prediction's fits column: yes, NO, near (the estimate too near the card's memory to
-    tell), or - without a memory estimate."""
-    if p.fits is None:
-        return "near" if p.memory_share is not None else "-"
-    return "yes" if p.fits else "NO"
-
-
 def format_predictions(predictions: Sequence, target_name: str, skipped: Iterable[str] = (), width: int | None = None) -> str:
     models = len({p.model for p in predictions})
     profiles = "" if models == len(predictions) else f" from {len(predictions)} profiles (sizes, precisions, GPUs)"
@@ -92,7 +84,7 @@ def format_predictions(predictions: Sequence, target_name: str, skipped: Iterabl
         rows.append([p.model, str(p.img_size or "-"), source, str(p.batch_size), measured,
                      f"{p.latency_ms:.3f}",
                      "-" if span is None else f"{span[0]:.3f}-{span[1]:.3f}", f"{p.samples_per_s:,.1f}", _shares(p.shares),
-                     fits_label(p)])
+                     p.fits_text])
     lines += ["", *format_table(headers, rows, width)]
     if any(p.latency_range_ms for p in predictions):
         lines += ["", "range: the latency with the time its kernels spend far below their roof scaled by nothing "
