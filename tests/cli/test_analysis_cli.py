@@ -106,6 +106,26 @@ def test_a_gpu_in_a_file_name_outside_timms_pattern(tmp_path, capsys, name, gpu,
     assert code == (2 if said.startswith("error") else 0)
 
 
+def test_a_gpu_without_a_spec_row_is_said_to_lack_one_not_to_lack_measurements(tmp_path, capsys):
+    # "no measurements on GPU 'rtx9090'; the inputs have: rtx3090, NVIDIA GeForce RTX 9090"
+    gpus = tmp_path / "gpus.toml"
+    gpus.write_text('[[gpus]]\nid = "rtx9090"\nname = "NVIDIA GeForce RTX 9090"\nmatch = [\'RTX 9090$\']\nsms = 200\n'
+                    'boost_clock_mhz = 3000\nmemory_gb = 48\nmemory_bandwidth_gbs = 3000\nl2_mb = 128\nfp32_tflops = 200\n'
+                    'tensor_tflops = { fp16 = 800, bf16 = 800 }\n')
+    mine = tmp_path / "mine.csv"
+    mine.write_text(CSV_4090.read_text())
+    store = tmp_path / "s.db"
+    assert run(capsys, "import-timm", CSV_3090, "--store", store)[0] == 0
+    assert run(capsys, "import-timm", mine, "--gpu", "rtx9090", "--precision", "amp", "--store", store, "--gpus", gpus)[0] == 0
+    code, _, err = run(capsys, "compare", store, "--base", "rtx3090", "--target", "rtx9090")
+    assert code == 2 and err.strip() == (
+        "visprof: error: GPU 'rtx9090' is 'NVIDIA GeForce RTX 9090' in the inputs, which has no row in the GPU spec "
+        "table: give its row with --gpus FILE (predictions and their sentences need it), or name it "
+        "'NVIDIA GeForce RTX 9090'")
+    code, out, _ = run(capsys, "compare", store, "--base", "rtx3090", "--target", "rtx9090", "--gpus", gpus)
+    assert code == 0 and out.startswith("visprof compare: RTX 3090 -> RTX 9090: 60 models measured on both")
+
+
 def test_a_csv_whose_name_has_no_precision_points_compare_to_import_timm(tmp_path, capsys):
     """compare said "give it with --precision P", an option compare does not have."""
     renamed = tmp_path / "rtx3090-numbers.csv"

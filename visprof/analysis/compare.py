@@ -32,7 +32,7 @@ from visprof.analysis.compare_notes import (batch_note, cpu_results_note, disagr
                                             witness_path_changes)
 from visprof.analysis.comparison import Aggregate, Comparison, ModelComparison, PredictionAgreement
 from visprof.analysis.families import family
-from visprof.analysis.gpus import GpuSpec, GpuTable, table_or_default
+from visprof.analysis.gpus import GpuSpec, GpuTable, more_gpus, normalize_name, table_or_default
 from visprof.analysis.time_basis import END_TO_END, GPU, TIME_BASES, host_note, on_gpu_time
 from visprof.analysis.roofline import dominant_category
 from visprof.analysis.sources import Loaded, Measurement
@@ -63,6 +63,13 @@ def _resolve(name: str | None, keys: list[str], table: GpuTable) -> str:
     for key in keys:
         if key == name or (spec is not None and key == spec.id):
             return key
+    # A GPU without a spec row keeps its device name as its key ("NVIDIA GeForce RTX 9090"): asked
+    # for as rtx9090, it had been "no measurements on GPU 'rtx9090'" with that very GPU listed.
+    unrowed = [key for key in keys if name and table.find(key) is None and normalize_name(key) == normalize_name(name)]
+    if unrowed:
+        raise BadInputError(f"GPU {name!r} is {unrowed[0]!r} in the inputs, which has no row in the GPU spec table: "
+                            f"give its row with {more_gpus()} (predictions and their sentences need it), or name it "
+                            f"{unrowed[0]!r}")
     raise BadInputError(f"no measurements on GPU {name!r}; the inputs have: {', '.join(keys) or 'none'}")
 
 
