@@ -65,7 +65,8 @@ def test_the_cli_tells_named_models_and_says_which_it_does_not_hold():
     lines = text.splitlines()
     assert len(lines) == 5 and lines[0].startswith("told from the fit on all models of the pair (in sample")
     assert lines[1].strip().startswith("resnetv2_50d_gn.a1h_in1k: x") and lines[2].strip().startswith("m1_0: x")
-    assert lines[3].strip() == "vit_nothing: not among the calibrated models (no published row on both GPUs under this name)"
+    assert lines[3].strip() == ("vit_nothing: not among the calibrated models (not published on both GPUs, and its profile "
+                                "gives no spec prediction)")
     assert lines[4].strip() == ("vit_unprofiled: not among the calibrated models (published on both GPUs, but no profile at "
                                 "a published image size or no spec prediction)")
     # a tagged name finds the model under another tag, or none; an exact name only itself

@@ -27,7 +27,8 @@ def test_an_unknown_explain_name_is_refused_before_the_fit_with_close_names(tmp_
     err = capsys.readouterr().err
     assert code == 2
     assert err.strip().splitlines()[-1] == ("visprof: error: --explain resnet5O: no published row on both rtx3090 and "
-                                            "rtx4090 under this name; did you mean: resnet50, resnet34, resnetrs152?")
+                                            "rtx4090, and no profile, under this name; did you mean: resnet50, resnet34, "
+                                            "resnetrs152?")
     assert calls == ["compare"]  # joined, then stopped before the fit
     # a name in another case: the one it is, first (difflib alone suggested nothing)
     assert cli.main([*argv, "--explain", "RESNET50"]) == 2
@@ -35,6 +36,15 @@ def test_an_unknown_explain_name_is_refused_before_the_fit_with_close_names(tmp_
     # a known name passes the check, with or without a pretrained tag: the run goes on to the fit
     # (which these 4 recordings are too few for)
     code = cli.main([*argv, "--explain", "resnet50.a1_in1k"])
+    err = capsys.readouterr().err
+    assert "--explain" not in err and "calibration needs at least 20" in err
+    # so does a model profiled but not published, which calibrate predicts (it had been refused)
+    import json
+
+    doc = json.loads((tmp_path / "resnet50.json").read_text())
+    doc["model"]["name"] = "resnet50_mine"
+    (tmp_path / "resnet50_mine.json").write_text(json.dumps(doc))
+    code = cli.main([*argv, "--explain", "resnet50_mine"])
     err = capsys.readouterr().err
     assert "--explain" not in err and "calibration needs at least 20" in err
 

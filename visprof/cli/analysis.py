@@ -318,7 +318,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         progress.step(f"joining and predicting {len(loaded.measurements)} measurements")
         comparison = compare(loaded.measurements, args.base, args.target, table, on_progress=progress.update)
         _check_not_circular(comparison)
-        _check_explained_names(args.explain or [], comparison)  # before the fit: a typo costs no minute
+        # before the fit: a typo costs no minute
+        _check_explained_names(args.explain or [], comparison, {p.model for p in loaded.profiles})
         if comparison.implausible:
             _warn(comparison.implausible)
         if comparison.software:
@@ -376,27 +377,29 @@ def _explained(fit, fleet, names: list[str], published: set[str]) -> str:
     for name in names:
         told = sentences(fit, fleet, [name])
         why = ("published on both GPUs, but no profile at a published image size or no spec prediction"
-               if architecture(name) in published else "no published row on both GPUs under this name")
+               if architecture(name) in published else "not published on both GPUs, and its profile gives no spec "
+               "prediction")
         lines += [f"  {s.text()}" for s in told] or [f"  {name}: not among the calibrated models ({why})"]
     return "\n".join(lines) + "\n"
 
 
-def _check_explained_names(names: list[str], comparison) -> None:
-    """--explain names a model the pair publishes on both GPUs (any pretrained tag of it)."""
+def _check_explained_names(names: list[str], comparison, profiled: set[str]) -> None:
+    """--explain names a model the pair publishes on both GPUs, or one profiled that calibrate
+    predicts without them (any pretrained tag of it); profiled-only ones had been refused."""
     import difflib
 
     from visprof.analysis.families import architecture
     from visprof.base.errors import BadInputError
 
-    published = sorted({architecture(mc.model) for mc in comparison.models})
+    known = sorted({architecture(mc.model) for mc in comparison.models} | {architecture(m) for m in profiled})
     for name in names:
-        if architecture(name) not in published:
+        if architecture(name) not in known:
             # timm's names are lower case: RESNET50 is resnet50, which difflib's case-blind ratio misses
-            close = ([arch for arch in published if arch.lower() == architecture(name).lower()]
-                     or difflib.get_close_matches(architecture(name), published, n=3, cutoff=0.6))
+            close = ([arch for arch in known if arch.lower() == architecture(name).lower()]
+                     or difflib.get_close_matches(architecture(name), known, n=3, cutoff=0.6))
             hint = f"; did you mean: {', '.join(close)}?" if close else ""
             raise BadInputError(f"--explain {name}: no published row on both {comparison.base} and "
-                                f"{comparison.target} under this name{hint}")
+                                f"{comparison.target}, and no profile, under this name{hint}")
 
 
 def prediction_row(p) -> dict:
