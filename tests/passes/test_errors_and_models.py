@@ -422,6 +422,25 @@ def test_a_module_whose_weights_are_not_float32_is_told_what_runs_it(dtype, prec
     assert module.training and next(module.parameters()).dtype == dtype  # left as it came
 
 
+@pytest.mark.parametrize("dtype, precision", [(torch.bfloat16, "bf16"), (torch.float16, "fp16")])
+def test_a_low_precision_module_runs_at_its_weights_precision_unless_another_is_asked(dtype, precision):
+    """Without precision=, a bf16 module was refused at the CPU's default fp32 ("precision fp32 does
+    not feed"), a precision the caller never gave; it runs at its own, its inputs cast up front (no
+    per-forward input cast, which a bf16 pipeline does not run), and a note says so."""
+    import visprof
+
+    result = visprof.profile(TinyNet().to(dtype), batch_size=1, img_size=16, iterations=2, warmup=0, progress=False)
+    assert (result.config.precision, result.config.autocast) == (precision, "model-cast")
+    assert (f"TinyNet's weights are {precision}: it ran at precision='{precision}' with its inputs cast up front "
+            "(autocast model-cast), as such a module runs; ask for another precision to run it at that one") in result.warnings
+    assert not any(row.op_type.startswith(("aten.to.", "aten._to_copy")) for row in result.op_types)
+    # asked for, the precision and autocast are as asked
+    asked = visprof.profile(TinyNet().to(dtype), batch_size=1, img_size=16, iterations=2, warmup=0, progress=False,
+                            precision=precision, autocast="per-forward")
+    assert (asked.config.precision, asked.config.autocast) == (precision, "per-forward")
+    assert not any("weights are" in w for w in asked.warnings)
+
+
 def test_a_bf16_module_profiles_at_bf16():
     import visprof
 

@@ -337,6 +337,14 @@ def _is_size(value: Any) -> bool:
 _PRECISION_OF_DTYPE = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 
 
+def weights_precision(model: Any) -> str | None:
+    """"bf16" or "fp16" for a module whose floating weights are all of that dtype, else None."""
+    if not isinstance(model, nn.Module):
+        return None
+    dtypes = {p.dtype for p in itertools.chain(model.parameters(), model.buffers()) if p.is_floating_point()}
+    return _PRECISION_OF_DTYPE.get(dtypes.pop()) if len(dtypes) == 1 else None
+
+
 def check_weights_dtype(model: Any, precision: str) -> None:
     """A user's module whose weights are not float32 is refused where its inputs would not match
     them: fed float32 at fp32, a bf16 module failed in its first layer as "model failed on an input".

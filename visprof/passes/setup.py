@@ -21,7 +21,7 @@ from visprof.passes.host_memory import check_host_memory, host_oom_error, is_hos
 from visprof.base.sizes import validate_batch_size
 from visprof.base.spelling import option
 from visprof.base.tf32_switches import Tf32SwitchError
-from visprof.passes.models import ModelSpec, check_weights_dtype, resolve_model
+from visprof.passes.models import ModelSpec, check_weights_dtype, resolve_model, weights_precision
 from visprof.passes.runner import ModelRunner, RunConfig
 
 __all__ = ["RunSetup", "resolve_run", "choice", "check_flag", "check_count", "check_counts", "COUNT_MINIMUMS",
@@ -89,10 +89,17 @@ def resolve_run(model: Any, *, batch_size: int | None = None, img_size: Any = No
     builds in NCHW; the config holds the layout that runs, a bool."""
     device = hardware.resolve_device(device)
     kind = "cuda" if device.startswith("cuda") else "cpu"
+    # A module in bf16 or fp16 runs at that precision unless another is asked: the CPU's default fp32
+    # had been refused ("precision fp32 does not feed"), a precision the caller never gave. Its inputs
+    # are cast up front (model-cast), as such a module runs: per-forward autocast had added a cast of
+    # the input to every forward that a bf16 pipeline does not run.
+    own = weights_precision(model) if precision is None else None
     # None is the default; "" is a value, refused as any unknown one is (it had run the defaults)
-    precision = choice("precision", DEFAULT_PRECISION[kind] if precision is None else precision, PRECISIONS)
+    precision = choice("precision", own or (DEFAULT_PRECISION[kind] if precision is None else precision), PRECISIONS)
     grad_mode = choice("grad_mode", DEFAULT_GRAD_MODE if grad_mode is None else grad_mode, GRAD_MODES)
-    autocast = choice("autocast", DEFAULT_AUTOCAST if autocast is None else autocast, AUTOCAST_MODES)
+    own_cast = own is not None and autocast is None
+    autocast = choice("autocast", ("model-cast" if own_cast else DEFAULT_AUTOCAST) if autocast is None else autocast,
+                      AUTOCAST_MODES)
     compile = check_flag("compile", compile)
     if channels_last is not None:
         channels_last = check_flag("channels_last", channels_last)
@@ -105,6 +112,10 @@ def resolve_run(model: Any, *, batch_size: int | None = None, img_size: Any = No
     config = RunConfig(batch_size=batch_size, precision=precision, channels_last=channels_last,
                        compile=compile, device=device, grad_mode=grad_mode, autocast=autocast)
     notes = list(spec.notes) + layout_notes + _device_notes(kind, precision)
+    if own is not None:
+        notes.append(f"{spec.name}'s weights are {own}: it ran at {option('precision', own)}"
+                     + (" with its inputs cast up front (autocast model-cast), as such a module runs" if own_cast else "")
+                     + "; ask for another precision to run it at that one")
     if (note := idle_autocast_note(autocast, precision)) is not None:
         notes.append(note)
     return RunSetup(spec, config, table, kind, notes)
