@@ -666,7 +666,33 @@ def _from_document(data: Any) -> "ProfileResult":
         raise _NotAResult(f"not a visprof profile result (schema={schema!r}){_what_it_is(data)}")
     if schema != SCHEMA:
         raise DocumentError(f"unsupported result schema {schema!r}; this visprof reads {SCHEMA!r}")
-    return _DECODER.decode(ProfileResult, data)
+    result = _DECODER.decode(ProfileResult, data)
+    _check_values(result)
+    return result
+
+
+# A share is a fraction of the run's time; a float sum may pass 1 by a rounding step.
+_SHARE_MAX = 1 + 1e-6
+
+
+def _check_values(result: "ProfileResult") -> None:
+    """Values of the right type that no run can give (a share of 5.0, batch -4, a negative time):
+    loaded, they had been reported as "convolution 501%", "batch -4"."""
+    def need(ok: bool, field: str, value: Any, what: str) -> None:
+        if not ok:
+            raise DocumentError(f"{field}: {value!r} {what}")
+
+    batch = result.model.batch_size
+    need(batch is None or batch >= 1, "model.batch_size", batch, "is not a batch size (1 or more)")
+    if result.timing is not None:
+        latency = result.timing.latency_ms
+        for name in ("median", "mean", "p10", "p90", "min", "max", "std"):
+            value = getattr(latency, name)
+            need(value >= 0, f"timing.latency_ms.{name}", value, "is not a time (0 or more)")
+    for table in ("categories", "modules", "op_types", "kernel_families"):
+        for i, row in enumerate(getattr(result, table)):
+            need(row.time_ms >= 0, f"{table}[{i}].time_ms", row.time_ms, "is not a time (0 or more)")
+            need(0 <= row.share <= _SHARE_MAX, f"{table}[{i}].share", row.share, "is not a share (0 to 1)")
 
 
 # visprof's other JSON documents, by a key they have: what a result was given had been said only as

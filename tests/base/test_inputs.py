@@ -88,6 +88,11 @@ def test_nan_is_refused(tmp_path, result_dict):
     (lambda d: d.update(model=[]), "model", "expected an object, got a list of 0"),
     (lambda d: d.update(warnings=[1]), "warnings[0]", "expected a string, got an integer (1)"),
     (lambda d: d.update(measurement=None), "measurement", "expected a string, got null"),
+    # values of the right type that no run gives: loaded, they were reported ("convolution 501%", "batch -4")
+    (lambda d: d["categories"][0].update(share=5.0), "categories[0].share", "5.0 is not a share (0 to 1)"),
+    (lambda d: d["model"].update(batch_size=-4), "model.batch_size", "-4 is not a batch size (1 or more)"),
+    (lambda d: d["categories"][1].update(time_ms=-1.5), "categories[1].time_ms", "-1.5 is not a time (0 or more)"),
+    (lambda d: d["timing"]["latency_ms"].update(p90=-0.1), "timing.latency_ms.p90", "-0.1 is not a time (0 or more)"),
 ])
 def test_a_partly_wrong_result_names_the_field(tmp_path, result_dict, edit, field, words):
     edit(result_dict)
