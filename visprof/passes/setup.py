@@ -40,6 +40,9 @@ class RunSetup:
 
 
 def choice(name: str, value: str, allowed: Sequence[str]) -> str:
+    """``value`` among ``allowed``, whatever its case (precision="BF16" had been refused)."""
+    if isinstance(value, str) and value.lower() in allowed:
+        return value.lower()
     if value not in allowed:
         raise BadInputError(f"unknown {name} {value!r}; choose one of {', '.join(allowed)}")
     return value
