@@ -453,8 +453,8 @@ def test_option_words_are_taken_in_any_case():
     # precision="BF16" was refused as an unknown precision, where the CLI's did-you-mean knows better
     from visprof.passes.setup import resolve_run
 
-    setup = resolve_run(TinyNet(), precision="FP32", grad_mode="No_Grad", autocast="Whole-Loop", device="cpu")
-    assert (setup.config.precision, setup.config.grad_mode, setup.config.autocast) == ("fp32", "no_grad", "whole-loop")
+    setup = resolve_run(TinyNet(), precision="BF16", grad_mode="No_Grad", autocast="Whole-Loop", device="cpu")
+    assert (setup.config.precision, setup.config.grad_mode, setup.config.autocast) == ("bf16", "no_grad", "whole-loop")
     with pytest.raises(BadInputError, match="unknown precision 'fp8'; choose one of"):
         resolve_run(TinyNet(), precision="fp8", device="cpu")
 
