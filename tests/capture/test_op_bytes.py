@@ -290,3 +290,30 @@ def test_a_padded_batch_through_the_fused_encoder_counts_each_sequence_at_its_le
     assert all(op.bytes == (2 * sum(lengths) * width + weights) * 4 for op in layers)  # packed tokens in and out
     packing = next(op for op in ops if op.name == "aten._nested_tensor_from_mask.default")
     assert packing.bytes == (2 * 16 + sum(lengths)) * width * 4 + 2 * 16  # padded tokens and mask in, packed out
+
+
+@pytest.mark.parametrize("grad_mode", [torch.inference_mode, torch.no_grad])
+@pytest.mark.parametrize("cls, gates, layers, directions", [
+    (torch.nn.LSTM, 4, 2, 2), (torch.nn.GRU, 3, 1, 1), (torch.nn.RNN, 1, 1, 2)])
+def test_a_recurrent_layer_counts_its_gate_gemms_once_whichever_op_runs_it(cls, gates, layers, directions, grad_mode):
+    """nn.LSTM (sequencer2d's) counted 0 FLOPs: under inference_mode capture sees aten.lstm, a oneDNN
+    layer (mkldnn_rnn_layer) under no_grad, cuDNN's _cudnn_rnn on a GPU, none with a formula; an
+    nn.GRU under no_grad runs GEMMs, which were counted. Each layer and direction multiplies every
+    token by its input and hidden weight matrices."""
+    hidden, features, tokens = 32, 16, 2 * 10
+    rnn = cls(features, hidden, num_layers=layers, bidirectional=directions == 2, batch_first=True)
+    ops = capture(rnn, torch.randn(2, 10, features), grad_mode=grad_mode)
+    widths = [features] + [hidden * directions] * (layers - 1)  # what each layer reads
+    expected = sum(2 * tokens * directions * gates * hidden * (width + hidden) for width in widths)
+    assert sum(op.flops for op in ops) == expected, [(op.name, op.flops) for op in ops if op.flops]
+
+
+def test_cudnns_rnn_counts_as_the_cpus_does():
+    # a GPU runs nn.LSTM as _cudnn_rnn(input, weights, stride, buf, hx, cx, mode, hidden, ...): same formula
+    from visprof.capture.op_costs import op_flops
+
+    x, hx = torch.empty(2, 10, 16, device="meta"), torch.empty(1, 2, 32, device="meta")
+    weights = [torch.empty(128, 16, device="meta"), torch.empty(128, 32, device="meta"),
+               torch.empty(128, device="meta"), torch.empty(128, device="meta")]
+    args = (x, weights, 4, None, hx, hx, 2, 32, 0, 1, True, 0.0, False, False, [], None)
+    assert op_flops(aten._cudnn_rnn.default, args, {}, None) == 2 * 20 * 128 * (16 + 32)

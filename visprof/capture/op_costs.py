@@ -140,6 +140,26 @@ def _flex_attention_backward(args, kwargs, out) -> float:
     return 2.5 * _sdpa(args[:3], kwargs, out)
 
 
+def _rnn_gemms(x: torch.Tensor, weights) -> float:
+    """Per token, each layer's and direction's GEMMs of its input and hidden weights against the
+    gates (and an LSTM's projection): the weights' matrices are the 2-D tensors, the 1-D ones biases.
+    ``x`` is (T, B, F), (B, T, F) or packed (tokens, F)."""
+    tokens = x.numel() // x.shape[-1]
+    return 2.0 * tokens * sum(w.numel() for w in weights if isinstance(w, torch.Tensor) and w.dim() == 2)
+
+
+def _fused_rnn(args, kwargs, out) -> float:
+    """An RNN run whole (``aten.lstm``/``gru``/``rnn_*`` under inference_mode, cuDNN's, MIOpen's): its
+    weights are the tensor lists among its arguments (the hidden state's tensors there are 3-D).
+    ``nn.LSTM`` (sequencer2d's) had counted 0 FLOPs, though an nn.GRU run as GEMMs was counted."""
+    return _rnn_gemms(args[0], [w for a in args[1:] if isinstance(a, (list, tuple)) for w in a])
+
+
+def _rnn_layer(args, kwargs, out) -> float:
+    """oneDNN's one RNN layer on the CPU: weight0-3 (input and hidden matrices, their biases)."""
+    return _rnn_gemms(args[0], args[1:5])
+
+
 def _torch_formula(packet):
     """torch's own formula for ``packet``, for an op whose leading arguments are the same tensors."""
     formula = flop_registry[packet]
@@ -169,6 +189,9 @@ _COMPOSITES = {
     aten._scaled_dot_product_attention_math: _sdpa,
     aten._native_multi_head_attention: _native_mha,
     aten._transformer_encoder_layer_fwd: _transformer_encoder_layer,
+    **{getattr(aten, name): _fused_rnn for name in ("lstm", "gru", "rnn_tanh", "rnn_relu", "_cudnn_rnn", "miopen_rnn")
+       if hasattr(aten, name)},
+    **({aten.mkldnn_rnn_layer: _rnn_layer} if hasattr(aten, "mkldnn_rnn_layer") else {}),
 }
 if FLEX_ATTENTION is not None:  # an SDPA whose scores a function modifies; torch's formulas (2.14 has them) agree
     _COMPOSITES.update({FLEX_ATTENTION: _sdpa, FLEX_ATTENTION_BACKWARD: _flex_attention_backward})
