@@ -555,7 +555,15 @@ class ProfileResult:
     def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
         """The result as JSON text; also written to ``path`` when given, atomically (the
         previous file stays whole if writing fails or is interrupted; gzipped for ``.gz``)."""
-        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+        data = self.to_dict()
+        try:
+            text = json.dumps(data, indent=indent, allow_nan=False)
+        except ValueError:  # the encoder's "Out of range float values", ten frames deep, naming no field
+            field, value = _non_finite(data)
+            from visprof.base.errors import BadInputError
+
+            raise BadInputError(f"the result holds {value} at {field}, which a JSON document cannot hold (and "
+                                "no run gives): set it to a number or None first") from None
         if path is not None:
             from visprof.base.outputs import atomic_write_json
 
@@ -709,6 +717,18 @@ _OTHER_SCHEMAS = {
     "visprof.store-export": "a store export (visprof export --format json)",
     "visprof.bounds": "a bound library (visprof bounds build)",
 }
+
+
+def _non_finite(value: Any, field: str = "") -> tuple[str, float] | None:
+    """The first NaN or infinity in ``value`` (a result's dict) and where it is: ("categories[0].share", nan)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return field, value
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        found = _non_finite(item, f"{field}[{key}]" if isinstance(key, int) else f"{field}.{key}" if field else key)
+        if found:
+            return found
+    return None
 
 
 def _what_it_is(data: dict) -> str:

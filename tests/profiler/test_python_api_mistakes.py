@@ -64,3 +64,13 @@ def test_a_result_loaded_from_another_visprof_document_says_which(tmp_path, docu
         ProfileResult.load(path)
     with pytest.raises(NotAResultError, match=f"^not a visprof profile result .*: {what}"):
         ProfileResult.from_dict(document)
+
+
+def test_a_result_holding_nan_is_refused_naming_the_field(tmp_path):
+    # json's "Out of range float values are not JSON compliant: nan", ten frames deep, named no field
+    result = ProfileResult.load(RESULT)
+    result.categories[2].share = float("nan")
+    with pytest.raises(BadInputError, match=r"^the result holds nan at categories\[2\]\.share, which a JSON document "
+                                            r"cannot hold"):
+        result.to_json(tmp_path / "r.json")
+    assert not (tmp_path / "r.json").exists()
