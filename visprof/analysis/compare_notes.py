@@ -62,15 +62,23 @@ def cpu_results_note(count: int) -> str:
     return f"{count} CPU result(s) left out: their times are host-clock, not a GPU's"
 
 
+def _two_settings(models: list[ModelComparison], setting: str) -> tuple[int, tuple] | None:
+    """How many models' two numbers differ in ``setting`` (a Measurement field), and the most common
+    (base, target) pair of values; None where none do."""
+    pairs = Counter((getattr(m.base, setting), getattr(m.target, setting)) for m in models
+                    if getattr(m.base, setting) and getattr(m.target, setting)
+                    and getattr(m.base, setting) != getattr(m.target, setting))
+    return (sum(pairs.values()), pairs.most_common(1)[0][0]) if pairs else None
+
+
 def precision_note(models: list[ModelComparison], base_name: str, target_name: str) -> str | None:
     """A warning where the two GPUs' numbers of some models were measured at different precisions:
     their speed-ups carry the change of precision as well as the GPUs'."""
-    pairs = Counter((m.base.precision, m.target.precision) for m in models
-                    if m.base.precision and m.target.precision and m.base.precision != m.target.precision)
-    if not pairs:
+    found = _two_settings(models, "precision")
+    if found is None:
         return None
-    (base_p, target_p), _ = pairs.most_common(1)[0]
-    return (f"{sum(pairs.values())} model(s) compare numbers of two precisions (e.g. the {base_name} at {base_p}, "
+    count, (base_p, target_p) = found
+    return (f"{count} model(s) compare numbers of two precisions (e.g. the {base_name} at {base_p}, "
             f"the {target_name} at {target_p}): their speed-ups carry the change of precision as well as the GPUs'")
 
 
@@ -78,12 +86,11 @@ def batch_note(models: list[ModelComparison], base_name: str, target_name: str) 
     """Where a model's two numbers ran at different batches (timm's benchmark halves the batch on
     an out-of-memory error; a user's tables may simply differ): its speed-up carries the change of
     batch too, and its prediction is at the base GPU's batch. Said as the precision's is."""
-    pairs = Counter((m.base.batch_size, m.target.batch_size) for m in models
-                    if m.base.batch_size and m.target.batch_size and m.base.batch_size != m.target.batch_size)
-    if not pairs:
+    found = _two_settings(models, "batch_size")
+    if found is None:
         return None
-    (base_b, target_b), _ = pairs.most_common(1)[0]
-    return (f"{sum(pairs.values())} model(s) compare numbers at two batch sizes (e.g. the {base_name} at {base_b}, the "
+    count, (base_b, target_b) = found
+    return (f"{count} model(s) compare numbers at two batch sizes (e.g. the {base_name} at {base_b}, the "
             f"{target_name} at {target_b}): their speed-ups carry the change of batch as well as the GPUs', and their "
             f"predictions are at the {base_name}'s batch")
 
