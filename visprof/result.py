@@ -20,6 +20,7 @@ from typing import Any
 
 from visprof.base.options import UNKNOWN_REGIME, autocast_at
 from visprof.base.inputs import describe_value
+from visprof.base.json_documents import described
 from visprof.base.typed_json import DataclassDecoder, DocumentError
 
 SCHEMA = "visprof.profile/1"
@@ -559,7 +560,10 @@ class ProfileResult:
         try:
             text = json.dumps(data, indent=indent, allow_nan=False)
         except ValueError:  # the encoder's "Out of range float values", ten frames deep, naming no field
-            field, value = _non_finite(data)
+            found = _non_finite(data)
+            if found is None:
+                raise
+            field, value = found
             from visprof.base.errors import BadInputError
 
             raise BadInputError(f"the result holds {value} at {field}, which a JSON document cannot hold (and "
@@ -671,7 +675,7 @@ def _from_document(data: Any) -> "ProfileResult":
         raise DocumentError(f"expected a JSON object at the top level, got {describe_value(data)}")
     schema = data.get("schema")
     if not isinstance(schema, str) or schema.rsplit("/", 1)[0] != SCHEMA.rsplit("/", 1)[0]:
-        raise _NotAResult(f"not a visprof profile result (schema={schema!r}){_what_it_is(data)}")
+        raise _NotAResult(f"not a visprof profile result (schema={schema!r}){described(data)}")
     if schema != SCHEMA:
         raise DocumentError(f"unsupported result schema {schema!r}; this visprof reads {SCHEMA!r}")
     result = _DECODER.decode(ProfileResult, data)
@@ -703,22 +707,6 @@ def _check_values(result: "ProfileResult") -> None:
             need(0 <= row.share <= _SHARE_MAX, f"{table}[{i}].share", row.share, "is not a share (0 to 1)")
 
 
-# visprof's other JSON documents, by a key they have: what a result was given had been said only as
-# "schema=None", visprof's own diff and Chrome trace too.
-_OTHER_DOCUMENTS = (
-    ("traceEvents", "a Chrome trace (--trace, chrome_trace()), which Perfetto or chrome://tracing opens"),
-    ("differences", "visprof diff's --json summary of two results"),
-    ("predictions", "visprof predict's --json output"),
-    ("slowest", "visprof sweep's --json summary; its results are in the store (visprof export)"),
-)
-_OTHER_SCHEMAS = {
-    "visprof.trace": "a trace recording (session.save; visprof.CapturedTrace.load reads it)",
-    "visprof.calibration": "a calibration (calibrate --save; predict and compare --calibration read it)",
-    "visprof.store-export": "a store export (visprof export --format json)",
-    "visprof.bounds": "a bound library (visprof bounds build)",
-}
-
-
 def _non_finite(value: Any, field: str = "") -> tuple[str, float] | None:
     """The first NaN or infinity in ``value`` (a result's dict) and where it is: ("categories[0].share", nan)."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -729,13 +717,6 @@ def _non_finite(value: Any, field: str = "") -> tuple[str, float] | None:
         if found:
             return found
     return None
-
-
-def _what_it_is(data: dict) -> str:
-    mark = data.get("schema") or data.get("format")
-    if isinstance(mark, str) and mark.rsplit("/", 1)[0] in _OTHER_SCHEMAS:
-        return f": it is {_OTHER_SCHEMAS[mark.rsplit('/', 1)[0]]}"
-    return next((f": it is {what}" for key, what in _OTHER_DOCUMENTS if key in data), "")
 
 
 def _plain(value: Any) -> Any:

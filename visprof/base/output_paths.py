@@ -18,7 +18,6 @@ import contextlib
 import csv
 import errno
 import os
-import re
 import secrets
 import stat
 import zlib
@@ -27,6 +26,7 @@ from typing import Iterable, Iterator, Mapping, Sequence, Union
 
 from visprof.base.errors import BadInputError
 from visprof.base.inputs import NAME_MAX, refuse_a_long_name
+from visprof.base.json_documents import CHROME_TRACE, document_name, mark_of_head
 
 __all__ = ["OUTPUT_KINDS", "InputPaths", "SQLITE_SIDE_SUFFIXES", "check_not_an_input", "check_output_dir",
            "check_output_path", "check_output_paths", "create_new", "describe_os_error", "files_in", "is_sqlite_file",
@@ -394,44 +394,25 @@ def _looks_like_csv(head: bytes) -> bool:
     return len(widths) == 1 and widths.pop() >= 2
 
 
-# A JSON document visprof writes says what it is in its first key ("schema"; a bound library's
-# "format"), and a Chrome trace holds "traceEvents": each is replaced only by an output of its own
-# kind, and other JSON only by the outputs that write plain JSON (summaries). A --trace had replaced
-# a saved profile result, and a --json a dataset's annotations.json, without a word.
-_VISPROF_MARK = re.compile(rb'^\s*\{\s*"(?:schema|format)"\s*:\s*"(visprof\.[\w.-]+)/')
-_JSON_DOCUMENTS = {  # kind -> (its mark, what it is called)
-    "profile": ("visprof.profile", "a visprof profile result"),
-    "recording": ("visprof.trace", "a visprof trace recording"),
-    "calibration": ("visprof.calibration", "a visprof calibration"),
-    "bounds": ("visprof.bounds", "a visprof bound library"),
-    "store-export": ("visprof.store-export", "a visprof store export"),
-    "chrome-trace": ("chrome-trace", "a Chrome trace"),
-}
+# Each of visprof's JSON documents (visprof.base.json_documents: a schema in its first key, or a
+# Chrome trace's traceEvents) is replaced only by an output of its own kind, and other JSON only by
+# the outputs that write plain JSON (summaries). A --trace had replaced a saved profile result, and a
+# --json a dataset's annotations.json, without a word.
+_DOCUMENT_KINDS = {"profile": "visprof.profile", "recording": "visprof.trace", "calibration": "visprof.calibration",
+                   "bounds": "visprof.bounds", "store-export": "visprof.store-export", "chrome-trace": CHROME_TRACE}
 
 
 def json_document_mark(head: bytes) -> str | None:
-    """What the JSON document that starts with ``head`` is: a visprof schema's name
-    ("visprof.profile"), "chrome-trace", or None (other JSON, or no JSON)."""
+    """``json_documents.mark_of_head`` of a file's first bytes, gzipped or not."""
     if head[:2] == b"\x1f\x8b":
         head = _gunzipped_start(head) or b""
-    head = head.lstrip(b"\xef\xbb\xbf")
-    mark = _VISPROF_MARK.match(head)
-    if mark:
-        return mark.group(1).decode()
-    return "chrome-trace" if b'"traceEvents"' in head else None
-
-
-def _held(head: bytes) -> str | None:
-    """What a file of one of visprof's JSON kinds is called, from its first bytes."""
-    mark = json_document_mark(head)
-    names = {m: name for m, name in _JSON_DOCUMENTS.values()}
-    return names.get(mark, f"a {mark} document") if mark else None
+    return mark_of_head(head)
 
 
 OUTPUT_KINDS = {
     "json": ("JSON", lambda head: _looks_like_json(head) and json_document_mark(head) is None),
-    **{kind: (name, lambda head, mark=mark: json_document_mark(head) == mark)
-       for kind, (mark, name) in _JSON_DOCUMENTS.items()},
+    **{kind: (document_name(mark), lambda head, mark=mark: json_document_mark(head) == mark)
+       for kind, mark in _DOCUMENT_KINDS.items()},
     "html": ("an HTML page", _looks_like_html),
     "csv": ("CSV", _looks_like_csv),
     "parquet": ("Parquet", lambda head: head.startswith(b"PAR1")),
@@ -451,7 +432,8 @@ def refuse_another_kind(path: Path, what: str, kind: str) -> None:
     except OSError:  # unreadable: the write says why it cannot replace it
         return
     if head.strip() and not looks_like(head):
-        held = _held(head) if _looks_like_json(head) else None
+        mark = json_document_mark(head) if _looks_like_json(head) else None
+        held = document_name(mark) if mark else None
         holds = f"holds {held}, not {name}," if held else f"holds something other than {name},"
         raise BadInputError(f"{what} {path} {holds} which this output would replace; "
                             "give another file name, or remove it first if it is to go")

@@ -129,10 +129,10 @@ class CapturedTrace:
     def from_dict(cls, data: dict[str, Any]) -> "CapturedTrace":
         if data.get("schema") != TRACE_SCHEMA:
             from visprof.base.errors import BadInputError  # a ValueError too, as this had raised
+            from visprof.base.json_documents import CHROME_TRACE, described, mark_of
 
-            hint = {"visprof.profile/1": ": it is a profile result (visprof.ProfileResult.load reads it)"}.get(
-                data.get("schema"), ": a Chrome trace (chrome_trace()) is not read back" if "traceEvents" in data else "")
-            raise BadInputError(f"not a {TRACE_SCHEMA} recording (schema={data.get('schema')!r}){hint}")
+            unread = "; it is not read back" if mark_of(data) == CHROME_TRACE else ""
+            raise BadInputError(f"not a {TRACE_SCHEMA} recording (schema={data.get('schema')!r}){described(data)}{unread}")
         columns = data["kernels"]
         n = len(columns["start_ns"])
         kernels = np.zeros(n, dtype=KERNEL_DTYPE)
@@ -163,13 +163,11 @@ class CapturedTrace:
         BadInputError naming it."""
         from visprof.base.inputs import load_json_file
 
-        data = load_json_file(path, "recording")
-        if not isinstance(data, dict):
-            from visprof.base.errors import BadInputError
-
-            raise BadInputError(f"recording {path}: expected a JSON object at the top level")
         from visprof.base.errors import BadInputError
 
+        data = load_json_file(path, "recording")
+        if not isinstance(data, dict):
+            raise BadInputError(f"recording {path}: expected a JSON object at the top level")
         try:
             return cls.from_dict(data)
         except BadInputError as exc:

@@ -1,0 +1,69 @@
+"""The JSON documents visprof writes, and how each says what it is: a visprof document by the
+schema in its first key (``"schema": "visprof.profile/1"``; a bound library's ``"format"``), a
+Chrome trace by its ``traceEvents``. An output replaces only a document of its own kind
+(``visprof.base.output_paths``); a reader given another kind says which it was given (a result
+loaded from a recording, a recording from a result).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["CHROME_TRACE", "described", "document_name", "mark_of", "mark_of_head"]
+
+CHROME_TRACE = "chrome-trace"
+
+# mark -> (what it is, where it comes from or what reads it)
+_DOCUMENTS = {
+    "visprof.profile": ("profile result", "visprof.ProfileResult.load reads it"),
+    "visprof.trace": ("trace recording", "session.save; visprof.CapturedTrace.load reads it"),
+    "visprof.calibration": ("calibration", "calibrate --save; predict and compare --calibration read it"),
+    "visprof.store-export": ("store export", "visprof export --format json"),
+    "visprof.bounds": ("bound library", "visprof bounds build"),
+    CHROME_TRACE: ("Chrome trace", "--trace, chrome_trace(); Perfetto or chrome://tracing opens it"),
+}
+# visprof's JSON summaries carry no schema: known by a key of theirs.
+_SUMMARIES = (
+    ("differences", "visprof diff's --json summary of two results"),
+    ("predictions", "visprof predict's --json output"),
+    ("slowest", "visprof sweep's --json summary; its results are in the store (visprof export)"),
+)
+_MARK_FIRST = re.compile(rb'^\s*\{\s*"(?:schema|format)"\s*:\s*"(visprof\.[\w.-]+)/')
+
+
+def mark_of_head(head: bytes) -> str | None:
+    """The mark of the JSON document whose first bytes (unpacked) are ``head``: a visprof schema's
+    name ("visprof.profile"), CHROME_TRACE, or None (other JSON, or none)."""
+    found = _MARK_FIRST.match(head.lstrip(b"\xef\xbb\xbf"))
+    if found:
+        return found.group(1).decode()
+    return CHROME_TRACE if b'"traceEvents"' in head else None
+
+
+def mark_of(data: Any) -> str | None:
+    """``mark_of_head`` of a parsed document."""
+    if not isinstance(data, dict):
+        return None
+    mark = data.get("schema") or data.get("format")
+    if isinstance(mark, str) and mark.startswith("visprof."):
+        return mark.rsplit("/", 1)[0]
+    return CHROME_TRACE if "traceEvents" in data else None
+
+
+def document_name(mark: str) -> str:
+    """"a visprof profile result", "a Chrome trace", ...: what a file of that mark holds."""
+    if mark not in _DOCUMENTS:
+        return f"a {mark} document"
+    return f"a {'visprof ' if mark.startswith('visprof.') else ''}{_DOCUMENTS[mark][0]}"
+
+
+def described(data: Any) -> str:
+    """": it is a trace recording (session.save; ...)" for a document of visprof's (or a Chrome
+    trace), for the message of a reader that expected another kind; "" for any other."""
+    mark = mark_of(data)
+    if mark in _DOCUMENTS:
+        noun, origin = _DOCUMENTS[mark]
+        return f": it is a {noun} ({origin})"
+    if isinstance(data, dict):
+        return next((f": it is {what}" for key, what in _SUMMARIES if key in data), "")
+    return ""
