@@ -58,10 +58,10 @@ def atomic_output(path: str | Path, mode: str = "w", *, compress: bool | None = 
     in .gz). ``kind`` (OUTPUT_KINDS: "json", "csv" ...): what is written, and so the only
     kind of file it may replace. A failure of the file system (full disk, permissions changed
     meanwhile) becomes ``OutputWriteError`` naming the file and the reason."""
-    if through_links(named_path(path)).is_dir():  # as the commands say it; it had been "could not write
-        raise BadInputError(f"output {path} is a directory; give a file name")  # adir: Is a directory"
+    target = through_links(named_path(path))
+    if target.is_dir():  # as the commands say it; it had been "could not write adir: Is a directory"
+        raise BadInputError(f"output {path} is a directory; give a file name")
     if kind is not None:  # checked here too, not only by the commands' check_output_paths: the Python API
-        target = through_links(named_path(path))
         refuse_a_store(target, "output")  # the message that names a store
         refuse_another_kind(target, "output", kind)
     staged: list[tuple[Path, Path]] = []

@@ -242,8 +242,7 @@ FILE_COMMANDS = {"compare", "predict", "calibrate", "report", "export"}
 def _naming_unwritten_files(args: argparse.Namespace):
     """A KeyboardInterrupt out of the block says which of the files asked for it did not write:
     those whose (device, inode, mtime) is as it was before (an atomic write makes a new inode)."""
-    asked = {f"--{option}": value for option in ("json", "csv", "save", "output")
-             if isinstance(value := getattr(args, option, None), Path)}
+    asked = _asked_outputs(args)
     before = {option: file_identity(path) for option, path in asked.items()}
     try:
         yield
@@ -255,11 +254,15 @@ def _naming_unwritten_files(args: argparse.Namespace):
         raise KeyboardInterrupt(OutputWriter(unwritten, quiet=True).unwritten_note()) from None
 
 
+def _asked_outputs(args: argparse.Namespace) -> dict[str, Path]:
+    """The files a command's options ask for: option -> path (``export -o -`` is stdout: no file)."""
+    return {f"--{option}": value for option in ("json", "trace", "csv", "save", "output")
+            if isinstance(value := getattr(args, option, None), Path)}
+
+
 def _files_asked_for(args: argparse.Namespace) -> OutputWriter:
-    """The files a model command's options ask for (--json, --trace), none written yet."""
-    asked = {f"--{option}": Path(getattr(args, option)) for option in ("json", "trace")
-             if getattr(args, option, None) is not None}
-    return OutputWriter(asked, quiet=True)
+    """The files a model command's options ask for, none written yet."""
+    return OutputWriter(_asked_outputs(args), quiet=True)
 
 
 def say_the_stop_is_coming() -> None:

@@ -337,11 +337,15 @@ def _is_size(value: Any) -> bool:
 _PRECISION_OF_DTYPE = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 
 
+def _floating_dtypes(model: nn.Module) -> set[torch.dtype]:
+    return {p.dtype for p in itertools.chain(model.parameters(), model.buffers()) if p.is_floating_point()}
+
+
 def weights_precision(model: Any) -> str | None:
     """"bf16" or "fp16" for a module whose floating weights are all of that dtype, else None."""
     if not isinstance(model, nn.Module):
         return None
-    dtypes = {p.dtype for p in itertools.chain(model.parameters(), model.buffers()) if p.is_floating_point()}
+    dtypes = _floating_dtypes(model)
     return _PRECISION_OF_DTYPE.get(dtypes.pop()) if len(dtypes) == 1 else None
 
 
@@ -352,7 +356,7 @@ def check_weights_dtype(model: Any, precision: str) -> None:
     if not isinstance(model, nn.Module):
         return  # a timm name: visprof builds it in float32
     name = module_name(_unwrapped(model)[0])
-    dtypes = {p.dtype for p in itertools.chain(model.parameters(), model.buffers()) if p.is_floating_point()}
+    dtypes = _floating_dtypes(model)
     if len(dtypes) != 1 or dtypes == {torch.float32}:
         return  # float32, no floating weights, or a mix the user made on purpose
     (dtype,) = dtypes

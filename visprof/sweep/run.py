@@ -359,5 +359,7 @@ def _where(slot: str, facts: dict[str, Any] | None) -> str:
     had read the same; a Ray task by its GPU's name, as its slot says only "ray"."""
     if slot != "ray":
         return slot
-    gpu = (facts or {}).get("gpu")
-    return "?" if not facts else f"{gpu.get('name')}" if gpu else "cpu"
+    if not facts:
+        return "?"
+    gpu = facts.get("gpu")
+    return f"{gpu.get('name')}" if gpu else "cpu"
