@@ -9,7 +9,7 @@ import torch
 
 import visprof
 from visprof.capture.higher_order import FLEX_ATTENTION
-from tests.helpers.small_modules import FlexMixer, PaddedEncoder
+from tests.helpers.small_modules import FlexMixer, PaddedEncoder, ThreeConvolutionKinds
 
 pytestmark = [
     pytest.mark.gpu,
@@ -75,3 +75,54 @@ def test_a_padding_masked_encoder_profiles_on_the_gpu(grad_mode):
     assert rows[("attention", "core")].time_ms > 0 and rows[("attention", "core")].flops > 0
     assert not result.failed_checks
     assert not result.attribution.other_ops
+
+
+@pytest.mark.parametrize("grad_mode", [torch.inference_mode, torch.no_grad])
+def test_a_recurrent_layer_on_the_gpu_counts_its_gate_gemms_once(grad_mode):
+    """On a GPU nn.LSTM runs as cuDNN's _cudnn_rnn, where the CPU runs aten.lstm or oneDNN's layer
+    (tests/capture/test_op_bytes.py): its FLOPs are each layer's and direction's gate GEMMs, counted
+    once whichever op the capture sees, and its kernels are linear, every one attributed."""
+    hidden, features, batch, steps, layers = 32, 16, 2, 10, 2
+    lstm = torch.nn.LSTM(features, hidden, num_layers=layers, bidirectional=True, batch_first=True).cuda()
+    x = torch.randn(batch, steps, features, device="cuda")
+    with grad_mode(), visprof.trace(lstm) as session:
+        lstm(x)
+    widths = [features] + [2 * hidden] * (layers - 1)  # what each layer reads: the two directions' outputs after the first
+    expected = sum(2 * batch * steps * 2 * 4 * hidden * (width + hidden) for width in widths)
+    counted = [(op.name, op.flops) for op in session.trace.ops if op.flops]
+    print(counted)
+    assert sum(flops for _, flops in counted) == expected, counted
+    classified = _classified(session)
+    recurrent = [name for name in classified if "rnn" in name or "lstm" in name]
+    assert recurrent and all({category for category, _ in classified[name]} == {"linear"} for name in recurrent), classified
+    assert session.summary().coverage == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("how", ["script", "trace"])
+def test_a_torchscript_modules_convolutions_on_the_gpu_are_split_by_kind(how):
+    """A traced graph calls aten._convolution (cuDNN's kernels under it): its convolutions are
+    dense/depthwise/pointwise on a GPU as on the CPU (tests/passes/test_torchscript_module.py)."""
+    import warnings
+
+    model = ThreeConvolutionKinds().cuda().eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch.jit is deprecated in torch >= 2.10
+        module = torch.jit.script(model) if how == "script" else torch.jit.trace(model, torch.randn(2, 3, 16, 16, device="cuda"))
+    result = visprof.profile(module, batch_size=4, img_size=16, iterations=3, warmup=1, passes="timing,attributed",
+                             progress=False, search_batch=False)
+    conv = {row.subcategory: row.time_ms for row in result.categories if row.category == "convolution"}
+    assert set(conv) == {"dense", "depthwise", "pointwise"} and all(t > 0 for t in conv.values()), conv
+    assert not any("unknown kind" in row.op_type for row in result.op_types)
+    assert not result.failed_checks, [c.name for c in result.failed_checks]
+
+
+def test_a_bf16_module_on_the_gpu_runs_at_bf16_with_its_inputs_cast_once():
+    """Without precision=, a bf16 module runs at bf16, model-cast: no per-forward input cast among its
+    ops, every self-check passed."""
+    result = visprof.profile(ThreeConvolutionKinds().to(torch.bfloat16), batch_size=8, img_size=32, iterations=3, warmup=1,
+                             passes="timing,attributed", progress=False, search_batch=False)
+    assert result.measurement == "gpu"
+    assert (result.config.precision, result.config.autocast) == ("bf16", "model-cast")
+    assert any("weights are bf16" in w for w in result.warnings)
+    assert not any(row.op_type.startswith(("aten.to.", "aten._to_copy")) for row in result.op_types)
+    assert not result.failed_checks, [c.name for c in result.failed_checks]

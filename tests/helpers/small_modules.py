@@ -59,3 +59,14 @@ class FlexMixer(nn.Module):
         q, k, v = self.qkv(tokens).reshape(batch, length, 3, self.heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
         mixed = flex_attention(q, k, v, score_mod=lambda score, b, h, i, j: score - (i - j).abs())
         return self.out(mixed.transpose(1, 2).reshape(batch, length, width))
+
+
+class ThreeConvolutionKinds(nn.Module):
+    """One dense, one depthwise and one pointwise convolution."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.depthwise, self.pointwise = nn.Conv2d(3, 8, 3), nn.Conv2d(8, 8, 3, groups=8), nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        return self.pointwise(self.depthwise(self.conv(x)))

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 import visprof
+from tests.helpers.small_modules import ThreeConvolutionKinds
 from visprof.base.errors import ModelForwardError
 
 FAST = dict(device="cpu", batch_size=2, img_size=12, iterations=2, warmup=0, progress=False)
@@ -52,20 +53,11 @@ def test_a_torchscript_module_is_profiled_under_its_own_name_with_its_own_channe
     assert result.category_totals()["convolution"].time_ms > 0
 
 
-class ThreeKinds(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv, self.depthwise, self.pointwise = nn.Conv2d(3, 8, 3), nn.Conv2d(8, 8, 3, groups=8), nn.Conv2d(8, 4, 1)
-
-    def forward(self, x):
-        return self.pointwise(self.depthwise(self.conv(x)))
-
-
 @pytest.mark.parametrize("how", ["script", "trace", "freeze"])
 def test_a_torchscript_modules_convolutions_are_split_by_kind(how):
     """A traced module's graph calls aten._convolution, whose kind was not read: its convolutions were
     `[unknown kind]`, with no dense/depthwise/pointwise split, where eager and scripted had one."""
-    result = visprof.profile(_torchscript(how, ThreeKinds()), **FAST)
+    result = visprof.profile(_torchscript(how, ThreeConvolutionKinds()), **FAST)
     conv = {row.subcategory for row in result.categories if row.category == "convolution"}
     assert conv == {"dense", "depthwise", "pointwise"}, [row.op_type for row in result.op_types]
     assert not any("unknown kind" in row.op_type for row in result.op_types)
