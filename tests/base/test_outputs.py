@@ -1,6 +1,7 @@
 """visprof.base.outputs: paths checked up front, files complete or absent, on real files and signals."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -79,11 +80,11 @@ def test_the_json_writers_replace_json_only(tmp_path):
 
 def test_a_json_output_replaces_only_a_json_document_of_its_own_kind(tmp_path):
     """A Chrome trace written to a saved profile result, or to a dataset's annotations.json, had
-    replaced it without a word: each of visprof's JSON kinds (known by its schema, or a Chrome
-    trace's traceEvents) is replaced only by its own, other JSON only by plain JSON (summaries)."""
+    replaced it without a word, and diff's --json a package.json: each of visprof's JSON kinds (known
+    by its schema, or a Chrome trace's traceEvents) is replaced only by its own, and no other JSON is."""
     import gzip
 
-    from visprof.base.outputs import atomic_write_json
+    from visprof.base.outputs import atomic_write_json, write_json_summary
     from visprof.result import ProfileResult
 
     result = ProfileResult.load(REPO / "tests/data/h200-result-vit_base_patch16_224.json")
@@ -100,15 +101,24 @@ def test_a_json_output_replaces_only_a_json_document_of_its_own_kind(tmp_path):
         assert path.read_bytes() == before
     with pytest.raises(BadInputError, match="annotations.json holds something other than a visprof profile result"):
         result.to_json(annotations)
-    with pytest.raises(BadInputError, match="r.json holds a visprof profile result, not JSON,"):
-        atomic_write_json(saved, '{"per": "iteration"}')  # a summary (diff --json) over a saved result
-    # each kind replaces its own: a profile result, a Chrome trace (gzipped too), plain JSON
+    with pytest.raises(BadInputError, match="r.json holds a visprof profile result, not a visprof diff summary of two results,"):
+        write_json_summary(saved, "diff", {"per": "iteration"})  # diff --json over a saved result
+    with pytest.raises(BadInputError, match="annotations.json holds something other than a visprof diff summary"):
+        write_json_summary(annotations, "diff", {"per": "iteration"})
+    summary = tmp_path / "d.json"
+    write_json_summary(summary, "diff", {"per": "iteration"})
+    with pytest.raises(BadInputError, match="d.json holds a visprof diff summary of two results, not a visprof set of "
+                                            "predictions,"):
+        write_json_summary(summary, "predict", {"predictions": []})
+    # each kind replaces its own: a profile result, a Chrome trace (gzipped too), a summary
     result.to_json(saved)
     chrome = tmp_path / "t.json.gz"
     chrome.write_bytes(gzip.compress(trace.encode()))
     atomic_write_json(chrome, trace, kind="chrome-trace")
-    atomic_write_json(annotations, '{"per": "iteration"}')
-    assert ProfileResult.load(saved).model == result.model and annotations.read_text() == '{"per": "iteration"}'
+    write_json_summary(summary, "diff", {"per": "sample"})
+    assert ProfileResult.load(saved).model == result.model
+    assert json.loads(summary.read_text()) == {"schema": "visprof.diff/1", "per": "sample"}
+    assert annotations.read_text() == '{"images": [], "annotations": []}\n'
 
 
 def test_a_symbolic_link_loop_is_refused_in_one_line(tmp_path):
@@ -261,7 +271,8 @@ def test_every_writer_keeps_the_old_file_when_the_write_fails(tmp_path):
     """)
     names = ("result.json", "recording.json.gz", "trace.json", "categories.csv", "modules.csv")
     # each writer replaces only a file of the kind it writes
-    olds = {name: "model,old\nx,1\n" for name in names if name.endswith(".csv")}
+    olds = {"categories.csv": "model,measurement,category,old\nx,cpu,linear,1\n",
+            "modules.csv": "model,measurement,path,cls,old\nx,cpu,blocks,Block,1\n"}
     olds.update({"result.json": '{"schema": "visprof.profile/1", "old": true}',
                  "recording.json.gz": '{"schema": "visprof.trace/1", "old": true}', "trace.json": '{"traceEvents": []}'})
     for name in names:
@@ -309,13 +320,18 @@ def test_a_link_is_written_through_and_stays_a_link(tmp_path):
 NCU_RAW = ('==PROF== Connected to process 2604 (/usr/bin/python3.12)\n"ID","Process ID","Kernel Name"\n'
            '"0","2604","ampere_sgemm"\n')
 OWN_KIND = {
-    "json": ['{"a": 1}', "[1, 2]\n", "\ufeff  {}"],
-    "html": ["<!DOCTYPE html>\n<html></html>", "  <html lang='en'>"],
-    "csv": ["model,img_size\nresnet50,224\n", "model,img_size\n", NCU_RAW, 'a,"b, c"\n1,2\n'],
-    "parquet": ["PAR1...."],
-    "png": ["\x89PNG\r\n"],
+    "diff": ['{"schema": "visprof.diff/1", "per": "iteration"}', '\ufeff  {"schema":"visprof.diff/1"}'],
+    "html": ['<!DOCTYPE html>\n<html><head><meta name="generator" content="visprof report">',
+             '  <html lang=\'en\'><meta name="generator" content="visprof report">'],
+    "csv": ["model,img_size,source_gpu,target_gpu,x\nresnet50,224,h200,rtx4090,1\n",
+            "id,run_id,cell_key,model,batch_size\n", NCU_RAW],
+    "parquet": ["PAR1....visprof.store-export"],
+    "png": ["\x89PNG\r\n\x1a\n....tEXtSoftware\x00visprof report"],
 }
-OTHER = ["import torch\nprint('train')\n", "from x import a, b\nimport torch\n", "name: value\n", "hello"]
+# the same formats, not written by visprof: a user's JSON, page, table, image
+OTHER = ["import torch\nprint('train')\n", "from x import a, b\nimport torch\n", "name: value\n", "hello",
+         '{"name": "myproj", "version": "1.0"}', "[1, 2]\n", "<!DOCTYPE html>\n<html>mine</html>",
+         "name,score\nalice,1\n", 'a,"b, c"\n1,2\n', "PAR1....", "\x89PNG\r\n\x1a\n....tEXtSoftware\x00Matplotlib"]
 
 
 @pytest.mark.parametrize("kind", sorted(OWN_KIND))
@@ -331,7 +347,7 @@ def test_an_output_replaces_only_its_own_kind_or_an_empty_file(tmp_path, kind):
         refuse_another_kind(path, "--out", kind)  # no error
     for text in OTHER + [OWN_KIND[other][0] for other in OWN_KIND if other != kind]:
         path.write_bytes(encoded(text))
-        with pytest.raises(BadInputError, match=r"--out .*out holds something other than"):
+        with pytest.raises(BadInputError, match=r"--out .*out holds (something other than|a visprof)"):
             refuse_another_kind(path, "--out", kind)
         assert path.read_bytes() == encoded(text)
 
@@ -346,9 +362,9 @@ def test_a_gzipped_file_is_json_only_if_it_unpacks_to_json(tmp_path):
     from visprof.base.output_paths import refuse_another_kind
 
     path = tmp_path / "out"
-    for own in (b'{"model": "resnet18"}', b"[1, 2]", b""):
+    for own in (b'{"schema": "visprof.profile/1", "model": "resnet18"}',):
         path.write_bytes(gzip.compress(own))
-        refuse_another_kind(path, "--json", "json")  # no error
+        refuse_another_kind(path, "--json", "profile")  # no error
     archive = io.BytesIO()
     with tarfile.open(fileobj=archive, mode="w:gz") as tar:
         script = b"import torch\n" * 2000
@@ -357,24 +373,24 @@ def test_a_gzipped_file_is_json_only_if_it_unpacks_to_json(tmp_path):
         tar.addfile(info, io.BytesIO(script))
     for other in (archive.getvalue(), gzip.compress(b"import torch\n"), b"\x1f\x8b not a gzip stream"):
         path.write_bytes(other)
-        with pytest.raises(BadInputError, match="holds something other than JSON"):
-            refuse_another_kind(path, "--json", "json")
+        with pytest.raises(BadInputError, match="holds something other than a visprof profile result"):
+            refuse_another_kind(path, "--json", "profile")
         assert path.read_bytes() == other
 
 
 def test_the_python_api_writers_refuse_another_kind_too(tmp_path):
     """No command's check runs before these: the writer refuses, and the file stays."""
-    from visprof.base.outputs import atomic_write_json
+    from visprof.base.outputs import write_json_summary
     from visprof.report.csv import write_categories_csv
     from visprof.result import ProfileResult
 
     script = tmp_path / "train.py"
     script.write_text("import torch\n")
     result = ProfileResult.load(REPO / "tests/data/h200-result-vit_base_patch16_224.json")
-    with pytest.raises(BadInputError, match="other than CSV"):
+    with pytest.raises(BadInputError, match="other than a CSV of visprof's"):
         write_categories_csv(result, script)
-    with pytest.raises(BadInputError, match="other than JSON"):
-        atomic_write_json(script, "{}")
+    with pytest.raises(BadInputError, match="other than a visprof sweep summary"):
+        write_json_summary(script, "sweep", {})
     assert script.read_text() == "import torch\n"
     write_categories_csv(result, tmp_path / "c.csv")
     write_categories_csv(result, tmp_path / "c.csv")  # its own output again: replaced

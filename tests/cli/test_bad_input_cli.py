@@ -88,8 +88,9 @@ def test_a_read_only_folder_is_refused_before_the_run(read_only_dir):
 
 
 @pytest.mark.parametrize("command, kind", [
-    (["profile", "resnet18"], "a visprof profile result"), (["sweep", "resnet18", "--store", "s.db"], "JSON"),
-    (["compare-compile", "resnet18"], "JSON"), (["ncu", "resnet18", "-c", "attention"], "a visprof profile result")])
+    (["profile", "resnet18"], "a visprof profile result"),
+    (["sweep", "resnet18", "--store", "s.db"], "a visprof sweep summary"),
+    (["compare-compile", "resnet18"], "a visprof comparison of an eager and a compiled run"), (["ncu", "resnet18", "-c", "attention"], "a visprof profile result")])
 def test_a_model_commands_bad_output_is_refused_before_torch_loads(tmp_path, command, kind):
     """docs/cli.md says so; the model commands imported torch and timm (seconds) before they looked."""
     (tmp_path / "train.py").write_text("print('training')\n")

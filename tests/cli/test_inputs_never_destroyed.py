@@ -253,16 +253,19 @@ def test_ncu_outputs_onto_its_rules_file(work):
 
 SCRIPT = "import torch\nprint('my training script')\n"
 OTHER_KIND = [
-    ("compare", ["compare", "s.db", CSV_4090.name, "--json", "train.py"], "--json", "JSON"),
-    ("compare-csv", ["compare", "s.db", CSV_4090.name, "--csv", "train.py"], "--csv", "CSV"),
-    ("predict-csv", ["predict", "--from", "g.json", "--to", "rtx4090", "--csv", "train.py"], "--csv", "CSV"),
+    ("compare", ["compare", "s.db", CSV_4090.name, "--json", "train.py"], "--json", "a visprof comparison of two GPUs"),
+    ("compare-csv", ["compare", "s.db", CSV_4090.name, "--csv", "train.py"], "--csv", "a CSV of visprof's"),
+    ("predict-csv", ["predict", "--from", "g.json", "--to", "rtx4090", "--csv", "train.py"], "--csv",
+     "a CSV of visprof's"),
     ("calibrate-save", ["calibrate", CSV_3090.name, "s.db", "--base", "rtx3090", "--target", "rtx4090",
                         "--save", "train.py"], "--save", "a visprof calibration"),
     ("export-json", ["export", "s.db", "--format", "json", "-o", "train.py"], "--output", "a visprof store export"),
-    ("export-timm", ["export", "s.db", "--format", "timm", "-o", "train.py"], "--output", "CSV"),
-    ("export-parquet", ["export", "s.db", "--format", "parquet", "-o", "train.py"], "--output", "Parquet"),
-    ("report", ["report", "g.json", "-o", "train.py"], "--output", "an HTML page"),
-    ("sweep", ["sweep", "resnet18", "--store", "new.db", "--json", "train.py", "--device", "cpu"], "--json", "JSON"),
+    ("export-timm", ["export", "s.db", "--format", "timm", "-o", "train.py"], "--output", "a CSV of visprof's"),
+    ("export-parquet", ["export", "s.db", "--format", "parquet", "-o", "train.py"], "--output",
+     "a visprof Parquet export"),
+    ("report", ["report", "g.json", "-o", "train.py"], "--output", "a visprof report"),
+    ("sweep", ["sweep", "resnet18", "--store", "new.db", "--json", "train.py", "--device", "cpu"], "--json",
+     "a visprof sweep summary"),
     ("bounds", ["bounds", "build", "vit.json", "-o", "train.py"], "-o", "a visprof bound library"),
 ]
 
@@ -280,11 +283,55 @@ def test_an_output_never_replaces_a_file_of_another_kind(work, args, option, kin
 def test_an_output_replaces_its_own_kind(work):
     """Running a command again replaces what it wrote the first time (and an empty file)."""
     (work / "empty.csv").write_text("")
+    (work / "empty.json").write_text("")
+    commands = (["compare", "s.db", CSV_4090.name, "--json", "c.json", "--csv", "c.csv"],
+                ["predict", "--from", "g.json", "--to", "rtx4090", "--json", "p.json", "--csv", "p.csv"],
+                ["diff", "g.json", "vit.json", "--json", "empty.json"],
+                ["export", "s.db", "-o", "e.csv"], ["export", "s.db", "--failures", "-o", "f.csv"],
+                ["export", "s.db", "--format", "parquet", "-o", "e.parquet"],
+                ["report", "g.json", "-o", "r.html", "--png-dir", "figures"])
     for _ in range(2):
-        for args in (["compare", "s.db", CSV_4090.name, "--json", "c.json", "--csv", "c.csv"],
-                     ["export", "s.db", "--format", "timm", "-o", "empty.csv"], ["report", "g.json", "-o", "r.html"]):
+        for args in commands:
             proc = visprof(work, *args)
-            assert proc.returncode == 0, proc.stderr
+            assert proc.returncode == 0, (args, proc.stderr)
     assert json.loads((work / "c.json").read_text())["models"]
+    assert json.loads((work / "empty.json").read_text())["schema"] == "visprof.diff/1"
     assert (work / "r.html").read_text().startswith("<!DOCTYPE html>")
+    # a timm CSV: its own export cannot be told from a published table, so only an empty file is replaced
+    proc = visprof(work, "export", "s.db", "--format", "timm", "-o", "empty.csv")
+    assert proc.returncode == 0, proc.stderr
     assert (work / "empty.csv").read_text().startswith("model,")
+    refused(visprof(work, "export", "s.db", "--format", "timm", "-o", "empty.csv"), "--output", "a timm benchmark CSV")
+
+
+def test_an_output_never_replaces_a_users_file_of_its_format(work):
+    """A user's package.json, own page, image, table and Parquet data set had been replaced by diff's
+    --json, report -o and --png-dir, and export: each is JSON, HTML, PNG, CSV or Parquet, but none is
+    visprof's."""
+    import pandas
+
+    (work / "package.json").write_text('{"name": "myproj", "version": "1.0"}\n')
+    (work / "mine.html").write_text("<!DOCTYPE html>\n<html>mine</html>\n")
+    (work / "users.csv").write_text("name,score\nalice,1\n")
+    pandas.DataFrame({"image": ["a.jpg"], "label": [1]}).to_parquet(work / "dataset.parquet")
+    (work / "figures").mkdir()
+    made_report = visprof(work, "report", "g.json", "-o", "r.html", "--png-dir", "figures")
+    assert made_report.returncode == 0, made_report.stderr
+    figures = sorted((work / "figures").iterdir())
+    assert figures, "the report wrote no figure"
+    shutil.copy(DATA / "timm" / CSV_4090.name, work / "published.csv")
+    mine = figures[0].name
+    (work / "figures" / mine).write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 64)  # a user's image, by that name
+    before = snapshot(work)
+    figures_before = snapshot(work / "figures")
+    for args, option, holds in (
+            (["diff", "g.json", "vit.json", "--json", "package.json"], "--json", "other than a visprof diff summary"),
+            (["compare", "s.db", CSV_4090.name, "--json", "package.json"], "--json", "other than a visprof comparison"),
+            (["report", "g.json", "-o", "mine.html"], "--output", "other than a visprof report"),
+            (["report", "g.json", "-o", "r2.html", "--png-dir", "figures"], mine, "other than a visprof report's figure"),
+            (["export", "s.db", "-o", "users.csv"], "--output", "other than a CSV of visprof's"),
+            (["export", "s.db", "--format", "parquet", "-o", "dataset.parquet"], "--output",
+             "other than a visprof Parquet export"),
+            (["export", "s.db", "--format", "timm", "-o", "published.csv"], "--output", "a timm benchmark CSV")):
+        refused(visprof(work, *args), option, holds)
+    assert snapshot(work) == before and snapshot(work / "figures") == figures_before

@@ -162,6 +162,20 @@ def test_repeated_profiles_are_shown_once(loaded, tmp_path):
     assert "1 repeated profile(s) of a model under the same conditions" in (tmp_path / "r.html").read_text()
 
 
+def test_a_non_square_input_is_shown_as_height_x_width(loaded, tmp_path):
+    """A 96x160 and a 160x96 profile had read 96 and 160 in the report's img column, as if the sizes
+    differed and were square (the result's img_size is the height)."""
+    import copy
+
+    wide = copy.deepcopy(loaded.profiles[0])
+    batch, channels = wide.result.model.input_shape[:2]
+    wide.result.model.input_shape = [batch, channels, 96, 160]
+    wide.img_size = wide.result.model.img_size = 96
+    assert (wide.img_label, loaded.profiles[0].img_label) == ("96x160", str(loaded.profiles[0].img_size))
+    build_report(sources.Loaded([wide], []), tmp_path / "r.html")
+    assert "<td>96x160</td>" in (tmp_path / "r.html").read_text()
+
+
 def test_a_pair_of_two_torch_versions_is_noted_in_the_report(loaded, tmp_path):
     import dataclasses
 

@@ -60,6 +60,15 @@ class Measurement:
     def arch(self) -> str:
         return architecture(self.model)
 
+    @property
+    def img_label(self) -> str:
+        """The input size as a column shows it: ``224``, or ``96x160`` for a profile's non-square
+        input (``img_size`` is its height), ``-`` where none is known."""
+        shape = self.result.model.input_shape if self.result is not None else None
+        if shape and len(shape) == 4 and shape[2] != shape[3]:
+            return f"{shape[2]}x{shape[3]}"
+        return str(self.img_size) if self.img_size else "-"
+
     def __repr__(self) -> str:
         # One line: a profile's own repr is five, and the dataclass's had put it inside this one.
         size = f" @{self.img_size}" if self.img_size else ""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["CHROME_TRACE", "described", "document_name", "mark_of", "mark_of_head"]
+__all__ = ["CHROME_TRACE", "SUMMARY_KINDS", "described", "document_name", "mark_of", "mark_of_head", "summary_document"]
 
 CHROME_TRACE = "chrome-trace"
 
@@ -21,14 +21,33 @@ _DOCUMENTS = {
     "visprof.store-export": ("store export", "visprof export --format json"),
     "visprof.bounds": ("bound library", "visprof bounds build"),
     CHROME_TRACE: ("Chrome trace", "--trace, chrome_trace(); Perfetto or chrome://tracing opens it"),
+    # the commands' --json summaries
+    "visprof.diff": ("diff summary of two results", "visprof diff --json"),
+    "visprof.compare": ("comparison of two GPUs", "visprof compare --json"),
+    "visprof.calibrate": ("calibration summary", "visprof calibrate --json; predict reads calibrate --save's file"),
+    "visprof.predict": ("set of predictions", "visprof predict --json"),
+    "visprof.sweep": ("sweep summary", "visprof sweep --json; its results are in the store (visprof export)"),
+    "visprof.compare-compile": ("comparison of an eager and a compiled run", "visprof compare-compile --json; its 'eager' and "
+                                "'compiled' hold the two profile results"),
+    "visprof.bounds-coverage": ("bounds coverage summary", "visprof bounds coverage --json"),
 }
-# visprof's JSON summaries carry no schema: known by a key of theirs.
+# The output kind (visprof.base.output_paths) of each command's --json summary, and its mark.
+SUMMARY_KINDS = {kind: f"visprof.{kind}" for kind in
+                 ("diff", "compare", "calibrate", "predict", "sweep", "compare-compile", "bounds-coverage")}
+# Summaries written before they carried a schema: known by a key of theirs (for a reader's message only;
+# an output does not replace them, as a user's own JSON may have such a key).
 _SUMMARIES = (
     ("differences", "visprof diff's --json summary of two results"),
     ("predictions", "visprof predict's --json output"),
     ("slowest", "visprof sweep's --json summary; its results are in the store (visprof export)"),
 )
 _MARK_FIRST = re.compile(rb'^\s*\{\s*"(?:schema|format)"\s*:\s*"(visprof\.[\w.-]+)/')
+
+
+def summary_document(kind: str, doc: dict) -> dict:
+    """A command's --json summary ``doc`` with its schema first, so that the next run's output of
+    the same kind may replace the file and no other output does."""
+    return {"schema": f"{SUMMARY_KINDS[kind]}/1", **doc}
 
 
 def mark_of_head(head: bytes) -> str | None:

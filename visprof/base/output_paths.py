@@ -26,7 +26,7 @@ from typing import Iterable, Iterator, Mapping, Sequence, Union
 
 from visprof.base.errors import BadInputError
 from visprof.base.inputs import NAME_MAX, refuse_a_long_name
-from visprof.base.json_documents import CHROME_TRACE, document_name, mark_of_head
+from visprof.base.json_documents import CHROME_TRACE, SUMMARY_KINDS, document_name, mark_of_head
 
 __all__ = ["OUTPUT_KINDS", "InputPaths", "SQLITE_SIDE_SUFFIXES", "check_not_an_input", "check_output_dir",
            "check_output_path", "check_output_paths", "create_new", "describe_os_error", "files_in", "is_sqlite_file",
@@ -155,7 +155,7 @@ def check_output_paths(paths: Mapping[str, str | Path | None], inputs: Mapping[s
                        kinds: Mapping[str, str] | None = None) -> dict[str, Path]:
     """Checks each given path (None: option not used), that no two name the same file (nor
     one a store's side file of the other), that none but the ``sqlite`` ones (a sweep's --store)
-    would replace an SQLite file, that none of those ``kinds`` names (option -> "json", "html",
+    would replace an SQLite file, that none of those ``kinds`` names (option -> "profile", "diff", "html",
     "csv", "parquet", "png": what it writes) would replace a file of something else, and, given
     the command's ``inputs``, that none of them is an input (``check_not_an_input``). Returns
     the checked paths."""
@@ -381,6 +381,11 @@ def _looks_like_html(head: bytes) -> bool:
     return start.startswith((b"<!doctype html", b"<html"))
 
 
+def _names_the_report(head: bytes) -> bool:
+    """Whether a page's head or a PNG's text chunks (written before its pixels) name visprof's report."""
+    return REPORT_GENERATOR.encode() in head
+
+
 def _looks_like_csv(head: bytes) -> bool:
     """A table: its first lines (up to five) have the same number of comma-separated fields, two or
     more. A script or prose does not (``from x import a, b`` then ``import torch``). Lines of
@@ -395,11 +400,15 @@ def _looks_like_csv(head: bytes) -> bool:
 
 
 # Each of visprof's JSON documents (visprof.base.json_documents: a schema in its first key, or a
-# Chrome trace's traceEvents) is replaced only by an output of its own kind, and other JSON only by
-# the outputs that write plain JSON (summaries). A --trace had replaced a saved profile result, and a
-# --json a dataset's annotations.json, without a word.
+# Chrome trace's traceEvents) is replaced only by an output of its own kind, and no other JSON is.
+# A --trace had replaced a saved profile result, a --json a dataset's annotations.json, and diff's
+# --json a package.json, without a word.
 _DOCUMENT_KINDS = {"profile": "visprof.profile", "recording": "visprof.trace", "calibration": "visprof.calibration",
-                   "bounds": "visprof.bounds", "store-export": "visprof.store-export", "chrome-trace": CHROME_TRACE}
+                   "bounds": "visprof.bounds", "store-export": "visprof.store-export", "chrome-trace": CHROME_TRACE,
+                   **SUMMARY_KINDS}
+# The report's page and figures say they are visprof's (html.py's generator tag, figures.py's PNG
+# text), so that a report replaces its own earlier page and figures, never a page or image of the user's.
+REPORT_GENERATOR = "visprof report"
 
 
 def json_document_mark(head: bytes) -> str | None:
@@ -409,14 +418,47 @@ def json_document_mark(head: bytes) -> str | None:
     return mark_of_head(head)
 
 
+# The header lines visprof's CSVs start with, so that a CSV output replaces an earlier one of
+# visprof's and no table of the user's (export had replaced a users.csv and a dataset's parquet).
+# tests/base/test_outputs.py writes each kind and checks it is known here.
+_VISPROF_CSV_HEADS = (
+    "id,run_id,cell_key,model,",  # visprof export --format csv (results and --failures)
+    "model,img_size,family,base_samples_per_s,",  # compare --csv
+    "model,img_size,source_gpu,target_gpu,",  # predict --csv
+    "model,measurement,category,", "model,measurement,path,cls,",  # write_categories_csv, write_modules_csv
+    '"ID","Process ID",',  # ncu's raw CSV (visprof ncu --csv), after its ==PROF== lines
+)
+# timm's benchmark CSV, which export --format timm writes too: an export cannot be told from a
+# published table, so neither is replaced.
+_TIMM_CSV_HEAD = "model,infer_img_size,infer_samples_per_sec,"
+# A Parquet file keeps its schema's metadata in its footer: visprof's exports name themselves there.
+PARQUET_MARK = b"visprof.store-export"
+
+
+def _parquet_footer(fh) -> bytes:
+    """A Parquet file's footer (its schema and key-value metadata), read from its end."""
+    size = fh.seek(0, os.SEEK_END)
+    if size < 12:
+        return b""
+    fh.seek(size - 8)
+    length = int.from_bytes(fh.read(4), "little")
+    fh.seek(max(0, size - 8 - min(length, 1 << 20)))
+    return fh.read()
+
+
+def _csv_header(head: bytes) -> str:
+    lines = head.decode("utf-8-sig", errors="replace").splitlines()
+    return next((line for line in lines if line.strip() and not line.startswith("==")), "")
+
+
 OUTPUT_KINDS = {
-    "json": ("JSON", lambda head: _looks_like_json(head) and json_document_mark(head) is None),
     **{kind: (document_name(mark), lambda head, mark=mark: json_document_mark(head) == mark)
        for kind, mark in _DOCUMENT_KINDS.items()},
-    "html": ("an HTML page", _looks_like_html),
-    "csv": ("CSV", _looks_like_csv),
-    "parquet": ("Parquet", lambda head: head.startswith(b"PAR1")),
-    "png": ("a PNG image", lambda head: head.startswith(b"\x89PNG")),
+    "html": ("a visprof report", lambda head: _looks_like_html(head) and _names_the_report(head)),
+    "csv": ("a CSV of visprof's", lambda head: _looks_like_csv(head) and _csv_header(head).startswith(_VISPROF_CSV_HEADS)),
+    # the footer is read apart (_parquet_footer)
+    "parquet": ("a visprof Parquet export", lambda head: head.startswith(b"PAR1") and PARQUET_MARK in head),
+    "png": ("a visprof report's figure", lambda head: head.startswith(b"\x89PNG") and _names_the_report(head)),
 }
 _HEAD_BYTES = 8192
 
@@ -429,11 +471,17 @@ def refuse_another_kind(path: Path, what: str, kind: str) -> None:
     try:
         with open(path, "rb") as fh:
             head = fh.read(_HEAD_BYTES)
+            if kind == "parquet" and head.startswith(b"PAR1"):
+                head = head[:4] + _parquet_footer(fh)
     except OSError:  # unreadable: the write says why it cannot replace it
         return
     if head.strip() and not looks_like(head):
         mark = json_document_mark(head) if _looks_like_json(head) else None
         held = document_name(mark) if mark else None
-        holds = f"holds {held}, not {name}," if held else f"holds something other than {name},"
+        if _looks_like_csv(head) and _csv_header(head).startswith(_TIMM_CSV_HEAD):
+            held = "a timm benchmark CSV (visprof cannot tell its own export in that format from a published table)"
+            holds = f"holds {held},"
+        else:
+            holds = f"holds {held}, not {name}," if held else f"holds something other than {name},"
         raise BadInputError(f"{what} {path} {holds} which this output would replace; "
                             "give another file name, or remove it first if it is to go")

@@ -20,12 +20,14 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import json
 import os
 import stat
 from pathlib import Path
-from typing import IO, Iterator, Mapping, Union
+from typing import IO, Any, Iterator, Mapping, Union
 
 from visprof.base.errors import BadInputError, OutputWriteError
+from visprof.base.json_documents import summary_document
 from visprof.base.output_paths import (create_new, describe_os_error, named_path, refuse_a_special_file, refuse_a_store,
                                        refuse_another_kind, sibling_name, through_links)
 
@@ -230,12 +232,18 @@ def _discard(staged: list[tuple[Path, Path]]) -> None:
     staged.clear()
 
 
-def atomic_write_json(path: str | Path, text: str, kind: str = "json") -> None:
+def atomic_write_json(path: str | Path, text: str, kind: str) -> None:
     """``atomic_write_text`` of a JSON document: it refuses to replace a file that holds
     something else (``session.save("train.py")`` had replaced the user's script with JSON).
-    ``kind`` is what the document is ("profile", "chrome-trace", ...: OUTPUT_KINDS); "json", plain
-    JSON, replaces no file of visprof's own kinds."""
+    ``kind`` is what the document is ("profile", "chrome-trace", "diff", ...: OUTPUT_KINDS)."""
     atomic_write_text(path, text, kind=kind)
+
+
+def write_json_summary(path: str | Path, kind: str, doc: dict, *, indent: int = 1, **dumps: Any) -> None:
+    """A command's --json summary (``json_documents.SUMMARY_KINDS``), its schema first: it replaces
+    only an earlier summary of its own kind, never a JSON file of the user's."""
+    text = json.dumps(summary_document(kind, doc), indent=indent, **dumps)
+    atomic_write_text(path, text + "\n", kind=kind)
 
 
 def atomic_write_text(path: str | Path, text: str, *, compress: bool | None = None, kind: str | None = None) -> None:

@@ -6,7 +6,6 @@ is imported until a command runs; every user mistake is a ``VisprofError`` (one 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -218,7 +217,7 @@ def _inputs(args: argparse.Namespace) -> dict:
             "--calibration file": getattr(args, "calibration", None)}
 
 
-def _check_outputs(args: argparse.Namespace, **paths) -> None:
+def _check_outputs(args: argparse.Namespace, summary: str, **paths) -> None:
     """The output paths: writable, distinct, and none of them one of the command's inputs
     (a source, a file in a source folder, a store's side file, the --gpus file)."""
     from visprof.analysis.sources import FOLDER_FILES
@@ -226,19 +225,19 @@ def _check_outputs(args: argparse.Namespace, **paths) -> None:
 
     flags = {k: f"--{k.replace('_', '-')}" for k in paths}
     check_output_paths({flags[k]: v for k, v in paths.items()}, inputs=_inputs(args), folder_files=FOLDER_FILES,
-                       kinds={flags[k]: _OUTPUT_KIND[k] for k in paths})
+                       kinds={flags[k]: {**_OUTPUT_KIND, "json": summary}[k] for k in paths})
 
 
-_OUTPUT_KIND = {"json": "json", "csv": "csv", "save": "calibration"}  # what each output option writes
+_OUTPUT_KIND = {"csv": "csv", "save": "calibration"}  # what each output option writes; --json: the command's summary
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from visprof.analysis.compare import compare
     from visprof.base.errors import BadInputError
-    from visprof.base.outputs import atomic_write_text
+    from visprof.base.outputs import atomic_write_text, write_json_summary
     from visprof.report.compare_text import format_comparison, rows_to_csv
 
-    _check_outputs(args, json=args.json, csv=args.csv)
+    _check_outputs(args, "compare", json=args.json, csv=args.csv)
     if args.time == TIME_GPU and args.calibration:
         raise BadInputError("--time gpu compares visprof's GPU busy time; a calibration is fitted to end-to-end "
                             "published numbers: leave out one of --time gpu and --calibration")
@@ -264,7 +263,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if saved:
             doc["calibration"] = {"file": str(args.calibration), "about": saved.describe(),
                                   "models": [r.row() for r in calibrated.values()]}
-        atomic_write_text(args.json, json.dumps(doc, indent=2, allow_nan=False) + "\n", kind="json")
+        write_json_summary(args.json, "compare", doc, indent=2, allow_nan=False)
     if args.csv is not None:
         atomic_write_text(args.csv, rows_to_csv([{**m.row(), **csv_columns(calibrated.get(id(m)))}
                                                  for m in comparison.models]), kind="csv")
@@ -300,11 +299,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from visprof.analysis.compare import compare
     from visprof.analysis.held_out import family_held_out
     from visprof.base.errors import BadInputError
-    from visprof.base.outputs import atomic_write_text
+    from visprof.base.outputs import write_json_summary
 
     if args.lam is not None and not (math.isfinite(args.lam) and args.lam > 0):
         raise BadInputError(f"--lambda must be a positive number, not {args.lam}")
-    _check_outputs(args, json=args.json, save=args.save)
+    _check_outputs(args, "calibrate", json=args.json, save=args.save)
     table = _table(args)
     why = "calibrate needs visprof profiles of some of the models"
     sources.refuse_csvs_only(args.sources, why)
@@ -361,7 +360,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                "ratios": [b.row() for b in rows], "held_out": held.to_dict(), "software_note": comparison.software,
                "path_note": comparison.paths,
                "sentences": [s.row() for s in sentences(fit, fleet)]}
-        atomic_write_text(args.json, json.dumps(doc, indent=1, allow_nan=False) + "\n", kind="json")
+        write_json_summary(args.json, "calibrate", doc, allow_nan=False)
     return 0
 
 
@@ -420,11 +419,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from visprof.analysis import sources
     from visprof.analysis.predict import choose_profiles, predict_many
     from visprof.base.errors import BadInputError
-    from visprof.base.outputs import atomic_write_text
+    from visprof.base.outputs import atomic_write_text, write_json_summary
     from visprof.base.progress import counted
     from visprof.report.compare_text import format_predictions, rows_to_csv
 
-    _check_outputs(args, json=args.json, csv=args.csv)
+    _check_outputs(args, "predict", json=args.json, csv=args.csv)
     table = _table(args)
     target = table.get(args.target)
     saved = load_calibration(args, table)  # before minutes of loading
@@ -468,7 +467,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         if saved:
             doc["calibration"] = {"file": str(args.calibration), "about": saved.describe(),
                                   "models": [r.row() for r in calibrated.values()]}
-        atomic_write_text(args.json, json.dumps(doc, indent=2, default=_json_default) + "\n", kind="json")
+        write_json_summary(args.json, "predict", doc, indent=2, default=_json_default)
     if args.csv is not None:
         atomic_write_text(args.csv, rows_to_csv([
             {**prediction_row(p), **csv_columns(calibrated.get((p.model, p.img_size, p.source_batch, p.source_gpu)))}

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -81,10 +80,10 @@ def cmd_bounds_coverage(args: argparse.Namespace) -> int:
     from visprof.analysis.measured_bounds import BoundLibrary, coverage, gpu_name
     from visprof.base.errors import BadInputError
     from visprof.base.output_paths import check_output_paths
-    from visprof.base.outputs import atomic_write_json
+    from visprof.base.outputs import write_json_summary
 
     check_output_paths({"--json": args.json}, inputs={"LIBRARY": args.library, "input": sources.input_paths(args.sources)},
-                       folder_files=sources.FOLDER_FILES, kinds={"--json": "json"})
+                       folder_files=sources.FOLDER_FILES, kinds={"--json": "bounds-coverage"})
     library = BoundLibrary.load(args.library)
     why = "bounds coverage reads visprof profiles: JSON files, folders or stores"
     profiles, unread = sources.profile_inputs(args.sources, why)
@@ -128,5 +127,5 @@ def cmd_bounds_coverage(args: argparse.Namespace) -> int:
     if args.json is not None:
         doc = [{"model": m.model, "img_size": m.img_size, "kernel_ms": c.kernel_ms, "measured_ms": c.measured_ms,
                 "by_bound_ms": c.by_bound_ms, "under_filled_ms": c.under_filled_ms} for m, c in rows]
-        atomic_write_json(args.json, json.dumps({"gpu": library.gpu, "profiles": doc}, indent=1) + "\n")
+        write_json_summary(args.json, "bounds-coverage", {"gpu": library.gpu, "profiles": doc})
     return 0

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,12 +39,12 @@ def add_commands(commands) -> None:
 def _check_outputs(args: argparse.Namespace) -> None:
     from visprof.base.output_paths import check_output_paths
 
-    check_output_paths({"--json": args.json}, kinds={"--json": "json"})
+    check_output_paths({"--json": args.json}, kinds={"--json": "compare-compile"})
 
 
 def cmd_compare_compile(args: argparse.Namespace) -> int:
     """After ``_check_outputs`` (the CLI runs it first)."""
-    from visprof.base.outputs import atomic_write_json
+    from visprof.base.outputs import write_json_summary
 
     options = {"batch_size": args.batch_size, "img_size": args.img_size, "precision": args.precision,
                "device": args.device, "warmup": args.warmup, "iterations": args.iterations}
@@ -54,13 +53,17 @@ def cmd_compare_compile(args: argparse.Namespace) -> int:
     profile = importlib.import_module("visprof.profiler").profile
     eager = profile(args.model, compile=False, **kwargs)
     compiled = profile(args.model, compile=True, **kwargs)
-    from visprof.report.compile_compare import compare_compile, comparison_rows_as_dicts, render_compile_comparison
+    from visprof.report.compile_compare import (CPU_BREAKDOWN_NOTE, breakdown_is_of_compiled_code, compare_compile,
+                                                 comparison_rows_as_dicts, render_compile_comparison)
 
     print(render_compile_comparison(eager, compiled))
     if args.json is not None:
-        rows = comparison_rows_as_dicts(compare_compile(eager, compiled))
-        atomic_write_json(args.json, json.dumps({"eager": eager.to_dict(), "compiled": compiled.to_dict(),
-                                                 "comparison": rows}, indent=1) + "\n")
+        doc: dict[str, Any] = {"eager": eager.to_dict(), "compiled": compiled.to_dict()}
+        if breakdown_is_of_compiled_code(compiled):
+            doc["comparison"] = comparison_rows_as_dicts(compare_compile(eager, compiled))
+        else:  # two breakdowns of the eager model: no per-category comparison
+            doc.update(comparison=None, comparison_note=CPU_BREAKDOWN_NOTE)
+        write_json_summary(args.json, "compare-compile", doc)
         if not args.quiet:
             print(f"[visprof] wrote {args.json}", file=sys.stderr)
     return 0

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 
@@ -27,15 +26,15 @@ def add_commands(commands) -> None:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     from visprof.base.output_paths import check_output_paths
-    from visprof.base.outputs import atomic_write_json
+    from visprof.base.outputs import write_json_summary
     from visprof.report.profile_diff import diff_profiles, render_profile_diff
     from visprof.result import ProfileResult
 
     check_output_paths({"--json": args.json}, inputs={"result file A": args.before, "result file B": args.after},
-                       kinds={"--json": "json"})
+                       kinds={"--json": "diff"})
     diff = diff_profiles(ProfileResult.load(args.before), ProfileResult.load(args.after))
     diff.same_file = args.before.resolve() == args.after.resolve()
     print(render_profile_diff(diff, (str(args.before), str(args.after)), top=args.top), end="")
     if args.json is not None:
-        atomic_write_json(args.json, json.dumps(diff.to_dict(), indent=1) + "\n")
+        write_json_summary(args.json, "diff", diff.to_dict())
     return 0

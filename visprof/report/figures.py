@@ -12,6 +12,8 @@ import math
 from collections import defaultdict
 from typing import Sequence
 
+from visprof.base.output_paths import REPORT_GENERATOR
+
 BOUND_COLORS = {"tensor": "#D1495B", "compute": "#EDAE49", "memory": "#00798C", "unknown": "#B8B8B8", "launch": "#30343F"}
 BOUND_NAMES = {"tensor": "tensor-core", "compute": "other compute", "memory": "memory bandwidth", "unknown": "unknown",
                "launch": "launch/host (idle)"}
@@ -50,7 +52,8 @@ def png_bytes(fig) -> bytes:
 
     FigureCanvasAgg(fig)
     out = io.BytesIO()
-    fig.savefig(out, format="png", facecolor="white")
+    # the PNG's text names the report, so that a later report replaces it and no image of the user's
+    fig.savefig(out, format="png", facecolor="white", metadata={"Software": REPORT_GENERATOR})
     return out.getvalue()
 
 

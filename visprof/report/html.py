@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from visprof.base.errors import BadInputError
+from visprof.base.output_paths import REPORT_GENERATOR
 from visprof.base.spelling import option
 
 CSS = """
@@ -97,7 +98,7 @@ def _profiles_table(profiles) -> str:
         shares = (r.roofline.shares if r.roofline else None) or {}
         bounds = ", ".join(f"{b} {v:.0%}" for b, v in sorted(shares.items(), key=lambda kv: -kv[1]) if v >= 0.01)
         mem = peak_memory(m)
-        rows.append([m.model, str(m.img_size or "-"), device_label(m), str(m.batch_size), m.precision or "-",
+        rows.append([m.model, m.img_label, device_label(m), str(m.batch_size), m.precision or "-",
                      _fmt(r.timing.latency_ms.median if r.timing else None, ".3f"), _fmt(m.samples_per_s, ",.0f"),
                      _fmt(mem / 2**20 if mem else None, ",.0f"), dominant_category(r) or "-", bounds or "-",
                      "FAIL" if r.failed_checks else "pass" if r.checks else "-"])
@@ -149,7 +150,7 @@ def _calibrated_section(calibration, profiles, table, batch_size: int | None = N
             missing += 1
             continue
         # the batch the speed-up is at (the caption's), not the profile's; the size tells one model's profiles apart
-        rows.append([m.model, str(m.img_size or "-"), str(batch_size or calibration.batch_size or m.batch_size),
+        rows.append([m.model, m.img_label, str(batch_size or calibration.batch_size or m.batch_size),
                      f"x{got.spec_speedup:.2f}",
                      f"x{got.calibrated:.2f}",
                      f"x{got.low:.2f} – x{got.high:.2f}",
@@ -343,7 +344,7 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
     comparison = _comparison(loaded, base, target, table, notes, on_progress)
     figures = render_figures(loaded, comparison, table, on_progress)
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+    parts = ["<!DOCTYPE html>", f'<html lang="en"><head><meta charset="utf-8"><meta name="generator" content="{REPORT_GENERATOR}">',
              f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
              f"<header><h1>{html.escape(title)}</h1><p>{html.escape(_what_was_measured(loaded.measurements))}; "
              f"{len(loaded.profiles)} visprof profiles · made {now} by visprof {html.escape(visprof_version())}</p></header><main>"]
