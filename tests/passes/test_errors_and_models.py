@@ -491,12 +491,15 @@ def test_numpy_style_integers_are_valid_batch_sizes():
     assert validate_batch_size(np.int64(4)) == 4
 
 
-@pytest.mark.parametrize("good, expected", [(None, None), (224, (224, 224)), ((96, 128), (96, 128)), ([8, 8], (8, 8))])
+@pytest.mark.parametrize("good, expected", [(None, None), (224, (224, 224)), ((96, 128), (96, 128)), ([8, 8], (8, 8)),
+                                            ("224", (224, 224)), ("96x160", (96, 160)), (" 64X64 ", (64, 64)),
+                                            ("Test", "test")])
 def test_img_size_forms(good, expected):
+    """The forms --img-size takes are taken from Python too ("96x160" had been refused there)."""
     assert normalize_img_size(good) == expected
 
 
-@pytest.mark.parametrize("bad", [7, 0, (224,), (224, 224, 3), "224", (True, 8), 224.0, (8, 4)])
+@pytest.mark.parametrize("bad", [7, 0, (224,), (224, 224, 3), "224x", "abc", "1e3", (True, 8), 224.0, (8, 4), "8x4"])
 def test_bad_img_sizes_are_refused(bad):
     with pytest.raises(BadInputError, match="image size"):
         resolve_model(TinyNet(), img_size=bad)

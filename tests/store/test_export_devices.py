@@ -155,3 +155,42 @@ def test_timm_format_batch_size_matches_the_batch_asked_for_too(tmp_path):
     (row,) = exported(path, "timm", batch_size=256)
     assert row["infer_batch_size"] == "64"  # the batch that ran, as timm's CSVs say it
     assert exported(path, "timm", batch_size=64) == [row]
+
+
+def tagged_store(path: Path) -> Path:
+    """ViT-B/16 stored under its tagged name, as a sweep of vit_base_patch16_224.augreg2_in21k_ft_in1k
+    stores it, and a ResNet-50 under its bare name."""
+    doc = json.loads(VIT.read_text())
+    with open_store(path, write=True) as store:
+        store.add_result(SweepPlan(["vit_base_patch16_224.augreg2_in21k_ft_in1k"], "cuda").cells()[0], doc)
+        store.add_result(SweepPlan(["resnet50"], "cuda").cells()[0], {**doc, "model": {**doc["model"], "name": "resnet50"}})
+    return path
+
+
+def test_a_model_filter_takes_a_name_without_its_tag_a_comma_list_and_several_patterns(tmp_path):
+    """export --model vit_base_patch16_224 found no row of the tagged name that a sweep takes for the
+    same model; a comma list matched nothing, and a second --model replaced the first."""
+    store = tagged_store(tmp_path / "tagged.db")
+    models = lambda **f: sorted(r["model"] for r in exported(store, "csv", **f))  # noqa: E731
+    vit = "vit_base_patch16_224.augreg2_in21k_ft_in1k"
+    assert models(model="vit_base_patch16_224") == [vit]
+    assert models(model="vit_base_patch16_224.augreg2_in21k_ft_in1k") == [vit]
+    assert models(model="vit_base_patch16_224.other_tag") == []
+    assert models(model="resnet50, vit_base_patch16_224") == ["resnet50", vit]
+    assert models(model=["resnet5*", "vit_base_patch16_224"]) == ["resnet50", vit]
+    assert models(model="resnet") == []  # a name is no prefix
+    with open_store(store) as reader:
+        assert [r["model"] for r in reader.rows(model="vit_base_patch16_224")] == [vit]
+
+
+def test_export_cli_takes_cpu_in_any_case_and_names_the_cpu_rows_when_nothing_matches(mixed, capsys):
+    from visprof.cli.app import main
+
+    assert main(["export", str(mixed), "--format", "timm", "--gpu", "CPU"]) == 0
+    assert capsys.readouterr().out.count("vit_base_patch16_224") == 1
+    assert main(["export", str(mixed), "--format", "csv", "--gpu", "rtx4090"]) == 0
+    err = capsys.readouterr().err
+    assert "no row of" in err and "(its rows' devices: NVIDIA H200, cpu)" in err
+    assert main(["export", str(mixed), "--format", "csv", "--model", "nothing", "--model", "vit_*"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [r["model"] for r in rows] == ["vit_base_patch16_224"] * 2  # the H200's row and the CPU's

@@ -94,3 +94,17 @@ def test_rows_only_in_the_wal_file_are_said_to_be_left_out(read_only_folder, tmp
     assert cli.returncode == 0, cli.stderr
     [line] = [line for line in cli.stderr.splitlines() if "read-only" in line]
     assert line.startswith("visprof: warning: ") and "s.db-wal" in line and "VisprofWarning" not in cli.stderr
+
+
+def test_a_dry_run_lists_the_plan_of_a_store_in_a_folder_the_user_cannot_write(read_only_folder, tmp_path):
+    """A dry run creates nothing: it had been refused with "--store: directory ... is not writable"."""
+    store = _store(read_only_folder, wal_rows=False)
+    read_only_folder.chmod(0o555)
+    done = _as_another_user(*module_command("visprof"), "sweep", "vit_base_patch16_224", "resnet18", "--store",
+                            str(store), "--device", "cpu", "--dry-run", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "2 planned, 0 already in the store, 2 to run" in done.stdout, done.stdout  # its row is an H200's
+    assert sorted(p.name for p in read_only_folder.iterdir()) == ["s.db"]
+    refused = _as_another_user(*module_command("visprof"), "sweep", "resnet18", "--store", str(store),
+                               "--device", "cpu", cwd=tmp_path)  # a real run must write there
+    assert refused.returncode == 2 and "not writable" in refused.stderr, refused.stderr

@@ -442,3 +442,27 @@ def test_retry_failed_gives_a_final_failure_a_fresh_budget_and_a_resumed_one_its
     assert (skipped, skipped_failed) == (1, 0)
     queue, skipped, skipped_failed = _queue(plan, states, retry_failed=False)
     assert [(task.cell.model, task.attempt) for task in queue] == [("resnet34", 2)] and (skipped, skipped_failed) == (2, 1)
+
+
+def test_a_cell_that_succeeds_under_retry_failed_keeps_the_attempts_of_earlier_runs(tmp_path):
+    """A cell that had failed twice and then succeeded under --retry-failed was stored with attempts 1
+    and its failure row removed: docs/sweep.md says the store's attempts add up across runs."""
+    from device_stores import VIT, NoExecutor, cpu_result
+    from visprof.store.result_store import ResultStore
+    from visprof.store.versions import SoftwareVersions
+    from visprof.sweep.progress_bar import SweepProgress
+
+    doc = cpu_result(json.loads(VIT.read_text()))
+    plan = SweepPlan(["vit_base_patch16_224"], "cpu")
+    (cell,) = plan.cells()
+    with ResultStore(tmp_path / "r.db", write=True) as store:
+        # failed under this sweep's versions, so that it is this cell's
+        store.add_failure(cell, versions=SoftwareVersions.current(), gpu=None, kind="timeout", error_class="CellTimeout",
+                          message="over 8 s", attempts=2, final=True)
+        sweep = _Sweep(store, plan, NoExecutor(), None, retries=1, retry_failed=True, time_budget_s=None,
+                       started=time.monotonic(), progress=False)
+        sweep.progress = SweepProgress(1, enabled=False)
+        task = sweep.next_task()
+        assert (task.attempt, task.earlier) == (1, 2)
+        sweep.finished(task, {"status": "ok", "result": doc, "wall_s": 1.0}, None)
+        assert [row["attempts"] for row in store.rows()] == [3]

@@ -48,6 +48,20 @@ def test_each_cell_line_has_the_rate_since_the_first_worker_and_an_eta():
     ]
 
 
+def test_failures_alone_give_no_rate_or_eta():
+    """A forward that raised at once had made "1963 cells/min · ETA 0 s" with three cells left."""
+    stream, clock = io.StringIO(), Clock()
+    with SweepProgress(4, stream=stream, clock=clock) as progress:
+        progress.restart_clock()
+        clock.now += 0.03
+        progress.cell("raises b1|img=64|fp32", "cpu", 0.0, "ModelForwardError")
+        clock.now += 20
+        progress.cell("resnet18 b1|img=64|fp32", "cpu", 20.0)
+    assert stream.getvalue().splitlines() == [
+        "[visprof] 1/4 raises b1|img=64|fp32 [cpu]: ModelForwardError 0.0 s",
+        "[visprof] 2/4 resnet18 b1|img=64|fp32 [cpu]: ok 20.0 s · 5.99 cells/min · ETA 20 s"]
+
+
 def test_a_real_small_sweep_logs_rate_and_eta_per_cell(tmp_path, capsys):
     summary = run_sweep(["visprof_fake_tiny", "visprof_fake_wide"], store=tmp_path / "r.db", device="cpu",
                         batch_sizes=[2, 4], imports=[FAKE_MODELS], profile_options={"iterations": 3, "warmup": 1})

@@ -29,11 +29,16 @@ NAMED_SIZES = ("test", "train")
 
 
 def normalize_img_size(img_size: Any, shown: Any = None) -> tuple[int, int] | str | None:
-    """``None``, "test", "train", an int N, or an (H, W) pair -> ``None``, the name, or ``(H, W)``, each side >= 8."""
+    """``None``, "test", "train", an int N, an (H, W) pair, or the CLI's text ("224", "96x160") ->
+    ``None``, the name, or ``(H, W)``, each side >= 8. Python takes what --img-size takes: the
+    text form had been refused from Python only."""
     if img_size is None:
         return None
     if isinstance(img_size, str) and img_size.strip().lower() in NAMED_SIZES:
         return img_size.strip().lower()
+    if isinstance(img_size, str) and shown is None:
+        parsed = parse_img_size(img_size)
+        return parsed if parsed is None or isinstance(parsed, str) else normalize_img_size(parsed, shown=img_size)
     shown = img_size if shown is None else shown  # the user's own text, in errors
     sides = _as_two_ints(img_size)
     if sides is None:

@@ -156,7 +156,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     export.add_argument("--format", "-f", choices=_FORMATS, default="csv", help="default: csv")
     export.add_argument("--output", "-o", type=_file_or_stdout, metavar="FILE",
                         help="default (or -): stdout (parquet needs a file)")
-    export.add_argument("--model", metavar="PATTERN", help="only models matching this pattern")
+    export.add_argument("--model", metavar="PATTERN", action="append", help="only models matching this pattern "
+                        "('vit_*'; a comma list, or the option again, for several); a name without a pretrained tag "
+                        "(resnet18) matches its tagged rows too (resnet18.a1_in1k)")
     export.add_argument("--gpu", metavar="PATTERN", help="only rows of GPUs whose name matches ('*H200*') or of one GPU (h200); cpu: the CPU's rows")
     export.add_argument("--failures", action="store_true", help="export the failures instead (csv or json)")
     export.add_argument("--batch-size", "-b", type=positive_int, metavar="N",
@@ -175,9 +177,12 @@ def _check_before_torch(args: argparse.Namespace) -> None:
     _check_memory_formats(args.channels_last, args.memory_format)
     args.loaded_model_list = load_model_list(args.model_list) if args.model_list is not None else None
     scripts = [name for name in args.imports if name.endswith(".py")]
-    check_output_paths({"--store": args.store, "--json": args.json},
-                       inputs={"--model-list file": args.model_list, "--import file": scripts}, sqlite=("--store",),
-                       kinds={"--json": "json"})
+    inputs = {"--model-list file": args.model_list, "--import file": scripts}
+    if args.dry_run:  # the store is only read ("creates nothing"): a store in a read-only folder is listed
+        check_output_paths({"--json": args.json}, inputs={**inputs, "--store": args.store}, kinds={"--json": "sweep"})
+    else:
+        check_output_paths({"--store": args.store, "--json": args.json}, inputs=inputs, sqlite=("--store",),
+                           kinds={"--json": "sweep"})
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -245,9 +250,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _write_summary(path: Path, summary) -> None:
-    from visprof.base.outputs import atomic_write_json
+    from visprof.base.outputs import write_json_summary
 
-    atomic_write_json(path, json.dumps(summary.to_dict(), indent=2) + "\n")
+    write_json_summary(path, "sweep", summary.to_dict(), indent=2)
 
 
 def _profile_options(args: argparse.Namespace) -> dict:
@@ -281,16 +286,20 @@ def _stored_gpu(store: Path, gpu: str | None) -> tuple[str | None, list[str]]:
     """``--gpu`` as export's pattern, and the GPU names the store holds. A name without a pattern's
     characters that names a GPU as the other commands do (``h200``, ``H200``, ``rtx4090``) is that
     GPU's stored name: only '*H200*' had matched, and ``--gpu H200`` exported nothing, with exit 0."""
-    if not gpu or any(c in gpu for c in "*?[") or gpu == "cpu":
+    if not gpu:
         return gpu, []
     from visprof.analysis.gpus import gpu_table
     from visprof.store.result_store import open_store
 
     try:
         with open_store(store) as reader:
-            held = [name for name in reader.device_names() if name != "cpu"]
+            held = reader.device_names()  # the CPU's rows as "cpu", for the warning of a filter that matches nothing
     except VisprofError:
         return gpu, []  # export_store says what is wrong with the store
+    if gpu.lower() == "cpu":
+        return "cpu", held  # the CPU's rows are "cpu" in the store; CPU had matched none
+    if any(c in gpu for c in "*?["):
+        return gpu, held
     table = gpu_table()
     spec = table.find(gpu)
     same = [name for name in held if name.lower() == gpu.lower()
@@ -304,11 +313,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     gpu, held = _stored_gpu(args.store, args.gpu)
     count = export_store(args.store, args.output, args.format, model=args.model, gpu=gpu, failures=args.failures,
                          batch_size=args.batch_size, precision=args.precision)
-    filters = (("model", args.model), ("gpu", args.gpu), ("batch-size", args.batch_size), ("precision", args.precision))
+    models = ",".join(args.model) if args.model else None
+    filters = (("model", models), ("gpu", args.gpu), ("batch-size", args.batch_size), ("precision", args.precision))
     if count == 0 and any(value for _, value in filters):  # an empty export is otherwise silent on stdout
         print(f"visprof: warning: no row of {args.store} matches " + " and ".join(
             f"--{name} {value!r}" for name, value in filters if value)
-              + (f" (its rows' GPUs: {', '.join(held)})" if args.gpu and held else ""), file=sys.stderr)
+              + (f" (its rows' devices: {', '.join(held)})" if args.gpu and held else ""), file=sys.stderr)
     if args.output is not None:
         print(f"[visprof] wrote {count} rows to {args.output}", file=sys.stderr)
     return 0

@@ -18,10 +18,11 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Sequence
 
 from visprof.base.errors import BadInputError, VisprofWarning
 from visprof.base.spelling import either, option
+from visprof.store.model_filter import matches_model, model_globs
 from visprof.store.result_store import ResultStore, device_name, open_store
 from visprof.store.timm_format import TIMM_COLUMNS, to_timm_row
 
@@ -33,10 +34,11 @@ EXPORT_SCHEMA = "visprof.store-export/1"
 
 
 def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt: str = "csv", *,
-                 model: str | None = None, gpu: str | None = None, failures: bool = False,
+                 model: str | Sequence[str] | None = None, gpu: str | None = None, failures: bool = False,
                  stdout: IO[str] | None = None, batch_size: int | None = None, precision: str | None = None) -> int:
     """Writes the store's rows to ``output`` (None: ``stdout``) in ``fmt``; returns the
-    number of rows written. ``model`` and ``gpu`` filter with shell patterns; ``batch_size`` and
+    number of rows written. ``model`` and ``gpu`` filter with shell patterns (``model``: one, a comma
+    list or a list of them; a name without a pretrained tag matches its tagged rows too); ``batch_size`` and
     ``precision`` choose the rows of ``fmt="timm"``, which has one row per model and image size.
 
     An ``output`` that is the store itself, by any name (a link, a hard link) or one of its
@@ -67,7 +69,7 @@ def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt
         if fmt == "parquet":
             frame = _parquet_frame(reader, model, gpu)
             with atomic_output(output, "wb", kind="parquet") as fh:
-                frame.to_parquet(fh, index=False)
+                _write_parquet(frame, fh)
             return len(frame)
         buffer = io.StringIO()
         count = _write_text(reader, fmt, buffer, model, gpu, failures, batch_size, precision)
@@ -92,9 +94,10 @@ _PATTERN_EXAMPLES = {"model": "a model name or pattern ('vit_*')",
                      "gpu": "a GPU name or pattern ('*H200*'), or cpu for the CPU's rows"}
 
 
-def _check_patterns(model: str | None, gpu: str | None) -> None:
-    for keyword, pattern in (("model", model), ("gpu", gpu)):
-        if pattern is not None and not pattern.strip():
+def _check_patterns(model: str | Sequence[str] | None, gpu: str | None) -> None:
+    for keyword, empty in (("model", model is not None and not model_globs(model)),
+                           ("gpu", gpu is not None and not gpu.strip())):
+        if empty:
             raise BadInputError(f"{option(keyword)} is empty: give {_PATTERN_EXAMPLES[keyword]}, or leave "
                                 f"{option(keyword)} out for every row")
 
@@ -221,10 +224,23 @@ def _parquet_frame(store: ResultStore, model, gpu):
     return store.dataframe(model, gpu)
 
 
+def _write_parquet(frame, fh) -> None:
+    """``frame.to_parquet``, with the mark in the schema's metadata that lets a later export replace
+    the file (and no Parquet file of the user's)."""
+    import pyarrow
+    import pyarrow.parquet
+
+    from visprof.base.output_paths import PARQUET_MARK
+
+    table = pyarrow.Table.from_pandas(frame, preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), PARQUET_MARK: b"1"})
+    pyarrow.parquet.write_table(table, fh)
+
+
 def _matches(row: dict[str, Any], model: str | None, gpu: str | None) -> bool:
     import fnmatch
 
-    return ((model is None or fnmatch.fnmatchcase(str(row.get("model")), model))
+    return (matches_model(str(row.get("model")), model_globs(model))
             and (gpu is None or fnmatch.fnmatchcase(device_name(row), gpu)))
 
 

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
 from visprof.base.errors import BadInputError
+from visprof.store.model_filter import matches_model, model_globs
 from visprof.base.pandas_import import import_pandas
 from visprof.store.flatten import compact_json
 from visprof.store.schema import REFERENCE_IDENTITY
@@ -90,8 +91,9 @@ def read_references(conn: sqlite3.Connection, *, gpu_name: str | None = None, mo
     """The stored references, oldest first; each filter is a shell pattern (``*4090*``, ``vit_*``)."""
     out = []
     for row in conn.execute('SELECT * FROM "references" ORDER BY id'):
-        if any(pattern is not None and not fnmatch.fnmatchcase(str(row[column]), pattern)
-               for column, pattern in (("gpu_name", gpu_name), ("model", model), ("source", source))):
+        if not matches_model(str(row["model"]), model_globs(model)) or any(
+                pattern is not None and not fnmatch.fnmatchcase(str(row[column]), pattern)
+                for column, pattern in (("gpu_name", gpu_name), ("source", source))):
             continue
         values = {name: row[name] for name in Reference._COLUMNS}
         out.append(Reference(**values, extra=json.loads(row["extra"] or "{}")))

@@ -33,6 +33,7 @@ from visprof.base.inputs import input_path
 from visprof.base.output_paths import refuse_a_name_without_room_for_side_files, sqlite_side_files
 from visprof.base.pandas_import import import_pandas
 from visprof.base.spelling import option
+from visprof.store.model_filter import model_globs
 from visprof.store.flatten import (category_rows, compact_json, flatten_result, kernel_family_category_rows,
                                    kernel_family_rows, memory_rows, normalize_gpu_uuid, op_type_rows)
 from visprof.store.category_columns import with_category_columns
@@ -588,11 +589,12 @@ def _version_filter(versions: SoftwareVersions, devices: Iterable[str] | None,
     return " AND ".join(clauses), params
 
 
-def _pattern_filter(model: str | None, gpu: str | None) -> tuple[str, list[Any]]:
+def _pattern_filter(model: str | Sequence[str] | None, gpu: str | None) -> tuple[str, list[Any]]:
     clauses, params = ["1"], []
-    if model is not None:
-        clauses.append("model GLOB ?")
-        params.append(_as_sql_glob(model))
+    globs = model_globs(model)
+    if globs is not None:
+        clauses.append("(" + " OR ".join(["model GLOB ?"] * len(globs) or ["0"]) + ")")
+        params += [_as_sql_glob(glob) for glob in globs]
     if gpu is not None:
         clauses.append(f"{_DEVICE_NAME_SQL} GLOB ?")
         params.append(_as_sql_glob(gpu))

@@ -5,7 +5,8 @@ the same figures at its end:
     [visprof] 3/40 resnet50 b64|img=default|bf16|nchw|timing+attributed+memory [cuda:0]: ok 2.1 s · 21.4 cells/min · ETA 1 min 44 s
 
 The rate counts the cells finished (measured or failed for good) per minute since the first
-worker was ready; the ETA is the cells left at that rate.
+worker was ready (shown once a cell was measured: failures at once say nothing of a cell's time);
+the ETA is the cells left at that rate.
 """
 from __future__ import annotations
 
@@ -105,9 +106,10 @@ class SweepProgress:
               file=self.stream, flush=True)
 
     def _rate_eta(self) -> str:
-        """`` · 21.4 cells/min · ETA 1 min 44 s`` (empty before any cell finished)."""
+        """`` · 21.4 cells/min · ETA 1 min 44 s``; empty before a cell was measured: failures alone
+        (a forward that raises at once) had made "1963 cells/min · ETA 0 s" with cells still to measure."""
         elapsed = self._clock() - self._t0
-        if not self.done or elapsed <= 0:
+        if not self.ok or elapsed <= 0:
             return ""
         per_min = self.done / elapsed * 60
         left = max(self.total - self.done, 0)

@@ -22,6 +22,7 @@ import statistics
 import sys
 import time
 import warnings
+from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from visprof.base.errors import VisprofWarning
@@ -91,7 +92,9 @@ def run_sweep(
     if isinstance(passes, str):
         passes = [p.strip() for p in passes.split(",") if p.strip()]
     options = check_profile_options(profile_options or {})
-    ResultStore.check_path(store, write=True)  # a bad path fails before minutes of work
+    # a bad path fails before minutes of work; a dry run only reads the store, where there is one
+    if not (dry_run and not Path(store).exists()):
+        ResultStore.check_path(store, write=not dry_run)
     executor = writer = None
     try:
         import_modules(imports)
@@ -254,7 +257,7 @@ class _Sweep:
         if outcome.get("status") == "ok":
             self.store.add_result(cell, outcome["result"], run_id=self.run_id,
                                   batch_sizes_tried=outcome.get("batch_sizes_tried", ()), wall_s=wall,
-                                  attempts=task.attempt, host=(facts or {}).get("host"))
+                                  attempts=task.earlier + task.attempt, host=(facts or {}).get("host"))
             self.summary.done += 1
             if wall is not None:
                 self.walls.append(wall)
@@ -281,7 +284,7 @@ class _Sweep:
             self.summary.failures.append({"cell": cell.key, "error_class": error_class,
                                           "message": outcome.get("message", "")})
         else:
-            self.queue.append(Task(cell, total + 1))
+            self.queue.append(Task(cell, total + 1, task.earlier))
         self.progress.cell(label, where, wall, error_class, retry=not final)
 
 
@@ -307,7 +310,7 @@ def _queue(plan: SweepPlan, states: Mapping[str, Any], retry_failed: bool) -> tu
         elif state.status == "failed" and retry_failed:
             # A fresh budget (1 + retries tries in this run): counting on from the earlier runs, a
             # crash was final at its first try. The store's attempts still add up across runs.
-            queue.append(Task(cell, 1))
+            queue.append(Task(cell, 1, earlier=state.attempts))
         else:
             skipped += 1
             skipped_failed += state.status == "failed"

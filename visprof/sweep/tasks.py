@@ -17,6 +17,9 @@ __all__ = ["Task", "TaskSource"]
 class Task:
     cell: Cell
     attempt: int = 1  # this attempt's number, counting the attempts of earlier runs
+    # attempts of earlier runs that this run's budget does not count (a --retry-failed retry): a cell
+    # that succeeds counts them too, as its failure row did (they had been lost from the store)
+    earlier: int = 0
 
 
 class TaskSource(Protocol):
