@@ -7,7 +7,6 @@ import dataclasses
 import json
 import math
 
-import numpy as np
 import pytest
 
 from recorded_results import recorded_result

@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from visprof.analysis.families import family
 from visprof.base.child_env import child_env
 

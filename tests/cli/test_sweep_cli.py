@@ -228,7 +228,6 @@ def test_a_folder_as_the_model_list_is_said_to_be_one_beside_a_store_in_it(tmp_p
 def test_a_runs_recorded_command_is_shell_quoted(monkeypatch, capsys, tmp_path):
     """The store's runs table keeps the command that ran; joined with spaces, `--models "vit_*"` and a
     path with a space in it came back as `vit_*` and two words, which pasted into a shell is another sweep."""
-    import visprof.cli.sweep as sweep_cli
     import visprof.sweep.run as run_module
     from visprof.sweep.summary import SweepSummary
 

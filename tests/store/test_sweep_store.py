@@ -454,7 +454,6 @@ def test_a_refused_write_is_advised_by_its_cause(store, monkeypatch):
     """"database is locked" (another program's transaction) and read-only side files (left by a read
     while the store was read-only, which SQLite makes with the store's mode) were both told to "make
     room (or make it writable)", which the user had done."""
-    import os
     import sqlite3
 
     import visprof.store.result_store as module
