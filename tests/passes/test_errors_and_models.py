@@ -535,3 +535,13 @@ def test_a_model_that_cannot_be_built_on_its_gpu_is_built_on_the_cpu():
     x = on_cpu.make_input(1, "cpu")
     assert torch.equal(fell_back.module(x), on_cpu.module(x))
 
+
+
+def test_a_patch_size_that_does_not_tile_the_input_is_said():
+    """A 230 px ViT-B/16 runs as a 224 px one (its patch embedding reads 14x14 patches): said in a note,
+    not at a size the patches tile, nor for a model without a patch embedding."""
+    note = ("vit_tiny_patch16_224's 16x16 px patches tile 224x224 of the 230x232 input: its last 6 rows and 8 columns "
+            "of pixels are never read (a size divisible by 16 runs all of them)")
+    assert note in resolve_model("vit_tiny_patch16_224", img_size=(230, 232)).notes
+    assert not any("never read" in n for n in resolve_model("vit_tiny_patch16_224", img_size=240).notes)
+    assert not any("never read" in n for n in resolve_model("resnet18", img_size=230).notes)

@@ -129,6 +129,7 @@ def _spec_for_timm(requested: str, size: tuple[int, int] | str | None, pretraine
         hint = f"{name} was built for {_fmt(default[1:])} inputs and does not take img_size"
     if explicit is not None:
         input_size, origin = (default[0], *explicit), "requested"
+        notes += _unread_pixels_note(name, module, explicit)
     else:
         origin = _named_origin(module, named)
         input_size = _cfg_input_size(module, named or "test") or default
@@ -148,6 +149,23 @@ def _spec_for_timm(requested: str, size: tuple[int, int] | str | None, pretraine
         forward_hint=hint,
         img_size_origin=origin,
     )
+
+
+def _unread_pixels_note(name: str, module: nn.Module, size: tuple[int, int]) -> list[str]:
+    """A patch embedding whose patches do not tile the input reads none of the pixels left over
+    (timm's PatchEmbed unless it pads): a 230 px ViT-B/16 runs as a 224 px one, which had gone
+    unsaid beside a size the user chose."""
+    embed = getattr(module, "patch_embed", None)
+    patch = getattr(embed, "patch_size", None)
+    if (not isinstance(patch, tuple) or len(patch) != 2 or not all(isinstance(p, int) and p > 0 for p in patch)
+            or getattr(embed, "dynamic_img_pad", False)):
+        return []
+    tiled = tuple(side // p * p for side, p in zip(size, patch))
+    if tiled == tuple(size):
+        return []
+    return [f"{name}'s {_fmt(patch)} px patches tile {_fmt(tiled)} of the {_fmt(size)} input: its last "
+            f"{size[0] - tiled[0]} rows and {size[1] - tiled[1]} columns of pixels are never read (a size divisible by "
+            f"{patch[0]} runs all of them)"]
 
 
 def _compiled_original(module: nn.Module) -> nn.Module | None:
