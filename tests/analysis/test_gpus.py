@@ -146,6 +146,9 @@ def test_environment_variable_extends_the_table(tmp_path, monkeypatch):
     # TOML's inf: was accepted (nan was not), and every prediction onto the GPU took it
     (lambda s: s.replace("fp32_tflops = 5", "fp32_tflops = inf"), r"'fp32_tflops' must be a positive, finite number"),
     (lambda s: s.replace("fp32_tflops = 5", "fp32_tflops = nan"), r"'fp32_tflops' must be a positive, finite number"),
+    # 0.5 SMs became 0, and predict and compare ended in a ZeroDivisionError; 84.7 became 84 without a word
+    (lambda s: s.replace("sms = 10\n", "sms = 0.5\n"), r"'sms' must be a whole number of SMs, got 0.5"),
+    (lambda s: s.replace("sms = 10\n", "sms = 84.7\n"), r"'sms' must be a whole number of SMs, got 84.7"),
     (lambda s: s.replace("fp16 = 40", "fp17 = 40"), r"unknown precision\(s\) \['fp17'\]"),
     (lambda s: s.replace("l2_mb = 2", "l2_mb = 2\nl3_mb = 4"), r"unknown key\(s\) \['l3_mb'\]"),
     (lambda s: s.replace("'Test GPU$'", "'Test ('"), r"bad match regex"),

@@ -129,6 +129,8 @@ def spec_from_mapping(data: Mapping[str, Any], origin: str = "<mapping>", index:
     numbers = {}
     for key, unit in NUMBERS.items():
         numbers[key] = _positive(data.get(key), origin, where, key, unit)
+    if numbers["sms"] != int(numbers["sms"]):  # 0.5 SMs had become 0, and a ZeroDivisionError in predict
+        raise _fail(origin, where, f"'sms' must be a whole number of SMs, got {numbers['sms']}")
     tensor = data.get("tensor_tflops")
     if not isinstance(tensor, Mapping) or not tensor:
         raise _fail(origin, where, "'tensor_tflops' must be a table such as { fp16 = 165.2, bf16 = 165.2 }")
