@@ -317,3 +317,27 @@ def test_cudnns_rnn_counts_as_the_cpus_does():
                torch.empty(128, device="meta"), torch.empty(128, device="meta")]
     args = (x, weights, 4, None, hx, hx, 2, 32, 0, 1, True, 0.0, False, False, [], None)
     assert op_flops(aten._cudnn_rnn.default, args, {}, None) == 2 * 20 * 128 * (16 + 32)
+
+
+@pytest.mark.parametrize("groups, transposed", [(1, False), (4, False), (8, False), (1, True), (4, True)])
+def test_a_convolutions_backward_counts_each_gradient_as_the_forward(groups, transposed):
+    """torch's formula counted the weight's gradient of a grouped convolution as if every channel met
+    every other: a depthwise layer's backward in a traced training step was 65x its forward. Each of the
+    input's and the weight's gradients takes the forward's multiply-adds; the dense case is torch's count."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    cls = torch.nn.ConvTranspose2d if transposed else torch.nn.Conv2d
+    conv = cls(8, 16, 3, groups=groups, padding=1)
+    x = torch.randn(2, 8, 12, 12, requires_grad=True)
+    tracker = ModuleTracker(conv)
+    cap = OpCapture(tracker, nvtx=False, flops=True, backward=True)
+    with tracker, cap:
+        conv(x).sum().backward()
+    ops = cap.to_records()
+    forward = next(op for op in ops if op.name == "aten.convolution.default")
+    backward = next(op for op in ops if op.name == "aten.convolution_backward.default")
+    assert forward.flops > 0 and backward.flops == 2 * forward.flops, (forward.flops, backward.flops)
+    if groups == 1:
+        with FlopCounterMode(display=False) as counter:
+            conv(x).sum().backward()
+        assert forward.flops + backward.flops == counter.get_total_flops()

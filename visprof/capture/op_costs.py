@@ -160,6 +160,18 @@ def _rnn_layer(args, kwargs, out) -> float:
     return _rnn_gemms(args[0], args[1:5])
 
 
+def _conv_backward(args, kwargs, out) -> float:
+    """``convolution_backward(grad_out, input, weight, bias_sizes, stride, padding, dilation,
+    transposed, output_padding, groups, output_mask)``: the input's gradient and the weight's each
+    take the forward's multiply-adds. torch's formula counts the weight's gradient as a convolution
+    of every channel with every other, ``groups`` times too many: a depthwise layer's backward was
+    65x its forward."""
+    grad_out, x, weight, transposed, mask = args[0], args[1], args[2], args[7], args[10]
+    # multiply-adds per output element (per input element of a transposed convolution)
+    forward = 2.0 * (x.numel() if transposed else grad_out.numel()) * weight[0].numel()
+    return forward * (bool(mask[0]) + bool(mask[1]))
+
+
 def _torch_formula(packet):
     """torch's own formula for ``packet``, for an op whose leading arguments are the same tensors."""
     formula = flop_registry[packet]
@@ -202,11 +214,17 @@ def _packet(func) -> Any:
     return getattr(func, "_overloadpacket", func)
 
 
+# Ops whose formula in torch's flop_registry is wrong, counted by visprof's own.
+_CORRECTED = {aten.convolution_backward: _conv_backward}
+
+
 def op_flops(func, args: tuple, kwargs: dict, out: Any) -> float:
     """FLOPs of `func(*args, **kwargs) -> out`; 0 for ops no formula covers (elementwise,
     norms: visprof counts matrix and convolution work, as torch's FlopCounterMode does)."""
     packet = _packet(func)
     try:
+        if packet in _CORRECTED:
+            return float(_CORRECTED[packet](args, kwargs, out))
         formula = flop_registry.get(packet)
         if formula is not None:
             return float(formula(*args, **kwargs, out_val=out))
