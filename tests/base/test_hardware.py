@@ -310,11 +310,44 @@ def test_malformed_device_strings(bad, no_gpu):
         hardware.resolve_device(bad)
 
 
-def test_no_gpu_reason_names_an_empty_visible_devices_list(no_gpu, monkeypatch):
+class _NvmlSeeing:
+    """NVML that sees ``count`` GPUs (it ignores CUDA_VISIBLE_DEVICES, as the real one does)."""
+
+    def __init__(self, count: int):
+        self.count = count
+
+    def nvmlDeviceGetCount(self) -> int:
+        return self.count
+
+
+def test_no_gpu_reason_blames_the_visible_devices_list_only_where_it_hides_gpus(no_gpu, monkeypatch):
+    """A scheduler's CUDA_VISIBLE_DEVICES=0 had been blamed ("hides every GPU") on a machine with no
+    driver: the variable is the reason only where the machine's GPUs are there and it hides them."""
     import torch
 
     monkeypatch.setattr(torch.version, "cuda", "13.0")
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    assert "CUDA_VISIBLE_DEVICES=''" in hardware.no_gpu_reason()
+    monkeypatch.setattr(hardware, "_nvml_failure", None)
+    monkeypatch.setattr(hardware, "_driver_missing", lambda: "")
+    monkeypatch.setattr(hardware, "nvml", lambda: _NvmlSeeing(2))
+    for value in ("", "-1", "7"):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
+        assert hardware.no_gpu_reason() == (f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU from this process "
+                                            "(the machine has 2)")
+    monkeypatch.setattr(hardware, "nvml", lambda: _NvmlSeeing(0))
+    assert hardware.no_gpu_reason() == "the CUDA driver reports no usable GPU"
+    no_driver = "no NVIDIA driver found (libcuda.so.1 cannot be loaded)"
+    monkeypatch.setattr(hardware, "_driver_missing", lambda: no_driver)
+    for value in ("0", ""):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
+        assert hardware.no_gpu_reason() == no_driver
     monkeypatch.setattr(torch.version, "cuda", None)
     assert "built without CUDA" in hardware.no_gpu_reason()
+
+
+def test_a_machine_without_a_driver_says_so():
+    """This CPU-only machine (and CI's) has no libcuda: the reason names the driver, not NVML's library."""
+    import ctypes.util
+
+    if ctypes.util.find_library("cuda"):
+        pytest.skip("this machine has a CUDA driver library")
+    assert hardware._driver_missing() == "no NVIDIA driver found (libcuda.so.1 cannot be loaded)"

@@ -277,10 +277,28 @@ def no_gpu_reason() -> str:
         return f"this torch ({torch.__version__}) was built without CUDA"
     if torch_cuda() is not None:
         return ""
-    if os.environ.get("CUDA_VISIBLE_DEVICES", None) is not None:
-        return f"CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r} hides every GPU from this process"
-    reason = nvml_unavailable_reason()
-    return reason or "the CUDA driver reports no usable GPU"
+    driver = _driver_missing()
+    if driver:  # before the variable: a scheduler's CUDA_VISIBLE_DEVICES=0 had been blamed on a machine with no driver
+        return driver
+    lib, visible = nvml(), os.environ.get("CUDA_VISIBLE_DEVICES")
+    on_machine = _call(lib.nvmlDeviceGetCount, default=0) if lib is not None else 0
+    if visible is not None and on_machine:  # NVML sees every GPU, whatever the variable says
+        return f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU from this process (the machine has {on_machine})"
+    return nvml_unavailable_reason() or "the CUDA driver reports no usable GPU"
+
+
+def _driver_missing() -> str:
+    """"no NVIDIA driver found (...)" where the driver's library cannot be loaded, else ""."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return ""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return "no NVIDIA driver found (libcuda.so.1 cannot be loaded)"
+    return ""
 
 
 _DEVICE_PATTERN = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
