@@ -118,6 +118,19 @@ def test_user_file_adds_and_replaces_rows(tmp_path):
     assert table.get("test-gpu").source["sms"] == f"user file {path}"
 
 
+def test_a_user_row_without_match_patterns_is_its_own_devices_row(tmp_path):
+    """docs/hardware-sensitivity.md's own rows need no `match`: a profile made on such a GPU had found
+    no row ("its GPU 'NVIDIA A40' has no row"), in predict and compare alike."""
+    path = tmp_path / "mine.toml"
+    path.write_text(USER_ROW.format(id="a40").replace("match = ['Test GPU$']\n", "").replace('"Test GPU"', '"NVIDIA A40"')
+                    .replace("[[gpus]]", "[[gpus]]\naliases = ['A40']"))
+    table = gpu_table(path)
+    assert not table.get("a40").match
+    assert table.for_device("NVIDIA A40").id == "a40" and table.for_device("nvidia-a40").id == "a40"
+    assert table.for_device("NVIDIA A400") is None
+    assert table.for_device("NVIDIA H100 80GB HBM3").id == "h100-sxm"  # the patterns first
+
+
 def test_a_file_that_replaces_a_row_may_give_its_names_to_another_row(tmp_path):
     """The names of a row the same file replaces are free: moving an alias between rows is no clash."""
     path = tmp_path / "mine.toml"

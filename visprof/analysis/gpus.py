@@ -220,11 +220,15 @@ class GpuTable:
         return len(self.specs)
 
     def for_device(self, device_name: str | None) -> GpuSpec | None:
-        """The row whose ``match`` regexes fit an NVML/torch device name; the last-added
-        row wins, so a user row overrides the built-in one."""
+        """The row whose ``match`` regexes fit an NVML/torch device name, else the one whose name or
+        alias the device name is (a user's row needs no ``match``: its profiles had found no row);
+        the last-added row wins, so a user row overrides the built-in one."""
         if not device_name:
             return None
         hits = [spec for spec in self.specs.values() if spec.matches(device_name)]
+        if not hits:
+            key = normalize_name(device_name)
+            hits = [spec for spec in self.specs.values() if key in {normalize_name(n) for n in spec.names()}]
         return hits[-1] if hits else None
 
     def find(self, name: str | None) -> GpuSpec | None:
