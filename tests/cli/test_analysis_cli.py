@@ -209,6 +209,12 @@ def test_predict_table_and_files(tmp_path, capsys, h200_results):
     assert len((tmp_path / "p.csv").read_text().splitlines()) == 5
     code, out, _ = run(capsys, "predict", "--from", h200_results, "--to", "h100-sxm", "--model", "resnet*")
     assert code == 0 and "1 model(s)" in out
+    # export's filter: a comma list, the option again (it had replaced the first), a name with a tag
+    for models in (["--model", "resnet50,mobilevit_s"], ["--model", "resnet50", "--model", "mobilevit_s"]):
+        code, out, _ = run(capsys, "predict", "--from", h200_results, "--to", "h100-sxm", *models)
+        assert code == 0 and "2 model(s)" in out, out
+    code, _, err = run(capsys, "predict", "--from", h200_results, "--to", "h100-sxm", "--model", "resnet50.a1_in1k")
+    assert code == 2 and "no profile results in the inputs match 'resnet50.a1_in1k'" in err
 
 
 def test_predict_uses_one_profile_per_model_unless_asked(tmp_path, capsys):

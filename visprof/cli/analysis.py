@@ -71,7 +71,9 @@ def add_commands(commands) -> None:
     pred.add_argument("--to", dest="target", required=True, metavar="GPU", help="target GPU (a gpus.toml id, alias or name)")
     pred.add_argument("--batch-size", "-b", type=positive_int, metavar="N", help="predict at this batch (default: each profile's)")
     pred.add_argument("--precision", choices=("fp16", "bf16"), help="switch 16-bit precision (same bytes per value)")
-    pred.add_argument("--model", metavar="PATTERN", help="only models matching this shell pattern")
+    pred.add_argument("--model", metavar="PATTERN", action="append", help="only models matching this shell pattern "
+                      "(a comma list, or the option again, for several; a name without a pretrained tag matches its "
+                      "tagged profiles too), as export's --model")
     pred.add_argument("--every-profile", action="store_true",
                       help="predict from every profile (default: per model, GPU and precision, the one whose batch is "
                            "nearest --batch-size, the newest among equals)")
@@ -414,7 +416,7 @@ def prediction_row(p) -> dict:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    import fnmatch
+    from visprof.store.model_filter import matches_model, model_globs
 
     from visprof.analysis import sources
     from visprof.analysis.predict import choose_profiles, predict_many
@@ -436,9 +438,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
         _say(f"note: {', '.join(map(str, unread))} not read: predict reads profiles, and a CSV holds none")
     with _progress(args, 2) as progress:
         loaded = _load(profiles, table, progress)
-        results = [m.result for m in loaded.profiles if args.model is None or fnmatch.fnmatchcase(m.model, args.model)]
+        globs = model_globs(args.model)
+        results = [m.result for m in loaded.profiles if matches_model(m.model, globs)]
         if not results:
-            raise sources.no_profiles_error(why, model=args.model,
+            raise sources.no_profiles_error(why, model=",".join(args.model) if args.model else None,
                                             references=len(loaded.measurements) - len(loaded.profiles))
         left_out = 0
         if not args.every_profile:
