@@ -323,8 +323,9 @@ OWN_KIND = {
     "diff": ['{"schema": "visprof.diff/1", "per": "iteration"}', '\ufeff  {"schema":"visprof.diff/1"}'],
     "html": ['<!DOCTYPE html>\n<html><head><meta name="generator" content="visprof report">',
              '  <html lang=\'en\'><meta name="generator" content="visprof report">'],
-    "csv": ["model,img_size,source_gpu,target_gpu,x\nresnet50,224,h200,rtx4090,1\n",
-            "id,run_id,cell_key,model,batch_size\n", NCU_RAW],
+    "predict-csv": ["model,img_size,source_gpu,target_gpu,x\nresnet50,224,h200,rtx4090,1\n"],
+    "export-csv": ["id,run_id,cell_key,model,batch_size\n"],
+    "ncu-csv": [NCU_RAW],
     "parquet": ["PAR1....visprof.store-export"],
     "png": ["\x89PNG\r\n\x1a\n....tEXtSoftware\x00visprof report"],
 }
@@ -347,7 +348,7 @@ def test_an_output_replaces_only_its_own_kind_or_an_empty_file(tmp_path, kind):
         refuse_another_kind(path, "--out", kind)  # no error
     for text in OTHER + [OWN_KIND[other][0] for other in OWN_KIND if other != kind]:
         path.write_bytes(encoded(text))
-        with pytest.raises(BadInputError, match=r"--out .*out holds (something other than|a visprof)"):
+        with pytest.raises(BadInputError, match=r"--out .*out holds (something other than|a visprof|an ncu)"):
             refuse_another_kind(path, "--out", kind)
         assert path.read_bytes() == encoded(text)
 
@@ -387,7 +388,7 @@ def test_the_python_api_writers_refuse_another_kind_too(tmp_path):
     script = tmp_path / "train.py"
     script.write_text("import torch\n")
     result = ProfileResult.load(REPO / "tests/data/h200-result-vit_base_patch16_224.json")
-    with pytest.raises(BadInputError, match="other than a CSV of visprof's"):
+    with pytest.raises(BadInputError, match="other than a visprof category CSV"):
         write_categories_csv(result, script)
     with pytest.raises(BadInputError, match="other than a visprof sweep summary"):
         write_json_summary(script, "sweep", {})

@@ -441,7 +441,7 @@ def test_an_interrupted_comparison_names_the_files_it_did_not_write(tmp_path, ca
 
     timm = Path(__file__).resolve().parents[1] / "data" / "timm"
     csv, doc = tmp_path / "c.csv", tmp_path / "c.json"
-    csv.write_text("model,speedup\nold,1\n")
+    csv.write_text("model,img_size,family,base_samples_per_s,target_samples_per_s\nold,224,resnet,1,2\n")  # an earlier compare --csv
     write = outputs.atomic_write_text
 
     def interrupted_at_the_csv(path, text, **kw):
@@ -456,7 +456,7 @@ def test_an_interrupted_comparison_names_the_files_it_did_not_write(tmp_path, ca
     assert code == 130 and json.loads(doc.read_text())["models"]
     assert capsys.readouterr().err.splitlines()[-1] == (f"visprof: error: interrupted; not written: {csv} (its previous "
                                                         "version is unchanged)")
-    assert csv.read_text() == "model,speedup\nold,1\n"
+    assert csv.read_text() == "model,img_size,family,base_samples_per_s,target_samples_per_s\nold,224,resnet,1,2\n"
 
 
 def test_a_reader_that_goes_away_does_not_cost_the_files(fake_profile, tmp_path, monkeypatch, capsys):

@@ -254,13 +254,12 @@ def test_ncu_outputs_onto_its_rules_file(work):
 SCRIPT = "import torch\nprint('my training script')\n"
 OTHER_KIND = [
     ("compare", ["compare", "s.db", CSV_4090.name, "--json", "train.py"], "--json", "a visprof comparison of two GPUs"),
-    ("compare-csv", ["compare", "s.db", CSV_4090.name, "--csv", "train.py"], "--csv", "a CSV of visprof's"),
+    ("compare-csv", ["compare", "s.db", CSV_4090.name, "--csv", "train.py"], "--csv", "a visprof compare CSV"),
     ("predict-csv", ["predict", "--from", "g.json", "--to", "rtx4090", "--csv", "train.py"], "--csv",
-     "a CSV of visprof's"),
+     "a visprof predict CSV"),
     ("calibrate-save", ["calibrate", CSV_3090.name, "s.db", "--base", "rtx3090", "--target", "rtx4090",
                         "--save", "train.py"], "--save", "a visprof calibration"),
     ("export-json", ["export", "s.db", "--format", "json", "-o", "train.py"], "--output", "a visprof store export"),
-    ("export-timm", ["export", "s.db", "--format", "timm", "-o", "train.py"], "--output", "a CSV of visprof's"),
     ("export-parquet", ["export", "s.db", "--format", "parquet", "-o", "train.py"], "--output",
      "a visprof Parquet export"),
     ("report", ["report", "g.json", "-o", "train.py"], "--output", "a visprof report"),
@@ -320,6 +319,8 @@ def test_an_output_never_replaces_a_users_file_of_its_format(work):
     figures = sorted((work / "figures").iterdir())
     assert figures, "the report wrote no figure"
     shutil.copy(DATA / "timm" / CSV_4090.name, work / "published.csv")
+    made_predictions = visprof(work, "predict", "--from", "g.json", "--to", "rtx4090", "--csv", "p.csv")
+    assert made_predictions.returncode == 0, made_predictions.stderr
     mine = figures[0].name
     (work / "figures" / mine).write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 64)  # a user's image, by that name
     before = snapshot(work)
@@ -329,7 +330,11 @@ def test_an_output_never_replaces_a_users_file_of_its_format(work):
             (["compare", "s.db", CSV_4090.name, "--json", "package.json"], "--json", "other than a visprof comparison"),
             (["report", "g.json", "-o", "mine.html"], "--output", "other than a visprof report"),
             (["report", "g.json", "-o", "r2.html", "--png-dir", "figures"], mine, "other than a visprof report's figure"),
-            (["export", "s.db", "-o", "users.csv"], "--output", "other than a CSV of visprof's"),
+            (["export", "s.db", "-o", "users.csv"], "--output", "other than a visprof store export CSV"),
+            (["export", "s.db", "--format", "timm", "-o", "users.csv"], "--output",
+             "is not empty, and an export in timm's format replaces only an empty file"),
+            (["compare", "s.db", CSV_4090.name, "--csv", "p.csv"], "--csv",
+             "holds a visprof predict CSV, not a visprof compare CSV"),
             (["export", "s.db", "--format", "parquet", "-o", "dataset.parquet"], "--output",
              "other than a visprof Parquet export"),
             (["export", "s.db", "--format", "timm", "-o", "published.csv"], "--output", "a timm benchmark CSV")):

@@ -133,7 +133,7 @@ def test_an_export_that_matches_nothing_is_a_warning_naming_the_stores_gpus(tmp_
     store = mixed_store(tmp_path / "mixed.db")
     code, out, err = run_cli(capsys, "export", str(store), "-f", "timm", "--gpu", "rtx4090")
     assert code == 0 and len(out.splitlines()) == 1
-    assert err == f"visprof: warning: no row of {store} matches --gpu 'rtx4090' (its rows' GPUs: NVIDIA H200)\n"
+    assert err == f"visprof: warning: no row of {store} matches --gpu 'rtx4090' (its rows' devices: NVIDIA H200, cpu)\n"
 
 
 def test_a_batch_list_item_that_is_no_integer_is_worded_as_profile_words_it(tmp_path, capsys):

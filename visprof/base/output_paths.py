@@ -418,16 +418,20 @@ def json_document_mark(head: bytes) -> str | None:
     return mark_of_head(head)
 
 
-# The header lines visprof's CSVs start with, so that a CSV output replaces an earlier one of
-# visprof's and no table of the user's (export had replaced a users.csv and a dataset's parquet).
-# tests/base/test_outputs.py writes each kind and checks it is known here.
-_VISPROF_CSV_HEADS = (
-    "id,run_id,cell_key,model,",  # visprof export --format csv (results and --failures)
-    "model,img_size,family,base_samples_per_s,",  # compare --csv
-    "model,img_size,source_gpu,target_gpu,",  # predict --csv
-    "model,measurement,category,", "model,measurement,path,cls,",  # write_categories_csv, write_modules_csv
-    '"ID","Process ID",',  # ncu's raw CSV (visprof ncu --csv), after its ==PROF== lines
-)
+# The header each of visprof's CSVs starts with, by output kind: a CSV output replaces only an
+# earlier one of its own kind, no table of the user's (export had replaced a users.csv) and no other
+# command's (compare --csv had replaced predict's). tests/cli/test_inputs_never_destroyed.py writes each.
+CSV_HEADS = {
+    "export-csv": "id,run_id,cell_key,model,",  # visprof export --format csv (results and --failures)
+    "compare-csv": "model,img_size,family,base_samples_per_s,",
+    "predict-csv": "model,img_size,source_gpu,target_gpu,",
+    "categories-csv": "model,measurement,category,",  # write_categories_csv
+    "modules-csv": "model,measurement,path,cls,",  # write_modules_csv
+    "ncu-csv": '"ID","Process ID",',  # ncu's raw CSV (visprof ncu --csv), after its ==PROF== lines
+}
+_CSV_NAMES = {"export-csv": "a visprof store export CSV", "compare-csv": "a visprof compare CSV",
+              "predict-csv": "a visprof predict CSV", "categories-csv": "a visprof category CSV",
+              "modules-csv": "a visprof module CSV", "ncu-csv": "an ncu raw CSV of visprof ncu"}
 # timm's benchmark CSV, which export --format timm writes too: an export cannot be told from a
 # published table, so neither is replaced.
 _TIMM_CSV_HEAD = "model,infer_img_size,infer_samples_per_sec,"
@@ -455,7 +459,10 @@ OUTPUT_KINDS = {
     **{kind: (document_name(mark), lambda head, mark=mark: json_document_mark(head) == mark)
        for kind, mark in _DOCUMENT_KINDS.items()},
     "html": ("a visprof report", lambda head: _looks_like_html(head) and _names_the_report(head)),
-    "csv": ("a CSV of visprof's", lambda head: _looks_like_csv(head) and _csv_header(head).startswith(_VISPROF_CSV_HEADS)),
+    **{kind: (_CSV_NAMES[kind], lambda head, start=start: _looks_like_csv(head) and _csv_header(head).startswith(start))
+       for kind, start in CSV_HEADS.items()},
+    # timm's benchmark header, which export --format timm writes too, cannot be told from a published table
+    "timm-csv": ("a file visprof can tell it wrote", lambda head: False),
     # the footer is read apart (_parquet_footer)
     "parquet": ("a visprof Parquet export", lambda head: head.startswith(b"PAR1") and PARQUET_MARK in head),
     "png": ("a visprof report's figure", lambda head: head.startswith(b"\x89PNG") and _names_the_report(head)),
@@ -478,9 +485,14 @@ def refuse_another_kind(path: Path, what: str, kind: str) -> None:
     if head.strip() and not looks_like(head):
         mark = json_document_mark(head) if _looks_like_json(head) else None
         held = document_name(mark) if mark else None
+        if held is None and _looks_like_csv(head):
+            held = next((_CSV_NAMES[k] for k, start in CSV_HEADS.items() if _csv_header(head).startswith(start)), None)
         if _looks_like_csv(head) and _csv_header(head).startswith(_TIMM_CSV_HEAD):
-            held = "a timm benchmark CSV (visprof cannot tell its own export in that format from a published table)"
-            holds = f"holds {held},"
+            holds = "holds a timm benchmark CSV (visprof cannot tell its own export in that format from a published table),"
+        elif kind == "timm-csv":
+            raise BadInputError(f"{what} {path} is not empty, and an export in timm's format replaces only an empty file "
+                                "(its header is timm's, which visprof cannot tell from a published table's); give another "
+                                "file name, or remove it first if it is to go")
         else:
             holds = f"holds {held}, not {name}," if held else f"holds something other than {name},"
         raise BadInputError(f"{what} {path} {holds} which this output would replace; "

@@ -227,10 +227,10 @@ def _check_outputs(args: argparse.Namespace, summary: str, **paths) -> None:
 
     flags = {k: f"--{k.replace('_', '-')}" for k in paths}
     check_output_paths({flags[k]: v for k, v in paths.items()}, inputs=_inputs(args), folder_files=FOLDER_FILES,
-                       kinds={flags[k]: {**_OUTPUT_KIND, "json": summary}[k] for k in paths})
+                       kinds={flags[k]: {**_OUTPUT_KIND, "json": summary, "csv": f"{summary}-csv"}[k] for k in paths})
 
 
-_OUTPUT_KIND = {"csv": "csv", "save": "calibration"}  # what each output option writes; --json: the command's summary
+_OUTPUT_KIND = {"save": "calibration"}  # what each output option writes; --json and --csv: the command's own
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -268,7 +268,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         write_json_summary(args.json, "compare", doc, indent=2, allow_nan=False)
     if args.csv is not None:
         atomic_write_text(args.csv, rows_to_csv([{**m.row(), **csv_columns(calibrated.get(id(m)))}
-                                                 for m in comparison.models]), kind="csv")
+                                                 for m in comparison.models]), kind="compare-csv")
     return 0
 
 
@@ -474,7 +474,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if args.csv is not None:
         atomic_write_text(args.csv, rows_to_csv([
             {**prediction_row(p), **csv_columns(calibrated.get((p.model, p.img_size, p.source_batch, p.source_gpu)))}
-            for p in predictions]), kind="csv")
+            for p in predictions]), kind="predict-csv")
     return 0
 
 

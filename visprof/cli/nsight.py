@@ -147,7 +147,7 @@ def _check_report_args(args, outputs: dict | None = None, inputs: dict | None = 
 
     check_output_paths({"--json": args.json, **(outputs or {})},
                        inputs={"--categories file": args.categories, **(inputs or {})},
-                       kinds={"--json": "profile", "--csv": "csv"})  # nsys's -o files are nsys's own kinds
+                       kinds={"--json": "profile", "--csv": "ncu-csv"})  # nsys's -o files are nsys's own kinds
     if args.categories is not None and not args.categories.is_file():
         raise BadInputError(f"--categories: no such file: {args.categories}")
     if args.top < 1:

@@ -322,7 +322,7 @@ def profile_with_ncu(model: str, categories: Sequence[str] | str = ("attention",
         raise BadInputError(f"samples must be a whole number >= 1, got {samples!r}")
     if not isinstance(model, str):
         raise BadInputError("visprof ncu runs the model in a child process under Nsight Compute: give a timm name")
-    check_output_paths({"csv_path": csv_path}, inputs={"category_file": category_file}, kinds={"csv_path": "csv"})  # before minutes of work
+    check_output_paths({"csv_path": csv_path}, inputs={"category_file": category_file}, kinds={"csv_path": "ncu-csv"})  # before minutes of work
     table = load_table(None, category_file)
     wanted = [categories] if isinstance(categories, str) else list(categories)
     known = list(table.categories)
@@ -398,7 +398,7 @@ def profile_with_ncu(model: str, categories: Sequence[str] | str = ("attention",
             warnings.append(f"{renamed} kernels ncu measured are not the ones their op launched in the attributed "
                             "pass (the libraries chose other kernels in ncu's process); they count for their op")
         if csv_path is not None:
-            atomic_write_text(csv_path, "\n".join(r.csv for r in runs), kind="csv")
+            atomic_write_text(csv_path, "\n".join(r.csv for r in runs), kind="ncu-csv")
     categories_rows, kernel_rows = fold(result, ops, sample, measured, chosen, present)
     result.counters = R.CounterSummary(
         tool=version, metrics={role: "+".join(M.metrics_of(c)) for role, c in chosen.items()},

@@ -9,10 +9,10 @@ from visprof.base.outputs import atomic_output
 from visprof.result import CategoryRow, ModuleRow, ProfileResult
 
 
-def _write(path: str | Path, row_type: type, rows: list, result: ProfileResult) -> None:
+def _write(path: str | Path, row_type: type, rows: list, result: ProfileResult, kind: str) -> None:
     # model/measurement columns make files from many runs concatenable
     names = ["model", "measurement", *(f.name for f in dataclasses.fields(row_type))]
-    with atomic_output(path, kind="csv") as fh:  # newline="" already: csv writes its own line ends
+    with atomic_output(path, kind=kind) as fh:  # newline="" already: csv writes its own line ends
         writer = csv.DictWriter(fh, fieldnames=names)
         writer.writeheader()
         for row in rows:
@@ -21,8 +21,8 @@ def _write(path: str | Path, row_type: type, rows: list, result: ProfileResult) 
 
 def write_categories_csv(result: ProfileResult, path: str | Path) -> None:
     """One line per (category, sub-category); empty cells for None."""
-    _write(path, CategoryRow, result.categories, result)
+    _write(path, CategoryRow, result.categories, result, "categories-csv")
 
 
 def write_modules_csv(result: ProfileResult, path: str | Path) -> None:
-    _write(path, ModuleRow, result.modules, result)
+    _write(path, ModuleRow, result.modules, result, "modules-csv")

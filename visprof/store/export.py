@@ -29,7 +29,7 @@ from visprof.store.timm_format import TIMM_COLUMNS, to_timm_row
 __all__ = ["export_store", "FORMATS", "EXPORT_SCHEMA"]
 
 FORMATS = ("csv", "parquet", "json", "timm")
-_KIND = {"csv": "csv", "parquet": "parquet", "json": "store-export", "timm": "csv"}  # what each format's file is
+_KIND = {"csv": "export-csv", "parquet": "parquet", "json": "store-export", "timm": "timm-csv"}  # what each format's file is
 EXPORT_SCHEMA = "visprof.store-export/1"
 
 
