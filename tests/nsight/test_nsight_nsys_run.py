@@ -53,6 +53,10 @@ def test_a_missing_nsys_is_one_clear_error_with_its_own_exit_code(tmp_path, monk
     assert err.startswith("visprof: error: nsys:") and len(err.splitlines()) == 1
     with pytest.raises(ExternalToolError, match="not an executable file"):
         tools.find_tool("nsys", tmp_path / "nope")
+    # a path from the environment says so: the user may have set it long ago
+    monkeypatch.setenv("VISPROF_NSYS", str(tmp_path / "old" / "nsys"))
+    with pytest.raises(ExternalToolError, match=r"old/nsys \(from \$VISPROF_NSYS\) is not an executable file"):
+        tools.find_tool("nsys")
 
 
 def test_nothing_to_run_and_bad_output_folders_are_refused_before_nsys_starts(tmp_path):
@@ -125,6 +129,14 @@ def test_a_failed_recording_leaves_no_files(tmp_path, failure, capsys):
     assert code == 6
     err = capsys.readouterr().err
     assert ("no report was written" in err) if failure == "no report" else ("FATAL ERROR: cannot export" in err)
+
+
+def test_an_nsys_that_exits_0_without_a_report_is_not_said_to_have_failed_with_status_0(tmp_path, capsys):
+    nsys = stand_in(tmp_path, tmp_path / "absent.sqlite", write_report=False)
+    assert cli.main(["nsys", "run", "--nsys", str(nsys), "-o", str(tmp_path / "run"), "--", sys.executable, "-c",
+                     "pass"]) == 6
+    err = capsys.readouterr().err.strip()
+    assert err == "visprof: error: nsys: nsys profile (no report was written): nsys exited 0: no output", err
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("run", ".run"))) == []
 
 

@@ -451,6 +451,8 @@ def table_or_default(table: Any) -> CategoryTable:
     if not isinstance(table, CategoryTable):
         from visprof.base.errors import BadInputError
 
-        hint = "; a rules file is category_file=..." if isinstance(table, (str, Path)) else ""
+        # trace() and attribute() take no category_file=: the hint names what every entry takes
+        hint = (f"; a rules file is table=visprof.CategoryTable.from_file({str(table)!r}) (profile() also takes "
+                "category_file=...)") if isinstance(table, (str, Path)) else ""
         raise BadInputError(f"table must be a CategoryTable (or None), not {type(table).__name__}{hint}")
     return table

@@ -36,7 +36,8 @@ def find_tool(tool: str, given: str | os.PathLike | None = None) -> Path:
             # that subprocess would look up on PATH instead.
             return path.absolute()
     if given or os.environ.get(_ENV[tool]):
-        raise ExternalToolError(tool, f"{candidates[0]} is not an executable file")
+        source = "" if given else f" (from ${_ENV[tool]})"  # a path the user may have set long ago
+        raise ExternalToolError(tool, f"{candidates[0]}{source} is not an executable file")
     raise ExternalToolError(tool, f"{_NAMES[tool]} is not installed here (looked on PATH, in "
                                   f"{', '.join(_INSTALL_GLOBS[tool])}); install it, or give its path with --{tool} "
                                   f"or ${_ENV[tool]}")
@@ -58,4 +59,6 @@ def failure(tool: str, proc: subprocess.CompletedProcess, what: str) -> External
     lines = [line.strip() for line in ((proc.stderr or "") + "\n" + (proc.stdout or "")).splitlines() if line.strip()]
     errors = [line for line in lines if "ERROR" in line or "error" in line.lower()]
     last = (errors or lines or ["no output"])[-1]
+    if proc.returncode == 0:  # it ran through, and what was asked for is not there ("failed (exit status 0)")
+        return ExternalToolError(tool, f"{what}: {Path(proc.args[0]).name if proc.args else tool} exited 0: {last}")
     return ExternalToolError(tool, f"{what} failed (exit status {proc.returncode}): {last}")
