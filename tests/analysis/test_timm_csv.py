@@ -87,6 +87,18 @@ def test_precision_must_be_known():
             parse_benchmark_csv(HEADER + "m,224,1,1000,1,1,1,1\n", source="mybench.csv", gpu_name="X", precision=typo)
 
 
+@pytest.mark.parametrize("body, message", [
+    # a short row had read "column 'infer_batch_size' is empty": a column the user's file does not have
+    ("resnet10t,224,9000\n", r"line 2: fewer values than columns \(none for 'batch_size'\)$"),
+    ("resnet10t,224,,64\n", r"line 2: column 'samples_per_sec' is empty$"),
+    ("resnet10t,224,fast,64\n", r"line 2: column 'samples_per_sec' is not a number: 'fast'$"),
+])
+def test_a_users_table_is_told_of_its_own_columns(body, message):
+    with pytest.raises(BadInputError, match=message):
+        parse_benchmark_csv("model,img_size,samples_per_sec,batch_size\n" + body, source="mine.csv", gpu_name="X",
+                            precision="amp")
+
+
 def test_a_users_own_table_may_drop_the_infer_prefix(tmp_path):
     """A user's table (issue 25: "timm CSVs, or a user's own table") with img_size, samples_per_sec,
     batch_size: the same rows as timm's spelling gives."""

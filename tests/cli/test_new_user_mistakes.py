@@ -71,6 +71,10 @@ def test_a_csv_whose_name_names_no_gpu_is_said_to_name_none(work):
     refused(visprof(work, "compare", "benchmark-infer-amp-nchw-pt240-cu124.csv", CSV_3090.name),
             "benchmark-infer-amp-nchw-pt240-cu124.csv: its file name names no known GPU (visprof reads it from the end "
             "of a timm benchmark CSV's name", "; name it as FILE@GPU with a known GPU (h200, ")
+    # with --precision given, only the GPU is missing: the message had asked for --precision too
+    line = refused(visprof(work, "import-timm", "my.csv", "--precision", "amp", "--store", "s.db"),
+                   "my.csv: its file name names no known GPU (visprof reads it from the end", "give --gpu NAME with a known GPU")
+    assert "--precision P" not in line
     assert visprof(work, "import-timm", "my.csv", "--gpu", "rtx4090", "--precision", "amp", "--store",
                    "s.db").returncode == 0  # the way the message gives
 

@@ -221,9 +221,11 @@ def _load_json(path: Path, table: GpuTable, loaded: Loaded, explicit: bool) -> N
     loaded.measurements.append(from_result(result, str(path), table))
 
 
-def csv_gpu(path: Path, gpu: str | None, table: GpuTable, how: str = "name it as FILE@GPU") -> str:
+def csv_gpu(path: Path, gpu: str | None, table: GpuTable, how: str = "name it as FILE@GPU",
+            precision_given: bool = False) -> str:
     """The spec row name of a timm CSV's GPU: given, or from the file name. A file that is no
-    timm CSV (a store, a profile, binary) is said to be that first: its name says no GPU."""
+    timm CSV (a store, a profile, binary) is said to be that first: its name says no GPU.
+    ``precision_given``: the caller has the precision (import-timm --precision), so only the GPU is missing."""
     if not Path(path).is_file():
         raise BadInputError(f"no such file: {path}" if not Path(path).exists() else f"{path} is not a file")
     check_benchmark_csv(path)
@@ -245,11 +247,11 @@ def csv_gpu(path: Path, gpu: str | None, table: GpuTable, how: str = "name it as
         raise BadInputError(f"{path}: its file name names {len(named)} GPUs ({', '.join(s.name for s in named)}); "
                             f"{how} with the one it was measured on")
     if spec is None:
-        raise BadInputError(f"{path}: {_unnamed_gpu(path, hint, table, how)}")
+        raise BadInputError(f"{path}: {_unnamed_gpu(path, hint, table, how, precision_given)}")
     return spec.name
 
 
-def _unnamed_gpu(path: Path, hint: str | None, table: GpuTable, how: str) -> str:
+def _unnamed_gpu(path: Path, hint: str | None, table: GpuTable, how: str, precision_given: bool) -> str:
     """Why a CSV's file name gives no GPU of the table, and what to do. Only a name in timm's
     pattern says a GPU: the whole stem of my.csv had been read as "GPU 'my'"; and where the name
     says no precision either, FILE@GPU alone would only lead to that refusal next."""
@@ -258,7 +260,7 @@ def _unnamed_gpu(path: Path, hint: str | None, table: GpuTable, how: str) -> str
     more = f"or add a row with {more_gpus()}"
     if hint and any(parsed[part] for part in ("mode", "precision", "layout", "torch", "cuda")):
         return f"GPU {hint!r} (from the file name) is not in the GPU spec table; {how} with a known GPU ({table.known()}), {more}"
-    if parsed["precision"]:
+    if parsed["precision"] or precision_given:  # --precision given had been told to give --precision
         return (f"its file name names no known GPU (visprof reads it from the end of a timm benchmark CSV's name, "
                 f"{example}); {how} with a known GPU ({table.known()}), {more}")
     return (f"its file name names no known GPU and no precision (visprof reads both from a timm benchmark CSV's name, "

@@ -120,7 +120,9 @@ def parse_benchmark_csv(text: str, *, source: str, gpu_name: str, precision: str
     Raises BadInputError, naming the file and line, for a missing column, a value that is
     not a positive number, or a (model, image size) listed twice."""
     reader = csv.DictReader(io.StringIO(text))
+    given = [name.strip() for name in reader.fieldnames or []]
     reader.fieldnames = _timm_columns(reader.fieldnames)
+    as_given = dict(zip(reader.fieldnames or [], given))  # messages name the user's column: batch_size, not infer_batch_size
     _checked_header(reader.fieldnames, source)
     meta = parse_benchmark_filename(source)  # after the columns: a file that is no timm CSV is said to be none first
     precision = precision or meta["precision"]
@@ -145,18 +147,21 @@ def parse_benchmark_csv(text: str, *, source: str, gpu_name: str, precision: str
         where = f"{source} line {line}"
         if None in raw:  # more cells than header columns
             raise BadInputError(f"{where}: more values than columns")
+        if None in raw.values():  # fewer: DictReader leaves the last columns None, which read as "empty"
+            missing = [as_given.get(k, k) for k, v in raw.items() if v is None]
+            raise BadInputError(f"{where}: fewer values than columns (none for {', '.join(map(repr, missing))})")
         model = (raw.get("model") or "").strip()
         if not model:
             raise BadInputError(f"{where}: empty model name")
         if model.startswith("test_"):
             parsed.test_rows_dropped += 1
             continue
-        img_size = _number(raw["infer_img_size"], where, "infer_img_size", integer=True)
-        samples = _number(raw["infer_samples_per_sec"], where, "infer_samples_per_sec")
-        batch = _number(raw["infer_batch_size"], where, "infer_batch_size", integer=True)
+        img_size = _number(raw["infer_img_size"], where, as_given["infer_img_size"], integer=True)
+        samples = _number(raw["infer_samples_per_sec"], where, as_given["infer_samples_per_sec"])
+        batch = _number(raw["infer_batch_size"], where, as_given["infer_batch_size"], integer=True)
         for column, value in (("infer_img_size", img_size), ("infer_samples_per_sec", samples), ("infer_batch_size", batch)):
             if value is None:
-                raise BadInputError(f"{where}: column {column!r} is empty")
+                raise BadInputError(f"{where}: column {as_given[column]!r} is empty")
         # Names are matched to profiles as written; two that differ only in case (EFFICIENTVIT_M0,
         # efficientvit_m0) are one model typed twice, and had been imported as two.
         key = (model.casefold(), img_size)

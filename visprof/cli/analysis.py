@@ -17,9 +17,9 @@ from visprof.cli.calibration import (add_calibration_option, calibrated_section,
 __all__ = ["add_commands", "cmd_calibrate", "cmd_compare", "cmd_import_timm", "cmd_predict", "cmd_report"]
 
 
-def _sources_help(what: str) -> str:
-    return (f"{what}: ProfileResult JSON files or folders of them, results stores (SQLite), timm benchmark "
-            "CSVs (GPU from the file name, or FILE@GPU)")
+def _sources_help(what: str, csvs: bool = True) -> str:
+    return (f"{what}: ProfileResult JSON files or folders of them, results stores (SQLite)"
+            + (", timm benchmark CSVs (GPU from the file name, or FILE@GPU)" if csvs else ""))
 
 
 def _add_quiet(parser) -> None:
@@ -67,7 +67,7 @@ def add_commands(commands) -> None:
                     "group; see docs/hardware-sensitivity.md).")
     # extend: --from a.db --to X --from b.db reads both (the second --from had replaced the first)
     pred.add_argument("--from", dest="sources", nargs="+", action="extend", required=True, metavar="SOURCE",
-                      help=_sources_help("profiles to predict from"))
+                      help=_sources_help("profiles to predict from", csvs=False))
     pred.add_argument("--to", dest="target", required=True, metavar="GPU", help="target GPU (a gpus.toml id, alias or name)")
     pred.add_argument("--batch-size", "-b", type=positive_int, metavar="N", help="predict at this batch (default: each profile's)")
     pred.add_argument("--precision", choices=("fp16", "bf16"), help="switch 16-bit precision (same bytes per value)")
@@ -188,7 +188,7 @@ def cmd_import_timm(args: argparse.Namespace) -> int:
     table = _table(args)
     parsed = []
     for path in args.files:  # every file is read and checked before the store changes
-        gpu_name = csv_gpu(path, args.gpu, table, how="give --gpu NAME")
+        gpu_name = csv_gpu(path, args.gpu, table, how="give --gpu NAME", precision_given=args.precision is not None)
         parsed.append((path, gpu_name, read_benchmark_csv(path, gpu_name, args.precision)))
     with open_store(args.store, write=True) as store:
         for path, gpu_name, result in parsed:
