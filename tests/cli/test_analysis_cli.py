@@ -1,6 +1,8 @@
 """The import-timm, compare, predict and report commands, run as a user runs them."""
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import subprocess
@@ -192,6 +194,27 @@ def test_compare_writes_json_and_csv(tmp_path, capsys, h200_results):
     assert deit["speedup"] == pytest.approx(1.676, rel=1e-3) and deit["share_tensor"] > 0.5
     header = (tmp_path / "c.csv").read_text().splitlines()[0]
     assert header.startswith("model,img_size,family,base_samples_per_s")
+    # the same columns whatever the rows hold: without profiles the share columns had been left out
+    code, _, err = run(capsys, "compare", CSV_3090, CSV_4090, "--base", "rtx3090", "--target", "rtx4090",
+                       "--csv", tmp_path / "published.csv")
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "published.csv").read_text())))
+    assert (tmp_path / "published.csv").read_text().splitlines()[0] == header
+    assert {r["share_launch"] for r in rows} == {""}
+    shares = [f"share_{b}" for b in ("tensor", "memory", "compute", "unknown", "launch")]
+    assert all(name in header.split(",") for name in shares)
+
+
+def test_predict_csv_has_every_share_column_whatever_the_models_run(tmp_path, capsys, h200_results):
+    headers = set()
+    for model in ("resnet50", "deit_small_patch16_224", "*"):
+        code, _, err = run(capsys, "predict", "--from", h200_results, "--to", "rtx4090", "--model", model,
+                           "--csv", tmp_path / "p.csv")
+        assert code == 0, err
+        headers.add((tmp_path / "p.csv").read_text().splitlines()[0])
+    (header,) = headers
+    assert [c for c in header.split(",") if c.startswith("share_")] == [
+        "share_tensor", "share_memory", "share_compute", "share_unknown", "share_launch"]
 
 
 def test_predict_table_and_files(tmp_path, capsys, h200_results):

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from visprof.analysis.batch_witness import PathChange
 from visprof.analysis.gpus import GpuSpec
 from visprof.analysis.metrics import ratio_errors, spearman
+from visprof.analysis.roofline import LATENCY_SHARES
 from visprof.analysis.sources import Measurement
 from visprof.analysis.time_basis import END_TO_END
 from visprof.base.pandas_import import import_pandas
@@ -78,7 +79,7 @@ class ModelComparison:
                 "predicted_low": self.predicted_band[0] if self.predicted_band else None,
                 "predicted_high": self.predicted_band[1] if self.predicted_band else None, "sensitivity": self.sensitivity,
                 "dominant_category": self.dominant_category,
-                **{f"share_{b}": v for b, v in self.shares.items()}, "shares_from": self.shares_from,
+                **share_columns(self.shares), "shares_from": self.shares_from,
                 "macs_per_activation": self.intensity, "explanation": self.explanation,
                 "base_source": self.base.source, "target_source": self.target.source,
                 "path_change_run": self.path_change.hungrier if self.path_change else None,
@@ -202,3 +203,9 @@ def base_time_over_predicted(published_samples_per_s: float | None, predicted_sa
 
 __all__ = ["Aggregate", "Comparison", "DECIDED_BAND", "EXPLAINED_WITHIN", "ModelComparison", "PredictionAgreement",
            "base_time_over_predicted", "is_decided"]
+
+
+def share_columns(shares: dict[str, float]) -> dict[str, float | None]:
+    """``share_tensor`` ... ``share_launch``: every bound, 0 where none of the time is in it; None for
+    all where there are no shares (a published pair without a profile)."""
+    return {f"share_{b}": (shares.get(b, 0.0) if shares else None) for b in LATENCY_SHARES}

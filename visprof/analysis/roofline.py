@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from visprof.native.records import OpRecord
 
 BOUNDS = ("tensor", "memory", "compute", "unknown")
+# A latency's shares: the bounds of its kernels' time, and "launch" for the time the GPU idles.
+# CSVs carry a column for each, whatever the rows hold (the columns had varied with the models).
+LATENCY_SHARES = (*BOUNDS, "launch")
 BOUND_LABELS = {"tensor": "tensor-core", "memory": "memory-bandwidth", "compute": "other-compute",
                 "unknown": "unknown", "launch": "launch/host"}
 # Kernels an op runs besides its main work that only move data: cuDNN's layout transforms

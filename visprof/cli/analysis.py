@@ -404,10 +404,12 @@ def _check_explained_names(names: list[str], comparison, profiled: set[str]) -> 
 
 
 def prediction_row(p) -> dict:
+    from visprof.analysis.comparison import share_columns
+
     row = p.to_dict()
     row.pop("bound_ms")
     shares = row.pop("shares")
-    row.update({f"share_{b}": v for b, v in shares.items()})
+    row.update(share_columns(shares))
     row["notes"] = "; ".join(row["notes"])
     span = row.pop("latency_range_ms")
     row.pop("latency_by_scaling")
