@@ -102,6 +102,17 @@ class TraceSession:
         records = self._tracer.records if self._tracer else None
         self.trace = build_trace(records, capture, tracker, iterations=1)
         self.attribution = attribution_mod.attribute(self.trace, self.table_)
+        earlier = capture.backward_of_an_earlier_forward
+        if earlier:
+            import warnings
+
+            from visprof.base.errors import VisprofWarning
+
+            # their attention backward had read as linear and activation, without a word
+            warnings.warn(VisprofWarning(
+                f"trace(): {earlier} backward op(s) differentiate forward ops that ran before the block, so they are "
+                "classified by their op names alone (an attention's backward reads as linear and activation): put "
+                "the forward inside the block for their modules and roles"), stacklevel=2)
         if self._tracer is None and _is_compiled(self._model):
             import warnings
 

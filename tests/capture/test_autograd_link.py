@@ -203,3 +203,34 @@ def test_a_reentrant_checkpoints_backward_is_linked_as_a_plain_steps():
     backward = [op for op, record in zip(ops, session.trace.ops) if record.attrs.get("backward")]
     assert {(c, s) for n, c, s in backward if n == "aten.bmm.default"} == {("attention", "core")}
     assert {(c, s) for n, c, s in backward if n == "aten.mm.default"} == {("attention", "projections")}
+
+
+def test_a_block_around_the_backward_alone_says_its_ops_are_classified_by_name():
+    """With the forward before the block, the attention's backward read as linear and activation without
+    a word; a whole step inside the block says nothing."""
+    import warnings
+
+    from visprof.base.errors import VisprofWarning
+
+    model, x = HandWrittenAttention(), torch.randn(2, 8, 32)
+
+    def said(step) -> list[str]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            step()
+        return [str(w.message) for w in caught if issubclass(w.category, VisprofWarning)]
+
+    def whole_step():
+        with visprof.trace(model):
+            model(x).sum().backward()
+
+    out = model(x)
+
+    def backward_alone():
+        with visprof.trace(model):
+            out.sum().backward()
+
+    assert said(whole_step) == []
+    (message,) = said(backward_alone)
+    assert "backward op(s) differentiate forward ops that ran before the block" in message
+    assert "put the forward inside the block" in message

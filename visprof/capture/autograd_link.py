@@ -70,6 +70,10 @@ class AutogradLink:
         self._forward: dict[tuple[int, int], tuple[int, int, object]] = {}
         self._stems: dict[object, str] = {}
         self.backward_of: dict[int, int] = {}
+        # backward ops whose node was made before the capture began: their forward ran outside it
+        # (a block around loss.backward() alone), so only their op names classify them
+        self._first = self._counters.get(self._thread)
+        self.of_an_earlier_forward = 0
 
     def op(self, index: int, func, module: int) -> tuple[int, bool]:
         """(module to record, whether the op is a backward op) for op ``index``, run in ``module``;
@@ -95,6 +99,8 @@ class AutogradLink:
                 return forward[1], True
             if isinstance(node, BackwardCFunction):  # a custom Function's node: its module, not its first op's role
                 return forward[1], True
+        if self._first is not None and number < self._first and func not in _ADDS:
+            self.of_an_earlier_forward += 1
         return module, True
 
     def _made(self, node, forward_func) -> bool:

@@ -346,6 +346,11 @@ class OpCapture(TorchDispatchMode):
             for _, func, module, _, _, _, flops, attrs in template.raw
         ] if template is not None else None
 
+    @property
+    def backward_of_an_earlier_forward(self) -> int:
+        """Backward ops whose forward op ran before the capture began (classified by name alone)."""
+        return self._autograd.of_an_earlier_forward if self._autograd is not None else 0
+
     def template_ops(self) -> list[tuple]:
         """Per position of the template given at construction: (func, module index, attrs, OpCost)."""
         return [entry[:4] for entry in self._template or []]
