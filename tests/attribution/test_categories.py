@@ -39,7 +39,7 @@ def test_default_table_declares_the_stable_categories_with_colours(table):
         assert cat.argb == 0xFF000000 | int(cat.color[1:], 16)
         assert cat.cname in RESERVED_CNAMES, cat
     assert table.category("attention").subcategories == ("core", "projections")
-    assert table.category("convolution").subcategories == ("dense", "depthwise", "pointwise")
+    assert table.category("convolution").subcategories == ("dense", "depthwise", "pointwise", "weight-std")
     # every category is distinguishable in a trace viewer
     assert len({table.category(c).cname for c in table.report_order()}) == len(table.report_order())
 
@@ -133,6 +133,13 @@ OP_CASES = [
     ("aten.cudnn_batch_norm.default", ("BatchNormAct2d",), None, "normalization/batch"),
     ("aten.native_group_norm.default", ("GroupNorm",), None, "normalization/group"),
     ("aten.native_batch_norm.default", ("InstanceNorm2d",), None, "normalization/instance"),  # instance norm runs batch_norm
+    # a weight-standardized conv standardizes its own weights with batch_norm (BiT, NFNet): no norm of activations
+    ("aten.native_batch_norm.default", ("StdConv2d", "Bottleneck"), None, "convolution/weight-std"),
+    ("aten._native_batch_norm_legit.no_stats", ("ScaledStdConv2dSame", "NormFreeBlock"), None, "convolution/weight-std"),
+    ("aten.batch_norm.default", ("StdConv2dSame",), None, "convolution/weight-std"),
+    ("aten.mul.Tensor", ("ScaledStdConv2d",), None, "convolution/weight-std"),
+    ("aten.convolution.default", ("StdConv2d", "Bottleneck"), conv(64, 1, 3), "convolution/dense"),
+    ("aten.native_batch_norm.default", ("BatchNorm2d", "Bottleneck"), None, "normalization/batch"),
     ("aten.mul.Tensor", ("EvoNorm2dS0",), None, "normalization/other"),
     ("aten._fused_rms_norm.default", ("RmsNorm",), None, "normalization/rms"),
     ("aten.permute.default", ("LayerNorm2d",), None, "normalization/layer"),
