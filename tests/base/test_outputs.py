@@ -396,3 +396,13 @@ def test_the_python_api_writers_refuse_another_kind_too(tmp_path):
     write_categories_csv(result, tmp_path / "c.csv")
     write_categories_csv(result, tmp_path / "c.csv")  # its own output again: replaced
     assert (tmp_path / "c.csv").read_text().startswith("model,measurement,")
+
+
+def test_binary_is_no_csv_on_any_python():
+    """Python 3.10's csv reader raises on a NUL byte: every output check over a PNG or a gzip stream had
+    been a traceback there (3.11 reads it)."""
+    from visprof.base.output_paths import _looks_like_csv
+
+    assert _looks_like_csv(b"a,b\n1,2\n")
+    assert not _looks_like_csv(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR,a\n1,2\n")
+    assert not _looks_like_csv(b"a,b\x00\n1,2\n")

@@ -389,13 +389,19 @@ def _names_the_report(head: bytes) -> bool:
 def _looks_like_csv(head: bytes) -> bool:
     """A table: its first lines (up to five) have the same number of comma-separated fields, two or
     more. A script or prose does not (``from x import a, b`` then ``import torch``). Lines of
-    ncu's own messages (``==PROF== ...``), which its raw CSV starts with, are passed over."""
+    ncu's own messages (``==PROF== ...``), which its raw CSV starts with, are passed over. Binary
+    (a NUL byte: a PNG, a gzip stream) is none, and Python 3.10's csv reader raises on it."""
+    if b"\x00" in head:
+        return False
     text = head.decode("utf-8-sig", errors="replace")
     lines = text.splitlines()
     if len(head) == _HEAD_BYTES and not text.endswith(("\n", "\r")):
         lines = lines[:-1]  # cut off mid-line
     lines = [line for line in lines if line.strip() and not line.startswith("==")][:5]
-    widths = {len(row) for row in csv.reader(lines)}
+    try:
+        widths = {len(row) for row in csv.reader(lines)}
+    except csv.Error:  # what the reader cannot read is no table of visprof's
+        return False
     return len(widths) == 1 and widths.pop() >= 2
 
 
