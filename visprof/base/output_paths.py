@@ -156,7 +156,7 @@ def check_output_paths(paths: Mapping[str, str | Path | None], inputs: Mapping[s
     """Checks each given path (None: option not used), that no two name the same file (nor
     one a store's side file of the other), that none but the ``sqlite`` ones (a sweep's --store)
     would replace an SQLite file, that none of those ``kinds`` names (option -> "profile", "diff", "html",
-    "csv", "parquet", "png": what it writes) would replace a file of something else, and, given
+    "predict-csv", "parquet", "png", ...: OUTPUT_KINDS, what it writes) would replace a file of something else, and, given
     the command's ``inputs``, that none of them is an input (``check_not_an_input``). Returns
     the checked paths."""
     checked = {what: check_output_path(p, what) for what, p in paths.items() if p is not None}
@@ -426,7 +426,8 @@ def json_document_mark(head: bytes) -> str | None:
 
 # The header each of visprof's CSVs starts with, by output kind: a CSV output replaces only an
 # earlier one of its own kind, no table of the user's (export had replaced a users.csv) and no other
-# command's (compare --csv had replaced predict's). tests/cli/test_inputs_never_destroyed.py writes each.
+# command's (compare --csv had replaced predict's). Tests write each with its writer and write it
+# again (tests/cli/test_inputs_never_destroyed.py, tests/base/test_outputs.py; ncu's from a fixture).
 CSV_HEADS = {
     "export-csv": "id,run_id,cell_key,model,",  # visprof export --format csv (results and --failures)
     "compare-csv": "model,img_size,family,base_samples_per_s,",
