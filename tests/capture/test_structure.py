@@ -280,6 +280,40 @@ def test_non_local_attention_with_1x1_conv_projections():
     assert keys(ops, "aten.conv2d.", "0.spatial") == ["convolution/dense"]
 
 
+class TalkingHeads(nn.Module):
+    """CaiT's TalkingHeadAttn (linears across the heads before and after the softmax) or, with
+    ``conv``, EfficientFormerV2's (1x1 convs over the heads), in a class whose name says nothing."""
+
+    def __init__(self, dim=32, heads=4, conv=False):
+        super().__init__()
+        self.heads, self.conv = heads, conv
+        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        mix = (lambda: nn.Conv2d(heads, heads, 1)) if conv else (lambda: nn.Linear(heads, heads))
+        self.mix_scores, self.mix_weights = mix(), mix()
+
+    def mixed(self, layer, a):
+        return layer(a) if self.conv else layer(a.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        attn = self.mixed(self.mix_scores, q @ k.transpose(-2, -1) * (C // self.heads) ** -0.5)
+        attn = self.mixed(self.mix_weights, attn.softmax(dim=-1))
+        return self.proj((attn @ v).transpose(1, 2).reshape(B, N, C))
+
+
+@pytest.mark.parametrize("conv", [False, True])
+def test_talking_heads_mixing_the_scores_are_core_not_projections(conv):
+    """A layer across the heads on the scores or the weights is part of computing them; it had been
+    attention/projections (CaiT's proj_l/proj_w, 1.6% of its time), beside the real q/k/v and output ones."""
+    ops = capture(nn.Sequential(TalkingHeads(conv=conv)), torch.randn(2, 6, 32))
+    layer = "aten.conv2d." if conv else "aten.linear."
+    for path in ("0.mix_scores", "0.mix_weights"):
+        assert keys(ops, layer, path) == ["attention/core"], (path, ops)
+    for path in ("0.qkv", "0.proj"):
+        assert keys(ops, "aten.linear.", path) == ["attention/projections"], (path, ops)
+
+
 # --- softmax that is not attention --------------------------------------------------------
 class Classifier(nn.Module):
     def __init__(self):

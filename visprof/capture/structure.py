@@ -209,7 +209,10 @@ class _Analysis:
                 products.add(i)
                 memo[i] = True
                 return True
-            if self.kinds[i] not in SCORE_MODIFIERS and not (self.kinds[i] in SOFTMAX and i != softmax):
+            # a linear layer on the scores mixes the heads (talking heads: CaiT's proj_l, EfficientFormerV2's
+            # talking_head1): part of computing them, core, where it had been read as a q/k/v projection
+            if (self.kinds[i] not in SCORE_MODIFIERS and not (self.kinds[i] in SOFTMAX and i != softmax)
+                    and not self.is_projection(i)):
                 return False
             found = False
             for p in self.active(i):
@@ -243,7 +246,8 @@ class _Analysis:
                         j = parents[j]
                     return path, c
                 kind = self.kinds[c]
-                if kind in LAYOUT or kind in ("mul", "div", "masked_fill", "where", "nan_to_num"):
+                # a linear layer on the weights mixes the heads (talking heads: CaiT's proj_w), as above
+                if kind in LAYOUT or kind in ("mul", "div", "masked_fill", "where", "nan_to_num") or self.is_projection(c):
                     frontier.append(c)
         return set(), None
 
