@@ -103,27 +103,16 @@ class TraceSession:
         self.trace = build_trace(records, capture, tracker, iterations=1)
         self.attribution = attribution_mod.attribute(self.trace, self.table_)
         earlier = capture.backward_of_an_earlier_forward
-        if earlier:
-            import warnings
-
-            from visprof.base.errors import VisprofWarning
-
-            # their attention backward had read as linear and activation, without a word
-            warnings.warn(VisprofWarning(
-                f"trace(): {earlier} backward op(s) differentiate forward ops that ran before the block, so they are "
-                "classified by their op names alone (an attention's backward reads as linear and activation): put "
-                "the forward inside the block for their modules and roles"), stacklevel=2)
+        if earlier:  # their attention backward had read as linear and activation, without a word
+            _warn(f"trace(): {earlier} backward op(s) differentiate forward ops that ran before the block, so they are "
+                  "classified by their op names alone (an attention's backward reads as linear and activation): put "
+                  "the forward inside the block for their modules and roles")
         if self._tracer is None and _is_compiled(self._model):
-            import warnings
-
-            from visprof.base.errors import VisprofWarning
-
             # coverage says 1.0 of the ops seen: a block whose fused work was 30% of its time had said nothing
-            warnings.warn(VisprofWarning(
-                "trace(): the model is torch.compile'd and runs on the CPU, where Inductor's generated C++ kernels "
-                "have no op: the trace holds only the ops compiled code calls (its GEMMs, convolutions, fallbacks), "
-                "not the fused work. Trace the eager model for a breakdown of all of it, or profile(model, "
-                "compile=True) on a GPU, where fused kernels are attributed by name"), stacklevel=2)
+            _warn("trace(): the model is torch.compile'd and runs on the CPU, where Inductor's generated C++ kernels "
+                  "have no op: the trace holds only the ops compiled code calls (its GEMMs, convolutions, fallbacks), "
+                  "not the fused work. Trace the eager model for a breakdown of all of it, or profile(model, "
+                  "compile=True) on a GPU, where fused kernels are attributed by name")
         return False
 
     def __repr__(self) -> str:
@@ -177,6 +166,15 @@ def _warn_of_replicas(model: torch.nn.Module | None) -> None:
             "its own, and a trace records the ops of the thread that entered it: the replicas' ops would not be "
             "attributed. Trace model.module on one GPU, or trace in each process of a DistributedDataParallel run"),
             stacklevel=4)  # the caller of visprof.trace()
+
+
+def _warn(text: str) -> None:
+    """A VisprofWarning at the caller of the ``with`` block's exit (the user's line)."""
+    import warnings
+
+    from visprof.base.errors import VisprofWarning
+
+    warnings.warn(VisprofWarning(text), stacklevel=3)
 
 
 def _is_compiled(model: torch.nn.Module | None) -> bool:

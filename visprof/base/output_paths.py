@@ -492,9 +492,10 @@ def refuse_another_kind(path: Path, what: str, kind: str) -> None:
     if head.strip() and not looks_like(head):
         mark = json_document_mark(head) if _looks_like_json(head) else None
         held = document_name(mark) if mark else None
-        if held is None and _looks_like_csv(head):
-            held = next((_CSV_NAMES[k] for k, start in CSV_HEADS.items() if _csv_header(head).startswith(start)), None)
-        if _looks_like_csv(head) and _csv_header(head).startswith(_TIMM_CSV_HEAD):
+        header = _csv_header(head) if _looks_like_csv(head) else None
+        if held is None and header is not None:
+            held = next((_CSV_NAMES[k] for k, start in CSV_HEADS.items() if header.startswith(start)), None)
+        if header is not None and header.startswith(_TIMM_CSV_HEAD):
             holds = "holds a timm benchmark CSV (visprof cannot tell its own export in that format from a published table),"
         elif kind == "timm-csv":
             raise BadInputError(f"{what} {path} is not empty, and an export in timm's format replaces only an empty file "

@@ -37,8 +37,8 @@ def normalize_img_size(img_size: Any, shown: Any = None) -> tuple[int, int] | st
     if isinstance(img_size, str) and img_size.strip().lower() in NAMED_SIZES:
         return img_size.strip().lower()
     if isinstance(img_size, str) and shown is None:
-        parsed = parse_img_size(img_size)
-        return parsed if parsed is None or isinstance(parsed, str) else normalize_img_size(parsed, shown=img_size)
+        parsed = parse_img_size(img_size)  # checked there, the user's text in its errors
+        return (parsed, parsed) if isinstance(parsed, int) else parsed
     shown = img_size if shown is None else shown  # the user's own text, in errors
     sides = _as_two_ints(img_size)
     if sides is None:

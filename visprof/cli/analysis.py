@@ -226,8 +226,9 @@ def _check_outputs(args: argparse.Namespace, summary: str, **paths) -> None:
     from visprof.base.output_paths import check_output_paths
 
     flags = {k: f"--{k.replace('_', '-')}" for k in paths}
+    writes = {**_OUTPUT_KIND, "json": summary, "csv": f"{summary}-csv"}
     check_output_paths({flags[k]: v for k, v in paths.items()}, inputs=_inputs(args), folder_files=FOLDER_FILES,
-                       kinds={flags[k]: {**_OUTPUT_KIND, "json": summary, "csv": f"{summary}-csv"}[k] for k in paths})
+                       kinds={flags[k]: writes[k] for k in paths})
 
 
 _OUTPUT_KIND = {"save": "calibration"}  # what each output option writes; --json and --csv: the command's own

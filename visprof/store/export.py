@@ -120,7 +120,8 @@ def _write_text(store: ResultStore, fmt: str, out: IO[str], model, gpu, failures
     if fmt == "json":
         return _write_json(store, out, model, gpu, failures)
     if failures:
-        rows = [r for r in store.failures() if _matches(r, model, gpu)]
+        globs = model_globs(model)
+        rows = [r for r in store.failures() if _matches(r, globs, gpu)]
         columns = list(rows[0]) if rows else _failure_columns(store)
         return _write_csv(out, columns, rows)
     if fmt == "timm":
@@ -196,7 +197,8 @@ def _write_csv(out: IO[str], columns: list[str], rows: list[dict[str, Any]]) -> 
 
 
 def _write_json(store: ResultStore, out: IO[str], model, gpu, failures_only: bool) -> int:
-    failures = [r for r in store.failures() if _matches(r, model, gpu)]
+    globs = model_globs(model)
+    failures = [r for r in store.failures() if _matches(r, globs, gpu)]
     if failures_only:
         json.dump({"schema": EXPORT_SCHEMA, "failures": failures}, out, indent=1)
         return len(failures)
@@ -237,11 +239,11 @@ def _write_parquet(frame, fh) -> None:
     pyarrow.parquet.write_table(table, fh)
 
 
-def _matches(row: dict[str, Any], model: str | None, gpu: str | None) -> bool:
+def _matches(row: dict[str, Any], globs: list[str] | None, gpu: str | None) -> bool:
+    """``globs``: ``model_globs`` of the model filter, made once for all rows."""
     import fnmatch
 
-    return (matches_model(str(row.get("model")), model_globs(model))
-            and (gpu is None or fnmatch.fnmatchcase(device_name(row), gpu)))
+    return matches_model(str(row.get("model")), globs) and (gpu is None or fnmatch.fnmatchcase(device_name(row), gpu))
 
 
 def _failure_columns(store: ResultStore) -> list[str]:

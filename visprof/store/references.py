@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
 from visprof.base.errors import BadInputError
-from visprof.store.model_filter import matches_model, model_globs
 from visprof.base.pandas_import import import_pandas
 from visprof.store.flatten import compact_json
+from visprof.store.model_filter import matches_model, model_globs
 from visprof.store.schema import REFERENCE_IDENTITY
 from visprof.store.store_file import utc_now
 
@@ -89,9 +89,9 @@ def differing_references(conn: sqlite3.Connection,
 def read_references(conn: sqlite3.Connection, *, gpu_name: str | None = None, model: str | None = None,
                     source: str | None = None) -> list[Reference]:
     """The stored references, oldest first; each filter is a shell pattern (``*4090*``, ``vit_*``)."""
-    out = []
+    out, globs = [], model_globs(model)
     for row in conn.execute('SELECT * FROM "references" ORDER BY id'):
-        if not matches_model(str(row["model"]), model_globs(model)) or any(
+        if not matches_model(str(row["model"]), globs) or any(
                 pattern is not None and not fnmatch.fnmatchcase(str(row[column]), pattern)
                 for column, pattern in (("gpu_name", gpu_name), ("source", source))):
             continue

@@ -33,10 +33,10 @@ from visprof.base.inputs import input_path
 from visprof.base.output_paths import refuse_a_name_without_room_for_side_files, sqlite_side_files
 from visprof.base.pandas_import import import_pandas
 from visprof.base.spelling import option
-from visprof.store.model_filter import model_globs
 from visprof.store.flatten import (category_rows, compact_json, flatten_result, kernel_family_category_rows,
                                    kernel_family_rows, memory_rows, normalize_gpu_uuid, op_type_rows)
 from visprof.store.category_columns import with_category_columns
+from visprof.store.model_filter import model_globs
 from visprof.store.cell import Cell, canonical_key, img_size_text
 from visprof.store.references import (Reference, differing_references, insert_reference_rows, read_references,
                                       reference_rows, references_frame)

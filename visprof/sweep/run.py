@@ -93,7 +93,7 @@ def run_sweep(
         passes = [p.strip() for p in passes.split(",") if p.strip()]
     options = check_profile_options(profile_options or {})
     # a bad path fails before minutes of work; a dry run only reads the store, where there is one
-    if not (dry_run and not Path(store).exists()):
+    if not dry_run or Path(store).exists():
         ResultStore.check_path(store, write=not dry_run)
     executor = writer = None
     try:
