@@ -23,6 +23,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from visprof.attribution.categories import UNATTRIBUTED_ROW, CategoryTable, Classification, OTHER, UNATTRIBUTED
+from visprof.attribution.named_attention import attention_by_name_only
 from visprof.native.records import KIND_CPU_OP, KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET, CapturedTrace, ModuleRecord
 from visprof.native.records import busy_time_ns as union_time_ns  # union of row intervals, summed over devices
 from visprof.result import AttributionSummary, CategoryRow, MemorySummary, ModuleRow, NamedTime
@@ -75,8 +76,10 @@ class Attribution:
 
 
 # --- the join ----------------------------------------------------------------------------
-def module_chains(modules: Sequence[ModuleRecord]) -> list[tuple[str, ...]]:
-    """Class names from each module up to the root, innermost first."""
+def module_chains(modules: Sequence[ModuleRecord], renamed: dict[int, str] | None = None) -> list[tuple[str, ...]]:
+    """Class names from each module up to the root, innermost first; ``renamed`` gives some
+    modules the name their rules see instead of their class's."""
+    renamed = renamed or {}
     chains: list[tuple[str, ...] | None] = [None] * len(modules)
 
     def chain(i: int) -> tuple[str, ...]:
@@ -86,7 +89,7 @@ def module_chains(modules: Sequence[ModuleRecord]) -> list[tuple[str, ...]]:
             i = modules[i].parent
         tail = chains[i] if i >= 0 else ()
         for j in reversed(pending):
-            tail = chains[j] = (modules[j].cls, *tail)
+            tail = chains[j] = (renamed.get(j, modules[j].cls), *tail)
         return tail
 
     return [chain(i) for i in range(len(modules))]
@@ -122,7 +125,7 @@ def attribute(trace: CapturedTrace, table: CategoryTable | None = None) -> Attri
 
     # Ops: one classification each; the table's cache makes repeats of a layer free. An op
     # that carries the category decided when it ran (imported from NVTX ranges) keeps it.
-    chains = module_chains(trace.modules)
+    chains = module_chains(trace.modules, attention_by_name_only(trace.modules, ((op.name, op.module) for op in trace.ops), table))
 
     def classify(op) -> Classification:
         if op.category is not None:

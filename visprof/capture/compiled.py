@@ -33,7 +33,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from visprof.attribution.named_attention import attention_by_name_only
 from visprof.capture.structure import EXTERNAL, PARAM, SOFTMAX, Dataflow, find_roles, op_kind
+from visprof.native.records import ModuleRecord
 
 __all__ = ["CompileRecorder", "CompiledProgram", "KernelCall", "attribute_rows", "compile_model",
            "provenance_supported"]
@@ -203,17 +205,41 @@ def module_path(fqn: str) -> str:
     return ".".join(p for p in parts if p not in ("_modules", "_parameters", "_buffers"))
 
 
-def _node_module(node) -> tuple[str, tuple[str, ...]]:
-    """(module path, class names innermost first) of an FX node, from its nn_module_stack."""
-    stack = node.meta.get("nn_module_stack") or {}
-    entries = list(stack.values())
-    classes = []
-    for entry in reversed(entries):
+def _node_stack(node) -> list[tuple[str, str]]:
+    """(module path, class name) of each module of an FX node's nn_module_stack, outermost first."""
+    stack = []
+    for entry in (node.meta.get("nn_module_stack") or {}).values():
         cls = entry[1] if isinstance(entry, (tuple, list)) and len(entry) > 1 else None
-        classes.append(cls if isinstance(cls, str) else getattr(cls, "__name__", str(cls)))
-    if not entries:
-        return "", ()
-    return module_path(entries[-1][0]), tuple(c.rsplit(".", 1)[-1] for c in classes)
+        name = cls if isinstance(cls, str) else getattr(cls, "__name__", str(cls))
+        stack.append((module_path(entry[0]), name.rsplit(".", 1)[-1]))
+    return stack
+
+
+def _node_module(node, renamed: dict[str, str] | None = None) -> tuple[str, tuple[str, ...]]:
+    """(module path, class names innermost first) of an FX node, from its nn_module_stack;
+    ``renamed``: module path -> the name the category rules see instead of its class's."""
+    stack = _node_stack(node)
+    renamed = renamed or {}
+    return (stack[-1][0] if stack else ""), tuple(renamed.get(path, cls) for path, cls in reversed(stack))
+
+
+def _names_the_rules_see(gm, table) -> dict[str, str]:
+    """Module path -> name for the category rules, for each attention module by name whose nodes
+    in this graph compute no attention (visprof.attribution.named_attention)."""
+    modules: list[ModuleRecord] = []
+    index: dict[str, int] = {}
+    ops = []
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        parent = -1
+        for path, cls in _node_stack(node):
+            if path not in index:
+                index[path] = len(modules)
+                modules.append(ModuleRecord(path=path, cls=cls, parent=parent))
+            parent = index[path]
+        ops.append((str(node.target), parent))
+    return {modules[i].path: name for i, name in attention_by_name_only(modules, ops, table).items()}
 
 
 def _val(arg):
@@ -323,6 +349,7 @@ def read_provenance(gm, provenance: dict[str, list[str]], param_flags: Sequence[
     nodes = {n.name: n for n in gm.graph.nodes}
     flow, index = graph_dataflow(gm, param_flags)
     roles = find_roles(flow)
+    renamed = _names_the_rules_see(gm, table)
     layout_opt = _inductor_layout_opt(gm)
     root_class = (type(root).__name__,) if root is not None else ()
     parsed = []
@@ -336,7 +363,7 @@ def read_provenance(gm, provenance: dict[str, list[str]], param_flags: Sequence[
     def describe(node):
         if node not in described:
             op = str(node.target)
-            path, classes = _node_module(node)
+            path, classes = _node_module(node, renamed)
             attrs = _conv_attrs(node) if op_kind(op) == "convolution" else None
             if attrs:  # the layout Inductor's lowering gives it, which conv_layout() reports
                 attrs["channels_last"] = layout_opt or _is_channels_last(node.args[0].meta["val"])

@@ -23,6 +23,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from visprof.attribution.categories import CategoryTable, default_table
+from visprof.attribution.named_attention import attention_by_name_only
 from visprof.capture import higher_order, live
 from visprof.capture.autograd_link import AutogradLink
 from visprof.capture.dispatch import call_as_unmoded
@@ -143,8 +144,17 @@ class ModuleTracker:
             return self._stacks.modules
 
     def classes(self, index: int) -> tuple[str, ...]:
-        """Class names of module ``index`` and its ancestors, innermost first."""
+        """Class names of module ``index`` and its ancestors, innermost first, as the category
+        rules see them (``rename``)."""
         return self._classes[index] if index >= 0 else ()
+
+    def rename(self, renamed: dict[int, str]) -> None:
+        """Module index -> the name the category rules see for it instead of its class's
+        (``visprof.attribution.named_attention``: an attention module by name that computes
+        none); its descendants' chains change with it. Module records keep the class."""
+        for index, module in enumerate(self.modules):
+            inherited = self._classes[module.parent] if module.parent >= 0 else ()
+            self._classes[index] = (renamed.get(index, module.cls), *inherited)
 
     def _pre(self, module: torch.nn.Module, args: Any) -> None:
         stack = self.stack
@@ -340,11 +350,24 @@ class OpCapture(TorchDispatchMode):
         self._autograd = AutogradLink() if backward else None
         self._module_ranges = ModuleRanges(tracker.modules, model_name) if nvtx else None
         self._live_ranges = LiveModuleRanges(self._module_ranges) if nvtx else None
+        if template is not None:
+            self._learn_names(template)
         # Per position: (func, module, attrs, OpCost, (handle, colour, tag)).
         self._template = [
             (func, module, attrs, flops, self._decide(func, module, attrs))
             for _, func, module, _, _, _, flops, attrs in template.raw
         ] if template is not None else None
+
+    def _learn_names(self, template: "OpCapture") -> None:
+        """The category rules see what the template's forward ran: an attention module by name
+        that computed no attention is read by its ops (visprof.attribution.named_attention). The
+        template's module indices are its tracker's; this tracker (the memory pass has its own)
+        takes a name where the module at that index has the same path."""
+        known = template.tracker.modules
+        renamed = attention_by_name_only(known, ((str(func), module) for _, func, module, *_ in template.raw),
+                                         self.table)
+        mine = self.tracker.modules
+        self.tracker.rename({i: name for i, name in renamed.items() if i < len(mine) and mine[i].path == known[i].path})
 
     @property
     def backward_of_an_earlier_forward(self) -> int:
