@@ -10,7 +10,6 @@ import torch
 from torch import nn
 
 import visprof
-from visprof.attribution.attribute import attribute
 from visprof.attribution.categories import CategoryTable, default_table
 from visprof.attribution.named_attention import NO_AFFINITY_MARK, attention_by_name_only
 from visprof.capture.op_capture import ModuleTracker, OpCapture
