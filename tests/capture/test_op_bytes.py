@@ -308,6 +308,21 @@ def test_a_recurrent_layer_counts_its_gate_gemms_once_whichever_op_runs_it(cls, 
     assert sum(op.flops for op in ops) == expected, [(op.name, op.flops) for op in ops if op.flops]
 
 
+@pytest.mark.parametrize("grad_mode", [torch.inference_mode, torch.no_grad])
+@pytest.mark.parametrize("cell, gates", [(torch.nn.LSTMCell(16, 24), 4), (torch.nn.GRUCell(16, 24), 3),
+                                         (torch.nn.RNNCell(16, 24), 1), (torch.nn.RNNCell(16, 24, nonlinearity="relu"), 1)])
+def test_a_recurrent_cell_counts_its_gate_gemms_and_is_linear(cell, gates, grad_mode):
+    """Under inference_mode an nn.LSTMCell/GRUCell/RNNCell runs one composite op (lstm_cell, gru_cell,
+    rnn_tanh_cell, rnn_relu_cell): they counted 0 FLOPs, and an RNNCell's was "other"; under no_grad
+    the same cell's addmm GEMMs counted in full."""
+    from visprof.attribution.categories import default_table
+
+    ops = capture(cell, torch.randn(3, 16), grad_mode=grad_mode)
+    assert sum(op.flops for op in ops) == 2 * 3 * gates * 24 * (16 + 24)
+    table = default_table()
+    assert {table.classify_op(op.name, (), op.attrs).category for op in ops if op.flops} == {"linear"}
+
+
 def test_cudnns_rnn_counts_as_the_cpus_does():
     # a GPU runs nn.LSTM as _cudnn_rnn(input, weights, stride, buf, hx, cx, mode, hidden, ...): same formula
     from visprof.capture.op_costs import op_flops

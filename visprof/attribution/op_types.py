@@ -35,7 +35,7 @@ __all__ = ["op_type_rows", "kernel_family_rows", "launch_size_rows", "kernel_fam
            "INTENSITY_CLASSES"]
 
 GEMM_OPS = re.compile(r"^aten\.(mm|addmm|bmm|baddbmm|matmul|linear|_addmm_activation|addbmm|_scaled_mm)\.")
-CONV_OPS = re.compile(r"^aten\.(convolution|_convolution|conv[123]d|cudnn_convolution\w*|mkldnn_convolution)\.")
+CONV_OPS = re.compile(r"^aten\.(convolution|_convolution|conv[123]d|conv_transpose[123]d|cudnn_convolution\w*|mkldnn_convolution)\.")
 # FLOP/byte boundaries of the GEMM classes: below the first, even a GPU with a low ridge point
 # is memory-bound; above the second, tensor-bound on every GPU in visprof/data/gpus.toml.
 INTENSITY_CLASSES = ((64.0, "low"), (256.0, "mid"))

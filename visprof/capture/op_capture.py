@@ -39,11 +39,14 @@ _aten = torch.ops.aten
 # op -> (input's index, weight's index, groups' index); the ``.padding`` overloads are
 # ``padding="same"``/``"valid"`` (convmixer's depthwise convolutions), with groups where the
 # default's is. A torch.jit.trace'd module calls ``_convolution`` (its graph records the op below
-# ``convolution``), groups where ``convolution``'s are.
+# ``convolution``), groups where ``convolution``'s are. A transposed convolution (nn.ConvTranspose2d:
+# lowformer's upsampling, decoders) keeps groups at 6 too; its weight is (in, out / groups, *kernel).
 _CONV_ARGS = {_aten.convolution.default: (0, 1, 8), _aten.convolution_backward.default: (1, 2, 9),
               _aten._convolution.default: (0, 1, 8), _aten._convolution.deprecated: (0, 1, 8),
               **{overload: (0, 1, 6) for packet in (_aten.conv1d, _aten.conv2d, _aten.conv3d)
-                 for overload in (packet.default, packet.padding)}}
+                 for overload in (packet.default, packet.padding)},
+              **{overload: (0, 1, 6) for overload in (_aten.conv_transpose1d.default, _aten.conv_transpose2d.input,
+                                                      _aten.conv_transpose3d.input)}}
 # The op autocast casts a tensor with: a cast of a parameter is autocast re-casting a weight.
 # What autocast calls to cast a weight: _to_copy under no_grad, to.dtype under inference_mode
 # (which skips the ADInplaceOrView key that decomposes aten.to into _to_copy).

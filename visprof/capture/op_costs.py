@@ -26,6 +26,7 @@ from visprof.capture.higher_order import FLEX_ATTENTION, FLEX_ATTENTION_BACKWARD
 
 aten = torch.ops.aten
 _CONV_ND = {aten.conv1d, aten.conv2d, aten.conv3d}
+_CONV_TRANSPOSE_ND = {aten.conv_transpose1d, aten.conv_transpose2d, aten.conv_transpose3d}
 
 
 def _shape(t: Any) -> tuple[int, ...]:
@@ -37,6 +38,15 @@ def _conv_nd(args, kwargs, out) -> float:
     groups = args[6] if len(args) > 6 else kwargs.get("groups", 1)
     stride = args[3] if len(args) > 3 else 1
     return flop_registry[aten.convolution](x, w, None, stride, 0, 1, False, [0], groups, out_val=out)
+
+
+def _conv_transpose_nd(args, kwargs, out) -> float:
+    """``conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)``:
+    torch's formula for a transposed convolution, a multiply-add per input element and weight of its
+    group. It had counted 0 (lowformer's upsampling: 8% of lowformer_b0's FLOPs)."""
+    x, w = args[0], args[1]
+    groups = args[6] if len(args) > 6 else kwargs.get("groups", 1)
+    return flop_registry[aten.convolution](x, w, None, 1, 0, 1, True, [0], groups, out_val=out)
 
 
 def _linear(args, kwargs, out) -> float:
@@ -155,6 +165,13 @@ def _fused_rnn(args, kwargs, out) -> float:
     return _rnn_gemms(args[0], [w for a in args[1:] if isinstance(a, (list, tuple)) for w in a])
 
 
+def _rnn_cell(args, kwargs, out) -> float:
+    """One step of an RNN cell (``lstm_cell``/``gru_cell``/``rnn_*_cell(input, hx, w_ih, w_hh, ...)``),
+    the composite nn.LSTMCell/GRUCell/RNNCell call under inference_mode: it had counted 0, where
+    under no_grad the same cell's addmm GEMMs counted in full."""
+    return _rnn_gemms(args[0], args[2:4])
+
+
 def _rnn_layer(args, kwargs, out) -> float:
     """oneDNN's one RNN layer on the CPU: weight0-3 (input and hidden matrices, their biases)."""
     return _rnn_gemms(args[0], args[1:5])
@@ -186,6 +203,7 @@ _sdpa_backward = _torch_formula(aten._scaled_dot_product_flash_attention_backwar
 # Ops torch's flop_registry has no formula for.
 _COMPOSITES = {
     **{packet: _conv_nd for packet in _CONV_ND},
+    **{packet: _conv_transpose_nd for packet in _CONV_TRANSPOSE_ND},
     aten.linear: _linear,
     aten.matmul: _matmul,
     aten.scaled_dot_product_attention: _sdpa,
@@ -204,6 +222,7 @@ _COMPOSITES = {
     **{getattr(aten, name): _fused_rnn for name in ("lstm", "gru", "rnn_tanh", "rnn_relu", "_cudnn_rnn", "miopen_rnn")
        if hasattr(aten, name)},
     **({aten.mkldnn_rnn_layer: _rnn_layer} if hasattr(aten, "mkldnn_rnn_layer") else {}),
+    **{getattr(aten, name): _rnn_cell for name in ("lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell")},
 }
 if FLEX_ATTENTION is not None:  # an SDPA whose scores a function modifies; torch's formulas (2.14 has them) agree
     _COMPOSITES.update({FLEX_ATTENTION: _sdpa, FLEX_ATTENTION_BACKWARD: _flex_attention_backward})
@@ -267,7 +286,7 @@ NO_COST = OpCost()
 _TENSOR_CORE_DTYPES = {torch.float16: "fp16", torch.bfloat16: "bf16"}
 _TENSOR_CORE_DTYPES.update({getattr(torch, name): "fp8" for name in ("float8_e4m3fn", "float8_e5m2")
                             if hasattr(torch, name)})
-_CONVOLUTIONS = {aten.convolution, aten._convolution, *_CONV_ND}
+_CONVOLUTIONS = {aten.convolution, aten._convolution, *_CONV_ND, *_CONV_TRANSPOSE_ND}
 
 
 def tensor_bytes(t: torch.Tensor) -> int:
