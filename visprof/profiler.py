@@ -9,7 +9,9 @@ ProfileResult. The result is all a report, a store or a comparison ever reads.
 from __future__ import annotations
 
 import contextlib
+import functools
 import platform
+import threading
 import time
 import warnings as warnings_module
 from pathlib import Path
@@ -56,6 +58,27 @@ CAST_COPIES_NOTE_SHARE = 0.01  # of the peak: the cast copies a no_grad loop wou
 MIB = 1 << 20
 
 
+# One profile at a time per process: its timers, the ATen observer and the allocator hooks are the
+# process's. A second profile() from another thread had failed inside the observer with a bare
+# RuntimeError ("the visprof ATen observer is already running"). Reentrant: a profile may call one.
+_PROFILE_RUNNING = threading.RLock()
+
+
+def _one_at_a_time(run: Callable) -> Callable:
+    @functools.wraps(run)
+    def guarded(*args, **kwargs):
+        if not _PROFILE_RUNNING.acquire(blocking=False):
+            raise BadInputError("visprof.profile() while another profile runs in this process (on another thread): "
+                                "its timers and op observer are the process's, and each would time the other's "
+                                "work; profile one model at a time (a sweep runs models one after another)")
+        try:
+            return run(*args, **kwargs)
+        finally:
+            _PROFILE_RUNNING.release()
+    return guarded
+
+
+@_one_at_a_time
 def profile(
     model: str | torch.nn.Module,
     *,

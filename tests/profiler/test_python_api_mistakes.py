@@ -74,3 +74,36 @@ def test_a_result_holding_nan_is_refused_naming_the_field(tmp_path):
                                             r"cannot hold"):
         result.to_json(tmp_path / "r.json")
     assert not (tmp_path / "r.json").exists()
+
+
+def test_a_profile_from_a_second_thread_while_one_runs_is_refused_in_one_line():
+    """Two threads' profile() at once: the second had failed inside the ATen observer with a bare
+    RuntimeError ("the visprof ATen observer is already running"), no VisprofError."""
+    import threading
+
+    inside, tried = threading.Event(), threading.Event()
+
+    class Waits(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3)
+
+        def forward(self, x):
+            inside.set()
+            tried.wait(30)  # the other thread's profile() is asked for while this forward runs
+            return self.conv(x)
+
+    results = []
+    first = threading.Thread(target=lambda: results.append(
+        visprof.profile(Waits(), img_size=16, batch_size=1, progress=False, passes="attributed")))
+    first.start()
+    try:
+        assert inside.wait(60)
+        with pytest.raises(BadInputError, match=r"^visprof\.profile\(\) while another profile runs in this process"):
+            visprof.profile(torch.nn.Conv2d(3, 4, 3), img_size=16, batch_size=1, progress=False)
+    finally:
+        tried.set()
+        first.join(120)
+    assert len(results) == 1 and results[0].attribution.coverage > 0.99
+    assert visprof.profile(torch.nn.Conv2d(3, 4, 3), img_size=16, batch_size=1, progress=False,
+                           passes="attributed").categories  # one after the other is fine
