@@ -110,8 +110,12 @@ def test_a_users_own_table_may_drop_the_infer_prefix(tmp_path):
     # both spellings: timm's column is read, the bare one is left as an unknown column
     both = parse("m,224,1000,1,9\n", header="model,infer_img_size,infer_samples_per_sec,infer_batch_size,batch_size\n")
     assert both.rows[0]["batch_size"] == 1
-    with pytest.raises(BadInputError, match=r"missing column\(s\) \['infer_batch_size'\], or without the infer_ prefix"):
+    # the header quoted is the file's own: it had read "header: model, infer_img_size, infer_samples_per_sec"
+    with pytest.raises(BadInputError, match=r"missing column\(s\) \['infer_batch_size'\], or without the infer_ prefix "
+                                            r"\(header: model, img_size, samples_per_sec\)$"):
         parse("m,224,1000\n", header="model,img_size,samples_per_sec\n")
+    with pytest.raises(BadInputError, match=r"\(header: model, img_size, samples_per_sec\)$"):
+        check_benchmark_csv(_written(tmp_path / "nob.csv", "model,img_size,samples_per_sec\nm,224,1000\n"))
 
 
 def test_step_time_that_disagrees_with_throughput_is_a_warning():

@@ -123,7 +123,7 @@ def parse_benchmark_csv(text: str, *, source: str, gpu_name: str, precision: str
     given = [name.strip() for name in reader.fieldnames or []]
     reader.fieldnames = _timm_columns(reader.fieldnames)
     as_given = dict(zip(reader.fieldnames or [], given))  # messages name the user's column: batch_size, not infer_batch_size
-    _checked_header(reader.fieldnames, source)
+    _checked_header(reader.fieldnames, source, given)
     meta = parse_benchmark_filename(source)  # after the columns: a file that is no timm CSV is said to be none first
     precision = precision or meta["precision"]
     if precision is None:
@@ -200,8 +200,9 @@ def _timm_columns(header: list[str] | None) -> list[str] | None:
 _EXPORT_COLUMNS = {"cell_key", "run_id", "visprof_version"}
 
 
-def _checked_header(header: list[str] | None, source: str) -> None:
-    """The columns of a timm inference benchmark CSV; BadInputError for any other file."""
+def _checked_header(header: list[str] | None, source: str, given: list[str] | None = None) -> None:
+    """The columns of a timm inference benchmark CSV (``header``, read as timm's: ``_timm_columns``);
+    BadInputError for any other file, quoting the file's own header (``given``)."""
     if not header:
         raise BadInputError(f"{source}: empty file, expected a timm benchmark CSV")
     if "train_samples_per_sec" in header and "infer_samples_per_sec" not in header:
@@ -218,7 +219,7 @@ def _checked_header(header: list[str] | None, source: str) -> None:
                             "save it with commas as the separator")
     if missing:
         what = "a JSON file, " if header[0].lstrip().startswith(("{", "[")) else ""
-        columns = ", ".join(header)
+        columns = ", ".join(given if given is not None else header)  # the file's names, not timm's spelling of them
         raise BadInputError(f"{source}: {what}not a timm inference benchmark CSV: missing column(s) {missing}, "
                             f"or without the infer_ prefix (header: {columns if len(columns) <= 200 else columns[:197] + '...'})")
 
@@ -248,7 +249,8 @@ def check_benchmark_csv(path: str | Path) -> None:
     """BadInputError unless ``path`` is a readable timm inference benchmark CSV (by its columns),
     so that a file of another kind is said to be one before its name is read for a GPU or a
     precision."""
-    _checked_header(_timm_columns(next(csv.reader(io.StringIO(_read_text(Path(path)))), None)), str(path))
+    header = next(csv.reader(io.StringIO(_read_text(Path(path)))), None)
+    _checked_header(_timm_columns(header), str(path), [name.strip() for name in header] if header else None)
 
 
 def read_benchmark_csv(path: str | Path, gpu_name: str, precision: str | None = None,
