@@ -255,6 +255,15 @@ def test_the_calibrated_speed_ups_are_at_the_batch_asked_for(loaded, tmp_path):
     assert re.findall(r"<td>x(\d\.\d\d)</td>", own) != re.findall(r"<td>x(\d\.\d\d)</td>", at)
 
 
+
+def test_report_help_gives_the_calibrated_batchs_default(capsys):
+    # it had given "each profile's own" as the default, where the report uses the published batch
+    from cli_in_process import run_cli
+
+    code, out, _ = run_cli(capsys, "report", "--help")
+    assert code == 0 and "default: the published batch the calibration keeps" in " ".join(out.split())
+
+
 def test_html_is_self_contained(report):
     path, written = report
     html = path.read_text()
