@@ -153,6 +153,22 @@ def test_too_few_models_or_families_is_a_one_line_error():
         make_fleet(["a"], ["f"], [{"idle": 1.0}], [0.0], [1.0], features=["idle"])
 
 
+def test_a_held_out_fold_too_large_to_leave_enough_is_named_with_the_users_real_count():
+    """25 models, one family of 9: the fit without that family's fold has 16. The error had said "at
+    least 20 models ...; there are 16", as if the user had 16, and --folds could not help."""
+    rng = np.random.default_rng(3)
+    families = ["resnet"] * 9 + [f"family{f}" for f in range(8) for _ in range(2)]
+    rows = [{"cat:convolution": c, "cat:linear": 1 - c} for c in rng.uniform(0.2, 0.8, len(families))]
+    spec = np.exp(rng.normal(0.4, 0.1, len(families)))
+    fleet = make_fleet([f"m{i}" for i in range(len(families))], families, rows, list(spec),
+                       list(spec * np.exp(rng.normal(0, 0.02, len(families)))), features=["cat:convolution", "cat:linear"])
+    fit_calibration(fleet)  # the whole fleet fits
+    for folds in (5, 9):
+        with pytest.raises(BadInputError, match=r"without the fold of resnet \(9 of the 25 models with a profile and "
+                                                r"both published numbers\) 16 remain, fewer than the 20 a fit needs"):
+            family_held_out(fleet, folds=folds)
+
+
 def test_cli_bad_lambda_is_a_one_line_error(tmp_path, capsys):
     from visprof.cli.app import main
 

@@ -206,9 +206,25 @@ def held_out_split(fleet: Fleet, test: Sequence[bool], lam: float | None = None,
     return _judge(fleet, idx, fold, [1], lam, inner_folds, split="fixed")
 
 
+def _check_training_sizes(fleet: Fleet, idx: np.ndarray, fold: np.ndarray, tests) -> None:
+    """BadInputError when the fit without a tested fold has too few models, naming the fold's families:
+    fit_calibration's own message had counted that fold's training set as all the user had (16 of 25
+    models, a family of 9 held out), and more folds cannot help, since a family is never split."""
+    for j in tests:
+        left = int((fold != j).sum())
+        if left < MIN_MODELS:
+            held = sorted({fleet.families[i] for i in idx[fold == j]})
+            names = ", ".join(held[:4]) + (f" and {len(held) - 4} more" if len(held) > 4 else "")
+            raise BadInputError(f"the held-out test fits on the models outside each fold: without the fold of {names} "
+                                f"({int((fold == j).sum())} of the {len(idx)} models with a profile and both published "
+                                f"numbers) {left} remain, fewer than the {MIN_MODELS} a fit needs; add profiles of "
+                                "models of other families (more folds do not help: a family is never split)")
+
+
 def _judge(fleet: Fleet, idx: np.ndarray, fold: np.ndarray, tests, lam: float | None, inner_folds: int,
            split: str = "family", on_progress: Callable[[str], None] | None = None) -> HeldOut:
     """Each fold in ``tests`` predicted by the fit on every other fold of ``idx``; figures over the tested models."""
+    _check_training_sizes(fleet, idx, fold, tests)
     cal, low, high, med, single = (np.full(len(idx), np.nan) for _ in range(5))
     seen = np.zeros(len(idx), dtype=bool)
     lambdas, chosen = [], []
