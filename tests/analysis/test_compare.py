@@ -541,6 +541,17 @@ def test_published_rows_of_one_model_that_disagree_are_said_so():
     assert not any("not in throughput" in n for n in compare(apart, "rtx4090", "rtx5090").notes)
 
 
+def test_a_row_under_another_pretrained_tag_left_out_is_counted():
+    """resnet50.a1_in1k and resnet50.tv_in1k on the 3090, within 5% of each other: one pair was compared
+    and the other tag's row disappeared, with no count and no note."""
+    ms = [m("resnet50.a1_in1k", "rtx3090", 3000.0), m("resnet50.tv_in1k", "rtx3090", 3100.0),
+          m("resnet50", "rtx4090", 4000.0)]
+    c = compare(ms, "rtx3090", "rtx4090")
+    [note] = [n for n in c.notes if "under another pretrained tag left out" in n]
+    assert note.startswith("1 row(s) of a compared architecture") and "resnet50.a1_in1k @224 on the RTX 3090" in note
+    assert not any("pretrained tag" in n for n in compare(ms[1:], "rtx3090", "rtx4090").notes)  # one row: nothing left
+
+
 def _profiled_pair(base_rates, target_rates):
     """Two recorded H200 profiles with published numbers on the 3090 and 4090 (fp16, batch 256)."""
     table = gpu_table()

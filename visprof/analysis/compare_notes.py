@@ -58,6 +58,26 @@ def disagreeing_rows_note(models: list[ModelComparison], base_rows: Mapping[tupl
             "compared; give one table per GPU")
 
 
+def other_tags_note(models: list[ModelComparison], base_rows: Mapping[tuple, list], target_rows: Mapping[tuple, list],
+                    base_name: str, target_name: str) -> str | None:
+    """A note where a GPU holds rows of a compared architecture and size under another pretrained tag
+    (resnet50.a1_in1k beside resnet50.tv_in1k): the join drops the tag and compares one pair, and the
+    other tag's row had disappeared without a count (within DISAGREEING_ROWS of the one compared, no
+    warning said so)."""
+    left_out = []
+    for m in models:
+        key = (m.base.arch, m.img_size)
+        for chosen, pool, name in ((m.base, base_rows[key], base_name), (m.target, target_rows[key], target_name)):
+            left_out += [(other, chosen, name) for other in pool if other.model != chosen.model]
+    if not left_out:
+        return None
+    other, chosen, name = left_out[0]
+    return (f"{len(left_out)} row(s) of a compared architecture under another pretrained tag left out (e.g. "
+            f"{other.model} @{chosen.img_size} on the {name}, where {chosen.model} was compared): the join drops the "
+            "tag and compares one pair per architecture and size, the one whose precision, software, layout and "
+            "batch agree best; give one row per architecture and size to choose")
+
+
 def cpu_results_note(count: int) -> str:
     return f"{count} CPU result(s) left out: their times are host-clock, not a GPU's"
 
