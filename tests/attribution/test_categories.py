@@ -120,6 +120,10 @@ OP_CASES = [
     ("aten.add.Tensor", ("ChannelAttn", "CbamModule"), None, "elementwise"),
     ("aten.mul.Tensor", ("SplitAttn", "ResNestBottleneck"), None, "elementwise"),
     ("aten.mul.Tensor", ("CoordAttn",), None, "elementwise"),
+    # VOLO's outlook attention: the unfold of v in its nn.Unfold child had been memory/layout, its fold core
+    ("aten.im2col.default", ("Unfold", "OutlookAttention", "Outlooker"), None, "attention/core"),
+    ("aten.col2im.default", ("OutlookAttention", "Outlooker"), None, "attention/core"),
+    ("aten.im2col.default", ("Unfold", "Sequential"), None, "memory/layout"),  # outside attention: a layout op
     # convolutions by shape
     ("aten.convolution.default", ("Conv2d",), conv(3, 1, 7), "convolution/dense"),
     ("aten.convolution.default", ("Conv2d",), conv(128, 32, 3), "convolution/dense"),  # grouped
