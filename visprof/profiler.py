@@ -298,8 +298,9 @@ def _or_warn(run, notes: list[str]):
 
 def _warn_and_note(message: str, notes: list[str]) -> None:
     """Said now (a VisprofWarning, which a notebook can filter) and kept in the result's notes.
-    stacklevel points at the caller's line: here < _or_warn < _run_passes < profile() < caller."""
-    warnings_module.warn(message, VisprofWarning, stacklevel=5)
+    stacklevel points at the caller's line: here < _or_warn < _run_passes < profile() < its
+    _one_at_a_time wrapper < caller."""
+    warnings_module.warn(message, VisprofWarning, stacklevel=6)
     notes.append(message)
 
 
@@ -550,8 +551,11 @@ def _memory_checks(memory: MemoryResult, timing: TimingResult | None) -> list[R.
 
 def _environment() -> dict[str, Any]:
     # The CPU too on a GPU run: the host's speed is a launch-bound model's latency.
+    # cpu_threads: torch's intra-op threads, the main setting of a CPU run's latency (a run at 1 and at 2
+    # threads had recorded the same settings, and diff called them a rerun)
     env = {"python": platform.python_version(), "torch": str(torch.__version__),  # a str subclass
-           "cuda": torch.version.cuda, "native": native_info(), "cpu": hardware.cpu_identity()}
+           "cuda": torch.version.cuda, "native": native_info(), "cpu": hardware.cpu_identity(),
+           "cpu_threads": torch.get_num_threads()}
     try:
         env["timm"] = import_timm().__version__
     except (ImportError, BrokenDependencyError):

@@ -136,3 +136,27 @@ def test_an_op_type_that_only_a_ran_is_gone_not_x0():
 def test_the_same_file_twice_is_named_as_such(capsys):
     code, out, _ = run_cli(capsys, "diff", str(H100), str(H100.parent / ".." / "data" / H100.name))
     assert code == 0 and "\ndiffers in: nothing: A and B are the same file\n" in out and "rerun" not in out
+
+
+def test_cpu_runs_at_other_thread_counts_say_so_and_record_it():
+    """Two CPU runs at 1 and 2 intra-op threads recorded the same settings: the headers were identical
+    and diff said "nothing recorded (a rerun)"."""
+    import torch
+
+    import visprof
+    from visprof.report.table import _header
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU()).eval()
+    before = torch.get_num_threads()
+    runs = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            runs.append(visprof.profile(model, img_size=16, batch_size=1, progress=False, passes="attributed"))
+    finally:
+        torch.set_num_threads(before)
+    assert [r.environment["cpu_threads"] for r in runs] == [1, 2]
+    assert _header(runs[0])[0].endswith("· cpu, 1 thread") and _header(runs[1])[0].endswith("· cpu, 2 threads")
+    assert diff_profiles(*runs).differences == ["CPU threads: 1 -> 2"]
+    older = ProfileResult.from_dict({**runs[0].to_dict(), "environment": {"torch": runs[0].environment["torch"]}})
+    assert "CPU threads" not in " ".join(diff_profiles(older, runs[1]).differences)  # unknown is no difference

@@ -82,7 +82,9 @@ def _describe(result: ProfileResult) -> dict[str, str]:
             "input": "x".join(map(str, shape)) or str(result.model.img_size), "precision": result.config.precision,
             "layout": "channels_last" if result.config.channels_last else "NCHW",
             "compiled": "yes" if result.config.compile else "no", "grad mode": result.config.grad_mode,
-            "torch": str(env.get("torch")), "timm": str(env.get("timm")), "visprof": result.visprof_version}
+            "torch": str(env.get("torch")), "timm": str(env.get("timm")), "visprof": result.visprof_version,
+            # on the CPU, torch's intra-op threads set the latency; a result made before it was recorded has none
+            "CPU threads": str(env.get("cpu_threads") or "") if result.measurement != "gpu" else ""}
 
 
 def _changed_most(a: dict[str, float], b: dict[str, float], scale_a: float, scale_b: float) -> list[DiffRow]:
@@ -119,7 +121,7 @@ def diff_profiles(a: ProfileResult | str | Path, b: ProfileResult | str | Path) 
     per = "batch" if batch_a == batch_b else "sample"
     scale_a, scale_b = (1.0, 1.0) if per == "batch" else (1 / batch_a, 1 / batch_b)
     da, db = _describe(a), _describe(b)
-    differences = [f"{name}: {da[name]} -> {db[name]}" for name in da if da[name] != db[name]]
+    differences = [f"{name}: {da[name]} -> {db[name]}" for name in da if da[name] != db[name] and da[name] and db[name]]
     notes = []
     if a.measurement != b.measurement:
         notes.append("one result is timed by the host clock (a CPU run) and the other by the GPU: their times are of "

@@ -85,7 +85,8 @@ def _header(result: ProfileResult) -> list[str]:
     parts += [regime_label(c), "channels_last" if c.channels_last else "NCHW"]
     if c.compile:
         parts.append("compiled")
-    parts.append(c.device)
+    threads = (result.environment or {}).get("cpu_threads")
+    parts.append(f"{c.device}, {threads} thread{'' if threads == 1 else 's'}" if c.device == "cpu" and threads else c.device)
     lines = ["visprof profile: " + " · ".join(parts)]
     gpu = (result.gpu or {}).get("name")
     imported = NSYS_IMPORT in result.config.passes
