@@ -506,6 +506,40 @@ def test_an_explanation_says_which_ratio_is_the_larger(bound, base, target, said
     assert said in text, text
 
 
+def deit_between(base: str, target: str, precision: str, measured: float):
+    """deit_small's sentence between two GPUs from its bf16 H200 profile, with a second model for the median."""
+    profile = sources.from_result(recorded_result("deit_small_patch16_224"), "h200.json", gpu_table())
+    ms = [profile, m("deit_small_patch16_224", base, 1000.0, precision=precision),
+          m("deit_small_patch16_224", target, 1000.0 * measured, precision=precision),
+          m("resnet50", base, 1000.0, precision=precision), m("resnet50", target, 1000.0 * measured, precision=precision)]
+    return next(x for x in compare(ms, base=base, target=target).models if x.model == "deit_small_patch16_224")
+
+
+@pytest.mark.parametrize("base, target, precision, measured, said", [
+    # an fp32 table: compare predicts the bf16 profile at bf16 (its note says so), so at the bf16 tensor peaks,
+    # 165.2 / 71 TFLOP/s; the FP32 ratio (82.6 / 35.6 = 2.32x) is not what its tensor-core time scaled by
+    ("rtx3090", "rtx4090", "fp32", 1.33, "70% of its RTX 3090 time is tensor-core bound (predicted from the H200 SXM "
+     "141GB profile), and the RTX 4090 has 2.33x the RTX 3090's bf16 tensor throughput but 1.08x its bandwidth; "
+     "its profile predicts x2.05, so the bounds over-state its speed-up: its kernels reach less of the RTX 4090's "
+     "peak than the profile's GPU suggests"),
+    # the T4 has no bf16 tensor rate: the predictor runs that work at its FP32 peak, 8.1 / 121 TFLOP/s of the L4's
+    ("l4", "t4", "bf16", 0.5, "67% of its L4 time is memory-bandwidth bound (predicted from the H200 SXM 141GB "
+     "profile), and the T4 has 1.07x the L4's bandwidth, more than its 0.07x bf16 throughput (no bf16 tensor cores: "
+     "its FP32 units run that work), 0.1x its L2; its profile predicts only x0.21, so the bounds under-state its speed-up"),
+    # the other way the T4's FP32 units ran the bf16 work that the L4's tensor cores run: 121 / 8.1 TFLOP/s
+    ("t4", "l4", "bf16", 5.0, "84% of its T4 time is other-compute bound (predicted from the H200 SXM 141GB "
+     "profile), and the L4 has 3.74x the T4's FP32 throughput and 14.94x its bf16 throughput (the T4 has no bf16 "
+     "tensor cores: its FP32 units ran that work), 0.94x its bandwidth; its profile predicts x4.83"),
+])
+def test_an_explanation_names_the_ratios_its_prediction_used_and_ends_with_it(base, target, precision, measured, said):
+    """An fp32 table, or a GPU with no tensor rate at the table's precision, had its sentence stop at the
+    bounds: no spec ratios and no prediction, though the CSV had it (3090 -> 4090 at fp32: x2.00 predicted
+    against x1.33 measured, with no word of it). From a user's review."""
+    deit = deit_between(base, target, precision, measured)
+    assert deit.explanation.endswith(said), deit.explanation
+    assert re.search(rf"; its profile predicts (only )?x{deit.predicted_speedup:.2f}", deit.explanation)
+
+
 def test_numbers_of_two_precisions_are_said_so_and_fp32_quotes_no_tensor_ratio():
     """A user's fp32 table against timm's amp 5090 table: no note said the speed-ups carry the
     change of precision, and the spec line and sentences quoted the fp16 tensor ratio."""
