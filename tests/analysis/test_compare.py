@@ -540,6 +540,28 @@ def test_an_explanation_names_the_ratios_its_prediction_used_and_ends_with_it(ba
     assert re.search(rf"; its profile predicts (only )?x{deit.predicted_speedup:.2f}", deit.explanation)
 
 
+@pytest.mark.parametrize("model, img, base, target, said", [
+    # 132 SMs x 1980 MHz against 108 x 1410; the FP32 TFLOP/s ratio, 67 / 19.5 = 3.44x, had been said
+    ("resnet50", 224, "a100-sxm4-80gb", "h100-sxm",
+     "kernels below their roof gain from the H100 SXM5 80GB's 1.72x SMs x clock as well"),
+    # 58 x 2040 against 40 x 1590; FP32's 30.3 / 8.1 = 3.74x had been said
+    ("mobilevit_s", 256, "t4", "l4", "kernels below their roof gain from the L4's 1.86x SMs x clock as well"),
+])
+def test_the_sms_x_clock_a_sentence_names_is_the_predictors(model, img, base, target, said):
+    """The under-stated gain of a memory-bound model named the FP32 TFLOP/s ratio as "SMs x clock",
+    2x the SMs x clock of A100 -> H100 that the predictor scales rate-limited time by."""
+    from visprof.analysis.group_scaling import rate_ratio
+
+    profile = sources.from_result(recorded_result(model), "h200.json", gpu_table())
+    ms = [profile, m(model, base, 1000.0, img=img, precision="bf16"), m(model, target, 3000.0, img=img, precision="bf16"),
+          m("vit_base_patch16_224", base, 1000.0, precision="bf16"), m("vit_base_patch16_224", target, 3000.0, precision="bf16")]
+    explained = next(x for x in compare(ms, base=base, target=target).models if x.model == model)
+    assert explained.shares["memory"] > 0.5
+    assert explained.explanation.endswith(said), explained.explanation
+    sms_x_clock = 1 / rate_ratio(gpu_table().get(base), gpu_table().get(target), "throughput")
+    assert f"{sms_x_clock:.2f}x SMs x clock" in said
+
+
 def test_numbers_of_two_precisions_are_said_so_and_fp32_quotes_no_tensor_ratio():
     """A user's fp32 table against timm's amp 5090 table: no note said the speed-ups carry the
     change of precision, and the spec line and sentences quoted the fp16 tensor ratio."""
