@@ -45,6 +45,8 @@ from visprof.passes.user_module import kept_as_given
 # Self-check tolerances (docs/measuring.md, the self-checks).
 KERNEL_SUM_TOLERANCE = KERNEL_TIME_TOLERANCE  # the kernel-sum fallback (no sequences) uses the same
 TRACE_ONLY_ITERATIONS = 10
+# Forwards the attributed pass runs first where no timing pass warmed the model up (run_attributed_pass's settle)
+SETTLING_FORWARDS = 2
 PEAK_TOLERANCE = 0.02
 SPAN_TOLERANCE = 0.05
 MAX_UNATTRIBUTED = 0.005
@@ -149,7 +151,8 @@ def profile(
                         autocast=autocast, table=table, category_file=category_file, in_chans=in_chans)
     spec, config, table, kind, notes = setup.spec, setup.config, setup.table, setup.kind, setup.notes
     if warmup and "timing" not in passes:
-        notes.append(f"warmup={warmup} did nothing: only the timing pass warms up, and it did not run")
+        notes.append(f"warmup={warmup} did nothing: it is the timing pass's warm-up, and that pass did not run (the "
+                     f"attributed pass runs {SETTLING_FORWARDS} forwards before it records)")
     steps = 1 + len(passes) + (1 if "timing" in passes and kind == "cuda" else 0)
     # kept_as_given: a user's own module leaves as it came (modes, device, layout), however the run ends
     with kept_as_given(spec.user_state, spec.module), Progress(steps, spec.name, enabled=progress) as bar, \
@@ -253,7 +256,9 @@ def _run_passes(runner, passes, table, warmup, iterations, attributed_iterations
         if "attributed" in passes:
             bar.step("attributed pass")
             with _window(windows["attributed"]):
-                out["attributed"] = _or_warn(lambda: run_attributed_pass(runner, table, attributed_iterations), notes)
+                settle = 0 if "timing" in passes else SETTLING_FORWARDS
+                out["attributed"] = _or_warn(lambda: run_attributed_pass(runner, table, attributed_iterations,
+                                                                         settle=settle), notes)
             if out.get("trace_only") is not None and out["attributed"] is not None:
                 with _window(windows["trace_only"]):
                     later = _or_warn(lambda: run_trace_only_pass(runner, TRACE_ONLY_ITERATIONS // 2), notes)

@@ -171,3 +171,21 @@ def test_a_forward_error_of_many_lines_is_said_in_one():
         name = type(model).__name__ if not isinstance(model, torch.jit.ScriptModule) else "TakesTwoChannels"
         assert str(info.value) == f"model {name!r} failed on an input of shape 2x3x12x12: {said}"
         assert "\n" in str(info.value.__cause__)  # the whole of it is still there
+
+
+@pytest.mark.parametrize("how", ["script", "trace"])
+def test_a_fresh_frozen_module_profiled_with_the_attributed_pass_alone_counts_its_flops(how):
+    """passes="attributed" on a frozen module never run before: its executor profiles the graph on the
+    first call and optimizes it for the next, so the template (the first forward) matched no later
+    forward: FLOPs 0 and "15 ops differed from the first forward (data-dependent code)"."""
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 16, 3, padding=1)).eval()
+    eager = visprof.profile(model, img_size=16, batch_size=2, progress=False, passes="attributed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch.jit's deprecation
+        scripted = torch.jit.script(model) if how == "script" else torch.jit.trace(model, torch.randn(2, 3, 16, 16))
+        frozen = torch.jit.freeze(scripted)
+    result = visprof.profile(frozen, img_size=16, batch_size=2, progress=False, passes="attributed")
+    assert not [w for w in result.warnings if "differed from the first forward" in w]
+    flops = {(c.category, c.subcategory): c.flops for c in result.categories}
+    assert flops[("convolution", "dense")] == {(c.category, c.subcategory): c.flops
+                                               for c in eager.categories}[("convolution", "dense")] > 0

@@ -18,6 +18,7 @@ from visprof.native.aten_observer import load_observer
 from visprof.native.timer import EventTimer
 from visprof.native.tracer import KernelTracer, SpanCheck, TraceRecords, span_check
 from visprof.passes.runner import ModelRunner
+from visprof.passes.timing import warm_up
 from visprof.native.records import KERNEL_DTYPE, KIND_CPU_OP, CapturedTrace, duration_sum_ns, rows_by_iteration
 from visprof.capture.replay import ReplayCapture
 from visprof.passes.kernel_sequence import KernelSequence, sequence_of
@@ -75,9 +76,15 @@ def api_activity_kinds() -> int | None:
 
 
 def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: int = 5, *,
-                        nvtx: bool = True) -> AttributedResult:
+                        nvtx: bool = True, settle: int = 0) -> AttributedResult:
     """Runs `iterations` captured forwards after one more that only counts FLOPs (its
     shapes are the same every iteration, so FLOPs are counted once and copied).
+
+    ``settle``: forwards run first, uncaptured, where no earlier pass warmed the model up. A model's
+    first forwards may run other code than its later ones: TorchScript's executor profiles a graph
+    on its first call and optimizes it for the next, so a fresh frozen module's template matched no
+    later forward (every op "differed from the first forward", its FLOPs uncounted); torch.compile
+    compiles on its first.
 
     The captured iterations link ops from C++ (ReplayCapture) where the ATen observer is
     available and its recording aligns with the template; otherwise, or when an iteration
@@ -89,6 +96,8 @@ def run_attributed_pass(runner: ModelRunner, table: CategoryTable, iterations: i
     (visprof.capture.compiled), or classified by their names where that provenance is missing."""
     cuda = runner.config.is_cuda
     compiled = runner.config.compile and cuda
+    if settle:
+        warm_up(runner, settle)
     tracker = ModuleTracker(runner.spec.module)
     warnings = []
     template = None
