@@ -114,7 +114,7 @@ def profile(
     weights are) and a timm name NCHW; True or False runs that layout, with a note where a module's
     own is the other; result.config.channels_last says which ran. `in_chans`: the input channels of a
     module of yours, where visprof would guess them wrong (it takes the module's `in_chans`, its
-    pretrained config's, else its first registered convolution's in_channels, else 3). `precision`
+    pretrained config's, else its first registered 2-D convolution's in_channels, a transposed one's too, else 3). `precision`
     is fp32, tf32, bf16 or fp16 (default bf16 on a GPU, fp32 on the CPU). The latency regime: `grad_mode`
     inference_mode (default, as timm's benchmark.py today) or no_grad; `autocast` per-forward (default, as timm's benchmark.py), whole-loop
     (autocast around all forwards: weight casts are cached) or model-cast (the model cast to

@@ -189,3 +189,16 @@ def test_a_fresh_frozen_module_profiled_with_the_attributed_pass_alone_counts_it
     flops = {(c.category, c.subcategory): c.flops for c in result.categories}
     assert flops[("convolution", "dense")] == {(c.category, c.subcategory): c.flops
                                                for c in eager.categories}[("convolution", "dense")] > 0
+
+
+@pytest.mark.parametrize("how", ["eager", "script", "trace"])
+def test_a_decoder_that_starts_with_a_transposed_convolution_is_fed_its_channels(how):
+    """in_chans came from the first nn.Conv2d only: a decoder of 32-channel maps was fed 3 and failed."""
+    decoder = nn.Sequential(nn.ConvTranspose2d(32, 16, 2, stride=2), nn.ReLU(), nn.Conv2d(16, 3, 3, padding=1)).eval()
+    model = decoder
+    if how != "eager":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            model = torch.jit.script(decoder) if how == "script" else torch.jit.trace(decoder, torch.randn(1, 32, 8, 8))
+    result = visprof.profile(model, **{**FAST, "img_size": 8})
+    assert result.model.input_shape == [2, 32, 8, 8]

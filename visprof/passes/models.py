@@ -532,12 +532,16 @@ def module_name(module: nn.Module) -> str:
 
 
 def _first_conv_in_channels(module: nn.Module) -> int | None:
+    """The input channels of the first 2-D convolution, a transposed one too (a decoder or a
+    generator fed a feature map: its 32 channels had been fed 3)."""
     for sub in module.modules():
-        if is_conv(sub, nn.Conv2d):
-            # torch.jit.trace keeps no in_channels: the weight's (out, in / groups, kH, kW) with groups 1,
-            # as a model's first convolution has
+        if is_conv(sub, nn.Conv2d, nn.ConvTranspose2d):
             in_channels = getattr(sub, "in_channels", None)
-            return in_channels if isinstance(in_channels, int) else sub.weight.shape[1]
+            if isinstance(in_channels, int):
+                return in_channels
+            # torch.jit.trace keeps no in_channels: the weight's (out, in / groups, kH, kW) with groups 1, as a
+            # model's first convolution has; a transposed convolution's is (in, out / groups, kH, kW)
+            return sub.weight.shape[0 if is_conv(sub, nn.ConvTranspose2d) else 1]
     return None
 
 
