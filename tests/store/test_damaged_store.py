@@ -226,6 +226,21 @@ def test_a_broken_index_is_found_before_a_writer_works(good, tmp_path, command):
     assert sorted(p.name for p in path.parent.iterdir()) == ["s.db"]
 
 
+@pytest.mark.parametrize("fmt", ["csv", "json", "timm", "parquet"])
+def test_an_export_of_a_store_damaged_where_it_does_not_read_is_refused(good, tmp_path, fmt):
+    """A broken index page: the export's queries do not touch it, and it had written its file as if the
+    store were whole, where every writer refuses the store."""
+    path = tmp_path / "s.db"
+    shutil.copy(good, path)
+    _break_table(path, "results_model")
+    before = digest(path)
+    with pytest.raises(DamagedStoreError, match="SQLite's check: "):
+        export_store(path, tmp_path / "out", fmt)
+    assert not (tmp_path / "out").exists() and digest(path) == before
+    proc = visprof(tmp_path, "export", "s.db", "--format", fmt, "-o", "out")
+    _assert_one_line(proc, path, "is a damaged results store (SQLite's check: ")
+
+
 def test_a_stored_result_that_cannot_be_decompressed(good, tmp_path):
     path = tmp_path / "s.db"
     shutil.copy(good, path)
