@@ -14,64 +14,9 @@ from visprof.attribution.categories import CategoryTable, default_table
 from visprof.attribution.named_attention import NO_AFFINITY_MARK, attention_by_name_only
 from visprof.capture.op_capture import ModuleTracker, OpCapture
 from visprof.native.records import ModuleRecord
+from tests.helpers.small_modules import ConvAttention, Hybrid
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU path; the GPU path is tests/gpu")
-
-
-class ConvAttention(nn.Module):
-    """NextViT's multi-head convolutional attention: no token relates to another."""
-
-    def __init__(self, dim=16):
-        super().__init__()
-        self.group_conv3x3 = nn.Conv2d(dim, dim, 3, padding=1, groups=4, bias=False)
-        self.norm = nn.BatchNorm2d(dim)
-        self.act = nn.ReLU()
-        self.projection = nn.Conv2d(dim, dim, 1, bias=False)
-
-    def forward(self, x):
-        return self.projection(self.act(self.norm(self.group_conv3x3(x))))
-
-
-class Attention2d(nn.Module):
-    """Attention by 1x1 convs whose core is q.k^T -> softmax -> .v (as CoAtNet's)."""
-
-    def __init__(self, dim=16):
-        super().__init__()
-        self.qkv = nn.Conv2d(dim, 3 * dim, 1)
-        self.proj = nn.Conv2d(dim, dim, 1)
-
-    def forward(self, x):
-        b, c, h, w = x.shape
-        q, k, v = self.qkv(x).flatten(2).chunk(3, dim=1)
-        attn = (q.transpose(-2, -1) @ k).softmax(dim=-1)
-        return self.proj((v @ attn.transpose(-2, -1)).view(b, c, h, w))
-
-
-class AdditiveAttention(nn.Module):
-    """SwiftFormer's additive attention: a softmax, no product of two activations."""
-
-    def __init__(self, dim=16):
-        super().__init__()
-        self.to_query = nn.Linear(dim, dim)
-        self.w_g = nn.Parameter(torch.randn(dim, 1))
-
-    def forward(self, x):
-        q = self.to_query(x)
-        weights = (q @ self.w_g).softmax(dim=1)
-        return q * (weights * q).sum(dim=1, keepdim=True)
-
-
-class Hybrid(nn.Module):
-    def __init__(self, dim=16):
-        super().__init__()
-        self.stem = nn.Conv2d(3, dim, 3, padding=1)
-        self.mhca = ConvAttention(dim)
-        self.attn = Attention2d(dim)
-        self.additive = AdditiveAttention(dim)
-
-    def forward(self, x):
-        x = self.attn(self.mhca(self.stem(x)))
-        return self.additive(x.flatten(2).transpose(1, 2))
 
 
 def _keys_by_module(session) -> dict[str, set[str]]:

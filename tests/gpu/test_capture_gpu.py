@@ -9,7 +9,7 @@ import torch
 
 import visprof
 from visprof.capture.higher_order import FLEX_ATTENTION
-from tests.helpers.small_modules import FlexMixer, PaddedEncoder, ThreeConvolutionKinds
+from tests.helpers.small_modules import ConvAttention, FlexMixer, Hybrid, PaddedEncoder, ThreeConvolutionKinds
 
 pytestmark = [
     pytest.mark.gpu,
@@ -126,3 +126,52 @@ def test_a_bf16_module_on_the_gpu_runs_at_bf16_with_its_inputs_cast_once():
     assert any("weights are bf16" in w for w in result.warnings)
     assert not any(row.op_type.startswith(("aten.to.", "aten._to_copy")) for row in result.op_types)
     assert not result.failed_checks, [c.name for c in result.failed_checks]
+
+
+class _ConvAttentionDecoder(torch.nn.Module):
+    """A conv block named attention that computes none, then a transposed-convolution upsampling."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 16, 3, padding=1)
+        self.mhca = ConvAttention(16)
+        self.up = torch.nn.ConvTranspose2d(16, 8, 2, stride=2)
+
+    def forward(self, x):
+        return self.up(self.mhca(self.stem(x)))
+
+
+@pytest.mark.parametrize("grad_mode", ["inference_mode", "no_grad"])
+def test_a_conv_block_named_attention_and_a_transposed_conv_on_the_gpu(grad_mode):
+    """Every pass on a GPU (the replayed timed forwards, the memory pass's allocation tags) reads a
+    ConvAttention that computes no attention by its ops, and a transposed convolution has its kind
+    and torch's FLOPs (it had 0 and no sub-category). The CPU side is tests/attribution/test_named_attention.py
+    and tests/capture/test_conv_kinds.py."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model = _ConvAttentionDecoder().cuda().eval()
+    result = visprof.profile(model, batch_size=4, img_size=16, iterations=3, warmup=1, grad_mode=grad_mode,
+                             progress=False, search_batch=False)
+    assert result.measurement == "gpu"
+    assert "attention" not in {row.category for row in result.categories if row.time_ms > 0}
+    assert not any(key.startswith("attention") for key in result.memory.by_category_at_peak)
+    transposed = [row for row in result.op_types if "conv_transpose" in row.op_type or "convolution" in row.op_type]
+    assert transposed and not any("unknown kind" in row.op_type for row in transposed), transposed
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(torch.randn(4, 3, 16, 16, device="cuda"))
+    flops = sum(row.flops or 0 for row in result.categories)
+    assert flops == pytest.approx(counter.get_total_flops(), rel=1e-6)
+    assert not result.failed_checks, [c.name for c in result.failed_checks]
+
+
+def test_a_traced_conv_block_named_attention_on_the_gpu_is_read_by_its_ops():
+    model = Hybrid().cuda().eval()
+    with torch.inference_mode(), visprof.trace(model) as session:
+        model(torch.randn(2, 3, 8, 8, device="cuda"))
+    found: dict[str, set[str]] = {}
+    for i, op in enumerate(session.trace.ops):
+        if op.module >= 0:
+            found.setdefault(session.trace.modules[op.module].path, set()).add(session.attribution.op_classification(i).key)
+    assert found["mhca.projection"] == {"convolution/pointwise"} and found["mhca.norm"] == {"normalization/batch"}
+    assert found["attn.qkv"] == found["attn.proj"] == {"attention/projections"}
+    assert session.summary().coverage == pytest.approx(1.0)
