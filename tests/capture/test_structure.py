@@ -397,6 +397,29 @@ def test_norms_and_activations_written_as_ops():
     assert not any(k.startswith("attention") for *_, k in ops)
 
 
+def test_a_training_step_finds_the_same_norms_and_activations_written_as_ops():
+    """With grad on, autograd saves a sigmoid's or relu's output for the backward (an aten.detach that
+    nothing uses), which had counted as a second exit of the activation: QuickGELU's and StarReLU's
+    muls and pow were elementwise in a training step, activation in inference."""
+    import visprof
+
+    from collections import Counter
+
+    pointwise = ("sigmoid", "relu", "pow", "mul", "add", "rsqrt", "sqrt")
+    model = ScaleShift()
+    x = torch.randn(2, 3, 8, 8)
+    inference = Counter((name.split(".")[1], key) for name, _, _, key in capture(model, x)
+                        if name.split(".")[1] in pointwise)
+    model.train()
+    with visprof.trace(model) as session:
+        model(x).backward()
+    forward = Counter((op.name.split(".")[1], session.attribution.op_classification(i).key)
+                      for i, op in enumerate(session.trace.ops)
+                      if not op.attrs.get("backward") and op.name.split(".")[1] in pointwise)
+    assert forward == inference and forward[("mul", "activation")] == 3, (forward, inference)
+    assert any(op.name.startswith("aten.detach") for op in session.trace.ops)  # the saves ran
+
+
 def test_layer_scale_after_an_activation_is_not_absorbed():
     class Scaled(nn.Module):
         def __init__(self):

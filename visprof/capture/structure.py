@@ -153,6 +153,14 @@ class _Analysis:
                     uses_param = True
             self.const[i] = const and not (not ins and self.kinds[i] in DATA_SOURCES)
             self.uses_param[i] = uses_param
+        # A detach that nothing uses is autograd saving a tensor for the backward (a sigmoid's or a
+        # relu's output, with grad on), not a use of it: counted, it was a second exit of every
+        # activation written as ops, which a training step then read as elementwise.
+        for i in range(n):
+            if self.kinds[i] == "detach" and not self.consumers[i]:
+                for p in self.inputs[i]:
+                    if p >= 0:
+                        self.consumers[p].remove(i)
         self.roles: dict[int, str] = {}
 
     # helpers --------------------------------------------------------------------------
