@@ -334,6 +334,32 @@ def test_cudnns_rnn_counts_as_the_cpus_does():
     assert op_flops(aten._cudnn_rnn.default, args, {}, None) == 2 * 20 * 128 * (16 + 32)
 
 
+def test_a_recurrent_layers_backward_counts_twice_its_forward():
+    """A traced LSTM training step: oneDNN's mkldnn_rnn_layer_backward counted 0 FLOPs where its forward
+    counted in full; the gradients through the steps and of the weights each take the forward's."""
+    import visprof
+
+    lstm = torch.nn.LSTM(8, 16, num_layers=2, batch_first=True)
+    x = torch.randn(2, 5, 8)
+    lstm(x)[0].sum().backward()  # the first step's one-off work, outside the trace
+    with visprof.trace(lstm) as session:
+        lstm(x)[0].sum().backward()
+    forward = [op.flops for op in session.trace.ops if op.flops and not op.attrs.get("backward")]
+    backward = [op.flops for op in session.trace.ops if op.flops and op.attrs.get("backward")]
+    assert len(forward) == len(backward) == 2 and sum(backward) == 2 * sum(forward) > 0
+
+
+def test_cudnns_rnn_backward_counts_the_weights_gradient_where_asked():
+    from visprof.capture.op_costs import op_flops
+
+    x, hx = torch.empty(2, 10, 16, device="meta"), torch.empty(1, 2, 32, device="meta")
+    weights = [torch.empty(128, 16, device="meta"), torch.empty(128, 32, device="meta")]
+    forward = 2 * 20 * 128 * (16 + 32)
+    for mask, times in (([True, True, True, True], 2), ([False, True, True, False], 1)):
+        args = (x, weights, 4, None, hx, hx, x, x, None, None, 2, 32, 0, 1, True, 0.0, True, False, [], None, None, mask)
+        assert op_flops(aten._cudnn_rnn_backward.default, args, {}, None) == times * forward
+
+
 @pytest.mark.parametrize("groups, transposed", [(1, False), (4, False), (8, False), (1, True), (4, True)])
 def test_a_convolutions_backward_counts_each_gradient_as_the_forward(groups, transposed):
     """torch's formula counted the weight's gradient of a grouped convolution as if every channel met

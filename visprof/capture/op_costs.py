@@ -172,6 +172,19 @@ def _rnn_cell(args, kwargs, out) -> float:
     return _rnn_gemms(args[0], args[2:4])
 
 
+def _rnn_backward(input_at: int, weights_at: int, mask_at: int | None):
+    """An RNN's backward (a training step's): the gradient through every step's GEMMs (the hidden state's
+    recurrence needs it whatever the input asks), and the weights' where asked (cuDNN's and MIOpen's
+    ``output_mask[3]``; oneDNN's layer returns them always), each as many FLOPs as the forward's.
+    It had counted 0, where its forward counted in full."""
+    def flops(args, kwargs, out) -> float:
+        weights = args[weights_at]
+        weights = weights if isinstance(weights, (list, tuple)) else args[weights_at:weights_at + 4]
+        forward = _rnn_gemms(args[input_at], weights)
+        return forward * (1 + (bool(args[mask_at][3]) if mask_at is not None else True))
+    return flops
+
+
 def _rnn_layer(args, kwargs, out) -> float:
     """oneDNN's one RNN layer on the CPU: weight0-3 (input and hidden matrices, their biases)."""
     return _rnn_gemms(args[0], args[1:5])
@@ -223,6 +236,9 @@ _COMPOSITES = {
        if hasattr(aten, name)},
     **({aten.mkldnn_rnn_layer: _rnn_layer} if hasattr(aten, "mkldnn_rnn_layer") else {}),
     **{getattr(aten, name): _rnn_cell for name in ("lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell")},
+    **{getattr(aten, name): backward for name, backward in (
+        ("mkldnn_rnn_layer_backward", _rnn_backward(0, 1, None)), ("_cudnn_rnn_backward", _rnn_backward(0, 1, 21)),
+        ("miopen_rnn_backward", _rnn_backward(0, 1, 20))) if hasattr(aten, name)},
 }
 if FLEX_ATTENTION is not None:  # an SDPA whose scores a function modifies; torch's formulas (2.14 has them) agree
     _COMPOSITES.update({FLEX_ATTENTION: _sdpa, FLEX_ATTENTION_BACKWARD: _flex_attention_backward})
