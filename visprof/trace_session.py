@@ -107,11 +107,11 @@ class TraceSession:
             _warn(f"trace(): {earlier} backward op(s) differentiate forward ops that ran before the block, so they are "
                   "classified by their op names alone (an attention's backward reads as linear and activation): put "
                   "the forward inside the block for their modules and roles")
-        if self._tracer is None and _is_compiled(self._model):
+        if self._tracer is None and tracker.has_compiled:
             # coverage says 1.0 of the ops seen: a block whose fused work was 30% of its time had said nothing
-            _warn("trace(): the model is torch.compile'd and runs on the CPU, where Inductor's generated C++ kernels "
+            _warn("trace(): a torch.compile'd model ran on the CPU, where Inductor's generated C++ kernels "
                   "have no op: the trace holds only the ops compiled code calls (its GEMMs, convolutions, fallbacks), "
-                  "not the fused work. Trace the eager model for a breakdown of all of it, or profile(model, "
+                  "not the fused work. Run the eager model in the block for a breakdown of all of it, or profile(model, "
                   "compile=True) on a GPU, where fused kernels are attributed by name")
         return False
 
@@ -175,12 +175,6 @@ def _warn(text: str) -> None:
     from visprof.base.errors import VisprofWarning
 
     warnings.warn(VisprofWarning(text), stacklevel=3)
-
-
-def _is_compiled(model: torch.nn.Module | None) -> bool:
-    """torch.compile's wrapper (OptimizedModule) or a module compiled in place (``module.compile()``)."""
-    return model is not None and any(type(m).__name__ == "OptimizedModule" or getattr(m, "_compiled_call_impl", None)
-                                     for m in model.modules())
 
 
 def _runs_on_gpu(model: torch.nn.Module | None) -> bool:

@@ -571,6 +571,26 @@ def test_a_trace_of_a_compiled_model_on_the_cpu_says_its_fused_work_is_not_in_it
         assert len(said) == compiled, [str(w.message) for w in caught]
 
 
+@pytest.mark.parametrize("given", ["the eager module", "no model"])
+def test_a_trace_in_which_compiled_code_runs_says_so_whatever_it_was_given(given):
+    """model = Net(); cmodel = torch.compile(model); `with visprof.trace(model): train(cmodel)`, or
+    trace() with no model: the compiled wrapper ran in the block, its fused work (a whole BatchNorm) was
+    missing from the table, and only trace(cmodel) had warned."""
+    import warnings
+
+    from visprof.base.errors import VisprofWarning
+
+    eager = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.GELU()).eval()
+    compiled = torch.compile(eager, backend="eager")
+    x = torch.randn(2, 3, 16, 16)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with torch.no_grad(), visprof.trace(eager if given == "the eager module" else None):
+            compiled(x)
+    said = [w for w in caught if issubclass(w.category, VisprofWarning) and "torch.compile'd" in str(w.message)]
+    assert len(said) == 1, [str(w.message) for w in caught]
+
+
 def test_a_weight_standardized_convolution_is_convolution_not_batch_norm():
     """BiT's and NFNet's StdConv2d standardize their weights with F.batch_norm every forward: that had
     read as normalization/batch (62% of BiT-R50x1 at 64 px), in models whose norms are GroupNorm."""

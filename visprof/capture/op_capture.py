@@ -111,6 +111,9 @@ class ModuleTracker:
         self._classes: list[tuple[str, ...]] = []  # per module: its class and its ancestors'
         self._stacks = threading.local()
         self._handles: list[Any] = []
+        # a torch.compile'd module (its wrapper, or one compiled in place) among those named: given, or called
+        # in the block (trace(model) of the module another name for which is compiled and runs)
+        self.has_compiled = False
         if root is not None:
             self._add_tree(root)
 
@@ -129,6 +132,7 @@ class ModuleTracker:
         return indices[""]
 
     def _add(self, module: torch.nn.Module, path: str, parent: int) -> int:
+        self.has_compiled = self.has_compiled or is_compiled_module(module)
         index = len(self.modules)
         self._paths.add(path)
         self.modules.append(ModuleRecord(path=path, cls=type(module).__name__, parent=parent, attrs=_module_attrs(module)))
@@ -202,6 +206,11 @@ class ModuleTracker:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+
+
+def is_compiled_module(module: torch.nn.Module) -> bool:
+    """torch.compile's wrapper (OptimizedModule) or a module compiled in place (``module.compile()``)."""
+    return type(module).__name__ == "OptimizedModule" or getattr(module, "_compiled_call_impl", None) is not None
 
 
 def _module_attrs(module: torch.nn.Module) -> dict[str, Any]:
