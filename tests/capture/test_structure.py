@@ -420,6 +420,33 @@ def test_a_training_step_finds_the_same_norms_and_activations_written_as_ops():
     assert any(op.name.startswith("aten.detach") for op in session.trace.ops)  # the saves ran
 
 
+class TanhGelu(nn.Module):
+    """GELU's tanh approximation written as ops (GPT-2's and BERT's form, and the factored one)."""
+
+    def __init__(self, factored: bool):
+        super().__init__()
+        self.factored = factored
+        self.fc1, self.fc2 = nn.Linear(16, 32), nn.Linear(32, 16)
+
+    def forward(self, x):
+        h = self.fc1(x)
+        if self.factored:
+            h = 0.5 * h * (1 + torch.tanh(0.79788456 * h * (1 + 0.044715 * h * h)))
+        else:
+            h = 0.5 * h * (1 + torch.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * torch.pow(h, 3))))
+        return self.fc2(h)
+
+
+@pytest.mark.parametrize("factored", [False, True])
+def test_tanh_gelu_written_as_ops_is_an_activation(factored):
+    """Documented as found, it was not: walking back from the tanh stopped at h + 0.044715 h^3, an op of
+    two activation inputs (both h), and 0.5 * h is a branch of its own from h."""
+    ops = capture(TanhGelu(factored), torch.randn(2, 4, 16))
+    pointwise = [(name.split(".")[1], key) for name, path, _, key in ops if path == "" and "linear" not in name]
+    assert pointwise and {key for _, key in pointwise} == {"activation"}, pointwise
+    assert len(pointwise) == (9 if factored else 8)
+
+
 def test_layer_scale_after_an_activation_is_not_absorbed():
     class Scaled(nn.Module):
         def __init__(self):

@@ -538,26 +538,23 @@ class _Analysis:
             if kind in NONLINEAR and a not in self.roles:
                 self.activation_at(a)
 
-    def activation_at(self, a: int) -> None:
-        region = {a}
-        root = None
-        i = a
-        # Back: single-input pointwise ops (1.702 * x, x + 3) down to the input x.
-        while len(region) < 12:
-            active = self.active(i)
-            if len(active) != 1:
-                return
-            p = active[0]
-            if self.kinds[p] in POINTWISE_FN and len(self.active(p)) == 1 and len(self.consumers[p]) == 1 \
-                    and p not in self.roles:
-                region.add(p)
-                i = p
-                continue
-            root = p
-            break
-        if root is None:
-            return
-        # Forward: pointwise ops whose activation inputs are the region or x itself.
+    def _back_to_one_input(self, p: int, cone: set[int], budget: list[int]) -> int:
+        """The op that ``p`` is computed from alone, walking back through pointwise ops used once whose
+        activation inputs all come from that one op (1.702 * x; x + 0.044715 * x^3, tanh-GELU's);
+        ``cone`` collects the ops passed. ``p`` itself where it is no such op."""
+        budget[0] -= 1
+        if (budget[0] < 0 or self.kinds[p] not in POINTWISE_FN or len(self.consumers[p]) != 1 or p in self.roles
+                or not self.active(p)):
+            return p
+        passed: set[int] = set()
+        sources = {self._back_to_one_input(q, passed, budget) for q in self.active(p)}
+        if len(sources) != 1:
+            return p
+        cone |= passed | {p}
+        return sources.pop()
+
+    def _grow_forward(self, region: set[int], root: int) -> None:
+        """Pointwise ops whose activation inputs are the region or x itself."""
         grew = True
         while grew and len(region) < 16:
             grew = False
@@ -568,6 +565,25 @@ class _Analysis:
                     if all(p in region or p == root for p in self.active(c)):
                         region.add(c)
                         grew = True
+
+    def activation_at(self, a: int) -> None:
+        active = self.active(a)
+        if len(active) != 1:
+            return
+        # Back: pointwise ops down to the input x they are all computed from.
+        cone: set[int] = set()
+        root = self._back_to_one_input(active[0], cone, [12])
+        region = {a} | cone
+        self._grow_forward(region, root)
+        # A scaling of x alone that meets the region (tanh-GELU's 0.5 * x, times 1 + tanh(...)): its own
+        # branch from x, which growing from the region does not reach
+        for c in self.consumers[root]:
+            outside = [d for d in self.consumers[c] if d not in region]
+            if (c not in region and c not in self.roles and self.kinds[c] in POINTWISE_FN and self.active(c) == [root]
+                    and len(outside) == 1 and self.kinds[outside[0]] in POINTWISE_FN and outside[0] not in self.roles
+                    and all(p in region or p == c for p in self.active(outside[0]))):
+                region |= {c, outside[0]}
+                self._grow_forward(region, root)
         uses_of_root = sum(1 for r in region for p in self.active(r) if p == root)
         squared = any((self.kinds[r] == "pow" and self.info[r] == 2) or self.kinds[r] == "square"
                       for r in region if r != a)
