@@ -182,6 +182,9 @@ OP_CASES = [
     ("aten.embedding.default", (), None, "memory/layout"),
     ("aten.fill_.Scalar", (), None, "memory/fill"),
     ("aten._to_copy.default", ("Linear", "Mlp"), None, "memory/cast"),
+    # a mixed-precision step's GradScaler: pointwise over the gradients, as the optimizer's step (it had been "other")
+    ("aten._amp_foreach_non_finite_check_and_unscale_.default", (), None, "elementwise"),
+    ("aten._amp_update_scale_.default", (), None, "elementwise"),
     # nothing matched: "other"
     ("aten.frobnicate.default", ("Block",), None, "other"),
 ]
