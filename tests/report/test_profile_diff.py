@@ -83,6 +83,7 @@ def test_the_cli_prints_it_writes_json_and_refuses_a_file_that_is_not_a_result(t
     saved = json.loads((tmp_path / "d.json").read_text())
     assert saved["differences"][0] == "GPU: NVIDIA H200 -> NVIDIA H100 80GB HBM3" and saved["per"] == "batch"
     assert {r["key"] for r in saved["categories"]} >= {"attention", "attention/core", "memory/cast"}
+    assert diff_profiles(H200, H100).to_dict() == saved  # "its to_dict() is the JSON": the schema had been missing
     copy_of_a = tmp_path / "a.json"
     copy_of_a.write_bytes(H200.read_bytes())
     code, out, err = run_cli(capsys, "diff", str(copy_of_a), str(H100), "--json", str(copy_of_a))

@@ -121,7 +121,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     config.add_argument("--iterations", type=positive_int, metavar="N", help="timed iterations (default: until the median is stable)")
     config.add_argument("--compile", action="store_true", help="torch.compile each model first")
     config.add_argument("--profile-option", "-O", type=_profile_option, action="append", default=[], metavar="KEY=VALUE",
-                        help="any other keyword of visprof.profile (VALUE as JSON, else a string)")
+                        help="a keyword of visprof.profile passed on to every cell (VALUE as JSON, else a string); one the "
+                             "sweep sets itself or cannot pass on (category_file, in_chans, paths) is refused, naming why")
     where = sweep.add_argument_group("where")
     where.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
                        help="auto: the GPUs of --gpus, else the CPU (default)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from visprof.base.json_documents import summary_document
 from visprof.report.text_table import format_table
 from visprof.result import NSYS_IMPORT, ProfileResult
 
@@ -65,12 +66,13 @@ class ProfileDiff:
         def rows(items: list[DiffRow]) -> list[dict]:
             return [{"key": r.key, "a_ms": r.a_ms, "b_ms": r.b_ms, "change_ms": r.change_ms, "ratio": r.ratio}
                     for r in items]
-        return {"per": self.per, "differences": self.differences, "notes": self.notes,
-                "latency": rows([self.latency])[0] if self.latency else None,
-                "total": rows([self.total])[0] if self.total else None,
-                "categories": rows(self.categories), "op_types": rows(self.op_types),
-                "kernel_families": rows(self.kernel_families),
-                "peak_bytes": {"a": self.peak_bytes[0], "b": self.peak_bytes[1]}}
+        doc = {"per": self.per, "differences": self.differences, "notes": self.notes,
+               "latency": rows([self.latency])[0] if self.latency else None,
+               "total": rows([self.total])[0] if self.total else None,
+               "categories": rows(self.categories), "op_types": rows(self.op_types),
+               "kernel_families": rows(self.kernel_families),
+               "peak_bytes": {"a": self.peak_bytes[0], "b": self.peak_bytes[1]}}
+        return summary_document("diff", doc)  # the --json file's document, its schema first (docs/cli.md)
 
 
 def _describe(result: ProfileResult) -> dict[str, str]:
