@@ -43,40 +43,36 @@ def test_conv1d_and_conv3d_with_same_padding_have_kinds():
     assert got3 == [("aten.conv3d.padding [dense]", "convolution/dense")]
 
 
-@pytest.mark.parametrize("groups, kind", [(1, "dense"), (8, "depthwise"), (4, "grouped")])
-def test_a_transposed_convolution_has_its_kind_and_torchs_flops(groups, kind):
-    """nn.ConvTranspose2d (lowformer's upsampling, decoders) had no kind (`convolution` with no
-    sub-category) and 0 FLOPs: 8% of lowformer_b0's FLOPs, which FlopCounterMode counts."""
+def captured_with_flop_counter(model: nn.Module, x: torch.Tensor):
+    """(the one op of ``model``'s forward as the capture records it, FlopCounterMode's total FLOPs)."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    model = nn.ConvTranspose2d(8, 8, 4, stride=2, padding=1, groups=groups).eval()
-    x = torch.randn(2, 8, 6, 6)
-    table, tracker = default_table(), ModuleTracker(model)
-    capture = OpCapture(tracker, table, nvtx=False, flops=True)
+    tracker = ModuleTracker(model.eval())
+    capture = OpCapture(tracker, default_table(), nvtx=False, flops=True)
     with torch.inference_mode():
         with FlopCounterMode(display=False) as counter:
             model(x)
         with tracker, capture:
             model(x)
     (op,) = capture.to_records()
+    return op, tracker, counter.get_total_flops()
+
+
+@pytest.mark.parametrize("groups, kind", [(1, "dense"), (8, "depthwise"), (4, "grouped")])
+def test_a_transposed_convolution_has_its_kind_and_torchs_flops(groups, kind):
+    """nn.ConvTranspose2d (lowformer's upsampling, decoders) had no kind (`convolution` with no
+    sub-category) and 0 FLOPs: 8% of lowformer_b0's FLOPs, which FlopCounterMode counts."""
+    op, tracker, flops = captured_with_flop_counter(nn.ConvTranspose2d(8, 8, 4, stride=2, padding=1, groups=groups),
+                                                    torch.randn(2, 8, 6, 6))
     category = "convolution/dense" if kind == "grouped" else f"convolution/{kind}"
-    assert (op_type(op.name, op.attrs, 1.0, 1.0), table.classify_op(op.name, tracker.classes(op.module), op.attrs).key) \
+    assert (op_type(op.name, op.attrs, 1.0, 1.0), default_table().classify_op(op.name, tracker.classes(op.module), op.attrs).key) \
         == (f"aten.conv_transpose2d.input [{kind}]", category)
-    assert op.flops == counter.get_total_flops() > 0
+    assert op.flops == flops > 0
 
 
 def test_conv_transpose1d_and_3d_have_kinds_and_flops():
-    from torch.utils.flop_counter import FlopCounterMode
-
     for model, x, name in ((nn.ConvTranspose1d(4, 6, 3), torch.randn(1, 4, 10), "conv_transpose1d.default"),
                            (nn.ConvTranspose3d(4, 4, 2, groups=4), torch.randn(1, 4, 3, 3, 3), "conv_transpose3d.input")):
-        tracker = ModuleTracker(model)
-        capture = OpCapture(tracker, default_table(), nvtx=False, flops=True)
-        with torch.inference_mode():
-            with FlopCounterMode(display=False) as counter:
-                model(x)
-            with tracker, capture:
-                model(x)
-        (op,) = capture.to_records()
-        assert op.name == f"aten.{name}" and op.flops == counter.get_total_flops() > 0
+        op, _, flops = captured_with_flop_counter(model, x)
+        assert op.name == f"aten.{name}" and op.flops == flops > 0
         assert op.attrs["in_channels"] == 4 and op.attrs["groups"] == model.groups
