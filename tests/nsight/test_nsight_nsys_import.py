@@ -267,6 +267,23 @@ def test_ranges_without_nvtx_categories_are_told_apart_by_their_names(tmp_path):
     assert any("no NVTX categories" in w for w in result.warnings)
 
 
+def test_without_nvtx_categories_each_model_range_is_still_an_iteration(tmp_path):
+    """An export whose ranges have no categories (docs/nsight.md: told apart by their names) had read
+    every model range as a module: no iteration, every per-iteration figure the sum over all of them."""
+    def build(b):
+        for t0 in (0, 2000):
+            b.push(MAIN, t0, "net (Net)", end=t0 + 1000)
+            b.push(MAIN, t0 + 10, "head (Linear)", end=t0 + 900)
+            b.push(MAIN, t0 + 20, "linear", end=t0 + 800)
+            b.push(MAIN, t0 + 30, "linear aten.addmm.default", end=t0 + 700, payload=1)
+            b.call(MAIN, t0 + 40, t0 + 50, 1 + t0)
+            b.kernel(PID, 5000 + t0, 5600 + t0, 1 + t0, "gemm")
+    result = import_nsys(small_export(tmp_path, build))
+    assert result.attribution.iterations == 2
+    assert result.categories[0].time_ms == pytest.approx(600 / 1e6)  # per iteration, not both
+    assert not any("no model ranges" in w for w in result.warnings)
+
+
 def test_unregistered_ascii_range_names_are_read_too(tmp_path):
     def build(b):
         b.push(MAIN, 0, "linear", kind=3, end=100, registered=False)

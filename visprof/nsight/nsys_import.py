@@ -85,6 +85,10 @@ def read_visprof_ranges(ranges: X.NvtxRanges, table: CategoryTable) -> VisprofRa
             stack.pop()
         kind = int(kinds[r])
         parent_module = next((m for _, m in reversed(stack) if m >= 0), -1)
+        if inferred and kind == KIND_MODULE and parent_module < 0:
+            # told apart by place where the names cannot: visprof gives the model kind to a module range with
+            # none around it (nvtx_scheme); read as a module, each iteration's had counted in one
+            kind = KIND_MODEL
         module = -1
         if kind in (KIND_MODEL, KIND_MODULE):
             label, cls = parse_module_range(ranges.text[r])
