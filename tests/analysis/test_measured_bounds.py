@@ -82,6 +82,20 @@ def test_a_profile_takes_the_measured_bound_of_each_family_the_library_has():
                           "12% estimated from tensor sizes")
 
 
+def test_a_family_in_two_categories_takes_each_ones_measured_bound():
+    """The library is keyed by family and category; coverage had looked up only a row's largest category,
+    so ATen's vectorized kernel (activation: compute-bound here, memory: latency-bound) took one bound for
+    both, as did nvjet's GEMMs as attention projections and as linear."""
+    library = build_library([recorded_vit()])
+    profile = vit_profile()
+    profile.kernel_families[1].by_category = {"activation": 0.4, "memory/cast": 0.2}
+    cov = coverage(library, profile)
+    assert cov.by_bound_ms == pytest.approx({"compute": 2.0 + 0.4 + 0.9, "latency": 0.2})
+    assert cov.measured_ms == pytest.approx(3.5) and cov.kernel_ms == pytest.approx(4.0)
+    profile.kernel_families[1].by_category = {"activation": 0.4, "pooling": 0.2}  # a part the library lacks
+    assert ("at::native::vectorized_elementwise_kernel", "pooling", pytest.approx(0.2)) in coverage(library, profile).unmeasured
+
+
 def test_a_family_launched_with_fewer_blocks_than_sms_is_latency_bound_without_counters():
     library = build_library([recorded_vit()])
     profile = vit_profile()

@@ -121,8 +121,9 @@ def cmd_bounds_coverage(args: argparse.Namespace) -> int:
     for _, c in rows:
         for family, category, ms in c.unmeasured:
             unmeasured[(family, category)] += ms / c.kernel_ms / len(rows)
-    print(f"the {args.top} unmeasured kernel families with the most time (mean share of a profile's kernel time):")
-    for (family, category), share in sorted(unmeasured.items(), key=lambda x: -x[1])[:args.top]:
+    shown = sorted(unmeasured.items(), key=lambda x: -x[1])[:args.top]
+    print(f"the {len(shown)} unmeasured kernel families with the most time (mean share of a profile's kernel time):")
+    for (family, category), share in shown:
         print(f"  {share:6.1%}  {family} ({category})")
     if args.json is not None:
         doc = [{"model": m.model, "img_size": m.img_size, "kernel_ms": c.kernel_ms, "measured_ms": c.measured_ms,
