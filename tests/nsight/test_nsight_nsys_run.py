@@ -25,7 +25,15 @@ from visprof.nsight import nsys_run, tools
 NSYS = Path(__file__).resolve().parents[1] / "data" / "nsys"
 
 
-def test_the_profile_command_traces_cuda_and_nvtx_and_brackets_nvtx_only_runs():
+@pytest.fixture
+def a_gpu_here(monkeypatch):
+    """The machine as one with a visible GPU: a profile given no --device runs there."""
+    from visprof.base import hardware
+
+    monkeypatch.setattr(hardware, "torch_cuda", lambda: object())
+
+
+def test_the_profile_command_traces_cuda_and_nvtx_and_brackets_nvtx_only_runs(a_gpu_here):
     nvtx_only = ["visprof", "profile", "resnet50", "--nvtx-only"]
     command = nsys_run.profile_command(Path("/x/nsys"), Path("out/run"), nvtx_only, "auto", "cuda,nvtx")
     assert command[:8] == ["/x/nsys", "profile", "--trace", "cuda,nvtx", "--sample", "none", "--cpuctxsw", "none"]
@@ -37,9 +45,23 @@ def test_the_profile_command_traces_cuda_and_nvtx_and_brackets_nvtx_only_runs():
     assert "--capture-range" not in nsys_run.profile_command(Path("nsys"), Path("r"), nvtx_only, "none", "cuda,nvtx")
     on_cpu = [*nvtx_only, "--device", "cpu"]  # no CUDA profiler API on the CPU: record the whole run
     assert "--capture-range" not in nsys_run.profile_command(Path("nsys"), Path("r"), on_cpu, "auto", "cuda,nvtx")
+    on_cpu = [*nvtx_only, "--device=CPU"]
+    assert "--capture-range" not in nsys_run.profile_command(Path("nsys"), Path("r"), on_cpu, "auto", "cuda,nvtx")
     assert nsys_run.export_command(Path("nsys"), Path("r.nsys-rep"), Path("r.sqlite")) == [
         "nsys", "export", "--type", "sqlite", "--force-overwrite", "true", "--output", "r.sqlite", "r.nsys-rep"]
     assert nsys_run.output_paths("out/run.sqlite") == (Path("out/run.nsys-rep"), Path("out/run.sqlite"))
+
+
+def test_an_nvtx_only_run_given_no_device_on_a_machine_without_a_gpu_records_the_whole_run(monkeypatch):
+    """Its profile runs on the CPU, which calls no cudaProfilerStart: the profiler API had been asked
+    for, and nsys wrote no report after the whole program ran."""
+    from visprof.base import hardware
+
+    monkeypatch.setattr(hardware, "torch_cuda", lambda: None)
+    for program in (["visprof", "profile", "resnet18", "--nvtx-only"], ["visprof", "profile", "x", "--nvtx-only", "--device", "auto"]):
+        assert "--capture-range" not in nsys_run.profile_command(Path("nsys"), Path("r"), program, "auto", "cuda,nvtx")
+    asked = ["visprof", "profile", "x", "--nvtx-only", "--device", "cuda:1"]  # asked for: its own error says no GPU
+    assert "--capture-range" in nsys_run.profile_command(Path("nsys"), Path("r"), asked, "auto", "cuda,nvtx")
 
 
 def test_a_missing_nsys_is_one_clear_error_with_its_own_exit_code(tmp_path, monkeypatch, capsys):

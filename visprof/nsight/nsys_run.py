@@ -39,11 +39,29 @@ def output_paths(base: str | Path) -> tuple[Path, Path]:
     return base.with_name(base.name + ".nsys-rep"), base.with_name(base.name + ".sqlite")
 
 
+def _device_asked(program: list[str]) -> str | None:
+    """The ``--device`` a program's arguments give (``--device X`` or ``--device=X``), lower case."""
+    for before, arg in zip(["", *program], program):
+        if arg.startswith("--device="):
+            return arg.partition("=")[2].lower()
+        if before == "--device":
+            return arg.lower()
+    return None
+
+
 def wants_profiler_api(program: list[str]) -> bool:
     """True for a visprof --nvtx-only run on a GPU: it brackets its measured iterations with
-    cudaProfilerStart/Stop itself (on the CPU there is no CUDA profiler API to call)."""
-    on_cpu = any(a == "--device=cpu" or a == "cpu" and b == "--device" for b, a in zip(program, program[1:]))
-    return "--nvtx-only" in program and not on_cpu
+    cudaProfilerStart/Stop itself (on the CPU there is no CUDA profiler API to call). Without a
+    --device (or with auto) the run takes a GPU where one is visible, as this process sees it: on a
+    machine without one, the profiler API had been asked for, and nsys recorded nothing."""
+    if "--nvtx-only" not in program:
+        return False
+    device = _device_asked(program)
+    if device in (None, "auto"):
+        from visprof.base.hardware import torch_cuda
+
+        return torch_cuda() is not None
+    return device != "cpu"
 
 
 def profile_command(nsys: Path, base: Path, program: list[str], capture_range: str, trace: str) -> list[str]:
