@@ -14,7 +14,7 @@ from visprof.attribution.categories import CategoryTable, default_table
 from visprof.attribution.named_attention import NO_AFFINITY_MARK, attention_by_name_only
 from visprof.capture.op_capture import ModuleTracker, OpCapture
 from visprof.native.records import ModuleRecord
-from tests.helpers.small_modules import ConvAttention, Hybrid
+from small_modules import ConvAttention, Hybrid
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU path; the GPU path is tests/gpu")
 

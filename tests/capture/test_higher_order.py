@@ -8,7 +8,7 @@ import visprof
 from visprof.capture.higher_order import FLEX_ATTENTION, FLEX_ATTENTION_BACKWARD
 from visprof.capture.op_costs import op_flops
 from visprof.capture.replay import ReplayCapture
-from tests.helpers.small_modules import FlexMixer
+from small_modules import FlexMixer
 
 pytestmark = [
     pytest.mark.skipif(FLEX_ATTENTION is None, reason="this torch has no flex_attention"),

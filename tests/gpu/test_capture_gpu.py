@@ -9,7 +9,7 @@ import torch
 
 import visprof
 from visprof.capture.higher_order import FLEX_ATTENTION
-from tests.helpers.small_modules import ConvAttention, FlexMixer, Hybrid, PaddedEncoder, ThreeConvolutionKinds
+from small_modules import ConvAttention, FlexMixer, Hybrid, PaddedEncoder, ThreeConvolutionKinds
 
 pytestmark = [
     pytest.mark.gpu,

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 import visprof
-from tests.helpers.small_modules import ThreeConvolutionKinds
+from small_modules import ThreeConvolutionKinds
 from visprof.base.errors import ModelForwardError
 
 FAST = dict(device="cpu", batch_size=2, img_size=12, iterations=2, warmup=0, progress=False)
