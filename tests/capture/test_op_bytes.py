@@ -273,7 +273,7 @@ def test_a_nested_tensors_bytes_are_its_elements_and_its_views_move_nothing():
 def test_a_padded_batch_through_the_fused_encoder_counts_each_sequence_at_its_length(grad_mode):
     """nn.TransformerEncoder with a src_key_padding_mask (eval, autograd off) packs the batch into a nested
     tensor, which crashed the byte counter; the fused layers' FLOPs read its shape and counted 0."""
-    from tests.helpers.small_modules import PaddedEncoder
+    from small_modules import PaddedEncoder
 
     model = PaddedEncoder().eval()
     images = torch.randn(2, 3, 4, 4)  # 16 tokens per image; the first one's last 8 are padding

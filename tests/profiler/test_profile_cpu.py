@@ -145,7 +145,7 @@ def test_a_padding_masked_transformer_encoder_is_traced_and_profiled(grad_mode):
     """nn.TransformerEncoder given a src_key_padding_mask (eval, autograd off) packs the batch into a
     nested tensor for its fused layers: trace() and profile() failed on it ("NestedTensorImpl doesn't
     support sizes", from the byte counter). The layers stay attention; packing and unpacking are layout."""
-    from tests.helpers.small_modules import PaddedEncoder
+    from small_modules import PaddedEncoder
 
     model = PaddedEncoder().eval()
     images = torch.randn(2, 3, 4, 4)
