@@ -316,6 +316,43 @@ def test_report_with_a_matplotlib_that_fails_to_import_says_so_in_one_line(tmp_p
     assert not (tmp_path / "r.html").exists()
 
 
+def test_predict_csv_gives_each_precision_of_a_model_its_own_calibrated_speed_up(tmp_path, capsys):
+    """One model profiled at fp16 and at bf16: predict keyed its calibrated speed-ups without the precision,
+    so both CSV rows had the last one's value, and the JSON kept one of the two."""
+    import csv
+    import dataclasses
+
+    from recorded_results import recorded_result
+    from saved_calibration import saved_calibration
+
+    bf16 = recorded_result("deit_small_patch16_224")
+    fp16 = recorded_result("deit_small_patch16_224")
+    fp16.config = dataclasses.replace(fp16.config, precision="fp16")
+    fp16.categories = [dataclasses.replace(r, time_ms=r.time_ms * (3.0 if r.category == "normalization" else 1.0))
+                       for r in fp16.categories]  # another profile: another mix of work
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    bf16.to_json(folder / "bf16.json")
+    fp16.to_json(folder / "fp16.json")
+    cal = tmp_path / "cal.json"
+    saved_calibration(recorded_result("deit_small_patch16_224"), "rtx3090", "rtx4090").save(cal)
+    code, out, err = run(capsys, "predict", "--from", folder, "--to", "rtx4090", "--calibration", cal,
+                         "--csv", tmp_path / "p.csv", "--json", tmp_path / "p.json")
+    assert code == 0, err
+    with open(tmp_path / "p.csv") as f:
+        rows = {r["precision"]: float(r["calibrated"]) for r in csv.DictReader(f)}
+    from visprof.analysis import sources
+    from visprof.analysis.calibration_file import SavedCalibration
+    from visprof.analysis.gpus import gpu_table
+
+    saved = SavedCalibration.load(cal)
+    expected = {r.config.precision: saved.predict(sources.from_result(r, "h200", gpu_table()), gpu_table()).calibrated
+                for r in (bf16, fp16)}
+    assert expected["fp16"] != pytest.approx(expected["bf16"], rel=1e-4)
+    assert rows == pytest.approx(expected, rel=1e-3)
+    assert len(json.loads((tmp_path / "p.json").read_text())["calibration"]["models"]) == 2
+
+
 def test_predict_and_compare_with_a_saved_calibration(tmp_path, capsys, h200_results):
     from recorded_results import recorded_result
     from saved_calibration import saved_calibration

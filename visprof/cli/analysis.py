@@ -463,13 +463,16 @@ def cmd_predict(args: argparse.Namespace) -> int:
                 if args.batch_size else "per model, image size, GPU, precision and batch the newest")
         print(f"({left_out} more profile(s) of the same models not used: {rule}; --every-profile predicts them all)")
     print(format_predictions(predictions, target.short_name, skipped), end="")
-    calibrated = {}  # (model, image size, batch, GPU) of the profile -> its calibrated speed-up
+    # (model, image size, batch, GPU, precision) of the profile -> its calibrated speed-up; without the
+    # precision, a model profiled at fp16 and at bf16 had one entry, and both CSV rows the last one's
+    calibrated = {}
     if saved:
         used = {id(r) for r in results}
         profiles = [m for m in loaded.profiles if id(m.result) in used]
         text, rows = calibrated_section(saved, table, profiles, batch_size=args.batch_size)
         print(text, end="")
-        calibrated = {(m.model, m.img_size, m.batch_size, m.gpu_id): r for m, r in zip(profiles, rows) if r is not None}
+        calibrated = {(m.model, m.img_size, m.batch_size, m.gpu_id, m.precision): r
+                      for m, r in zip(profiles, rows) if r is not None}
     if args.json is not None:
         doc = {"target": target.as_dict(), "predictions": [p.to_dict(groups=True) for p in predictions], "skipped": skipped}
         if saved:
@@ -478,7 +481,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         write_json_summary(args.json, "predict", doc, indent=2, default=_json_default)
     if args.csv is not None:
         atomic_write_text(args.csv, rows_to_csv([
-            {**prediction_row(p), **csv_columns(calibrated.get((p.model, p.img_size, p.source_batch, p.source_gpu)))}
+            {**prediction_row(p),
+             **csv_columns(calibrated.get((p.model, p.img_size, p.source_batch, p.source_gpu, p.source_precision)))}
             for p in predictions]), kind="predict-csv")
     return 0
 
