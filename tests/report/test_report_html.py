@@ -283,6 +283,19 @@ def test_html_is_self_contained(report):
     assert len(re.findall(r"<td>x\d\.\d\d – x\d\.\d\d</td>", why)) == 4
 
 
+def test_the_speed_up_section_carries_every_note_compare_gives(loaded, tmp_path):
+    """H200 profiles (bf16, batch 64) against the RTX 4090's published rows (fp16, batch 1024): compare
+    warns of two precisions, two batches, profiles against published rows; the page had kept only its
+    software, path and host notes, and shown the same speed-ups without the rest."""
+    comparison = compare(loaded.measurements, "h200", "rtx4090")
+    said = [n for n in comparison.notes if not comparison.prediction or n != comparison.prediction.sentence()]
+    assert any("two precisions" in n for n in said) and any("two batch sizes" in n for n in said)
+    build_report(loaded, tmp_path / "r.html", base="h200", target="rtx4090")
+    page = (tmp_path / "r.html").read_text()
+    for note in said:
+        assert escape(note) in page, note
+
+
 def text_of(html_file: Path) -> str:
     """The report's words: tags and embedded images left out."""
     import html as html_lib

@@ -171,15 +171,18 @@ def _calibrated_section(calibration, profiles, table, batch_size: int | None = N
 
 
 def _comparison_section(comparison, figures) -> list[str]:
+    from visprof.analysis.compare_explain import tensor_key
+
     c = comparison
     out = [f"<section><h2>Speed-up {html.escape(c.base_name)} → {html.escape(c.target_name)}</h2>",
-           f'<p class="caption">{len(c.models)} models measured on both at the same image size; median speed-up '
-           f"x{c.median_speedup:.2f}. Sensitivity is a model's speed-up over that median, minus one. "
+           f'<p class="caption">{len(c.models)} models (a model at each image size it has) measured on both at the '
+           f"same image size; median speed-up x{c.median_speedup:.2f}. Sensitivity is a model's speed-up over that median, minus one. "
            "Colour: the model's dominant category in its profile (grey: not profiled).</p>"]
     if c.base_spec and c.target_spec:
         b, t = c.base_spec, c.target_spec
-        tb, tt = b.tensor_peak("fp16"), t.tensor_peak("fp16")
-        tiles = [("tensor (fp16) ratio", f"x{tt / tb:.2f}" if tb and tt else "-"),
+        key = tensor_key(c.models[0].base.precision if c.models else None)  # as compare's spec line
+        tb, tt = (b.tensor_peak(key), t.tensor_peak(key)) if key else (None, None)
+        tiles = [(f"tensor ({key}) ratio" if key else "tensor ratio", f"x{tt / tb:.2f}" if tb and tt else "-"),
                  ("FP32 ratio", f"x{t.fp32_tflops / b.fp32_tflops:.2f}"),
                  ("bandwidth ratio", f"x{t.memory_bandwidth_gbs / b.memory_bandwidth_gbs:.2f}"),
                  ("L2 ratio", f"x{t.l2_mb / b.l2_mb:.1f}"), ("median speed-up", f"x{c.median_speedup:.2f}")]
@@ -237,7 +240,13 @@ def _comparison(loaded, base, target, table, notes, on_progress=None):
             raise
         notes.append(f"no speed-up section: {exc}")
         return None
-    notes.extend(n for n in (comparison.software, comparison.paths, comparison.host) if n)
+    # the notes compare prints (two precisions, two batches, profiles against published rows, other tags, ...);
+    # the page had kept three of them. The prediction's agreement is in the Why section's caption.
+    unmatched = ", ".join(f"{n} only on {k}" for k, n in comparison.unmatched.items() if n)
+    if unmatched:
+        notes.append(f"not compared: {unmatched}")
+    agreement = comparison.prediction.sentence() if comparison.prediction else None
+    notes.extend(n for n in comparison.notes if n != agreement)
     return comparison
 
 
