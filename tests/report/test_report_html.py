@@ -162,6 +162,27 @@ def test_repeated_profiles_are_shown_once(loaded, tmp_path):
     assert "1 repeated profile(s) of a model under the same conditions" in (tmp_path / "r.html").read_text()
 
 
+def test_profiles_in_another_regime_are_kept_and_one_with_categories_is_preferred(loaded):
+    """A no_grad and an inference_mode profile of one model had been "the same conditions" (diff calls them a
+    difference), one dropped; a newer timing-only profile had taken the place of one with categories."""
+    import copy
+    import dataclasses
+
+    first = loaded.profiles[0]
+    other_regime = copy.copy(first)
+    other_regime.result = copy.copy(first.result)
+    other = "no_grad" if first.result.config.grad_mode != "no_grad" else "inference_mode"
+    other_regime.result.config = dataclasses.replace(first.result.config, grad_mode=other)
+    timing_only = copy.copy(first)
+    timing_only.result = copy.copy(first.result)
+    timing_only.result.categories = []
+    timing_only.result.created_at = "2099-01-01T00:00:00+00:00"  # newer than every other
+    doubled = sources.Loaded([*loaded.measurements, other_regime, timing_only], [], list(loaded.inputs))
+    latest, dropped = doubled.latest_profiles_only()
+    assert dropped == 1 and other_regime in latest.profiles and first in latest.profiles
+    assert timing_only not in latest.profiles
+
+
 def test_a_non_square_input_is_shown_as_height_x_width(loaded, tmp_path):
     """A 96x160 and a 160x96 profile had read 96 and 160 in the report's img column, as if the sizes
     differed and were square (the result's img_size is the height)."""

@@ -120,18 +120,30 @@ class Loaded:
                 f"from {len(self.inputs)} input(s): {gpus or 'none'}{skipped}>")
 
     def latest_profiles_only(self) -> tuple["Loaded", int]:
-        """A copy where profiles repeated under the same conditions (model, image size, GPU
-        kind, batch, precision, layout) are reduced to the latest; returns it and how many it
-        dropped. Sweeps on two GPUs of one kind, or a resumed list, measure some models twice:
-        one bar per model reads better than two, and speed-ups must not count a model twice."""
+        """A copy where profiles repeated under the same conditions (REPEAT_CONDITIONS: model, image size,
+        GPU kind, batch, precision, layout, grad mode, autocast, compile) are reduced to the latest with a
+        category breakdown, else the latest; returns it and how many it dropped. Sweeps on two GPUs of one
+        kind, or a resumed list, measure some models twice: one bar per model reads better than two, and
+        speed-ups must not count a model twice. The regime is a condition (diff calls a change of grad
+        mode a difference): a no_grad and an inference_mode run had been "the same conditions", and a
+        newer timing-only profile had taken the place of one with categories."""
         latest: dict[tuple, Measurement] = {}
+
+        def rank(m: Measurement) -> tuple:
+            return bool(m.result.categories), m.result.created_at
+
         for m in self.profiles:
-            key = (m.arch, m.img_size, m.gpu, m.batch_size, m.precision, m.channels_last)
-            if key not in latest or m.result.created_at >= latest[key].result.created_at:
+            c = m.result.config
+            key = (m.arch, m.img_size, m.gpu, m.batch_size, m.precision, m.channels_last, c.grad_mode, c.autocast,
+                   c.compile)
+            if key not in latest or rank(m) >= rank(latest[key]):
                 latest[key] = m
         kept = {id(m) for m in latest.values()}
         measurements = [m for m in self.measurements if m.result is None or id(m) in kept]
         return Loaded(measurements, list(self.skipped), list(self.inputs)), len(self.measurements) - len(measurements)
+
+
+REPEAT_CONDITIONS = "GPU kind, batch, precision, layout, grad mode, autocast, compile"
 
 
 def no_profiles_error(why: str, *, model: str | None = None, references: int = 0,

@@ -330,7 +330,7 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
     ``on_progress`` (e.g. ``visprof.base.progress.Progress.update``) is told how far the comparison
     and the drawing got."""
     from visprof.analysis.gpus import table_or_default
-    from visprof.analysis.sources import Loaded
+    from visprof.analysis.sources import REPEAT_CONDITIONS, Loaded
     from visprof.base.outputs import atomic_write_all
     from visprof.base.progress import check_callback
     from visprof.report.figures import clock_of
@@ -348,8 +348,8 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
     notes: list[str] = []
     loaded, repeats = loaded.latest_profiles_only()
     if repeats:
-        notes.append(f"{repeats} repeated profile(s) of a model under the same conditions (GPU kind, batch, "
-                     f"precision, layout): only the latest of each is shown")
+        notes.append(f"{repeats} repeated profile(s) of a model under the same conditions ({REPEAT_CONDITIONS}): "
+                     "only the latest of each is shown (the latest with categories, where one has them)")
     comparison = _comparison(loaded, base, target, table, notes, on_progress)
     figures = render_figures(loaded, comparison, table, on_progress)
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
