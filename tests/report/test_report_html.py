@@ -162,6 +162,25 @@ def test_repeated_profiles_are_shown_once(loaded, tmp_path):
     assert "1 repeated profile(s) of a model under the same conditions" in (tmp_path / "r.html").read_text()
 
 
+def test_each_bar_of_the_category_figure_is_labelled_apart(loaded):
+    """resnet18 at 64 and 96 px (or fp16 and bf16) had two bars labelled "resnet18 · CPU (host clock) · b1"."""
+    import copy
+    import dataclasses
+
+    from visprof.report.figures import bar_labels
+
+    first = loaded.profiles[0]
+    regime = copy.copy(first)
+    regime.result = copy.copy(first.result)
+    other = "no_grad" if first.result.config.grad_mode != "no_grad" else "inference_mode"
+    regime.result.config = dataclasses.replace(first.result.config, grad_mode=other)
+    labels = bar_labels([*loaded.profiles, regime])
+    assert labels[0] == f"{first.model} @{first.img_label} · h200 · b{first.batch_size} · {first.precision} · " \
+                        f"{first.result.config.grad_mode}"
+    assert labels[-1].endswith(f"· {other}") and len(set(labels)) == len(labels)
+    assert all(label.count("·") == 3 for label in labels[1:-1])  # no regime where the rest tells them apart
+
+
 def test_profiles_in_another_regime_are_kept_and_one_with_categories_is_preferred(loaded):
     """A no_grad and an inference_mode profile of one model had been "the same conditions" (diff calls them a
     difference), one dropped; a newer timing-only profile had taken the place of one with categories."""
@@ -421,10 +440,13 @@ def test_what_the_models_run_names_each_profile_s_costliest_op_types_and_kernel_
     recorded_result("mobilevit_s").to_json(folder / "mobilevit_s.json")  # made before the tables: no row
     build_report(sources.load([folder]), tmp_path / "r.html")
     section = (tmp_path / "r.html").read_text().split("<h2>What the models run</h2>")[1].split("</section>")[0]
-    rows = re.findall(r'<tr><td class="text">(\w+)</td><td class="text">h200</td><td class="text">([^<]*)</td>'
-                      r'<td class="text">([^<]*)</td><td>([^<]*)</td></tr>', section)
-    assert [r[0] for r in rows] == ["deit_small_patch16_224", "resnet50"]
-    deit, resnet = rows
+    rows = re.findall(r'<tr><td class="text">(\w+)</td><td>(\d+)</td><td>(\d+)</td><td class="text">bf16</td>'
+                      r'<td class="text">h200</td><td class="text">([^<]*)</td><td class="text">([^<]*)</td><td>([^<]*)</td></tr>',
+                      section)
+    assert [r[:3] for r in rows] == [("deit_small_patch16_224", "224", "64"), ("resnet50", "224", "64")]
+    deit, resnet = (r[:1] + r[3:] for r in rows)
+    # the profile made before the tables is said to be left out, not dropped without a word
+    assert "1 profile(s) without op-type tables (made before they were kept" in section
     assert resnet[1].startswith("aten.batch_norm.default 34%, aten.conv2d.default [dense] 23%") and resnet[1].count("%") == 4
     assert deit[2].startswith("nvjet_sm90_tst 29%") and deit[2].count("%") == 3
     assert (resnet[3], deit[3]) == ("8.7%", "2.0%")

@@ -102,8 +102,13 @@ def device_label(m) -> str:
     return "CPU (host clock)" if m.host_clock else m.gpu_id or m.gpu_name.replace("NVIDIA ", "")
 
 
-def _label(m) -> str:
-    return f"{m.model} · {device_label(m)} · b{m.batch_size}"
+def bar_labels(profiles: Sequence) -> list[str]:
+    """One label per profile that tells it from the others: model, image size, device, batch and
+    precision (a model profiled at three sizes had three bars of one label), and its grad mode where two
+    would still read alike."""
+    labels = [f"{m.model} @{m.img_label} · {device_label(m)} · b{m.batch_size} · {m.precision}" for m in profiles]
+    alike = {label for label in labels if labels.count(label) > 1}
+    return [f"{label} · {m.result.config.grad_mode}" if label in alike else label for m, label in zip(profiles, labels)]
 
 
 def category_bars(profiles: Sequence, max_bars: int = MAX_BARS):
@@ -154,7 +159,7 @@ def category_bars(profiles: Sequence, max_bars: int = MAX_BARS):
         _style(ax, "x")
         if panel == 0:
             _clip_outliers(ax, y, left)
-    axes[0].set_yticks(y, [_label(m) for m, *_ in totals], fontsize=8)
+    axes[0].set_yticks(y, bar_labels([m for m, *_ in totals]), fontsize=8)
     axes[0].set_xlabel(TIME_AXIS[clock].format(unit=unit))
     axes[1].set_xlabel(SHARE_AXIS[clock])
     axes[1].set_xlim(0, 100)

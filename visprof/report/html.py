@@ -125,18 +125,24 @@ def _what_they_run(profiles) -> str:
             continue
         under = r.small_launches()
         small = sum(x.share for x in under) if under is not None else None
-        rows.append([m.model, device_label(m), top(r.op_types, "op_type", TOP_OP_TYPES),
-                     top(r.kernel_families, "family", TOP_KERNEL_FAMILIES), _fmt(small, ".1%")])
+        # size, batch and precision tell one model's profiles apart (three had read "resnet18 | CPU" alike)
+        rows.append([m.model, m.img_label, str(m.batch_size or "-"), m.precision or "-", device_label(m),
+                     top(r.op_types, "op_type", TOP_OP_TYPES), top(r.kernel_families, "family", TOP_KERNEL_FAMILIES),
+                     _fmt(small, ".1%")])
     if not rows:
         return ""
     shown = [m for m in profiles if m.result.op_types]
     clock = clock_of(shown)
+    without = len(profiles) - len(shown)
     caption = ("Each profile's costliest aten op types (convolutions by kind, GEMMs by arithmetic intensity) and "
                f"kernel families, with their share of its {RUN_TIME[clock]}{SMALL_LAUNCHES[clock]}. The JSON results "
-               "keep every op type and kernel family.")
+               "keep every op type and kernel family."
+               + (f" {without} profile(s) without op-type tables (made before they were kept, or without the "
+                  "attributed pass) are not listed." if without else ""))
     return (f'<section><h2>What the models run</h2><p class="caption">{html.escape(caption)}</p>'
-            + _table(["model", _device_column(shown), f"top {TOP_OP_TYPES} op types",
-                      f"top {TOP_KERNEL_FAMILIES} kernel families", "launches < SMs"], rows, text_columns=(0, 1, 2, 3))
+            + _table(["model", "img", "batch", "precision", _device_column(shown), f"top {TOP_OP_TYPES} op types",
+                      f"top {TOP_KERNEL_FAMILIES} kernel families", "launches < SMs"], rows,
+                     text_columns=(0, 3, 4, 5, 6))
             + "</section>")
 
 
@@ -149,8 +155,10 @@ def _calibrated_section(calibration, profiles, table, batch_size: int | None = N
         if got is None:
             missing += 1
             continue
-        # the batch the speed-up is at (the caption's), not the profile's; the size tells one model's profiles apart
+        # the batch the speed-up is at (the caption's), then the profile it comes from: one model's profiles at
+        # two batches or precisions had read as one model twice, with two values
         rows.append([m.model, m.img_label, str(batch_size or calibration.batch_size or m.batch_size),
+                     f"b{m.batch_size} {m.precision}",
                      f"x{got.spec_speedup:.2f}",
                      f"x{got.calibrated:.2f}",
                      f"x{got.low:.2f} – x{got.high:.2f}",
@@ -165,8 +173,8 @@ def _calibrated_section(calibration, profiles, table, batch_size: int | None = N
                + (f" {missing} profile(s) lack what the calibration reads." if missing else ""))
     return (f"<section><h2>Calibrated speed-up {html.escape(calibration.base)} → {html.escape(calibration.target)}</h2>"
             f'<p class="caption">{html.escape(caption)}</p>'
-            + _table(["model", "img", "batch", "spec ratios", "calibrated", "80% band", "in the fit"], rows,
-                     text_columns=(0, 6))
+            + _table(["model", "img", "batch", "profile", "spec ratios", "calibrated", "80% band", "in the fit"], rows,
+                     text_columns=(0, 3, 7))
             + "</section>")
 
 
