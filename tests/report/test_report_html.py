@@ -162,6 +162,19 @@ def test_repeated_profiles_are_shown_once(loaded, tmp_path):
     assert "1 repeated profile(s) of a model under the same conditions" in (tmp_path / "r.html").read_text()
 
 
+def test_a_report_of_timing_only_profiles_says_why_it_has_no_category_figure(tmp_path):
+    """Its caption had described a figure that was not there ("time per image by operator category")."""
+    from recorded_results import recorded_result
+
+    result = recorded_result("resnet50")
+    result.categories = []
+    result.to_json(tmp_path / "t.json")
+    build_report(sources.load([tmp_path / "t.json"]), tmp_path / "t.html", png_dir=tmp_path / "png")
+    page = (tmp_path / "t.html").read_text()
+    assert "No category breakdown: no profile here ran the attributed pass" in page
+    assert "by operator category" not in page and 'alt="time by category"' not in page
+
+
 def test_each_bar_of_the_category_figure_is_labelled_apart(loaded):
     """resnet18 at 64 and 96 px (or fp16 and bf16) had two bars labelled "resnet18 · CPU (host clock) · b1"."""
     import copy

@@ -513,5 +513,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         written = build_report(loaded, args.output, png_dir=args.png_dir, base=args.base, target=args.target,
                                title=args.title, table=table, calibration=calibration, batch_size=args.batch_size,
                                on_progress=progress.update)
-    print(f"wrote {args.output}" + (f" and {len(written)} PNGs in {args.png_dir}" if args.png_dir else ""))
+    pngs = (f" and {len(written)} PNGs in {args.png_dir}" if written else " (no figure to write as a PNG)") \
+        if args.png_dir else ""
+    print(f"wrote {args.output}{pngs}")
     return 0

@@ -371,8 +371,11 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
     for note in notes + [f"skipped {s}" for s in loaded.skipped[:10]]:
         parts.append(f'<p class="caption">Note: {html.escape(note)}</p>')
     if loaded.profiles:
-        parts.append(f"<section><h2>Where the time goes</h2><p class=\"caption\">"
-                     f"{html.escape(WHERE_THE_TIME_GOES[clock_of(loaded.profiles)])}</p>")
+        # without a category figure its caption would describe one that is not there
+        caption = (WHERE_THE_TIME_GOES[clock_of(loaded.profiles)] if "categories" in figures else
+                   "No category breakdown: no profile here ran the attributed pass (profiled with --passes timing, or "
+                   "imported without ops); their latency, throughput and peak memory are below.")
+        parts.append(f"<section><h2>Where the time goes</h2><p class=\"caption\">{html.escape(caption)}</p>")
         if "categories" in figures:
             parts.append(_img(figures["categories"], "time by category"))
         parts.append(_profiles_table(loaded.profiles) + "</section>")
