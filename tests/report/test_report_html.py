@@ -162,6 +162,23 @@ def test_repeated_profiles_are_shown_once(loaded, tmp_path):
     assert "1 repeated profile(s) of a model under the same conditions" in (tmp_path / "r.html").read_text()
 
 
+def test_a_fourth_gpus_roofline_left_out_is_named(loaded):
+    """Rooflines of four GPUs: the fourth had been left out of the figure without a word."""
+    import copy
+    import dataclasses
+
+    from visprof.report.figures import roofline_gpus
+
+    profiles = []
+    for gpu, copies in (("a100-sxm4-80gb", 1), ("h100-sxm", 3), ("l40s", 2), ("h200", 2)):
+        for _ in range(copies):
+            m = copy.copy(loaded.profiles[0])
+            m.result = copy.copy(m.result)
+            m.result.roofline = dataclasses.replace(m.result.roofline, gpu=gpu)
+            profiles.append(m)
+    assert roofline_gpus(profiles) == (["h100-sxm", "l40s", "h200"], ["a100-sxm4-80gb"])
+
+
 def test_a_report_of_timing_only_profiles_says_why_it_has_no_category_figure(tmp_path):
     """Its caption had described a figure that was not there ("time per image by operator category")."""
     from recorded_results import recorded_result

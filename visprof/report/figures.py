@@ -453,17 +453,34 @@ def family_boxes(comparison, max_families: int = 18):
     return fig
 
 
-def roofline(profiles: Sequence, table_specs) -> object | None:
-    """One roofline per GPU: its ceilings, each profile's categories (size: time share) and
-    op groups (small grey points); beside it, achieved bandwidth of the FLOP-less categories."""
+# Rooflines drawn at most, one row each: the GPUs with the most profiles (roofline_gpus)
+MAX_ROOFLINES = 3
+
+
+def _profiles_by_roofline_gpu(profiles: Sequence) -> dict[str, list]:
     by_gpu: dict[str, list] = defaultdict(list)
     for m in profiles:
         r = m.result
         if r is not None and r.roofline is not None and r.roofline.gpu and r.roofline.categories:
             by_gpu[r.roofline.gpu].append(m)
+    return by_gpu
+
+
+def roofline_gpus(profiles: Sequence) -> tuple[list[str], list[str]]:
+    """(the GPUs the roofline figure draws, those it leaves out): the MAX_ROOFLINES with the most
+    profiles, first seen among equals; a fourth GPU had been left out without a word."""
+    by_gpu = _profiles_by_roofline_gpu(profiles)
+    ranked = sorted(by_gpu, key=lambda gpu: -len(by_gpu[gpu]))  # stable: first seen among equals
+    return ranked[:MAX_ROOFLINES], ranked[MAX_ROOFLINES:]
+
+
+def roofline(profiles: Sequence, table_specs) -> object | None:
+    """One roofline per GPU (roofline_gpus): its ceilings, each profile's categories (size: time share)
+    and op groups (small grey points); beside it, achieved bandwidth of the FLOP-less categories."""
+    by_gpu = _profiles_by_roofline_gpu(profiles)
     if not by_gpu:
         return None
-    gpus = list(by_gpu)[:3]
+    gpus, _ = roofline_gpus(profiles)
     cat_table, order = _categories()
     fig = _figure(11.5, 4.8 * len(gpus))
     grid = fig.subplots(len(gpus), 2, squeeze=False, width_ratios=[1.6, 1])
@@ -545,4 +562,4 @@ def roofline(profiles: Sequence, table_specs) -> object | None:
     return fig
 
 
-__all__ = ["category_bars", "family_boxes", "pareto", "png_bytes", "roofline", "speedup_scatter"]
+__all__ = ["category_bars", "family_boxes", "pareto", "png_bytes", "roofline", "roofline_gpus", "speedup_scatter"]

@@ -381,11 +381,16 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
         parts.append(_profiles_table(loaded.profiles) + "</section>")
         parts.append(_what_they_run(loaded.profiles))
     if "roofline" in figures:
+        from visprof.report.figures import roofline_gpus
+
+        drawn, left_out = roofline_gpus(loaded.profiles)
+        also = (f" One roofline per GPU for the {len(drawn)} with the most profiles ({', '.join(drawn)}); "
+                f"not drawn: {', '.join(left_out)}." if left_out else "")
         parts.append("<section><h2>Roofline</h2><p class=\"caption\">Each category of each profile placed by its "
                      "arithmetic intensity (FLOPs over the bytes its ops read and write) and achieved throughput, under "
                      "the GPU's ceilings from its spec row; grey points are op groups. Categories without FLOPs "
-                     "(normalization, activations, elementwise, copies) are placed by the bandwidth they reach.</p>"
-                     + _img(figures["roofline"], "roofline") + "</section>")
+                     "(normalization, activations, elementwise, copies) are placed by the bandwidth they reach."
+                     f"{html.escape(also)}</p>" + _img(figures["roofline"], "roofline") + "</section>")
     if "pareto" in figures:
         parts.append("<section><h2>Pareto fronts</h2><p class=\"caption\">ImageNet top-1 of timm's pretrained weights "
                      "(where known) against throughput and peak memory; lines join the models no other model beats on "
