@@ -559,6 +559,19 @@ def test_the_pareto_figure_names_a_cpu_series_by_its_clock(cpu_result_file, tmp_
     assert legend == ["CPU (host clock) (front of 1)"]
 
 
+def test_the_pareto_panels_coloured_by_category_have_a_key(loaded):
+    """Two panels coloured by dominant category had no legend: a PNG of them could not be read alone."""
+    from visprof.analysis.roofline import dominant_category
+
+    fig = figures.pareto(loaded.measurements)
+    coloured = [ax for ax in fig.axes if "colour: dominant category" in ax.get_title(loc="left")]
+    assert coloured
+    expected = {figures._categories()[0].category(c).label for c in
+                (dominant_category(m.result) for m in loaded.profiles) if c}
+    for ax in coloured:
+        assert expected <= {t.get_text() for t in ax.get_legend().get_texts()}
+
+
 def test_bars_of_over_ten_ms_an_image_are_drawn_in_ms(loaded):
     """A CPU's host-clock times (0.5-1.3 s an image) had an axis of "1e6" µs; past 10 ms an image the
     axis is in ms, and the bars are the same lengths in it."""

@@ -268,19 +268,27 @@ def pareto(measurements: Sequence):
             ax.legend(fontsize=8, frameon=False, loc="lower left")
             _clip_accuracy(ax, [a for _, a in with_acc])
         else:
+            from matplotlib.lines import Line2D
+
+            from visprof.analysis.roofline import dominant_category
+
             table, _ = _categories()
-            points, colors = [], []
+            points, colors, dominant = [], [], []
             for m, mem in profiled:
                 y = top1(m.model, m.img_size) if panel == "acc_mem" else m.samples_per_s
                 if y is None:
                     continue
                 points.append((mem / 2**20, y, m.model))
-                from visprof.analysis.roofline import dominant_category
-
                 cat = dominant_category(m.result)
+                dominant.append(cat)
                 colors.append(table.category(cat).color if cat else NO_PROFILE)
             xs, ys, _ = zip(*points)
             ax.scatter(xs, ys, s=22, c=colors, edgecolors="#444444", linewidths=0.4, zorder=3)
+            # the colours' key: a PNG of the figure (--png-dir) is read without the page around it
+            ax.legend(handles=[Line2D([], [], marker="o", linestyle="", markersize=5, markerfacecolor=
+                                      table.category(cat).color if cat else NO_PROFILE, markeredgecolor="#444444",
+                                      label=table.category(cat).label if cat else "no category")
+                               for cat in dict.fromkeys(dominant)], fontsize=7, frameon=False, loc="lower right")
             front = _front(points, higher_x=False)
             ax.plot([p[0] for p in front], [p[1] for p in front], "-", color="#444444", linewidth=1.2, zorder=2)
             for x, y, name in front[:12]:
