@@ -142,6 +142,24 @@ def test_run_records_exports_and_imports(tmp_path, capsys):
     assert json.loads((tmp_path / "r.json").read_text())["model"]["name"] == "deit_small_patch16_224"
 
 
+def test_a_second_run_replaces_its_own_recording_and_never_a_users(tmp_path, capsys):
+    """A second run with the same -o had been refused, its own export taken for a results store; a user's
+    BASE.nsys-rep was replaced unread (nsys runs with --force-overwrite)."""
+    export = unzip("deit_small_patch16_224.schema3.sqlite.gz", tmp_path)
+    nsys = stand_in(tmp_path, export)
+    run = ["nsys", "run", "--nsys", str(nsys), "--no-import", "-o"]
+    assert cli.main([*run, str(tmp_path / "rec"), "--", sys.executable, "-c", "pass"]) == 0
+    assert cli.main([*run, str(tmp_path / "rec"), "--", sys.executable, "-c", "pass"]) == 0, capsys.readouterr().err
+    (tmp_path / "mine.nsys-rep").write_text("my notes")
+    shutil.copyfile(export, tmp_path / "theirs.sqlite")  # an export of the user's own, as nsys wrote it
+    for base, kept in (("mine", "mine.nsys-rep"), ("theirs", "theirs.sqlite")):
+        before = (tmp_path / kept).read_bytes()
+        capsys.readouterr()
+        assert cli.main([*run, str(tmp_path / base), "--", sys.executable, "-c", "pass"]) == 2
+        assert "is no recording visprof nsys run made" in capsys.readouterr().err
+        assert (tmp_path / kept).read_bytes() == before
+
+
 @pytest.mark.parametrize("failure", ["no report", "export fails"])
 def test_a_failed_recording_leaves_no_files(tmp_path, failure, capsys):
     nsys = stand_in(tmp_path, tmp_path / "absent.sqlite", write_report=failure != "no report",

@@ -139,14 +139,15 @@ def _print_result(result, args) -> None:
         print(f"[visprof] wrote {args.json}", file=sys.stderr)
 
 
-def _check_report_args(args, outputs: dict | None = None, inputs: dict | None = None) -> None:
+def _check_report_args(args, outputs: dict | None = None, inputs: dict | None = None, sqlite: tuple = ()) -> None:
     """Before any work: the output paths (writable, distinct, none of them an input: the
-    --categories file, or ``inputs``), the rules file, --top."""
+    --categories file, or ``inputs``), the rules file, --top. ``sqlite``: the outputs that are SQLite
+    files (nsys run's export), whose owner the command checks itself."""
     from visprof.base.errors import BadInputError
     from visprof.base.output_paths import check_output_paths
 
     check_output_paths({"--json": args.json, **(outputs or {})},
-                       inputs={"--categories file": args.categories, **(inputs or {})},
+                       inputs={"--categories file": args.categories, **(inputs or {})}, sqlite=sqlite,
                        kinds={"--json": "profile", "--csv": "ncu-csv"})  # nsys's -o files are nsys's own kinds
     if args.categories is not None and not args.categories.is_file():
         raise BadInputError(f"--categories: no such file: {args.categories}")
@@ -180,7 +181,9 @@ def cmd_nsys_run(args: argparse.Namespace) -> int:
 
         raise BadInputError("--no-import only records and exports, so --json cannot apply; drop one of them "
                             "(visprof nsys import BASE.sqlite --json FILE imports the recording later)")
-    _check_report_args(args, {"-o report": report, "-o export": sqlite})
+    # an earlier run's pair may be replaced, nothing else (nsys_run.check_replaceable; run_nsys checks it again)
+    _check_report_args(args, {"-o report": report, "-o export": sqlite}, sqlite=("-o export",))
+    nsys_run.check_replaceable(report, sqlite)
     run_nsys = nsys_run.run_nsys
     outputs = run_nsys(program, args.output, capture_range=args.capture_range, nsys=args.nsys)
     print(f"[visprof] wrote {outputs.report} and {outputs.sqlite}", file=sys.stderr)

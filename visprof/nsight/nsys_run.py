@@ -75,6 +75,50 @@ def export_command(nsys: Path, report: Path, sqlite: Path) -> list[str]:
     return [str(nsys), "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(sqlite), str(report)]
 
 
+# A table visprof adds to the SQLite export it writes: the pair (BASE.nsys-rep, BASE.sqlite) is its own, and a
+# later run may replace it; anything else there is the user's (an export or recording of theirs, a store, a text).
+RUN_TABLE = "visprof_nsys_run"
+
+
+def _mark_as_ours(export: Path, program: list[str]) -> None:
+    import json
+    import sqlite3
+
+    conn = sqlite3.connect(export)
+    try:
+        with conn:
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {RUN_TABLE} (program TEXT)")
+            conn.execute(f"INSERT INTO {RUN_TABLE} VALUES (?)", (json.dumps(program),))
+    finally:
+        conn.close()
+
+
+def _is_ours(export: Path) -> bool:
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"file:{export}?mode=ro", uri=True)
+        try:
+            return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                (RUN_TABLE,)).fetchone() is not None
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
+
+
+def check_replaceable(report: Path, sqlite: Path) -> None:
+    """An existing BASE.sqlite or BASE.nsys-rep is replaced only where the pair is an earlier run's of
+    visprof (its export carries RUN_TABLE), or empty: a second run with the default -o had been refused
+    (its own export taken for a results store), while a user's BASE.nsys-rep was replaced unread."""
+    ours = sqlite.is_file() and _is_ours(sqlite)
+    for what, path in (("-o export", sqlite), ("-o report", report)):
+        if path.is_file() and path.stat().st_size and not ours:
+            raise BadInputError(f"{what} {path} exists and is no recording visprof nsys run made (its export "
+                                f"{sqlite.name} would carry visprof's mark); give another -o, or remove it first if "
+                                "it is to go")
+
+
 def run_nsys(program: list[str], base: str | Path, *, capture_range: str = "auto", nsys: str | None = None,
              trace: str = "cuda,nvtx") -> NsysOutputs:
     """Records `program` with nsys and exports it to SQLite; returns the two files."""
@@ -84,6 +128,7 @@ def run_nsys(program: list[str], base: str | Path, *, capture_range: str = "auto
         raise BadInputError(f"--capture-range must be one of {', '.join(CAPTURE_RANGES)}, got {capture_range!r}")
     report, sqlite = output_paths(base)
     check_output_paths({"report": report, "export": sqlite}, sqlite=("export",))  # nsys's export is SQLite
+    check_replaceable(report, sqlite)
     tool = find_tool("nsys", nsys)
     partial = report.with_name(f".{report.name[:-len('.nsys-rep')]}.partial-{os.getpid()}")
     partial_report, partial_sqlite = output_paths(partial)
@@ -98,6 +143,7 @@ def run_nsys(program: list[str], base: str | Path, *, capture_range: str = "auto
         exported = run_tool("nsys", export_command(tool, produced, partial_sqlite))
         if exported.returncode != 0 or not partial_sqlite.is_file():
             raise failure("nsys", exported, "nsys export")
+        _mark_as_ours(partial_sqlite, program)
         os.replace(produced, report)
         os.replace(partial_sqlite, sqlite)
     finally:
