@@ -158,6 +158,31 @@ def test_the_sample_takes_the_first_ops_of_each_kind_and_weighs_them(deit):
     assert len(one.expected) == 3 and set(one.weight.values()) >= {12.0}
 
 
+def test_flop_less_ops_of_another_shape_are_another_kind():
+    """Every FLOP-less op of one name, module class and category had been one kind: FocalNet's 53 layer norms,
+    from its largest stage to its smallest, were counted as the first two, 4.5x the category's bytes."""
+    import torch
+
+    import visprof
+
+    class Stages(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.big, self.small = torch.nn.LayerNorm(64), torch.nn.LayerNorm(8)
+
+        def forward(self, x):
+            return self.big(x).sum() + self.small(x[..., :8]).sum()
+
+    model = Stages()
+    with torch.inference_mode(), visprof.trace(model, gpu=False) as session:
+        model(torch.randn(2, 32, 64))
+    ops = template_ops(session.trace, session.attribution)
+    norms = [op for op in ops if op.category == "normalization"]
+    assert len(norms) == 2 and norms[0].kind != norms[1].kind
+    sample = choose_sample(ops, ["normalization"], 1)
+    assert sorted(sample.weight.values()) == [1.0, 1.0]
+
+
 def test_measured_kernels_are_matched_in_order_and_strays_are_left_out():
     expected = [(1, "a"), (1, "b"), (2, "a"), (3, "c")]
     measured = [NcuKernel(0, "a"), NcuKernel(1, "x"), NcuKernel(2, "a"), NcuKernel(3, "c")]

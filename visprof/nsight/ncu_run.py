@@ -61,7 +61,7 @@ class TemplateOp:
     position: int
     name: str
     category: str
-    kind: tuple  # what makes two ops the same kind: aten op, module class, FLOPs, category key
+    kind: tuple  # what makes two ops the same kind: aten op, module class, FLOPs, bytes, category key, attrs, kernels
     kernels: list[str]  # kernel names it launched, in launch order
     kernel_ns: list[int]
 
@@ -107,8 +107,12 @@ def template_ops(trace, attr) -> list[TemplateOp]:
         found = attr.op_classification(i)
         module = trace.modules[op.module].cls if op.module >= 0 else ""
         launched = sorted(kernels_of.get(i, []))
-        out.append(TemplateOp(position, op.name, found.category,
-                              (op.name, module, round(op.flops), found.key, json.dumps(op.attrs, sort_keys=True)),
+        # A kind is one shape of work: its bytes and the kernels it launched count as well as its FLOPs. With
+        # FLOPs alone every FLOP-less op was one kind: FocalNet's 53 layer norms, from its 96x96 stage down to
+        # 12x12, were counted as its first two (the largest) 26.5 times each, 4.5x the category's bytes.
+        kind = (op.name, module, round(op.flops), round(op.bytes), found.key, json.dumps(op.attrs, sort_keys=True),
+                tuple(name for _, name, _ in launched))
+        out.append(TemplateOp(position, op.name, found.category, kind,
                               [name for _, name, _ in launched], [ns for _, _, ns in launched]))
     return out
 
