@@ -35,6 +35,16 @@ def test_a_dry_run_lists_every_cell_and_creates_and_runs_nothing(tmp_path, capsy
     assert plan["status"] == "dry run" and plan["to_run"] == CELLS and plan["remaining"] == 4
 
 
+def test_a_dry_run_refuses_a_store_path_the_run_would_refuse(tmp_path, capsys, recorded_cells):
+    """A dry run of a store in a folder that does not exist, or named '-', had printed its plan and exited 0,
+    where the run refuses it at once."""
+    for store, says in ((tmp_path / "nodir" / "r.db", "does not exist"), ("-", "would be a path named '-'")):
+        code, out, err = run_cli(capsys, "sweep", "resnet18", "-b", "1", "--store", str(store), "--device", "cpu",
+                                 "--dry-run")
+        assert code == 2 and out == "" and says in err, err
+    assert recorded_cells == []
+
+
 def test_a_dry_run_reads_the_store_as_the_run_would_and_estimates_from_its_cells(tmp_path, recorded_cells):
     """One cell measured (in 3 s, on this CPU), one failed for good, one failed once (tried again):
     the dry run skips the first two, lists the third with its attempt, and prices the rest at 3 s."""

@@ -179,9 +179,10 @@ def _check_before_torch(args: argparse.Namespace) -> None:
     args.loaded_model_list = load_model_list(args.model_list) if args.model_list is not None else None
     scripts = [name for name in args.imports if name.endswith(".py")]
     inputs = {"--model-list file": args.model_list, "--import file": scripts}
-    if args.dry_run:  # the store is only read ("creates nothing"): a store in a read-only folder is listed
+    if args.dry_run and Path(args.store).exists():
+        # the store is only read ("creates nothing"): a store in a read-only folder is listed
         check_output_paths({"--json": args.json}, inputs={**inputs, "--store": args.store}, kinds={"--json": "sweep"})
-    else:
+    else:  # a dry run of a store the run would create checks its path as the run does (a missing folder, "-")
         check_output_paths({"--store": args.store, "--json": args.json}, inputs=inputs, sqlite=("--store",),
                            kinds={"--json": "sweep"})
 
