@@ -57,6 +57,19 @@ def test_an_unknown_option_of_a_sub_command_points_at_its_help(capsys):
     assert capsys.readouterr().err.endswith("unrecognized arguments: --bogus (usage: visprof nsys run --help)\n")
 
 
+@pytest.mark.parametrize("argv, says", [
+    (["sweep", "resnet18", "--store", "r.db", "--retry", "3", "--dry-run"], "--retry 3; did you mean --retries or --retry-failed?"),
+    (["compare", "a.csv", "b.csv", "--gpu", "rtx4090"], "--gpu rtx4090; did you mean --gpus?"),
+    (["profile", "resnet18", "--batch", "8"], "--batch 8; did you mean --batch-size?"),
+])
+def test_an_abbreviated_option_is_refused_naming_the_one_meant(argv, says, capsys):
+    """argparse's prefix matching had read `sweep --retry 3` as --retry-failed and a model named "3", and
+    `compare --gpu rtx4090` as a GPU spec file named rtx4090."""
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(argv)
+    assert f"unrecognized arguments: {says}" in capsys.readouterr().err
+
+
 def test_compare_reads_a_table_given_after_the_options(tmp_path):
     for csv in (CSV_3090, CSV_4090):
         shutil.copy(csv, tmp_path / csv.name)

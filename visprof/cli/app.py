@@ -39,6 +39,13 @@ class OneLineErrors(argparse.ArgumentParser):
     """argparse prints the whole usage block before an argument error; a user mistake gets one
     line here, naming where the usage is. Sub-commands' parsers are of this class too."""
 
+    def __init__(self, *args, **kwargs):
+        # No abbreviations: options of one name in other commands made a plausible slip another option here
+        # (sweep --retry 3 read as --retry-failed and a model named "3"; compare --gpu rtx4090 as --gpus FILE).
+        # An unknown option is refused, naming the close ones.
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (usage: {self.prog} --help)\n")
 
@@ -96,13 +103,16 @@ class OneLineErrors(argparse.ArgumentParser):
         return f"a {kind} is needed ({kind}s: {names})"
 
     def _close_option(self, extra: list[str]) -> str:
-        """"; did you mean --batch-size?" for an unrecognized --batchsize, when one is close."""
+        """"; did you mean --batch-size?" for an unrecognized --batchsize, when one is close, or for the start of
+        an option's name (--batch): abbreviations are not taken, and the ones it starts are named."""
         options = [option for action in self._actions for option in action.option_strings if option.startswith("--")]
         for arg in extra:
             if arg.startswith("--"):
-                close = difflib.get_close_matches(arg.split("=", 1)[0], options, n=1, cutoff=0.75)
+                given = arg.split("=", 1)[0]
+                close = list(dict.fromkeys([*difflib.get_close_matches(given, options, n=1, cutoff=0.75),
+                                            *(option for option in options if option.startswith(given))]))
                 if close:
-                    return f"; did you mean {close[0]}?"
+                    return f"; did you mean {' or '.join(close[:3])}?"
         return ""
 
     def _chosen_command(self, parsed: argparse.Namespace) -> "OneLineErrors":
