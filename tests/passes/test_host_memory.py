@@ -175,6 +175,16 @@ def test_not_even_batch_1_fits():
                     str(info.value)), str(info.value)
 
 
+def test_an_input_too_large_for_any_tensor_is_out_of_memory_not_a_failed_model():
+    """--img-size 9999999999: torch refuses the input tensor ("Storage size calculation overflowed"), which had
+    been reported as the model failing (exit 1), where the documented code is 3."""
+    import torch
+
+    with pytest.raises(OutOfMemoryError, match="not even batch size 1 fits"):
+        visprof.profile(torch.nn.Conv2d(3, 4, 3), batch_size=1, img_size=9_999_999_999, passes="timing", iterations=1,
+                        progress=False)
+
+
 def test_a_small_batch_costs_no_estimate():
     # The default CPU batch is far from any limit: one file read, no extra forward.
     model = BytesPerSample(per_sample=16)

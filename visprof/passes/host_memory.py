@@ -48,7 +48,8 @@ __all__ = ["HostEstimate", "available_bytes", "check_host_memory", "estimate_hos
 
 # The texts of a failed host allocation as torch reports it (Linux/macOS, Windows).
 HOST_OOM_MARKERS = ("DefaultCPUAllocator: can't allocate memory", "DefaultCPUAllocator: not enough memory",
-                    "can't allocate memory")
+                    "can't allocate memory",
+                    "Storage size calculation overflowed")  # a tensor too large for any memory (an absurd --img-size)
 # The suggested batch leaves this share of the available memory unused (allocator overhead,
 # oneDNN scratch buffers, other processes).
 SAFETY = 0.8
