@@ -525,7 +525,7 @@ def deit_between(base: str, target: str, precision: str, measured: float):
     # the T4 has no bf16 tensor rate: the predictor runs that work at its FP32 peak, 8.1 / 121 TFLOP/s of the L4's
     ("l4", "t4", "bf16", 0.5, "67% of its L4 time is memory-bandwidth bound (predicted from the H200 SXM 141GB "
      "profile), and the T4 has 1.07x the L4's bandwidth, more than its 0.07x bf16 throughput (no bf16 tensor cores: "
-     "its FP32 units run that work), 0.1x its L2; its profile predicts only x0.21, so the bounds under-state its speed-up"),
+     "its FP32 units run that work), 0.08x its L2; its profile predicts only x0.21, so the bounds under-state its speed-up"),
     # the other way the T4's FP32 units ran the bf16 work that the L4's tensor cores run: 121 / 8.1 TFLOP/s
     ("t4", "l4", "bf16", 5.0, "84% of its T4 time is other-compute bound (predicted from the H200 SXM 141GB "
      "profile), and the L4 has 3.74x the T4's FP32 throughput and 14.94x its bf16 throughput (the T4 has no bf16 "
@@ -651,3 +651,14 @@ def test_what_is_not_a_list_of_measurements_is_refused_in_one_line(tmp_path):
             compare(given)
     # any iterable of measurements is a list of them
     assert compare(tuple(ms)).models[0].speedup == compare(x for x in ms).models[0].speedup == pytest.approx(1.2)
+
+
+def test_an_l2_ratio_below_ten_keeps_two_decimals():
+    """The RTX 4090 -> RTX 3090 L2 ratio, 6 / 72 MB, had printed as 0.1x; 1.25 as 1.2x."""
+    from visprof.analysis.compare_explain import l2_ratio_text
+    from visprof.report.compare_text import format_comparison
+
+    assert [l2_ratio_text(r) for r in (6 / 72, 1.25, 12.0)] == ["0.08", "1.25", "12.0"]
+    text = format_comparison(compare([m("resnet50", "rtx4090", 3000.0), m("resnet50", "rtx3090", 2000.0)],
+                                     "rtx4090", "rtx3090"))
+    assert "L2 x0.08" in text.splitlines()[1]

@@ -12,6 +12,12 @@ from visprof.analysis.group_scaling import rate_ratio, target_precision
 from visprof.analysis.roofline import BOUND_LABELS, compute_peak
 
 
+def l2_ratio_text(ratio: float) -> str:
+    """An L2 ratio as the sentences and tables print it: two decimals below 10 (the 3090's 6 MB against the 4090's
+    72 MB is 0.08x, which one decimal had made 0.1x), one above (12.0x)."""
+    return f"{ratio:.2f}" if ratio < 10 else f"{ratio:.1f}"
+
+
 def tensor_key(precision: str | None) -> str | None:
     """The tensor-core rate a comparison's spec line quotes for tables at ``precision``: their own for
     fp16, bf16 and TF32, none for fp32 (the FP32 units run it; an fp32 table had been explained by the
@@ -140,7 +146,7 @@ def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: Gpu
     elif bound == "memory":
         # The predictor keeps the share of activations the target's L2 holds off DRAM: a larger
         # L2 (the 4090's 72 MB against the 3090's 6 MB) is part of why memory-bound work gains.
-        l2 = (f", {target.l2_mb / base.l2_mb:.1f}x its L2" if base.l2_mb and target.l2_mb
+        l2 = (f", {l2_ratio_text(target.l2_mb / base.l2_mb)}x its L2" if base.l2_mb and target.l2_mb
               and abs(target.l2_mb / base.l2_mb - 1) >= 0.25 else "")
         than = "less than" if bandwidth_ratio < work.ratio else "more than"
         why = (f"and the {target_name} has {bandwidth_ratio:.2f}x the {base_name}'s bandwidth, {than} its "
@@ -165,4 +171,4 @@ def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: Gpu
     return f"{head}: {what}, {why}{extra}"
 
 
-__all__ = ["TensorWork", "explain", "tensor_key", "tensor_work_precision"]
+__all__ = ["TensorWork", "explain", "l2_ratio_text", "tensor_key", "tensor_work_precision"]

@@ -5,7 +5,7 @@ import csv
 import io
 from typing import Iterable, Sequence
 
-from visprof.analysis.compare_explain import tensor_key
+from visprof.analysis.compare_explain import l2_ratio_text, tensor_key
 from visprof.base.options import TIME_GPU
 from visprof.report.text_table import format_table
 
@@ -43,7 +43,7 @@ def format_comparison(comparison, top: int | None = 15, width: int | None = None
         tb, tt = (b.tensor_peak(key), t.tensor_peak(key)) if key else (None, None)
         ratio = f"tensor ({key}) x{tt / tb:.2f}, " if tb and tt else ""
         lines.append(f"spec ratios {c.target_name} / {c.base_name}: {ratio}FP32 x{t.fp32_tflops / b.fp32_tflops:.2f}, "
-                     f"bandwidth x{t.memory_bandwidth_gbs / b.memory_bandwidth_gbs:.2f}, L2 x{t.l2_mb / b.l2_mb:.1f}")
+                     f"bandwidth x{t.memory_bandwidth_gbs / b.memory_bandwidth_gbs:.2f}, L2 x{l2_ratio_text(t.l2_mb / b.l2_mb)}")
     unmatched = ", ".join(f"{n} only on {k}" for k, n in c.unmatched.items() if n)
     if unmatched:
         lines.append(f"not compared: {unmatched}")

@@ -179,7 +179,7 @@ def _calibrated_section(calibration, profiles, table, batch_size: int | None = N
 
 
 def _comparison_section(comparison, figures) -> list[str]:
-    from visprof.analysis.compare_explain import tensor_key
+    from visprof.analysis.compare_explain import l2_ratio_text, tensor_key
 
     c = comparison
     out = [f"<section><h2>Speed-up {html.escape(c.base_name)} → {html.escape(c.target_name)}</h2>",
@@ -193,7 +193,7 @@ def _comparison_section(comparison, figures) -> list[str]:
         tiles = [(f"tensor ({key}) ratio" if key else "tensor ratio", f"x{tt / tb:.2f}" if tb and tt else "-"),
                  ("FP32 ratio", f"x{t.fp32_tflops / b.fp32_tflops:.2f}"),
                  ("bandwidth ratio", f"x{t.memory_bandwidth_gbs / b.memory_bandwidth_gbs:.2f}"),
-                 ("L2 ratio", f"x{t.l2_mb / b.l2_mb:.1f}"), ("median speed-up", f"x{c.median_speedup:.2f}")]
+                 ("L2 ratio", f"x{l2_ratio_text(t.l2_mb / b.l2_mb)}"), ("median speed-up", f"x{c.median_speedup:.2f}")]
         out.append('<div class="tiles">' + "".join(f'<div class="tile"><b>{v}</b><span>{html.escape(k)}</span></div>'
                                                    for k, v in tiles) + "</div>")
     for name, alt in (("speedup", "speed-up scatter"), ("families", "speed-up by family")):
