@@ -192,6 +192,22 @@ def test_a_report_of_timing_only_profiles_says_why_it_has_no_category_figure(tmp
     assert "by operator category" not in page and 'alt="time by category"' not in page
 
 
+def test_an_earlier_reports_figures_this_one_does_not_draw_are_removed(loaded, tmp_path):
+    """A GPU report then a timing-only one into the same --png-dir: the first's roofline and Pareto PNGs had
+    stayed beside the second's, as if they were its figures."""
+    from recorded_results import recorded_result
+
+    build_report(loaded, tmp_path / "first.html", png_dir=tmp_path / "png")
+    assert len(list((tmp_path / "png").glob("*.png"))) == 5
+    (tmp_path / "png" / "notes.png").write_bytes(b"\x89PNG mine")  # not one of the report's names: kept
+    timing_only = recorded_result("resnet50")
+    timing_only.categories = []
+    timing_only.to_json(tmp_path / "t.json")
+    written = build_report(sources.load([tmp_path / "t.json"]), tmp_path / "second.html", png_dir=tmp_path / "png")
+    left = sorted(p.name for p in (tmp_path / "png").iterdir())
+    assert left == sorted(["notes.png", *(p.name for p in written)])
+
+
 def test_each_bar_of_the_category_figure_is_labelled_apart(loaded):
     """resnet18 at 64 and 96 px (or fp16 and bf16) had two bars labelled "resnet18 · CPU (host clock) · b1"."""
     import copy

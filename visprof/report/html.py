@@ -402,6 +402,12 @@ def build_report(loaded, output: str | Path, *, png_dir: str | Path | None = Non
     parts.append("</main></body></html>")
     pngs = {Path(png_dir) / f"{name}.png": png for name, png in figures.items()} if png_dir is not None else {}
     atomic_write_all({Path(output): "\n".join(parts) + "\n", **pngs}, make_folders=True)
+    if png_dir is not None:  # an earlier report's figure this one does not draw had stayed beside the new ones
+        for name in FIGURES:
+            stale = Path(png_dir) / f"{name}.png"
+            # check_report_outputs let only a visprof report's PNG (or an empty file) stand at these names
+            if name not in figures and stale.is_file() and stale.stat().st_size:
+                stale.unlink()
     return list(pngs)
 
 
