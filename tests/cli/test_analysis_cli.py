@@ -438,6 +438,11 @@ def test_a_calibration_of_another_pair_or_a_damaged_one_is_one_line(tmp_path, ca
                           f"rtx3090 -> rtx4090" in err and "Traceback" not in err
     code, _, err = run(capsys, "predict", "--from", h200_results, "--to", "rtx4090", "--calibration", cal)
     assert code == 2 and f"visprof: error: calibration file {cal} is for rtx4090 -> rtx5090; --to is rtx4090" in err
+    # report too: a speed-up section of one pair had stood beside calibrated speed-ups of another
+    code, _, err = run(capsys, "report", h200_results, CSV_3090, CSV_4090, "-o", tmp_path / "r.html", "--calibration",
+                       cal, "--base", "rtx3090", "--target", "rtx4090")
+    assert code == 2 and "this comparison is rtx3090 -> rtx4090 (--base/--target)" in err
+    assert not (tmp_path / "r.html").exists()
     assert len(err.strip().splitlines()) == 1
     # the pair taken from the file, which the inputs do not hold: the error says where the GPUs came from
     code, _, err = run(capsys, "compare", h200_results, CSV_3090, CSV_4090, "--calibration", cal)

@@ -507,6 +507,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     require_matplotlib()
     table = _table(args)
     calibration = load_calibration(args, table)
+    if calibration is not None and (args.base or args.target):
+        # one pair on the page: --base/--target naming another than the calibration's had made a speed-up section of
+        # one pair beside calibrated speed-ups of another (compare refuses it too)
+        calibration_pair(calibration, table, args.base, args.target, args.calibration)
     with _progress(args, 2) as progress:
         loaded = _load(args.sources, table, progress)
         progress.step(f"comparing and drawing {len(loaded.measurements)} measurements")
