@@ -28,6 +28,15 @@ def tensor_key(precision: str | None) -> str | None:
     return None if precision == "fp32" else "fp16"
 
 
+def spec_tensor_ratio(comparison) -> tuple[str | None, float | None]:
+    """(the tensor-core rate a comparison's spec line quotes, target over base at it): the precision of its
+    tables (``tensor_key``), None for a ratio where either GPU has no such rate."""
+    key = tensor_key(comparison.models[0].base.precision if comparison.models else None)
+    b, t = comparison.base_spec, comparison.target_spec
+    tb, tt = (b.tensor_peak(key), t.tensor_peak(key)) if key and b and t else (None, None)
+    return key, (tt / tb if tb and tt else None)
+
+
 def tensor_work_precision(m: ModelComparison, precision: str | None) -> str | None:
     """The precision the prediction runs the profile's tensor-core work at on both GPUs: that of most
     of its tensor-core time, switched between fp16 and bf16 to the table's (``target_precision``, as
@@ -171,4 +180,4 @@ def explain(m: ModelComparison, median: float, base: GpuSpec | None, target: Gpu
     return f"{head}: {what}, {why}{extra}"
 
 
-__all__ = ["TensorWork", "explain", "l2_ratio_text", "tensor_key", "tensor_work_precision"]
+__all__ = ["TensorWork", "explain", "l2_ratio_text", "spec_tensor_ratio", "tensor_key", "tensor_work_precision"]

@@ -177,6 +177,12 @@ class Comparison:
         return (f"<Comparison {self.base} -> {self.target}: {len(self.models):,} models, median speed-up "
                 f"x{self.median_speedup:.3f}{agreement}; {len(self.notes)} note(s)>")
 
+    @property
+    def not_compared(self) -> str | None:
+        """"not compared: 1 only on rtx3090, 2 only on rtx4090" (models measured on one GPU only), or None."""
+        unmatched = ", ".join(f"{n} only on {k}" for k, n in self.unmatched.items() if n)
+        return f"not compared: {unmatched}" if unmatched else None
+
     def dataframe(self):
         """A pandas DataFrame of the models, a row each (the columns of ``visprof compare --csv`` without a calibration)."""
         pd = import_pandas("Comparison.dataframe()")

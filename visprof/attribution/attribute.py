@@ -125,7 +125,8 @@ def attribute(trace: CapturedTrace, table: CategoryTable | None = None) -> Attri
 
     # Ops: one classification each; the table's cache makes repeats of a layer free. An op
     # that carries the category decided when it ran (imported from NVTX ranges) keeps it.
-    chains = module_chains(trace.modules, attention_by_name_only(trace.modules, ((op.name, op.module) for op in trace.ops), table))
+    ran = ((op.name, op.module) for op in trace.ops)
+    chains = module_chains(trace.modules, attention_by_name_only(trace.modules, ran, table))
 
     def classify(op) -> Classification:
         if op.category is not None:

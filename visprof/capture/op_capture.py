@@ -23,6 +23,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from visprof.attribution.categories import CategoryTable, default_table
+from visprof.attribution.attribute import module_chains
 from visprof.attribution.named_attention import attention_by_name_only
 from visprof.capture import higher_order, live
 from visprof.capture.autograd_link import AutogradLink
@@ -159,9 +160,7 @@ class ModuleTracker:
         """Module index -> the name the category rules see for it instead of its class's
         (``visprof.attribution.named_attention``: an attention module by name that computes
         none); its descendants' chains change with it. Module records keep the class."""
-        for index, module in enumerate(self.modules):
-            inherited = self._classes[module.parent] if module.parent >= 0 else ()
-            self._classes[index] = (renamed.get(index, module.cls), *inherited)
+        self._classes = module_chains(self.modules, renamed)
 
     def _pre(self, module: torch.nn.Module, args: Any) -> None:
         stack = self.stack

@@ -5,7 +5,7 @@ import csv
 import io
 from typing import Iterable, Sequence
 
-from visprof.analysis.compare_explain import l2_ratio_text, tensor_key
+from visprof.analysis.compare_explain import l2_ratio_text, spec_tensor_ratio
 from visprof.base.options import TIME_GPU
 from visprof.report.text_table import format_table
 
@@ -39,14 +39,12 @@ def format_comparison(comparison, top: int | None = 15, width: int | None = None
              f"(median speed-up x{c.median_speedup:.3f}{' in GPU busy time' if c.time == TIME_GPU else ''})"]
     if c.base_spec and c.target_spec:
         b, t = c.base_spec, c.target_spec
-        key = tensor_key(c.models[0].base.precision if c.models else None)
-        tb, tt = (b.tensor_peak(key), t.tensor_peak(key)) if key else (None, None)
-        ratio = f"tensor ({key}) x{tt / tb:.2f}, " if tb and tt else ""
+        key, tensor = spec_tensor_ratio(c)
+        ratio = f"tensor ({key}) x{tensor:.2f}, " if tensor else ""
         lines.append(f"spec ratios {c.target_name} / {c.base_name}: {ratio}FP32 x{t.fp32_tflops / b.fp32_tflops:.2f}, "
                      f"bandwidth x{t.memory_bandwidth_gbs / b.memory_bandwidth_gbs:.2f}, L2 x{l2_ratio_text(t.l2_mb / b.l2_mb)}")
-    unmatched = ", ".join(f"{n} only on {k}" for k, n in c.unmatched.items() if n)
-    if unmatched:
-        lines.append(f"not compared: {unmatched}")
+    if c.not_compared:
+        lines.append(c.not_compared)
     lines += [f"note: {n}" for n in c.notes]
     models = c.models
     shown = models if top is None or len(models) <= 2 * top else models[:top] + models[-top:]

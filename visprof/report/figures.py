@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Sequence
 
 from visprof.base.output_paths import REPORT_GENERATOR
@@ -107,8 +107,8 @@ def bar_labels(profiles: Sequence) -> list[str]:
     precision (a model profiled at three sizes had three bars of one label), and its grad mode where two
     would still read alike."""
     labels = [f"{m.model} @{m.img_label} · {device_label(m)} · b{m.batch_size} · {m.precision}" for m in profiles]
-    alike = {label for label in labels if labels.count(label) > 1}
-    return [f"{label} · {m.result.config.grad_mode}" if label in alike else label for m, label in zip(profiles, labels)]
+    count = Counter(labels)
+    return [f"{label} · {m.result.config.grad_mode}" if count[label] > 1 else label for m, label in zip(profiles, labels)]
 
 
 def category_bars(profiles: Sequence, max_bars: int = MAX_BARS):

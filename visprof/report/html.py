@@ -179,7 +179,7 @@ def _calibrated_section(calibration, profiles, table, batch_size: int | None = N
 
 
 def _comparison_section(comparison, figures) -> list[str]:
-    from visprof.analysis.compare_explain import l2_ratio_text, tensor_key
+    from visprof.analysis.compare_explain import l2_ratio_text, spec_tensor_ratio
 
     c = comparison
     out = [f"<section><h2>Speed-up {html.escape(c.base_name)} → {html.escape(c.target_name)}</h2>",
@@ -188,9 +188,8 @@ def _comparison_section(comparison, figures) -> list[str]:
            "Colour: the model's dominant category in its profile (grey: not profiled).</p>"]
     if c.base_spec and c.target_spec:
         b, t = c.base_spec, c.target_spec
-        key = tensor_key(c.models[0].base.precision if c.models else None)  # as compare's spec line
-        tb, tt = (b.tensor_peak(key), t.tensor_peak(key)) if key else (None, None)
-        tiles = [(f"tensor ({key}) ratio" if key else "tensor ratio", f"x{tt / tb:.2f}" if tb and tt else "-"),
+        key, tensor = spec_tensor_ratio(c)  # as compare's spec line
+        tiles = [(f"tensor ({key}) ratio" if key else "tensor ratio", f"x{tensor:.2f}" if tensor else "-"),
                  ("FP32 ratio", f"x{t.fp32_tflops / b.fp32_tflops:.2f}"),
                  ("bandwidth ratio", f"x{t.memory_bandwidth_gbs / b.memory_bandwidth_gbs:.2f}"),
                  ("L2 ratio", f"x{l2_ratio_text(t.l2_mb / b.l2_mb)}"), ("median speed-up", f"x{c.median_speedup:.2f}")]
@@ -250,9 +249,8 @@ def _comparison(loaded, base, target, table, notes, on_progress=None):
         return None
     # the notes compare prints (two precisions, two batches, profiles against published rows, other tags, ...);
     # the page had kept three of them. The prediction's agreement is in the Why section's caption.
-    unmatched = ", ".join(f"{n} only on {k}" for k, n in comparison.unmatched.items() if n)
-    if unmatched:
-        notes.append(f"not compared: {unmatched}")
+    if comparison.not_compared:
+        notes.append(comparison.not_compared)
     agreement = comparison.prediction.sentence() if comparison.prediction else None
     notes.extend(n for n in comparison.notes if n != agreement)
     return comparison
