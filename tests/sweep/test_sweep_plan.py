@@ -220,6 +220,22 @@ def test_restated_defaults_name_the_cell_without_them():
     assert other.key == 'm|b64|img=train|bf16|nchw|timing+attributed+memory|compile=0|grad_mode="no_grad"'
 
 
+def test_a_choice_typed_in_capitals_names_the_cell_as_in_lower_case():
+    """-O grad_mode=NO_GRAD runs no_grad (profile() reads choices in any case), but its cell key kept
+    "NO_GRAD": a later sweep with -O grad_mode=no_grad measured the cell again and stored it twice, and
+    -O grad_mode=INFERENCE_MODE, the default restated, made a key of its own."""
+    from visprof.sweep.options import check_profile_options
+
+    def key(**options):
+        return SweepPlan(["m"], "cuda", options=check_profile_options(options)).cells()[0].key
+
+    assert check_profile_options({"grad_mode": "NO_GRAD", "autocast": "Whole-Loop"}) == {
+        "grad_mode": "no_grad", "autocast": "whole-loop"}
+    assert key(grad_mode="NO_GRAD") == key(grad_mode="no_grad") == (
+        'm|b64|img=default|bf16|nchw|timing+attributed+memory|grad_mode="no_grad"')
+    assert key(grad_mode="INFERENCE_MODE", autocast="Per-Forward") == key()
+
+
 def test_the_defaults_a_key_leaves_out_are_profiles_own():
     import inspect
 

@@ -48,6 +48,9 @@ def _positive_seconds(value) -> bool:
 
 
 def check_profile_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` checked, with a choice's value as profile() reads it (``grad_mode=NO_GRAD`` is
+    ``no_grad``): the cell key is made of these values, and a key keeping the case as typed made the
+    same measurement a new cell, measured and stored again."""
     if not options:
         return {}
     import inspect
@@ -55,6 +58,7 @@ def check_profile_options(options: Mapping[str, Any]) -> dict[str, Any]:
     from visprof.profiler import profile
 
     accepted = set(inspect.signature(profile).parameters) - _SET_BY_SWEEP
+    checked = {}
     for key, value in options.items():
         if key in _SET_BY_SWEEP:
             raise BadInputError(_refusal(key))
@@ -66,8 +70,8 @@ def check_profile_options(options: Mapping[str, Any]) -> dict[str, Any]:
             json.dumps(value)
         except (TypeError, ValueError):
             raise BadInputError(f"profile option {key}={value!r} is not a plain value (number, string, list)") from None
-        _check_profile_value(key, value)
-    return dict(options)
+        checked[key] = _check_profile_value(key, value)
+    return checked
 
 
 def _refusal(key: str) -> str:
@@ -78,9 +82,9 @@ def _refusal(key: str) -> str:
     return f"profile option {key!r} is not for a sweep: {_NOT_IN_A_SWEEP[key]}"
 
 
-def _check_profile_value(key: str, value: Any) -> None:
-    """The values profile() would refuse, refused before the sweep: else every cell fails with the
-    same BadInputError, each stored as a final failure, and the sweep exits 0."""
+def _check_profile_value(key: str, value: Any) -> Any:
+    """``value`` as profile() reads it. The values profile() would refuse, refused before the sweep: else
+    every cell fails with the same BadInputError, each stored as a final failure, and the sweep exits 0."""
     from visprof.base.options import AUTOCAST_MODES, GRAD_MODES
     from visprof.passes.setup import COUNT_MINIMUMS, check_counts, check_flag, choice
 
@@ -91,10 +95,11 @@ def _check_profile_value(key: str, value: Any) -> None:
         if key in COUNT_MINIMUMS:
             check_counts(**{key: value})
         elif key == "grad_mode":
-            choice("grad_mode", value, GRAD_MODES)
+            return choice("grad_mode", value, GRAD_MODES)
         elif key == "autocast":
-            choice("autocast", value, AUTOCAST_MODES)
+            return choice("autocast", value, AUTOCAST_MODES)
         elif key == "compile":
             check_flag("compile", value)
     except BadInputError as error:
         raise BadInputError(f"profile option {key}: {error}") from None
+    return value
