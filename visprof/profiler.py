@@ -150,9 +150,13 @@ def profile(
                         channels_last=channels_last, compile=compile, device=device, grad_mode=grad_mode,
                         autocast=autocast, table=table, category_file=category_file, in_chans=in_chans)
     spec, config, table, kind, notes = setup.spec, setup.config, setup.table, setup.kind, setup.notes
-    if warmup and "timing" not in passes:
-        notes.append(f"warmup={warmup} did nothing: it is the timing pass's warm-up, and that pass did not run (the "
-                     f"attributed pass runs {SETTLING_FORWARDS} forwards before it records)")
+    if "timing" not in passes:  # each is the timing pass's alone: the result's config still records what was asked
+        if warmup:
+            notes.append(f"warmup={warmup} did nothing: it is the timing pass's warm-up, and that pass did not run "
+                         f"(the attributed pass runs {SETTLING_FORWARDS} forwards before it records)")
+        if iterations is not None:
+            notes.append(f"iterations={iterations} did nothing: it is the timing pass's count, and that pass did not "
+                         f"run (the attributed pass records attributed_iterations={attributed_iterations})")
     steps = 1 + len(passes) + (1 if "timing" in passes and kind == "cuda" else 0)
     # kept_as_given: a user's own module leaves as it came (modes, device, layout), however the run ends
     with kept_as_given(spec.user_state, spec.module), Progress(steps, spec.name, enabled=progress) as bar, \

@@ -548,6 +548,17 @@ def test_warmup_is_the_timing_passes_and_said_to_do_nothing_without_it():
                for w in alone.warnings)
     timed = visprof.profile(model, batch_size=1, img_size=16, iterations=2, warmup=3, progress=False)
     assert timed.config.warmup == 3 and not any("warmup" in line for line in timed.warnings)
+    assert not any("iterations=" in line for line in timed.warnings)
+
+
+def test_iterations_are_the_timing_passes_and_said_to_do_nothing_without_it():
+    """passes=["attributed"], iterations=50 ran the attributed pass's 5 iterations, and the result's
+    config said 50 with no word (warmup had one)."""
+    alone = visprof.profile(torch.nn.Conv2d(3, 4, 3), batch_size=1, img_size=16, passes=["attributed"],
+                            iterations=50, attributed_iterations=3, progress=False)
+    assert alone.passes["attributed"].iterations == 3
+    assert ("iterations=50 did nothing: it is the timing pass's count, and that pass did not run (the attributed "
+            "pass records attributed_iterations=3)") in alone.warnings
 
 
 @pytest.mark.parametrize("how", ["wrapper", "in place"])
