@@ -221,6 +221,16 @@ def test_references_add_read_and_skip_duplicates(store):
         store.add_references([Reference(source="", gpu_name="g", model="m", img_size=1, batch_size=1, precision="p")])
 
 
+def test_a_stored_reference_without_throughput_differs_from_one_with_it(store):
+    """samples_per_s is optional (a step time alone is a reference); differing_references then failed
+    in float(None) for the same identity given with a throughput."""
+    ref = {"source": "mine.csv", "gpu_name": "NVIDIA H100 80GB HBM3", "model": "resnet50", "img_size": 224,
+           "batch_size": 256, "precision": "amp-bf16"}
+    assert store.add_references([{**ref, "samples_per_s": None, "step_time_ms": 80.0}]) == 1
+    assert store.differing_references([{**ref, "samples_per_s": 3200.0}]) == [({**ref, "samples_per_s": 3200.0}, None)]
+    assert store.differing_references([{**ref, "samples_per_s": None}]) == []
+
+
 def test_exports(store, cell, vit_doc, tmp_path):
     store.add_result(cell, vit_doc, batch_sizes_tried=[64], wall_s=3.0)
     store.add_failure(SweepPlan(["broken"], "cuda").cells()[0], versions=versions_of(vit_doc), gpu=vit_doc["gpu"],

@@ -203,13 +203,17 @@ def cmd_import_timm(args: argparse.Namespace) -> int:
             if differing:  # a corrected file imported again kept the wrong numbers without a word
                 row, stored = differing[0]
                 _warn(f"{path.name}: {len(differing)} row(s) already in {args.store} with other numbers were kept as "
-                      f"stored, e.g. {row['model']} @{row['img_size']} batch {row['batch_size']}: {stored:g} samples/s "
+                      f"stored, e.g. {row['model']} @{row['img_size']} batch {row['batch_size']}: {_rate(stored)} "
                       f"stored, {row['samples_per_s']:g} in the file; to use the file's, import it into a new store")
             for warning in result.warnings[:5]:
                 _warn(warning)
             if len(result.warnings) > 5:
                 _warn(f"{path.name}: and {len(result.warnings) - 5} more warnings of this kind")
     return 0
+
+
+def _rate(samples_per_s: float | None) -> str:
+    return "no samples/s" if samples_per_s is None else f"{samples_per_s:g} samples/s"
 
 
 def _inputs(args: argparse.Namespace) -> dict:

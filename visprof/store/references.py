@@ -73,8 +73,10 @@ def insert_reference_rows(conn: sqlite3.Connection, rows: list[dict[str, Any]]) 
 
 
 def differing_references(conn: sqlite3.Connection,
-                         references: Iterable[Reference | Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], float]]:
-    """(reference, stored samples/s) for each of ``references`` already stored with another throughput."""
+                         references: Iterable[Reference | Mapping[str, Any]]
+                         ) -> list[tuple[Mapping[str, Any], float | None]]:
+    """(reference, stored samples/s) for each of ``references`` already stored with another throughput;
+    None where the stored one has none (samples_per_s is optional: a reference may give its step time alone)."""
     out = []
     for ref in references:
         ref = asdict(ref) if isinstance(ref, Reference) else ref
@@ -82,7 +84,7 @@ def differing_references(conn: sqlite3.Connection,
             f'SELECT samples_per_s FROM "references" WHERE {" AND ".join(f"{c} = ?" for c in REFERENCE_IDENTITY)}',
             [ref.get(c) for c in REFERENCE_IDENTITY]).fetchone()
         if row is not None and row[0] != ref.get("samples_per_s"):
-            out.append((ref, float(row[0])))
+            out.append((ref, None if row[0] is None else float(row[0])))
     return out
 
 
