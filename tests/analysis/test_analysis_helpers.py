@@ -27,6 +27,9 @@ def test_ratio_errors():
     e = ratio_errors([1.1, 0.8, 1.0, 2.0], [1.0, 1.0, 1.0, 1.0])
     assert e["median_abs"] == pytest.approx(0.15) and e["median_signed"] == pytest.approx(0.05)
     assert e["mean_abs"] == pytest.approx((0.1 + 0.2 + 0 + 1.0) / 4) and e["count"] == 4
+    # p90 between ranks: of ten errors 0.01 .. 0.09 and 0.5 it is 0.09 + 0.1 * 0.41, not the largest (0.5)
+    ten = ratio_errors([1 + e for e in (0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.5)], [1.0] * 10)
+    assert ten["p90_abs"] == pytest.approx(0.09 + 0.1 * 0.41)
 
 
 def test_accuracy_of_tagged_and_untagged_names():
