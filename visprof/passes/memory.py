@@ -3,11 +3,10 @@
 Two forwards run while visprof's allocator tracker books every block the caching allocator
 hands to a tensor and every segment it reserves from the driver (visprof/native/
 alloc_tracker.py), each tagged with the category of the op that asked for it. Before them the
-allocator's unused cache is emptied and cuBLAS's workspaces are let go, so the process is
-where a plain script is before its first forward: the segments the forwards need are reserved
-again, under the ops that need them, and the first GEMM makes its workspace again mid-forward.
-The second forward is the steady state, with the workspaces live throughout. The peaks over
-both are then what a plain script's loop in a fresh process reports
+allocator's unused cache is emptied (cuBLAS's workspaces stay, as in a running model: see
+empty_cache), so the segments the forwards need are reserved again, under the ops that need
+them. The second forward is the steady state. The peaks over both are then what a plain
+script's loop in a fresh process reports
 (bench/results/h200-s17-memory): "reserved" is what running this model takes from the GPU,
 the figure that decides whether it fits a smaller one. The books start from what is already
 live (parameters, the input, autocast's cached weight casts), booked as "parameters & inputs".
@@ -45,7 +44,7 @@ PREALLOCATED = "parameters & inputs"
 # model, whose graph runs without op capture (a dispatch mode would make it run eagerly).
 OUTSIDE_OPS = "outside ops"
 COMPILED_GRAPH = "compiled graph"
-FORWARDS = 2  # the first as a fresh process's (cuBLAS workspaces made), then the steady state
+FORWARDS = 2  # the first reserves its segments again after the emptied cache, then the steady state
 
 
 @dataclass
