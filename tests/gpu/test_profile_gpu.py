@@ -97,6 +97,14 @@ def test_oom_reports_largest_batch_that_fits():
     assert f"(batch_size={best})" in str(info.value)  # from Python; the CLI says --batch-size
 
 
+def test_an_input_too_large_for_any_tensor_on_the_gpu_is_out_of_memory():
+    """img_size 9999999999: torch refuses the input ("Storage size calculation overflowed"), which the host
+    path answered as out of memory (exit 3) and the GPU path as the model failing (exit 1)."""
+    with pytest.raises(OutOfMemoryError, match="not even batch size 1 fits"):
+        visprof.profile(torch.nn.Conv2d(3, 4, 3), batch_size=2, img_size=9_999_999_999, passes="timing",
+                        iterations=1, progress=False)
+
+
 def test_cupti_taken_by_torch_profiler_falls_back_with_a_warning():
     from torch.profiler import ProfilerActivity, profile
 

@@ -109,3 +109,11 @@ def test_is_out_of_memory_rejects_ordinary_errors():
     assert not is_out_of_memory(ValueError("out of memory"))  # not a RuntimeError: not CUDA's
     assert not is_out_of_memory(RuntimeError("expected scalar type Float"))
     assert is_out_of_memory(torch.cuda.OutOfMemoryError("x"))
+
+
+def test_a_tensor_too_large_for_any_memory_is_out_of_memory_on_the_gpu_too():
+    """An absurd --img-size on the GPU: torch refuses the input before any allocation, with the text the
+    host path reads as out of memory; on CUDA it had been the model failing (exit 1)."""
+    with pytest.raises(RuntimeError) as refused:
+        torch.empty((1, 3, 9_999_999_999, 9_999_999_999), device="meta")
+    assert is_out_of_memory(refused.value)

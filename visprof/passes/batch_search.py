@@ -13,6 +13,9 @@ from typing import Callable
 # Texts of CUDA allocation failures that reach Python as plain RuntimeErrors (cuBLAS and
 # cuDNN workspace allocations, older torch versions, errors raised from extensions).
 OOM_MARKERS = ("out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED")
+# torch's refusal of a tensor too large for any memory (an absurd --img-size), on any device: no
+# batch fits, which is an out-of-memory answer (exit 3), not the model failing (exit 1).
+OVERFLOW_MARKER = "Storage size calculation overflowed"
 
 
 def is_out_of_memory(error: BaseException) -> bool:
@@ -24,7 +27,7 @@ def is_out_of_memory(error: BaseException) -> bool:
     torch = sys.modules.get("torch")  # torch's own OOM type exists only if torch is loaded
     if torch is not None and isinstance(error, torch.cuda.OutOfMemoryError):
         return True
-    return isinstance(error, RuntimeError) and any(marker in str(error) for marker in OOM_MARKERS)
+    return isinstance(error, RuntimeError) and any(marker in str(error) for marker in (*OOM_MARKERS, OVERFLOW_MARKER))
 
 
 def release_cached_memory() -> None:

@@ -42,14 +42,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from visprof.base.errors import OutOfMemoryError
+from visprof.passes.batch_search import OVERFLOW_MARKER
 
 __all__ = ["HostEstimate", "available_bytes", "check_host_memory", "estimate_host_memory", "host_oom_error",
            "is_host_out_of_memory"]
 
 # The texts of a failed host allocation as torch reports it (Linux/macOS, Windows).
 HOST_OOM_MARKERS = ("DefaultCPUAllocator: can't allocate memory", "DefaultCPUAllocator: not enough memory",
-                    "can't allocate memory",
-                    "Storage size calculation overflowed")  # a tensor too large for any memory (an absurd --img-size)
+                    "can't allocate memory", OVERFLOW_MARKER)
 # The suggested batch leaves this share of the available memory unused (allocator overhead,
 # oneDNN scratch buffers, other processes).
 SAFETY = 0.8
