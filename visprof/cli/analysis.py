@@ -73,7 +73,7 @@ def add_commands(commands) -> None:
     pred.add_argument("--precision", choices=("fp16", "bf16"), help="switch 16-bit precision (same bytes per value)")
     pred.add_argument("--model", metavar="PATTERN", action="append", help="only models matching this shell pattern "
                       "(a comma list, or the option again, for several; a name without a pretrained tag matches its "
-                      "tagged profiles too), as export's --model")
+                      "tagged profiles too, one with timm's default tag its untagged ones), as export's --model")
     pred.add_argument("--every-profile", action="store_true",
                       help="predict from every profile (default: per model, GPU and precision, the one whose batch is "
                            "nearest --batch-size, the newest among equals)")

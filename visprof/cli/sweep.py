@@ -159,7 +159,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                         help="default (or -): stdout (parquet needs a file)")
     export.add_argument("--model", metavar="PATTERN", action="append", help="only models matching this pattern "
                         "('vit_*'; a comma list, or the option again, for several); a name without a pretrained tag "
-                        "(resnet18) matches its tagged rows too (resnet18.a1_in1k)")
+                        "(resnet18) matches its tagged rows too (resnet18.a1_in1k), and one with timm's default tag "
+                        "its untagged rows")
     export.add_argument("--gpu", metavar="PATTERN", help="only rows of GPUs whose name matches ('*H200*') or of one GPU (h200); cpu: the CPU's rows")
     export.add_argument("--failures", action="store_true", help="export the failures instead (csv or json)")
     export.add_argument("--batch-size", "-b", type=positive_int, metavar="N",

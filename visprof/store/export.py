@@ -38,8 +38,9 @@ def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt
                  stdout: IO[str] | None = None, batch_size: int | None = None, precision: str | None = None) -> int:
     """Writes the store's rows to ``output`` (None: ``stdout``) in ``fmt``; returns the
     number of rows written. ``model`` and ``gpu`` filter with shell patterns (``model``: one, a comma
-    list or a list of them; a name without a pretrained tag matches its tagged rows too); ``batch_size`` and
-    ``precision`` choose the rows of ``fmt="timm"``, which has one row per model and image size.
+    list or a list of them; a name without a pretrained tag matches its tagged rows too, one with timm's
+    default tag its untagged rows); ``batch_size`` and ``precision`` choose the rows of ``fmt="timm"``,
+    which has one row per model and image size.
 
     An ``output`` that is the store itself, by any name (a link, a hard link) or one of its
     SQLite side files (``-wal``, ``-shm``, ``-journal``), is refused before anything is read."""
