@@ -31,6 +31,9 @@ from visprof.result import NSYS_IMPORT, ProfileResult, RooflineGroup
 
 HOST_BOUND_IDLE = 0.10  # idle share of latency above which a note says the profile was host-bound
 SMALL_LAUNCH_NOTE = 0.10  # kernel-time share in launches smaller than the target above which a note says so
+# A target whose tensor or bandwidth peak is this much above the profiled GPU's, of another design: the
+# default scaling keeps off-roof time at the clock's rate, and every check of it was toward lower peaks
+HIGHER_PEAKS = 1.2
 # The peak-memory estimate over the target's memory between which it cannot say whether a model
 # fits (Prediction.fits None, "near"). Against timm's published runs at batch 1024 (a row at a
 # smaller batch ran out of memory there) on the RTX 3090, both RTX 4090 tables and the RTX 5090,
@@ -227,6 +230,30 @@ def predict_result(result: ProfileResult, target: GpuSpec | str, *, source: GpuS
                       latency_by_scaling=by_scaling)
 
 
+def higher_peaks_note(source: GpuSpec, target: GpuSpec, precision: str | None) -> str | None:
+    """Said once per GPU pair where ``target``'s tensor or bandwidth peak is HIGHER_PEAKS above ``source``'s
+    and the two are of other designs (compute capability): under ``--excess clock`` a group's measured time
+    above its roof scales by the boost clocks alone, so the prediction gains from the higher peaks only where
+    a group reaches the target's roof. An H200 profile onto a B200 came out x0.99-1.01 for 1,596 of 1,623
+    profiles, with a range of 12% (read as decided), where the B200 has 2.27x the tensor rate."""
+    if source.compute_capability and source.compute_capability == target.compute_capability:
+        return None  # one design: time above the roof scales with SMs x clock (default_rate_scaling)
+    ratios = {"bandwidth": target.memory_bandwidth_gbs / source.memory_bandwidth_gbs}
+    own, theirs = source.tensor_peak(precision), target.tensor_peak(precision)
+    if own and theirs:
+        ratios[f"{precision} tensor rate"] = theirs / own
+    higher = {name: ratio for name, ratio in ratios.items() if ratio >= HIGHER_PEAKS}
+    if not higher:
+        return None
+    parts = ", ".join(f"{name} x{ratio:.2f}" for name, ratio in higher.items())
+    return (f"the {target.short_name}'s peaks are above the {source.short_name}'s ({parts}), another design: by default "
+            f"({option('excess', 'clock')}) a group's measured time above its roof scales by the boost clocks alone "
+            f"(x{source.boost_clock_mhz / target.boost_clock_mhz:.2f} in time), so the prediction gains from the higher "
+            f"peaks only where a group reaches the {target.short_name}'s roof, and its range does not cover more; "
+            f"visprof's checks were toward GPUs with lower peaks than the profiled one; {option('excess', 'fraction')} "
+            f"scales each group's roofline share by its resource (docs/hardware-sensitivity.md, section 6)")
+
+
 def _small_launch_note(result: ProfileResult, target: GpuSpec) -> list[str]:
     """A note where SMALL_LAUNCH_NOTE or more of the profile's kernel time ran in launches of fewer
     thread blocks than the target has SMs: such a launch leaves SMs idle there, which no spec
@@ -374,5 +401,6 @@ def predict_many(results: Iterable[ProfileResult], target: GpuSpec | str, **kwar
     return out, skipped
 
 
-__all__ = ["FITS_UNDECIDED", "HOST_BOUND_IDLE", "Prediction", "batch_distance", "choose_profiles", "idle_share",
-           "predict_many", "predict_result", "source_spec", "speedup", "speedup_band"]
+__all__ = ["FITS_UNDECIDED", "HIGHER_PEAKS", "HOST_BOUND_IDLE", "Prediction", "batch_distance", "choose_profiles", "idle_share",
+           "higher_peaks_note", "predict_many", "predict_result", "source_spec", "speedup",
+           "speedup_band"]

@@ -428,7 +428,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from visprof.store.model_filter import matches_model, model_globs
 
     from visprof.analysis import sources
-    from visprof.analysis.predict import choose_profiles, predict_many
+    from visprof.analysis.predict import choose_profiles, higher_peaks_note, predict_many
     from visprof.base.errors import BadInputError
     from visprof.base.outputs import atomic_write_text, write_json_summary
     from visprof.base.progress import counted
@@ -466,6 +466,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
         rule = ("per model, image size, GPU and precision the one nearest --batch-size, the newest among equals"
                 if args.batch_size else "per model, image size, GPU, precision and batch the newest")
         print(f"({left_out} more profile(s) of the same models not used: {rule}; --every-profile predicts them all)")
+    if args.excess == "clock":  # once per profiled GPU, not in every model's notes
+        for source_id, precision in sorted({(p.source_gpu, p.precision) for p in predictions}):
+            if note := higher_peaks_note(table.get(source_id), target, precision):
+                _say(f"note: {note}")
     print(format_predictions(predictions, target.short_name, skipped), end="")
     # (model, image size, batch, GPU, precision) of the profile -> its calibrated speed-up; without the
     # precision, a model profiled at fp16 and at bf16 had one entry, and both CSV rows the last one's
