@@ -78,6 +78,23 @@ def other_tags_note(models: list[ModelComparison], base_rows: Mapping[tuple, lis
             "batch agree best; give one row per architecture and size to choose")
 
 
+def other_sizes_note(models: list[ModelComparison], profiles: Mapping[tuple, list]) -> str | None:
+    """A note where compared models have no profile at their published image size but one at another:
+    they get no predicted speed-up, and calibrate had said "0 model(s) have a profile" of a table whose 40
+    models were all profiled, at 224 where the table gave 256."""
+    sizes: dict[str, set] = {}
+    for arch, size in profiles:
+        sizes.setdefault(arch, set()).add(size)
+    elsewhere = [(m, sorted(s for s in sizes[m.base.arch] if s is not None)) for m in models
+                 if m.profile is None and m.base.arch in sizes]
+    if not elsewhere:
+        return None
+    m, other = elsewhere[0]
+    return (f"{len(elsewhere)} compared model(s) have profiles only at other image sizes than the published rows "
+            f"(e.g. {m.model}: published at {m.img_size}, profiled at {', '.join(map(str, other)) or 'its default'}): "
+            "they have no predicted speed-up; profile them at the published sizes")
+
+
 def cpu_results_note(count: int) -> str:
     return f"{count} CPU result(s) left out: their times are host-clock, not a GPU's"
 
@@ -223,6 +240,5 @@ def witness_path_changes(models: list[ModelComparison], base_spec: GpuSpec | Non
     return changed
 
 
-__all__ = ["batch_note", "cpu_results_note", "disagreeing_rows_note", "implausible_note", "precision_note",
-           "profile_precision_note", "software_note",
-           "witness_path_changes"]
+__all__ = ["batch_note", "cpu_results_note", "disagreeing_rows_note", "implausible_note", "other_sizes_note",
+           "precision_note", "profile_precision_note", "software_note", "witness_path_changes"]

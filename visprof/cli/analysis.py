@@ -328,12 +328,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         _check_not_circular(comparison)
         # before the fit: a typo costs no minute
         _check_explained_names(args.explain or [], comparison, {p.model for p in loaded.profiles})
-        if comparison.implausible:
-            _warn(comparison.implausible)
-        if comparison.software:
-            _warn(comparison.software)
-        if comparison.paths:
-            _warn(comparison.paths)
+        for warning in (comparison.implausible, comparison.software, comparison.paths):
+            if warning:
+                _warn(warning)
+        for note in _input_notes(comparison):
+            _say(f"note: {note}")
         fleet, missing = fleet_from_comparison(comparison, loaded.profiles, table)
         families = len({fleet.families[i] for i in range(len(fleet.families)) if np.isfinite(fleet.log_obs[i])})
         if args.folds > families:
@@ -371,6 +370,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                "sentences": [s.row() for s in sentences(fit, fleet)]}
         write_json_summary(args.json, "calibrate", doc, allow_nan=False)
     return 0
+
+
+def _input_notes(comparison) -> list[str]:
+    """compare's notes on the inputs that a calibration fits as well (tables of another precision than the
+    profiles, two tables of one GPU that disagree, ...), which calibrate had fitted without a word; not
+    those it warns of, nor compare's agreement of spec predictions (calibrate has its own baselines)."""
+    said = {comparison.implausible, comparison.software, comparison.paths,
+            comparison.prediction.sentence() if comparison.prediction else None}
+    return [note for note in comparison.notes if note not in said]
 
 
 def _explained(fit, fleet, names: list[str], published: set[str]) -> str:
