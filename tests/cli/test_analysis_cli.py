@@ -124,6 +124,14 @@ def test_a_gpu_without_a_spec_row_is_said_to_lack_one_not_to_lack_measurements(t
         "visprof: error: GPU 'rtx9090' is 'NVIDIA GeForce RTX 9090' in the inputs, which has no row in the GPU spec "
         "table: give its row with --gpus FILE (predictions and their sentences need it), or name it "
         "'NVIDIA GeForce RTX 9090'")
+    # the row's last words, as an alias of the --gpus row would name it (it had been "no measurements on GPU
+    # '9090'; the inputs have: ..., NVIDIA GeForce RTX 9090")
+    for alias in ("9090", "RTX 9090"):
+        code, _, err = run(capsys, "compare", store, "--base", "rtx3090", "--target", alias)
+        assert code == 2 and err.startswith(f"visprof: error: GPU {alias!r} is 'NVIDIA GeForce RTX 9090' in the inputs, "
+                                            "which has no row in the GPU spec table: give its row with --gpus FILE")
+    code, _, err = run(capsys, "compare", store, "--base", "rtx3090", "--target", "090")
+    assert code == 2 and err.startswith("visprof: error: no measurements on GPU '090'")
     code, out, _ = run(capsys, "compare", store, "--base", "rtx3090", "--target", "rtx9090", "--gpus", gpus)
     assert code == 0 and out.startswith("visprof compare: RTX 3090 -> RTX 9090: 60 models measured on both")
 

@@ -58,6 +58,13 @@ def busiest_pair(measurements: Iterable[Measurement]) -> tuple[str, str] | None:
     return (best[3], best[4]) if best and best[0] > 0 else None
 
 
+def _names_it(name: str, key: str) -> bool:
+    """``name`` is the device name ``key`` or its last words (``3080`` or ``rtx3080`` for ``NVIDIA GeForce RTX
+    3080``): the alias a user's --gpus row gave at import, asked for later without that file."""
+    words = key.split()
+    return any(normalize_name(" ".join(words[i:])) == normalize_name(name) for i in range(len(words)))
+
+
 def _resolve(name: str | None, keys: list[str], table: GpuTable) -> str:
     spec = table.find(name) if name else None
     for key in keys:
@@ -65,7 +72,7 @@ def _resolve(name: str | None, keys: list[str], table: GpuTable) -> str:
             return key
     # A GPU without a spec row keeps its device name as its key ("NVIDIA GeForce RTX 9090"): asked
     # for as rtx9090, it had been "no measurements on GPU 'rtx9090'" with that very GPU listed.
-    unrowed = [key for key in keys if name and table.find(key) is None and normalize_name(key) == normalize_name(name)]
+    unrowed = [key for key in keys if name and table.find(key) is None and _names_it(name, key)]
     if unrowed:
         raise BadInputError(f"GPU {name!r} is {unrowed[0]!r} in the inputs, which has no row in the GPU spec table: "
                             f"give its row with {more_gpus()} (predictions and their sentences need it), or name it "
