@@ -391,3 +391,23 @@ def test_rows_the_software_moved_do_not_pull_the_fit():
     assert error(robust) < 0.5 * error(plain), (error(robust), error(plain))
     assert error(fit_calibration(clean, lam=0.01)) < 0.03  # and on a clean fleet it recovers the ratios as before
     assert np.array_equal(robust.weight, (moved.X * w[:, None]).sum(axis=0))  # reported weights: the models' own
+
+
+def test_held_out_figures_of_one_published_speed_up_are_not_divided_by_about_nothing():
+    """A user's table with x1.50 for every model: the fleet median's error is rounding, and each method's
+    "x fleet median" had divided by it (x126122.41 for spec only)."""
+    from visprof.analysis.held_out import HeldOut, MethodFigures
+
+    def held(fleet_error):
+        return HeldOut(models=40, families=30, folds=5, calibrated=MethodFigures(0.154, 0.005),
+                       fleet_median=MethodFigures(None, fleet_error), best_feature=MethodFigures(-0.2, 0.004),
+                       spec_only=MethodFigures(0.036, 0.066), coverage=0.8, below=0.1, above=0.1, lambdas=[1.0],
+                       best_features=["x"])
+
+    flat = held(0.0000005).lines().splitlines()
+    assert [line.split()[-1] for line in flat[2:6]] == ["-", "-", "-", "-"]
+    assert flat[6] == ("  the published speed-ups are one number up to rounding (the fleet median's error is 0.00%): "
+                       "nothing to rank, and no error to compare with the fleet median's")
+    spread = held(0.05).lines().splitlines()
+    assert [line.split()[-1] for line in spread[2:6]] == ["0.10", "1.00", "0.08", "1.32"]
+    assert "one number up to rounding" not in held(0.05).lines()

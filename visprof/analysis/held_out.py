@@ -26,6 +26,11 @@ from visprof.analysis.metrics import spearman
 from visprof.base.errors import BadInputError
 from visprof.base.progress import check_callback, counted
 
+# Below this median error of the fleet median, the published speed-ups are one number up to the tables'
+# rounding: nothing to rank, and an error "x fleet median" divides by about nothing (a user's table of
+# one speed-up for every model printed x126122.41)
+FLAT_FLEET_ERROR = 0.001
+
 
 @dataclass
 class MethodFigures:
@@ -94,9 +99,13 @@ class HeldOut:
         out = [head,
                f"  {'method':<26} {'Spearman':>9} {'median |err|':>13} {'x fleet median':>15}"]
         base = self.fleet_median.median_abs_error
+        flat = base < FLAT_FLEET_ERROR
         out += [f"  {name:<26} {'-' if m.spearman is None else format(m.spearman, '.3f'):>9} {m.median_abs_error:>12.1%}"
-                f" {m.median_abs_error / base if base > 0 else float('nan'):>15.2f}" + (f"  ({m.models} models)" if m.models else "")
-                for name, m in rows]
+                f" {'-' if flat else format(m.median_abs_error / base, '.2f'):>15}"
+                + (f"  ({m.models} models)" if m.models else "") for name, m in rows]
+        if flat:
+            out.append(f"  the published speed-ups are one number up to rounding (the fleet median's error is "
+                       f"{base:.2%}): nothing to rank, and no error to compare with the fleet median's")
         out.append(f"  {COVERAGE:.0%} band: {self.coverage:.1%} of held-out published speed-ups inside "
                    f"({self.below:.1%} below, {self.above:.1%} above)"
                    + (f", {self.family_coverage:.1%} averaged over families" if self.family_coverage is not None else "")
