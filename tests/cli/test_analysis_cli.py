@@ -395,6 +395,9 @@ def test_predict_and_compare_with_a_saved_calibration(tmp_path, capsys, h200_res
                                             "without a published base number (the fit's median)):")
     rows = [line for line in section.splitlines()[2:] if line.startswith("  ") and "x" in line]
     assert len(rows) == 4 and sum("(in the fit)" in r for r in rows) == 1  # deit, under its pretrained tag
+    # which profile each row is of (one model's profiles at two precisions had looked alike)
+    assert section.splitlines()[1].split()[:3] == ["model", "img", "profile"]
+    assert all(" h200 bf16 b64 " in r for r in rows), rows
     # at the batch asked for: the spec speed-ups are made there, and the caption says so
     code, at_64, err = run(capsys, "predict", "--from", h200_results, "--to", "rtx4090", "-b", "64",
                            "--calibration", cal)

@@ -87,6 +87,12 @@ def load_calibration(args, table):
     return saved
 
 
+def _profile_words(m) -> str:
+    """The profile a calibrated row is of, as predict's table names it (GPU, precision, batch): one
+    model's profiles at two precisions or batches are calibrated apart, and their rows had looked alike."""
+    return f"{m.gpu_id or '-'} {m.precision or '-'} b{m.batch_size or '-'}"
+
+
 def calibrated_section(saved, table, profiles: list, published: list[PublishedRow] | None = None,
                 top: int | None = None, batch_size: int | None = None) -> tuple[str, list]:
     """A section of text and the calibrated speed-up of each profile (None where it cannot be
@@ -101,7 +107,7 @@ def calibrated_section(saved, table, profiles: list, published: list[PublishedRo
                                + (", without a published base number (the fit's median)" if saved.reads_base_number
                                   else ""))
     lines = [f"\nCalibrated speed-up {saved.base} -> {saved.target} ({saved.describe()}{at}):",
-             f"  {'model':<40} {'img':>5} {'spec':>7} {'calibrated':>11} {'80% band':>14}"
+             f"  {'model':<40} {'img':>5} {'profile':>15} {'spec':>7} {'calibrated':>11} {'80% band':>14}"
              + ("  published" if published else "")]
     shown = [i for i, r in enumerate(rows) if r is not None]
     if top is not None and len(shown) > 2 * top:
@@ -114,7 +120,8 @@ def calibrated_section(saved, table, profiles: list, published: list[PublishedRo
             r = rows[i]
             # the image size tells apart one model's profiles at several sizes (resnet50 was listed four times)
             img = profiles[i].img_size or "-"
-            lines.append(f"  {r.model:<40} {img:>5} {times(r.spec_speedup):>7} {times(r.calibrated):>11} "
+            lines.append(f"  {r.model:<40} {img:>5} {_profile_words(profiles[i]):>15} {times(r.spec_speedup):>7} "
+                         f"{times(r.calibrated):>11} "
                          f"{times(r.low) + '-' + format(r.high, '.2f'):>14}"
                          + (f" {times(published[i].speedup):>10}" if published else "")
                          + ("  (in the fit)" if r.fitted else "  (family in the fit)" if r.family_seen else ""))
