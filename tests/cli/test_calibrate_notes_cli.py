@@ -48,3 +48,38 @@ def test_tables_at_sizes_no_profile_has_are_said(tmp_path, capsys):
     assert ("[visprof] note: 4 compared model(s) have profiles only at other image sizes than the published rows "
             "(e.g. coatnet_0_rw_224: published at 256, profiled at 224): they have no predicted speed-up; profile "
             "them at the published sizes") in notes, notes
+
+
+def test_the_fit_says_how_many_published_models_it_had_no_profile_of_under_quiet(tmp_path, capsys):
+    """The count of joined models without a usable profile was in a progress line only, gone under -q."""
+    import json
+
+    profiles = tmp_path / "profiles"
+    written = write_results(profiles)
+    rows = []
+    # 24 timm names of 6 families: the recorded profiles renamed
+    names = ["resnet18", "resnet34", "resnet50", "resnet101", "convnext_atto", "convnext_femto", "convnext_pico",
+             "convnext_nano", "deit_tiny_patch16_224", "deit_small_patch16_224", "deit_base_patch16_224",
+             "deit_tiny_distilled_patch16_224", "efficientnet_b0", "efficientnet_b1", "efficientnet_b2",
+             "efficientnet_b3", "regnetx_002", "regnetx_004", "regnetx_006", "regnetx_008", "mobilenetv3_small_050",
+             "mobilenetv3_small_075", "mobilenetv3_small_100", "mobilenetv3_large_100"]
+    for i, name in enumerate(names):
+        doc = json.loads(written[i % len(written)].read_text())
+        doc["model"]["name"] = name
+        (profiles / f"m{i}.json").write_text(json.dumps(doc))
+        rows.append((name, doc["model"]["img_size"], 1000.0 * (1 + i % 5), 1.4 + 0.01 * i))
+    for path in written:
+        path.unlink()
+    rows += [(f"unprofiled_{i}", 224, 500.0, 1.5) for i in range(3)]
+    store = tmp_path / "refs.db"
+    for gpu, scale in (("a100", None), ("h100", True)):
+        table = tmp_path / f"{gpu}.csv"
+        table.write_text("model,img_size,samples_per_sec,batch_size\n" + "".join(
+            f"{name},{size},{rate * (speedup if scale else 1):.2f},256\n" for name, size, rate, speedup in rows))
+        assert cli.main(["import-timm", str(table), "--gpu", gpu, "--precision", "bf16", "--store", str(store)]) == 0
+    capsys.readouterr()
+    code = cli.main(["calibrate", "-q", str(store), str(profiles), "--base", "a100", "--target", "h100", "--folds", "6"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out.startswith("a100-sxm4-80gb -> h100-sxm: 24 models with published numbers (3 more published on both "
+                          "without a usable profile), "), out

@@ -346,7 +346,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         progress.step("testing on held-out families")
         held = family_held_out(fleet, folds=args.folds, lam=args.lam, on_progress=progress.update)
     unpublished = unpublished_predictions(fit, fleet)
-    print(f"{comparison.base} -> {comparison.target}: {published} models with published numbers, "
+    # the joined models left out, here too: the progress line that said it is gone under -q
+    unused = f" ({missing} more published on both without a usable profile)" if missing else ""
+    print(f"{comparison.base} -> {comparison.target}: {published} models with published numbers{unused}, "
           f"{len(fleet.features)} buckets and covariates")
     print(format_ratio_table(rows, fit, top=args.top), end="")
     print(held.lines(), end="")
