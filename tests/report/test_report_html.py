@@ -602,3 +602,21 @@ def test_bars_of_over_ten_ms_an_image_are_drawn_in_ms(loaded):
     fast_ax, slow_ax = figures.category_bars(loaded.profiles).axes[0], figures.category_bars(slow).axes[0]
     assert (fast_ax.get_xlabel(), slow_ax.get_xlabel()) == ("GPU kernel µs per image", "GPU kernel ms per image")
     assert [b.get_width() for b in slow_ax.patches] == pytest.approx([b.get_width() for b in fast_ax.patches])
+
+
+def test_a_model_named_in_characters_the_font_lacks_gives_one_warning_not_one_per_character(loaded, tmp_path):
+    """matplotlib warned once per missing character per figure (a CJK model name: a line each, under -q
+    too); the report gives one VisprofWarning naming them, and lets other warnings through."""
+    import dataclasses
+    import warnings
+
+    from visprof.base.errors import VisprofWarning
+
+    renamed = [dataclasses.replace(m, model="モデル") if m.result is not None and m.model == "resnet50" else m
+               for m in loaded.measurements]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        build_report(sources.Loaded(renamed, list(loaded.skipped)), tmp_path / "r.html", png_dir=tmp_path / "png")
+    glyphs = [w for w in caught if "Glyph" in str(w.message) or "font lacks" in str(w.message)]
+    assert [w.category for w in glyphs] == [VisprofWarning], [str(w.message) for w in glyphs]
+    assert str(glyphs[0].message).startswith("the figures' font lacks 3 character(s) of their labels (e.g. 'デモル')")

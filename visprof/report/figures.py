@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import io
 import math
+import re
+import warnings
 from collections import Counter, defaultdict
-from typing import Sequence
+from contextlib import contextmanager
+from typing import Iterator, Sequence
 
+from visprof.base.errors import VisprofWarning
 from visprof.base.output_paths import REPORT_GENERATOR
 
 BOUND_COLORS = {"tensor": "#D1495B", "compute": "#EDAE49", "memory": "#00798C", "unknown": "#B8B8B8", "launch": "#30343F"}
@@ -55,6 +59,30 @@ def png_bytes(fig) -> bytes:
     # the PNG's text names the report, so that a later report replaces it and no image of the user's
     fig.savefig(out, format="png", facecolor="white", metadata={"Software": REPORT_GENERATOR})
     return out.getvalue()
+
+
+# matplotlib's warning for a character its font lacks: "Glyph 12514 (\N{KATAKANA LETTER MO}) missing from font(s) ..."
+_MISSING_GLYPH = re.compile(r"Glyph (\d+) .*missing from (current )?font")
+
+
+@contextmanager
+def one_glyph_warning() -> Iterator[None]:
+    """matplotlib warns once per character its font lacks, per figure drawn: a model named in CJK gave a line
+    per character, under -q too. Inside this, those become one VisprofWarning; other warnings pass as they were."""
+    missing: set[str] = set()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        found = _MISSING_GLYPH.match(str(w.message))
+        if found:
+            missing.add(chr(int(found.group(1))))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    if missing:
+        shown = "".join(sorted(missing)[:5])
+        warnings.warn(f"the figures' font lacks {len(missing)} character(s) of their labels (e.g. {shown!r}): the PNGs "
+                      "draw them as empty boxes; the report's tables show them", VisprofWarning, stacklevel=3)
 
 
 def _categories():

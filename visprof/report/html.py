@@ -299,7 +299,8 @@ def render_figures(loaded, comparison, table, on_progress=None) -> dict[str, byt
         "families": F.family_boxes(comparison) if comparison else None,
     }
     drawn = {name: fig for name, fig in drawn.items() if fig is not None}
-    return {name: F.png_bytes(drawn[name]) for name in counted(drawn, len(drawn), "figures", on_progress)}
+    with F.one_glyph_warning():
+        return {name: F.png_bytes(drawn[name]) for name in counted(drawn, len(drawn), "figures", on_progress)}
 
 
 def check_report_outputs(output: str | Path, png_dir: str | Path | None = None, inputs=None) -> None:
