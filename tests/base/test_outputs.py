@@ -406,3 +406,18 @@ def test_binary_is_no_csv_on_any_python():
     assert _looks_like_csv(b"a,b\n1,2\n")
     assert not _looks_like_csv(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR,a\n1,2\n")
     assert not _looks_like_csv(b"a,b\x00\n1,2\n")
+
+
+def test_a_csv_with_line_breaks_inside_quoted_fields_is_a_table():
+    """export --failures writes each failure's traceback in a quoted field: read line by line its records
+    had other widths, so the export refused to replace its own CSV on a second run."""
+    from visprof.base.output_paths import _HEAD_BYTES, _looks_like_csv
+
+    frames = "".join(f'  File ""x.py"", line {n}\n    forward(x)\n' for n in range(4))
+    traceback = f'"Traceback (most recent call last):\n{frames}AssertionError: no"'
+    table = f"id,model,detail,attempts\n1,test_vit,{traceback},1\n2,resnet18,{traceback},2\n".encode()
+    assert _looks_like_csv(table)
+    # a head cut inside a record, as the check reads a file's first bytes
+    assert _looks_like_csv((table * (_HEAD_BYTES // len(table) + 1))[:_HEAD_BYTES])
+    assert not _looks_like_csv(b"from x import a, b\nimport torch\n")
+    assert not _looks_like_csv(b"id,model\n1,x,y\n")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import errno
+import io
 import os
 import secrets
 import stat
@@ -394,14 +395,23 @@ def _looks_like_csv(head: bytes) -> bool:
     if b"\x00" in head:
         return False
     text = head.decode("utf-8-sig", errors="replace")
-    lines = text.splitlines()
-    if len(head) == _HEAD_BYTES and not text.endswith(("\n", "\r")):
-        lines = lines[:-1]  # cut off mid-line
-    lines = [line for line in lines if line.strip() and not line.startswith("==")][:5]
+    cut = len(head) == _HEAD_BYTES and not text.endswith(("\n", "\r"))  # cut off mid-record
+    # Records, not lines: a quoted field may hold line breaks (export --failures' tracebacks), and read
+    # line by line such a table had "other widths", so export refused to replace its own CSV.
+    body = "".join(line for line in text.splitlines(keepends=True) if not line.startswith("=="))
+    rows = []
     try:
-        widths = {len(row) for row in csv.reader(lines)}
-    except csv.Error:  # what the reader cannot read is no table of visprof's
-        return False
+        for row in csv.reader(io.StringIO(body)):
+            if any(field.strip() for field in row):
+                rows.append(row)
+            if len(rows) > 5:
+                break
+    except csv.Error:  # what the reader cannot read is no table of visprof's, unless the cut made it so
+        if not cut:
+            return False
+    if cut and len(rows) <= 5:
+        rows = rows[:-1]  # the last record read may be the cut one
+    widths = {len(row) for row in rows[:5]}
     return len(widths) == 1 and widths.pop() >= 2
 
 
