@@ -96,3 +96,23 @@ def test_a_file_system_without_hard_links_gets_the_store_by_rename(tmp_path, mon
     assert [p.name for p in tmp_path.iterdir()] == ["new.db"]  # no temporary file left beside it
     store_file.create_store_file(path)  # a store that is there is kept as it is
     assert [p.name for p in tmp_path.iterdir()] == ["new.db"]
+
+
+@pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])
+def test_a_store_named_as_sqlites_side_file_of_another_is_refused_either_way(tmp_path, suffix):
+    """sweep --store runs.db-wal measured and said "complete"; the next command on runs.db made SQLite take
+    the store for runs.db's write-ahead log and delete it. And the other way: runs.db made beside a whole
+    database named runs.db-wal."""
+    side = tmp_path / f"runs.db{suffix}"
+    with pytest.raises(BadInputError, match=rf"runs.db{suffix}: SQLite takes a file of this name for the {suffix} "
+                                            rf"file of .*runs.db, and deletes it when .*runs.db is opened"):
+        open_store(side, write=True)
+    assert not side.exists()
+    with open_store(tmp_path / "other.db", write=True):
+        pass
+    shutil.copy(tmp_path / "other.db", side)  # a whole store under the side file's name, made before this check
+    with pytest.raises(BadInputError, match=rf"beside it, .*runs.db{suffix} is a whole SQLite database"):
+        open_store(tmp_path / "runs.db", write=True)
+    assert not (tmp_path / "runs.db").exists() and side.read_bytes() == (tmp_path / "other.db").read_bytes()
+    with open_store(tmp_path / "other.db", write=True):  # a store's own WAL beside it is no such database
+        pass

@@ -32,7 +32,8 @@ from visprof.base.json_documents import CHROME_TRACE, SUMMARY_KINDS, document_na
 __all__ = ["OUTPUT_KINDS", "InputPaths", "SQLITE_SIDE_SUFFIXES", "check_not_an_input", "check_output_dir",
            "check_output_path", "check_output_paths", "create_new", "describe_os_error", "files_in", "is_sqlite_file",
            "json_document_mark",
-           "named_path", "refuse_a_special_file", "refuse_a_store", "refuse_another_kind", "sibling_name", "sqlite_side_files", "through_links"]
+           "named_path", "refuse_a_special_file", "refuse_a_store", "refuse_a_store_named_as_a_side_file",
+           "refuse_another_kind", "sibling_name", "sqlite_side_files", "through_links"]
 
 # SQLite keeps part of a database beside it, in files named after it: a results store is
 # these files as well as its own (writing over one of them corrupts the store).
@@ -280,6 +281,21 @@ def refuse_a_name_without_room_for_side_files(path: Path, what: str) -> None:
     """An SQLite file named with 248-255 bytes is legal, but its -journal is not: writing to it
     failed as "unable to open database file", its name never said."""
     refuse_a_long_name(path, what, room=max(len(suffix) for suffix in SQLITE_SIDE_SUFFIXES))
+
+
+def refuse_a_store_named_as_a_side_file(path: Path, what: str) -> None:
+    """A store written as ``runs.db-wal``, or as ``runs.db`` beside a whole database named ``runs.db-wal``:
+    SQLite takes the second for the first's write-ahead log (or journal) and deletes it when it opens the
+    first, and a sweep's measured rows went without a word."""
+    for suffix in SQLITE_SIDE_SUFFIXES:
+        if path.name.endswith(suffix) and len(path.name) > len(suffix):
+            owner = path.with_name(path.name[:-len(suffix)])
+            raise BadInputError(f"{what} {path}: SQLite takes a file of this name for the {suffix} file of {owner}, "
+                                f"and deletes it when {owner} is opened; give the store another name")
+    for side in sqlite_side_files(path):
+        if is_sqlite_file(side):
+            raise BadInputError(f"{what} {path}: beside it, {side} is a whole SQLite database, which SQLite would take "
+                                f"for this store's {side.name[len(path.name):]} file and delete; rename it first")
 
 
 def sqlite_side_files(path: str | Path) -> list[Path]:

@@ -146,12 +146,13 @@ class ResultStore:
         """BadInputError unless ``path`` can hold a store (for writing: a new file can be
         made there, an empty file is there, or a whole visprof store that it reads first);
         writes nothing."""
-        from visprof.base.output_paths import check_output_path
+        from visprof.base.output_paths import check_output_path, refuse_a_store_named_as_a_side_file
 
         path = Path(path)
         if write:
             check_output_path(path, option("store"))
             refuse_a_name_without_room_for_side_files(path, option("store"))
+            refuse_a_store_named_as_a_side_file(path, option("store"))
         elif not path.exists():
             raise BadInputError(f"no such store: {path}")
         elif path.is_dir():
