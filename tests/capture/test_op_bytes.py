@@ -139,6 +139,23 @@ def test_attention_flops_for_any_number_of_leading_dims(shape):
     assert op_flops(aten.scaled_dot_product_attention.default, (q, k, v), {}, out) == expected
 
 
+def test_attention_flops_count_the_value_width_apart_from_the_query_width():
+    """softmax(q k^T) @ v is a GEMM over v's head width, not q's: an attention whose v is wider or
+    narrower than q and k (a decoupled value projection) would get its FLOPs and TFLOP/s wrong."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from visprof.capture.op_costs import op_flops
+
+    q, k, v = torch.randn(2, 3, 7, 8), torch.randn(2, 3, 7, 8), torch.randn(2, 3, 7, 16)
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    # 6 slices: q k^T is 7 x 7 x 8 MACs, softmax @ v 7 x 7 x 16
+    expected = 2 * 2 * 3 * 7 * 7 * (8 + 16)
+    with FlopCounterMode(display=False) as counter:  # torch's count of the same call
+        torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    assert counter.get_total_flops() == expected
+    assert op_flops(aten.scaled_dot_product_attention.default, (q, k, v), {}, out) == expected
+
+
 @pytest.mark.parametrize("equation, shapes, macs", [
     ("bnd,hkd->bnhk", [(2, 5, 8), (3, 4, 8)], 2 * 5 * 8 * 3 * 4),  # MobileNetV4's query projection
     ("bnhk,bmk->bnhm", [(2, 5, 3, 4), (2, 6, 4)], 2 * 5 * 3 * 4 * 6),
@@ -155,6 +172,25 @@ def test_einsum_flops_are_its_matrix_products(equation, shapes, macs):
         with torch.utils.flop_counter.FlopCounterMode(display=False) as counter:
             torch.einsum(equation, *operands)
         assert counter.get_total_flops() == 2 * macs
+
+
+
+@pytest.mark.parametrize("equation", ["bij,bjk->bik", "...ij,...jk->...ik"])
+def test_an_einsum_dim_broadcast_from_size_one_counts_at_its_full_size(equation):
+    """The last operand's batch dim is 1 and broadcasts against the first's 3: counting the dim at the
+    size its last operand gives (1) would undercount the einsum's FLOPs 3x."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from visprof.capture.op_costs import op_flops
+
+    operands = [torch.randn(3, 4, 5), torch.randn(1, 5, 6)]
+    out = torch.einsum(equation, *operands)
+    assert out.shape == (3, 4, 6)
+    expected = 2 * 3 * 4 * 5 * 6  # b=3 after the broadcast, i=4, j=5, k=6
+    with FlopCounterMode(display=False) as counter:
+        torch.einsum(equation, *operands)
+    assert counter.get_total_flops() == expected
+    assert op_flops(aten.einsum.default, (equation, operands), {}, out) == expected
 
 
 def test_the_capture_counts_einsum_and_5d_attention_flops():
@@ -382,3 +418,26 @@ def test_a_convolutions_backward_counts_each_gradient_as_the_forward(groups, tra
         with FlopCounterMode(display=False) as counter:
             conv(x).sum().backward()
         assert forward.flops + backward.flops == counter.get_total_flops()
+
+
+def test_a_convolutions_backward_without_the_inputs_gradient_counts_the_weights_only():
+    """A stem convolution's input is the image, which needs no gradient (output_mask[0] False): its
+    backward is the weight's gradient alone, as many FLOPs as the forward. Counting the input's
+    gradient too would double that layer's backward FLOPs in a training-step profile."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+    x = torch.randn(2, 3, 12, 12)  # no requires_grad: an image
+    tracker = ModuleTracker(conv)
+    cap = OpCapture(tracker, nvtx=False, flops=True, backward=True)
+    with tracker, cap:
+        conv(x).sum().backward()
+    ops = cap.to_records()
+    forward = next(op for op in ops if op.name == "aten.convolution.default")
+    backward = next(op for op in ops if op.name == "aten.convolution_backward.default")
+    # output 2x8x12x12 elements, each 3x3x3 multiply-adds
+    assert forward.flops == 2 * (2 * 8 * 12 * 12) * (3 * 3 * 3)
+    assert backward.flops == forward.flops, (forward.flops, backward.flops)
+    with FlopCounterMode(display=False) as counter:  # torch's count of the same step
+        conv(x).sum().backward()
+    assert forward.flops + backward.flops == counter.get_total_flops()
