@@ -1,6 +1,7 @@
 """Attribution over synthetic traces (exact sums) and over recorded traces in tests/data/."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,6 +69,21 @@ def test_flop_time_is_the_time_of_the_kernels_of_ops_with_flops():
     expected_ns = {("attention", "core"): 400, ("attention", "projections"): 300 + 100, ("linear", None): 814}
     for key, row in rows.items():
         assert row.flop_time_ms == pytest.approx(expected_ns.get(key, 0) / 1e6), key
+
+
+def test_a_categorys_bandwidth_is_its_bytes_over_its_kernel_time_in_gb_per_s():
+    """CategoryRow.gbps goes into the result JSON and the category CSV: a unit slip (ns vs s) would
+    put every category's GB/s 1000x off."""
+    b = TraceBuilder(iterations=2)
+    fc = b.module("fc", "Linear")
+    for iteration in range(2):
+        b.iteration = iteration
+        b.op("aten.linear.default", fc, [("gemm", 400)], flops=1e6)
+        b.ops[-1] = dataclasses.replace(b.ops[-1], bytes=2_000_000)
+    row = rows_by_key(attribute(b.build()))[("linear", None)]
+    # per iteration: 2e6 bytes in 400 ns = 2e6 / 400e-9 s = 5e12 byte/s = 5000 GB/s
+    assert row.bytes == 2_000_000
+    assert row.gbps == pytest.approx(5000.0)
 
 
 def test_rows_come_in_table_order():
