@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from fixtures import cpu_trace
-from toy_results import toy_result, toy_trace
+from fixtures import TraceBuilder, cpu_trace
+from toy_results import costed, toy_result, toy_trace
 from visprof.analysis import roofline
 from visprof.analysis.gpus import GpuTable
 from visprof.attribution.attribute import attribute
@@ -71,6 +71,35 @@ def test_shares_are_of_latency_with_idle_as_launch_bound():
     assert shares["memory"] == pytest.approx(0.16)
     assert shares["compute"] == pytest.approx(0.10)
     assert sum(shares.values()) == pytest.approx(1.0)
+
+
+def test_shares_of_overlapping_kernels_scale_kernel_time_to_busy_time():
+    """Kernels on several streams overlap: 76 us of kernel time in 38 us of busy time. Unscaled, the
+    bound shares plus launch would add up to 138% of the latency."""
+    timing = Timing(LatencyStats.from_samples([0.1]), 80_000, 1, busy_ms=0.038, idle_ms=0.062)
+    shares = toy_result(toy_trace(), timing).roofline.shares
+    # each bound's kernel time x 38/76 busy per kernel us, over the 100 us latency
+    assert shares["tensor"] == pytest.approx(0.050 * 0.5 / 0.1)  # 25%
+    assert shares["memory"] == pytest.approx(0.016 * 0.5 / 0.1)  # 8%
+    assert shares["compute"] == pytest.approx(0.010 * 0.5 / 0.1)  # 5%
+    assert shares["launch"] == pytest.approx(0.62)
+    assert sum(shares.values()) == pytest.approx(1.0)
+
+
+def test_a_category_mostly_fp32_with_a_little_tensor_core_work_has_the_fp32_roof():
+    """A category's attainable TFLOP/s is the peak of the math most of its FLOPs are: 1e9 FP32 FLOPs
+    and 1e8 on bf16 tensor cores get SPEC's FP32 peak, 10 TFLOP/s. The tensor peak (100) would
+    overstate its roof 10x."""
+    b = TraceBuilder()
+    conv = b.module("conv", "Conv2d")
+    costed(b, "aten.convolution.default", conv, [("conv_fp32", 100_000)], flops=1e9, bytes=1_000_000,
+           groups=1, in_channels=8, kernel_size=[3, 3])
+    costed(b, "aten.convolution.default", conv, [("conv_bf16", 1_000)], flops=1e8, bytes=1_000_000,
+           tensor_core="bf16", groups=1, in_channels=16, kernel_size=[3, 3])
+    point = next(p for p in toy_result(b.build()).roofline.categories if p.category == "convolution")
+    # intensity 1.1e9 / 2e6 = 550 FLOP/byte, past the FP32 ridge (10 FLOP/byte): the roof is the peak
+    assert point.flops == pytest.approx(1.1e9) and point.intensity == pytest.approx(550)
+    assert point.attainable_tflops == pytest.approx(10)
 
 
 def test_category_points_place_each_category_against_the_roof():
