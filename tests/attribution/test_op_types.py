@@ -188,6 +188,22 @@ def test_launch_shape_is_the_time_weighted_median_and_launch_sizes_bin_kernel_ti
     assert sized[1].time_ms == pytest.approx(400e-6) and sum(r.share for r in sized) == pytest.approx(1.0)
 
 
+def test_launch_shape_is_the_shape_at_half_the_familys_time_not_an_upper_quantile():
+    """Blocks and threads per kernel family are the launch shape at which half the family's time is
+    reached. An upper quantile (or the plain median launch) would report a shape most of its time
+    does not run at."""
+    b = TraceBuilder()
+    b.op("aten.add.Tensor", b.module("", "Net"), [("add_kernel", 100), ("add_kernel", 100), ("add_kernel", 150),
+                                                  ("add_kernel", 150)])
+    trace = _with_grids(b, [(10, 1, 1), (10, 1, 1), (50, 2, 1), (1000, 1, 1)],
+                        [(64, 1, 1), (64, 1, 1), (64, 2, 1), (256, 1, 1)])
+    (row,) = kernel_family_rows(attribute(trace))
+    # by blocks, time reached: 10 -> 200 of 500 ns (40%), 100 -> 350 (70%), 1000 -> 500 (100%).
+    # Half the time is reached at 100 blocks; 75% at 1000; the median of the four launches is 10.
+    # Threads the same way: 64 -> 40%, 128 -> 70%, 256 -> 100%.
+    assert (row.blocks, row.threads) == (100, 128)
+
+
 def test_results_made_before_the_kernel_family_work_load_with_none():
     doc = ProfileResult.load(DATA / "h200-result-vit_base_patch16_224.json").to_dict()
     doc["kernel_families"] = [{"family": "nvjet_tst", "category": "linear", "subcategory": None, "calls": 48.0,
