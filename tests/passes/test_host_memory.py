@@ -73,6 +73,24 @@ def test_available_memory_is_known_and_at_most_the_machine_total():
     assert available is not None and 0 < available <= total
 
 
+MEMINFO = """MemTotal:       16384000 kB
+MemFree:         1200000 kB
+MemAvailable:    8000000 kB
+Buffers:          100000 kB
+"""
+
+
+def test_available_memory_reads_meminfos_kilobytes_as_kib(tmp_path, monkeypatch):
+    """/proc/meminfo's "kB" are KiB: read as 1000 bytes, the memory free for a batch would be
+    understated by 2.3%, and the host-memory checks would refuse or shrink batches that fit."""
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text(MEMINFO)
+    real_path = host_memory.Path
+    monkeypatch.setattr(host_memory, "Path", lambda *parts: meminfo if parts == ("/proc/meminfo",) else real_path(*parts))
+    monkeypatch.setattr(host_memory, "_cgroup_available", lambda: None)  # no container limit: MemAvailable decides
+    assert available_bytes() == 8_000_000 * 1024  # 8,192,000,000 bytes
+
+
 def test_the_estimate_is_linear_in_the_batch_and_keeps_a_reserve():
     estimate = HostEstimate(per_sample=100, fixed=50)
     assert estimate.bytes_for(10) == 1050
