@@ -15,6 +15,7 @@ import time
 from cli_in_process import run_cli
 from device_stores import VIT, NoExecutor, measured_here
 from visprof.store.result_store import ResultStore
+from visprof.store.versions import SoftwareVersions
 from visprof.sweep.plan import ModelSizes, SweepPlan
 from visprof.sweep.placement import DoneOn
 from visprof.sweep.run import _Sweep
@@ -102,6 +103,26 @@ def test_a_store_holding_the_models_other_name_counts_the_cell_as_done(tmp_path)
                            retry_failed=False, time_budget_s=None, started=time.monotonic(), progress=False)
         assert [t.cell.model for t in sweep.queue] == ["resnet18.tv_in1k"], stored
         assert sweep.summary.skipped == 1
+
+
+def test_a_result_under_another_spelling_wins_over_a_failure_under_the_cells_own(tmp_path):
+    """deit measured at --img-size 224, and a failed try (not final) under the key the plan now gives the
+    cell, img=default: the cell is done. Taking the failure would run the measured cell again (or, were
+    the failure final, count it as failed for good)."""
+    doc = measured_here(json.loads(VIT.read_text()))
+    plan = SweepPlan(["deit_tiny_patch16_224"], "cuda", img_sizes=["test", "224"], sizes=registry_sizes)
+    (cell,) = plan.cells()
+    measured = SweepPlan(["deit_tiny_patch16_224"], "cuda", img_sizes=["224"]).cells()[0]
+    # the cell's own key (the failure's) is looked up first, the result's spelling after it
+    assert plan.spellings(cell)[0] == cell.key != measured.key and measured.key in plan.spellings(cell)
+    with ResultStore(tmp_path / "r.db", write=True) as store:
+        store.add_result(measured, doc)
+        store.add_failure(cell, versions=SoftwareVersions.current(), gpu=doc["gpu"], kind="crash",
+                          error_class="WorkerCrashed", message="killed", final=False)
+        sweep = _Sweep(store, plan, NoExecutor(), DoneOn((), (doc["gpu"]["name"],)), retries=1, retry_failed=False,
+                       time_budget_s=None, started=time.monotonic(), progress=False)
+    assert list(sweep.queue) == []
+    assert (sweep.summary.skipped, sweep.summary.skipped_failed) == (1, 0)
 
 
 def test_the_sweep_says_how_many_it_merged(tmp_path, capsys, recorded_cells):
