@@ -174,7 +174,6 @@ def test_einsum_flops_are_its_matrix_products(equation, shapes, macs):
         assert counter.get_total_flops() == 2 * macs
 
 
-
 @pytest.mark.parametrize("equation", ["bij,bjk->bik", "...ij,...jk->...ik"])
 def test_an_einsum_dim_broadcast_from_size_one_counts_at_its_full_size(equation):
     """The last operand's batch dim is 1 and broadcasts against the first's 3: counting the dim at the
