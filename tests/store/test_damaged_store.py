@@ -226,6 +226,18 @@ def test_a_broken_index_is_found_before_a_writer_works(good, tmp_path, command):
     assert sorted(p.name for p in path.parent.iterdir()) == ["s.db"]
 
 
+def test_a_dry_run_refuses_a_broken_index_as_the_run_would(good, tmp_path):
+    """sweep --dry-run planned "1 to run" and exited 0 on a store whose index page was broken, where
+    the run it previewed is refused at once."""
+    path = tmp_path / "s.db"
+    shutil.copy(good, path)
+    _break_table(path, "results_model")
+    before = digest(path)
+    proc = visprof(tmp_path, *WRITERS["sweep"], "--dry-run")
+    _assert_one_line(proc, path, "is a damaged results store (SQLite's check: ")
+    assert digest(path) == before
+
+
 @pytest.mark.parametrize("fmt", ["csv", "json", "timm", "parquet"])
 def test_an_export_of_a_store_damaged_where_it_does_not_read_is_refused(good, tmp_path, fmt):
     """A broken index page: the export's queries do not touch it, and it had written its file as if the

@@ -45,6 +45,48 @@ def test_a_dry_run_refuses_a_store_path_the_run_would_refuse(tmp_path, capsys, r
     assert recorded_cells == []
 
 
+def test_a_dry_run_from_python_refuses_a_store_in_a_folder_that_is_not_there(tmp_path, recorded_cells):
+    """run_sweep(dry_run=True) planned "1 to run" for a store in a missing folder, where the CLI's dry run
+    and the run itself refuse it."""
+    import pytest
+
+    from visprof.base.errors import BadInputError
+
+    with pytest.raises(BadInputError, match="does not exist"):
+        run_sweep("resnet18", store=tmp_path / "nodir" / "r.db", batch_sizes=[1], device="cpu", dry_run=True,
+                  progress=False)
+    assert recorded_cells == []
+
+
+def test_a_dry_run_of_a_store_another_sweep_is_writing_says_so(tmp_path, recorded_cells):
+    """A dry run planned a run that would then be refused as busy, without a word."""
+    import os
+    import warnings
+
+    from visprof.base.errors import VisprofWarning
+    from visprof.store.sqlite_guard import lock_for_writing
+
+    path = tmp_path / "r.db"
+    with ResultStore(path, write=True):
+        pass
+    held = lock_for_writing(path)  # as a running sweep holds it
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            summary = run_sweep("resnet18", store=path, batch_sizes=[1], device="cpu", dry_run=True, progress=False)
+    finally:
+        os.close(held)
+    assert summary.remaining == 1
+    [busy] = [w for w in caught if "another sweep is writing" in str(w.message)]
+    assert busy.category is VisprofWarning and str(busy.message) == (
+        f"another sweep is writing to {path} now: this plan reads the store as it stands, and the run would be "
+        "refused until that sweep ends")
+    with warnings.catch_warnings(record=True) as caught:  # once it ended: nothing to say
+        warnings.simplefilter("always")
+        run_sweep("resnet18", store=path, batch_sizes=[1], device="cpu", dry_run=True, progress=False)
+    assert not [w for w in caught if "another sweep" in str(w.message)]
+
+
 def test_a_dry_run_reads_the_store_as_the_run_would_and_estimates_from_its_cells(tmp_path, recorded_cells):
     """One cell measured (in 3 s, on this CPU), one failed for good, one failed once (tried again):
     the dry run skips the first two, lists the third with its attempt, and prices the rest at 3 s."""

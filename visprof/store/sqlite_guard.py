@@ -17,7 +17,7 @@ from pathlib import Path
 from visprof.base.errors import BadInputError
 from visprof.base.spelling import option
 
-__all__ = ["DamagedStoreError", "StoreBusyError", "StoreConnection", "StoreCursor", "lock_for_writing"]
+__all__ = ["DamagedStoreError", "StoreBusyError", "StoreConnection", "StoreCursor", "held_by_a_writer", "lock_for_writing"]
 
 
 # SQLite's result codes for a file that is not a whole database: SQLITE_CORRUPT, SQLITE_NOTADB.
@@ -111,6 +111,24 @@ class StoreConnection(sqlite3.Connection):
 
     def executemany(self, sql, parameters):
         return self.cursor().executemany(sql, parameters)
+
+
+def held_by_a_writer(path: Path) -> bool:
+    """Whether another process holds ``path``'s writing lock (``lock_for_writing``), asked without taking
+    it: a dry run reads the store, and had planned a run that would then be refused as busy."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing lets go of the shared lock, where it was had
+    return False
 
 
 def lock_for_writing(path: Path) -> int:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from visprof.base.errors import VisprofWarning
+from visprof.base.output_paths import check_output_path
 from visprof.base.spelling import either, option
 from visprof.sweep.options import check_numbers, check_profile_options
 from visprof.sweep.placement import DoneOn, executor_for
@@ -33,6 +34,7 @@ from visprof.sweep.plan import SweepPlan
 from visprof.sweep.progress_bar import SweepProgress
 from visprof.sweep.selection import ModelList, import_modules, registry_sizes, select_models
 from visprof.store.result_store import NotAStoreYet, ResultStore
+from visprof.store.sqlite_guard import held_by_a_writer
 from visprof.sweep.summary import SweepSummary
 from visprof.sweep.tasks import Task
 from visprof.store.versions import SoftwareVersions
@@ -92,9 +94,14 @@ def run_sweep(
     if isinstance(passes, str):
         passes = [p.strip() for p in passes.split(",") if p.strip()]
     options = check_profile_options(profile_options or {})
-    # a bad path fails before minutes of work; a dry run only reads the store, where there is one
-    if not dry_run or Path(store).exists():
-        ResultStore.check_path(store, write=not dry_run)
+    # a bad path fails before minutes of work; a dry run only reads the store, where there is one, and
+    # refuses what the run would (a damaged store, a folder that is not there)
+    if not dry_run:
+        ResultStore.check_path(store, write=True)
+    elif Path(store).exists():
+        ResultStore.check_path(store, write=False)
+    else:
+        check_output_path(Path(store), option("store"))
     executor = writer = None
     try:
         import_modules(imports)
@@ -329,6 +336,10 @@ def _dry_run(store: str | os.PathLike, plan: SweepPlan, executor, devices: DoneO
         held = None
     if held is not None:
         with held:
+            held.check_intact()  # damage the run would refuse the store for, before any cell
+            if held_by_a_writer(Path(store)):
+                warnings.warn(f"another sweep is writing to {store} now: this plan reads the store as it stands, and "
+                              "the run would be refused until that sweep ends", VisprofWarning, stacklevel=3)
             states = _done_cells(held, SoftwareVersions.current(), devices)
             walls = [float(row["wall_s"]) for row in held.rows() if row.get("wall_s")]
     queue, skipped, skipped_failed = _queue(plan, states, retry_failed)
