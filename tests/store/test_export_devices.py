@@ -181,6 +181,9 @@ def test_a_model_filter_takes_a_name_without_its_tag_a_comma_list_and_several_pa
     assert models(model="resnet") == []  # a name is no prefix
     with open_store(store) as reader:
         assert [r["model"] for r in reader.rows(model="vit_base_patch16_224")] == [vit]
+        # whatever the case, as sweep and profile take a name (RESNET50 had matched none)
+        assert [r["model"] for r in reader.rows(model="RESNET5*")] == ["resnet50"]
+    assert models(model="ResNet50") == ["resnet50"] and models(model="VIT_BASE_PATCH16_224") == [vit]
 
 
 def test_export_cli_takes_cpu_in_any_case_and_names_the_cpu_rows_when_nothing_matches(mixed, capsys):

@@ -47,4 +47,6 @@ def untagged_default(name: str) -> str | None:
 
 
 def matches_model(name: str, globs: list[str] | None) -> bool:
-    return globs is None or any(fnmatch.fnmatchcase(name, glob) for glob in globs)
+    """Whatever the case: sweep and profile take RESNET10T as resnet10t, and export --model RESNET10T
+    had matched none of its rows."""
+    return globs is None or any(fnmatch.fnmatchcase(name.casefold(), glob.casefold()) for glob in globs)

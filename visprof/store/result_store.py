@@ -594,8 +594,9 @@ def _pattern_filter(model: str | Sequence[str] | None, gpu: str | None) -> tuple
     clauses, params = ["1"], []
     globs = model_globs(model)
     if globs is not None:
-        clauses.append("(" + " OR ".join(["model GLOB ?"] * len(globs) or ["0"]) + ")")
-        params += [_as_sql_glob(glob) for glob in globs]
+        # whatever the case, as matches_model: lower() on both sides of SQLite's case-sensitive GLOB
+        clauses.append("(" + " OR ".join(["lower(model) GLOB ?"] * len(globs) or ["0"]) + ")")
+        params += [_as_sql_glob(glob.lower()) for glob in globs]
     if gpu is not None:
         clauses.append(f"{_DEVICE_NAME_SQL} GLOB ?")
         params.append(_as_sql_glob(gpu))
