@@ -197,3 +197,21 @@ def test_export_cli_takes_cpu_in_any_case_and_names_the_cpu_rows_when_nothing_ma
     assert main(["export", str(mixed), "--format", "csv", "--model", "nothing", "--model", "vit_*"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert [r["model"] for r in rows] == ["vit_base_patch16_224"] * 2  # the H200's row and the CPU's
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_a_filter_matching_nothing_leaves_an_earlier_export_as_it_was(mixed, tmp_path, capsys, fmt):
+    """export --model TYPO -o a.csv warned and replaced a 74-row export with its header."""
+    from visprof.cli.app import main
+
+    out = tmp_path / f"a.{fmt}"
+    assert main(["export", str(mixed), "--format", fmt, "-o", str(out)]) == 0
+    before = out.read_bytes()
+    capsys.readouterr()
+    assert main(["export", str(mixed), "--format", fmt, "--model", "vit_bsae*", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert out.read_bytes() == before
+    assert f"matches --model 'vit_bsae*'; {out} was left as it was" in err and "wrote" not in err
+    fresh = tmp_path / f"new.{fmt}"  # no earlier file: the empty export is written, as asked
+    assert main(["export", str(mixed), "--format", fmt, "--model", "vit_bsae*", "-o", str(fresh)]) == 0
+    assert fresh.exists() and "wrote 0 rows" in capsys.readouterr().err

@@ -314,14 +314,17 @@ def cmd_export(args: argparse.Namespace) -> int:
     # export_store checks the output (writable, not the store) before it reads anything.
     export_store = importlib.import_module("visprof.store.export").export_store
     gpu, held = _stored_gpu(args.store, args.gpu)
+    was_there = args.output is not None and Path(args.output).exists()
     count = export_store(args.store, args.output, args.format, model=args.model, gpu=gpu, failures=args.failures,
                          batch_size=args.batch_size, precision=args.precision)
     models = ",".join(args.model) if args.model else None
     filters = (("model", models), ("gpu", args.gpu), ("batch-size", args.batch_size), ("precision", args.precision))
-    if count == 0 and any(value for _, value in filters):  # an empty export is otherwise silent on stdout
+    matched_none = count == 0 and any(value for _, value in filters)
+    if matched_none:  # an empty export is otherwise silent on stdout
         print(f"visprof: warning: no row of {args.store} matches " + " and ".join(
             f"--{name} {value!r}" for name, value in filters if value)
-              + (f" (its rows' devices: {', '.join(held)})" if args.gpu and held else ""), file=sys.stderr)
-    if args.output is not None:
+              + (f" (its rows' devices: {', '.join(held)})" if args.gpu and held else "")
+              + (f"; {args.output} was left as it was" if was_there else ""), file=sys.stderr)
+    if args.output is not None and not (matched_none and was_there):
         print(f"[visprof] wrote {count} rows to {args.output}", file=sys.stderr)
     return 0

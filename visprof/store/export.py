@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -43,7 +44,9 @@ def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt
     which has one row per model and image size.
 
     An ``output`` that is the store itself, by any name (a link, a hard link) or one of its
-    SQLite side files (``-wal``, ``-shm``, ``-journal``), is refused before anything is read."""
+    SQLite side files (``-wal``, ``-shm``, ``-journal``), is refused before anything is read. Where a
+    filter matches no row, an ``output`` already there is left as it is (a typo of a model name had
+    replaced a 74-row export with its header)."""
     from visprof.base.output_paths import check_output_paths
     from visprof.base.outputs import atomic_output
 
@@ -64,6 +67,7 @@ def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt
         check_output_paths({option("output"): output}, inputs={"store": source}, kinds={option("output"): _KIND[fmt]})
     owned = not isinstance(store, ResultStore)
     reader = open_store(store) if owned else store
+    filtered = any(value is not None for value in (model, gpu, batch_size, precision))
     try:
         # damage in a part this export does not read (an index page) had let it succeed, a copy of a store
         # that every writer refuses; a tenth of a second on a 140 MB store
@@ -72,8 +76,9 @@ def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt
             raise BadInputError(_no_results(reader))
         if fmt == "parquet":
             frame = _parquet_frame(reader, model, gpu)
-            with atomic_output(output, "wb", kind="parquet") as fh:
-                _write_parquet(frame, fh)
+            if not (frame.empty and filtered and os.path.exists(output)):
+                with atomic_output(output, "wb", kind="parquet") as fh:
+                    _write_parquet(frame, fh)
             return len(frame)
         buffer = io.StringIO()
         count = _write_text(reader, fmt, buffer, model, gpu, failures, batch_size, precision)
@@ -82,7 +87,7 @@ def export_store(store: str | Path | ResultStore, output: str | Path | None, fmt
             reader.close()
     if output is None:
         (stdout or sys.stdout).write(buffer.getvalue())
-    else:
+    elif not (count == 0 and filtered and os.path.exists(output)):
         with atomic_output(output, kind=_KIND[fmt]) as fh:
             fh.write(buffer.getvalue())
     return count
