@@ -226,6 +226,19 @@ def test_a_broken_index_is_found_before_a_writer_works(good, tmp_path, command):
     assert sorted(p.name for p in path.parent.iterdir()) == ["s.db"]
 
 
+@pytest.mark.parametrize("command", list(READERS))
+def test_a_broken_index_is_found_by_every_reader(good, tmp_path, command):
+    """compare, predict and report read a store whose index page was broken, with exit 0 and no word,
+    where export and every writer refuse it."""
+    path = tmp_path / "s.db"
+    shutil.copy(good, path)
+    _break_table(path, "results_model")
+    before = digest(path)
+    proc = visprof(tmp_path, *READERS[command])
+    _assert_one_line(proc, path, "is a damaged results store (SQLite's check: ")
+    assert digest(path) == before
+
+
 def test_a_dry_run_refuses_a_broken_index_as_the_run_would(good, tmp_path):
     """sweep --dry-run planned "1 to run" and exited 0 on a store whose index page was broken, where
     the run it previewed is refused at once."""

@@ -357,6 +357,9 @@ def load(paths: Iterable[str | Path], table: GpuTable | None = None,
             continue
         elif _is_store(path):
             with open_store(path) as store:
+                # damage where these reads do not go (an index page): refused as export and the writers refuse
+                # it, not read as if whole
+                store.check_intact()
                 results = counted(store.results(), store.count(), f"results of {path.name}", on_progress)
                 loaded.measurements += [from_result(r, f"{path}", table) for r in results]
                 loaded.measurements += [from_reference(ref, table) for ref in store.references()]
