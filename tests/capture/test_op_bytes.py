@@ -395,6 +395,17 @@ def test_cudnns_rnn_backward_counts_the_weights_gradient_where_asked():
         assert op_flops(aten._cudnn_rnn_backward.default, args, {}, None) == times * forward
 
 
+def _captured_conv_step(conv, x):
+    """(forward, backward) op records of one captured training step of ``conv`` on ``x``."""
+    tracker = ModuleTracker(conv)
+    cap = OpCapture(tracker, nvtx=False, flops=True, backward=True)
+    with tracker, cap:
+        conv(x).sum().backward()
+    ops = cap.to_records()
+    return (next(op for op in ops if op.name == "aten.convolution.default"),
+            next(op for op in ops if op.name == "aten.convolution_backward.default"))
+
+
 @pytest.mark.parametrize("groups, transposed", [(1, False), (4, False), (8, False), (1, True), (4, True)])
 def test_a_convolutions_backward_counts_each_gradient_as_the_forward(groups, transposed):
     """torch's formula counted the weight's gradient of a grouped convolution as if every channel met
@@ -405,13 +416,7 @@ def test_a_convolutions_backward_counts_each_gradient_as_the_forward(groups, tra
     cls = torch.nn.ConvTranspose2d if transposed else torch.nn.Conv2d
     conv = cls(8, 16, 3, groups=groups, padding=1)
     x = torch.randn(2, 8, 12, 12, requires_grad=True)
-    tracker = ModuleTracker(conv)
-    cap = OpCapture(tracker, nvtx=False, flops=True, backward=True)
-    with tracker, cap:
-        conv(x).sum().backward()
-    ops = cap.to_records()
-    forward = next(op for op in ops if op.name == "aten.convolution.default")
-    backward = next(op for op in ops if op.name == "aten.convolution_backward.default")
+    forward, backward = _captured_conv_step(conv, x)
     assert forward.flops > 0 and backward.flops == 2 * forward.flops, (forward.flops, backward.flops)
     if groups == 1:
         with FlopCounterMode(display=False) as counter:
@@ -427,13 +432,7 @@ def test_a_convolutions_backward_without_the_inputs_gradient_counts_the_weights_
 
     conv = torch.nn.Conv2d(3, 8, 3, padding=1)
     x = torch.randn(2, 3, 12, 12)  # no requires_grad: an image
-    tracker = ModuleTracker(conv)
-    cap = OpCapture(tracker, nvtx=False, flops=True, backward=True)
-    with tracker, cap:
-        conv(x).sum().backward()
-    ops = cap.to_records()
-    forward = next(op for op in ops if op.name == "aten.convolution.default")
-    backward = next(op for op in ops if op.name == "aten.convolution_backward.default")
+    forward, backward = _captured_conv_step(conv, x)
     # output 2x8x12x12 elements, each 3x3x3 multiply-adds
     assert forward.flops == 2 * (2 * 8 * 12 * 12) * (3 * 3 * 3)
     assert backward.flops == forward.flops, (forward.flops, backward.flops)
