@@ -150,6 +150,8 @@ RULES_CASES = [
      "rules[0] ('x').attrs: expected a table of attribute = value, got an integer (1)"),
     ("rules.json", '{"rules": [{"name": "x", "op": "relu", "category": "activation"}', "ends in the middle of its JSON (truncated?)"),
     ("rules.toml", "\x00\x01binary", "is a binary file, not text"),
+    # a results store where a text file is read (diff s.db e.json said only "a binary file")
+    ("rules.toml", "SQLite format 3\x00\x10\x00", "is an SQLite database (a visprof results store?), not a "),
     ("rules.yaml", "rules:\n  - name: x\n", "is not valid TOML"),
 ]
 

@@ -161,3 +161,57 @@ def test_cpu_runs_at_other_thread_counts_say_so_and_record_it():
     assert diff_profiles(*runs).differences == ["CPU threads: 1 -> 2"]
     older = ProfileResult.from_dict({**runs[0].to_dict(), "environment": {"torch": runs[0].environment["torch"]}})
     assert "CPU threads" not in " ".join(diff_profiles(older, runs[1]).differences)  # unknown is no difference
+
+
+def test_settings_that_move_the_time_are_named_not_read_as_a_rerun():
+    """Per-forward against model-cast autocast moved all the cast time, and diff said "nothing recorded (a
+    rerun)"; so it did for another parameter count (a changed module), other passes, another host CPU."""
+    doc = json.loads(H100.read_text())
+    other = copy.deepcopy(doc)
+    other["config"]["autocast"] = "model-cast"
+    other["model"]["param_count"] = doc["model"]["param_count"] + 272
+    other["environment"]["cpu"] = {"name": "Apple M2", "logical_cpus": 8}
+    before = {**doc, "environment": {**doc["environment"], "cpu": {"name": "AMD EPYC", "logical_cpus": 2}}}
+    a, b = ProfileResult.from_dict(before), ProfileResult.from_dict(other)
+    assert diff_profiles(a, b).differences == [
+        f"parameters: {doc['model']['param_count']:,} -> {doc['model']['param_count'] + 272:,}",
+        f"autocast: {doc['config']['autocast']} -> model-cast", "host CPU: AMD EPYC -> Apple M2"]
+    timing = ProfileResult.from_dict(_timing_only(doc))
+    assert "passes: timing -> timing+attributed+memory" in diff_profiles(timing, ProfileResult.from_dict(doc)).differences
+
+
+def _cpu_runs(**settings):
+    import torch
+
+    import visprof
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU()).eval()
+    return [visprof.profile(model, img_size=16, batch_size=1, progress=False, iterations=3, **kw)
+            for kw in settings.values()]
+
+
+def test_a_cpu_compiled_run_against_an_eager_one_compares_no_breakdown():
+    """On the CPU the op capture runs a compiled model eagerly: both breakdowns are of the eager model,
+    and diff had shown their noise (normalization x0.32) as torch.compile's change, a table compare-compile
+    refuses to print."""
+    eager, compiled = (ProfileResult.from_dict(r.to_dict()) for r in _cpu_runs(eager={}, compiled={}))
+    compiled.config.compile = True  # a compiled run's record, without the minutes Inductor takes here
+    diff = diff_profiles(eager, compiled)
+    assert diff.categories == [] and diff.op_types == [] and diff.total is None and diff.latency is not None
+    assert any(note.startswith("on the CPU the op capture runs a compiled model eagerly, so both breakdowns are of "
+                               "the eager model") for note in diff.notes)
+    assert diff_profiles(eager, eager).categories  # eager against eager: the breakdown as before
+
+
+def test_results_with_nothing_in_common_are_refused_and_a_missing_timing_pass_is_said():
+    """A timing-only result against an attributed-only one printed its header and exited 0, having
+    compared nothing; and a result without the timing pass dropped the latency row without a word."""
+    from visprof.base.errors import BadInputError
+
+    timing, attributed, full = _cpu_runs(timing={"passes": "timing"}, attributed={"passes": "attributed"}, full={})
+    with pytest.raises(BadInputError, match=r"^nothing to compare: A ran without the attributed pass .*; B ran "
+                                            r"without the timing pass .*; profile both with the same passes$"):
+        diff_profiles(timing, attributed)
+    diff = diff_profiles(full, attributed)
+    assert diff.latency is None and diff.categories
+    assert "B ran without the timing pass (passes: attributed), so latency is not compared" in diff.notes

@@ -79,6 +79,10 @@ def read_input_bytes(path: str | Path, what: str, allow_empty: bool = False) -> 
 
 
 def _text(raw: bytes, path: Path, what: str) -> str:
+    if raw.startswith(b"SQLite format 3\x00"):  # a results store given where a file of text is read
+        raise BadInputError(f"{what} {path} is an SQLite database (a visprof results store?), not a {what}: a store's "
+                            "results are read by compare, predict, report and calibrate, and from Python by "
+                            "visprof.sweep.open_store(path).results()")
     if b"\x00" in raw[:4096]:
         raise BadInputError(f"{what} {path} is a binary file, not text")
     try:

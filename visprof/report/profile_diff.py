@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from visprof.base.errors import BadInputError
 from visprof.base.json_documents import summary_document
 from visprof.report.text_table import format_table
 from visprof.result import NSYS_IMPORT, ProfileResult
@@ -79,12 +80,20 @@ def _describe(result: ProfileResult) -> dict[str, str]:
     """The run's settings that a difference in time may come from."""
     gpu = result.gpu.get("name") if isinstance(result.gpu, dict) else None
     env = result.environment or {}
+    cpu = env.get("cpu") if isinstance(env.get("cpu"), dict) else {}
     shape = result.model.input_shape[-2:] if len(result.model.input_shape or []) >= 4 else []
-    return {"model": result.model.name, "GPU": gpu or "CPU (host clock)", "batch": str(result.model.batch_size),
-            "input": "x".join(map(str, shape)) or str(result.model.img_size), "precision": result.config.precision,
-            "layout": "channels_last" if result.config.channels_last else "NCHW",
-            "compiled": "yes" if result.config.compile else "no", "grad mode": result.config.grad_mode,
+    config = result.config
+    # each may be missing from an older result ("" or None): a difference needs both sides
+    return {"model": result.model.name, "parameters": f"{result.model.param_count:,}" if result.model.param_count else "",
+            "GPU": gpu or "CPU (host clock)", "batch": str(result.model.batch_size),
+            "input": "x".join(map(str, shape)) or str(result.model.img_size), "precision": config.precision,
+            # model-cast against per-forward autocast moves all the cast time: it had read as "a rerun"
+            "autocast": config.autocast or "", "layout": "channels_last" if config.channels_last else "NCHW",
+            "compiled": "yes" if config.compile else "no", "grad mode": config.grad_mode,
+            "passes": "+".join(config.passes or []),
             "torch": str(env.get("torch")), "timm": str(env.get("timm")), "visprof": result.visprof_version,
+            # the host's speed is a CPU run's latency, and a launch-bound GPU run's
+            "host CPU": str(cpu.get("name") or ""),
             # on the CPU, torch's intra-op threads set the latency; a result made before it was recorded has none
             "CPU threads": str(env.get("cpu_threads") or "") if result.measurement != "gpu" else ""}
 
@@ -129,7 +138,16 @@ def diff_profiles(a: ProfileResult | str | Path, b: ProfileResult | str | Path) 
         notes.append("one result is timed by the host clock (a CPU run) and the other by the GPU: their times are of "
                      "different clocks and work")
     attributed = all(_attributed(r) for r in (a, b))
+    if attributed and a.measurement != "gpu" and b.measurement != "gpu" and a.config.compile != b.config.compile:
+        # the table compare-compile refuses on the CPU: both breakdowns are of the eager model
+        attributed = False
+        notes.append("on the CPU the op capture runs a compiled model eagerly, so both breakdowns are of the eager "
+                     "model and their differences are run-to-run noise, not torch.compile's: only latency and peak "
+                     "memory are compared (on a GPU the compiled run's kernels are attributed)")
     for name, result in (("A", a), ("B", b)):
+        if result.timing is None:
+            notes.append(f"{name} ran without the timing pass (passes: {', '.join(result.config.passes)}), so latency "
+                         "is not compared")
         if not _attributed(result):
             # Its categories are 0, but not because nothing ran: they were not measured.
             notes.append(f"{name} ran without the attributed pass (passes: {', '.join(result.config.passes)}), so "
@@ -142,6 +160,9 @@ def diff_profiles(a: ProfileResult | str | Path, b: ProfileResult | str | Path) 
     if a.timing is not None and b.timing is not None:
         latency = DiffRow("latency", a.timing.latency_ms.median * scale_a, b.timing.latency_ms.median * scale_b)
     peak = (a.peak_allocated_bytes(), b.peak_allocated_bytes())
+    if latency is None and not attributed and not all(peak):
+        # a timing-only result against an attributed-only one had printed its header and exited 0
+        raise BadInputError("nothing to compare: " + "; ".join(notes) + "; profile both with the same passes")
     return ProfileDiff(
         a, b, per, differences, latency,
         DiffRow("total", a.activity_ms() * scale_a, b.activity_ms() * scale_b) if attributed else None,
@@ -163,8 +184,6 @@ def _attributed(result: ProfileResult) -> bool:
 def _result(given) -> ProfileResult:
     if isinstance(given, ProfileResult):
         return given
-    from visprof.base.errors import BadInputError
-
     raise BadInputError(f"diff takes two results (ProfileResult, or the path of a result file), got a "
                         f"{type(given).__name__}")
 
