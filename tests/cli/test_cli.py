@@ -474,3 +474,18 @@ def test_a_reader_that_goes_away_does_not_cost_the_files(fake_profile, tmp_path,
         stdout.close()
     assert json.loads(out.read_text()) == {"model": "resnet18"}
     assert capsys.readouterr().err == ""
+
+
+def test_an_interrupted_compare_compile_names_its_unwritten_json(tmp_path, monkeypatch, capsys):
+    """Ctrl-C during compare-compile said only "interrupted", where profile and the other commands that
+    write at their end name the files they did not write (docs/cli.md)."""
+    import visprof.profiler
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(visprof.profiler, "profile", interrupted)
+    out = tmp_path / "cc.json"
+    assert cli.main(["compare-compile", "resnet18", "--device", "cpu", "--json", str(out), "--quiet"]) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == f"visprof: error: interrupted; not written: {out}"
+    assert not out.exists()

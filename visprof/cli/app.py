@@ -245,7 +245,7 @@ def _say_error(text: str) -> None:
 
 # Commands whose outputs (--json, --csv, --save, -o) are written at their end: Ctrl-C names the ones
 # it left unwritten, as the README's exit codes say, and as profile's do.
-FILE_COMMANDS = {"compare", "predict", "calibrate", "report", "export"}
+FILE_COMMANDS = {"compare", "predict", "calibrate", "report", "export", "compare-compile"}
 
 
 @contextlib.contextmanager
