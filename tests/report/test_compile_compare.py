@@ -50,6 +50,23 @@ def test_comparison_needs_one_eager_and_one_compiled_result():
         compare_compile(result(True, {"linear": 1.0}), result(True, {"linear": 1.0}))
 
 
+@pytest.mark.parametrize("where", ["gpu", "cpu"])
+def test_the_rendered_comparison_checks_its_pair_on_the_cpu_too(where):
+    """render_compile_comparison printed "eager vs torch.compile" with a speed-up for its arguments swapped
+    and for two eager runs of two models on the CPU, where only the GPU's table checked them."""
+    def run(compile, name="m"):
+        r = result(compile, {"linear": 1.0})
+        r.measurement, r.model.name = where, name
+        return r
+
+    with pytest.raises(BadInputError, match=r"an eager result and a compiled one \(config.compile\), in that order; "
+                                            r"got compile=True and compile=False"):
+        render_compile_comparison(run(True), run(False))
+    with pytest.raises(BadInputError, match="one model's runs in one setting: model m and other"):
+        render_compile_comparison(run(False), run(True, "other"))
+    assert render_compile_comparison(run(False), run(True)).startswith("eager vs torch.compile: m, batch 64")
+
+
 def test_category_totals_merge_fused_time_of_sub_categories():
     r = result(True, {"attention/core": 1.0, "attention/projections": 2.0},
                fused={"attention/core": {"memory/layout": 0.2}, "attention/projections": {"memory/layout": 0.1,

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from visprof.base.spelling import option
 from visprof.result import ProfileResult
 
-__all__ = ["CPU_BREAKDOWN_NOTE", "CompileRow", "breakdown_is_of_compiled_code", "compare_compile", "comparison_rows_as_dicts", "render_compile_comparison"]
+__all__ = ["CPU_BREAKDOWN_NOTE", "CompileRow", "breakdown_is_of_compiled_code", "check_compile_pair", "compare_compile",
+           "comparison_rows_as_dicts", "render_compile_comparison"]
 
 
 @dataclass
@@ -69,12 +70,29 @@ def breakdown_is_of_compiled_code(compiled: ProfileResult) -> bool:
     return compiled.measurement != "cpu"
 
 
+def check_compile_pair(eager: ProfileResult, compiled: ProfileResult) -> None:
+    """BadInputError unless ``eager`` and ``compiled`` are one model's eager and compiled runs in one setting:
+    render_compile_comparison had printed "eager vs torch.compile" for arguments swapped, or for two eager
+    runs of two models, where only compare_compile's table (a GPU's) checked them."""
+    from visprof.base.errors import BadInputError
+
+    if not compiled.config.compile or eager.config.compile:
+        raise BadInputError("compare_compile needs an eager result and a compiled one (config.compile), in that "
+                            f"order; got compile={eager.config.compile} and compile={compiled.config.compile}")
+    settings = {"model": (eager.model.name, compiled.model.name),
+                "batch": (eager.model.batch_size, compiled.model.batch_size),
+                "precision": (eager.config.precision, compiled.config.precision),
+                "device": (eager.config.device, compiled.config.device)}
+    differ = [f"{name} {a} and {b}" for name, (a, b) in settings.items() if a != b]
+    if differ:
+        raise BadInputError(f"compare_compile compares one model's runs in one setting: {', '.join(differ)}")
+
+
 def compare_compile(eager: ProfileResult, compiled: ProfileResult) -> list[CompileRow]:
     """One row per category present in either result, in the eager result's report order."""
     from visprof.base.errors import BadInputError
 
-    if not compiled.config.compile or eager.config.compile:
-        raise BadInputError("compare_compile needs an eager result and a compiled one (config.compile)")
+    check_compile_pair(eager, compiled)
     if not breakdown_is_of_compiled_code(compiled):
         raise BadInputError(f"compare_compile: {CPU_BREAKDOWN_NOTE}")
     e_totals, c_totals = eager.category_totals(), compiled.category_totals()
@@ -113,6 +131,7 @@ def _layout_note(eager: ProfileResult, compiled: ProfileResult) -> list[str]:
 
 
 def render_compile_comparison(eager: ProfileResult, compiled: ProfileResult) -> str:
+    check_compile_pair(eager, compiled)
     m, cfg = eager.model, eager.config
     lines = [f"eager vs torch.compile: {m.name}, batch {m.batch_size}, {cfg.precision}, {cfg.device}"]
     if eager.timing and compiled.timing:
