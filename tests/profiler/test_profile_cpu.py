@@ -639,3 +639,20 @@ def test_ops_that_took_longer_than_the_clean_iteration_are_said_to_be_from_a_bus
     assert warned(4.1, 6.7) == [] and warned(43.0, 44.6) == [] and warned(14.0, 10.0) == []
     result.measurement = "gpu"  # a GPU's kernel times are checked against the tracer's and events' own
     assert warned(387.0, 3.0) == []
+
+
+def test_a_torch_compile_failure_is_said_to_be_compiles_not_the_models(monkeypatch):
+    """A C++ compiler missing or broken (CXX) made Inductor fail, and the error read "model 'resnet18'
+    failed on an input", as if its forward were wrong."""
+    import torch._inductor.config as inductor
+
+    from visprof.base.errors import ModelForwardError
+
+    monkeypatch.setattr(inductor.cpp, "cxx", (None, "/nonexistent/g++"))
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU())
+    with pytest.raises(ModelForwardError) as failed:
+        visprof.profile(model, img_size=16, batch_size=1, compile=True, passes="timing", iterations=2, progress=False)
+    assert "InvalidCxxCompiler" in str(failed.value)
+    assert str(failed.value).endswith("(torch.compile failed to build the compiled program, not the model's own "
+                                      "forward (a C++ compiler missing or broken, CXX): profile it without compile, "
+                                      "or fix what the message names)")

@@ -35,7 +35,25 @@ def failure_hint(cause: BaseException, module: nn.Module, name: str, *, user_mod
     if _is_about_forwards_arguments(cause):
         hint = ("visprof.profile calls forward with one batch of images; for a forward that takes other "
                 "inputs, run it yourself inside `with visprof.trace(model):`")
+    if _is_torch_compiles(cause):
+        hint = ("torch.compile failed to build the compiled program, not the model's own forward (a C++ compiler "
+                f"missing or broken, CXX): profile it without {option('compile')}, or fix what the message names")
     return hint
+
+
+def _is_torch_compiles(cause: BaseException) -> bool:
+    """An error of Dynamo or Inductor (InductorError: InvalidCxxCompiler with a bad CXX), which had read
+    as the model failing."""
+    return any(type(error).__module__.startswith(("torch._inductor", "torch._dynamo"))
+               for error in _chain(cause))
+
+
+def _chain(error: BaseException | None):
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        error = error.__cause__ or error.__context__
 
 
 # Words of the errors an input of the wrong size raises: timm's "Input height (288) doesn't match
