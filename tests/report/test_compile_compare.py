@@ -42,7 +42,7 @@ def test_rows_compare_shares_and_the_same_work_on_the_eager_scale():
     assert rows["activation"].compiled_ms == 0.0
     assert rows["normalization"].fused == {"activation": 0.9, "elementwise": 0.3}
     text = render_compile_comparison(eager, compiled)
-    assert "1.25x" in text and "activation 0.90" in text and "fused into it" in text
+    assert "(compile's speed-up x1.25)" in text and "activation 0.90" in text and "fused into it" in text
 
 
 def test_comparison_needs_one_eager_and_one_compiled_result():

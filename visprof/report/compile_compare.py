@@ -61,7 +61,7 @@ class CompileRow:
 CPU_BREAKDOWN_NOTE = ("per category: not compared. On the CPU the attributed pass runs a compiled model eagerly (op "
                       "capture cannot time the ops inside Inductor's generated code), so both breakdowns are of the "
                       "eager model; only the latency above is the compiled program's. On a GPU the compiled run's "
-                      "kernels are attributed by name.")
+                      "kernels are attributed (through Inductor's provenance, else by name).")
 
 
 def breakdown_is_of_compiled_code(compiled: ProfileResult) -> bool:
@@ -136,7 +136,8 @@ def render_compile_comparison(eager: ProfileResult, compiled: ProfileResult) -> 
     lines = [f"eager vs torch.compile: {m.name}, batch {m.batch_size}, {cfg.precision}, {cfg.device}"]
     if eager.timing and compiled.timing:
         e, c = eager.timing.latency_ms.median, compiled.timing.latency_ms.median
-        lines.append(f"latency (median): eager {e:.3f} ms, compiled {c:.3f} ms ({e / c:.2f}x)")
+        # named: a bare "(0.41x)" read either way (diff prints B over A, compiled over eager)
+        lines.append(f"latency (median): eager {e:.3f} ms, compiled {c:.3f} ms (compile's speed-up x{e / c:.2f})")
     if breakdown_is_of_compiled_code(compiled):
         lines += _category_comparison(eager, compiled)
     else:
