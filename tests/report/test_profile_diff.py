@@ -134,9 +134,14 @@ def test_an_op_type_that_only_a_ran_is_gone_not_x0():
                                   if line.startswith(gone)).split()[-1] == "gone"
 
 
-def test_the_same_file_twice_is_named_as_such(capsys):
+def test_the_same_file_twice_is_named_as_such(capsys, tmp_path):
     code, out, _ = run_cli(capsys, "diff", str(H100), str(H100.parent / ".." / "data" / H100.name))
     assert code == 0 and "\ndiffers in: nothing: A and B are the same file\n" in out and "rerun" not in out
+    copy = tmp_path / "copy.json"  # a copy had read as "a rerun"
+    copy.write_bytes(H100.read_bytes())
+    code, out, _ = run_cli(capsys, "diff", str(H100), str(copy))
+    made = ProfileResult.load(H100).created_at
+    assert code == 0 and f"\ndiffers in: nothing: A and B are copies of one result (made {made})\n" in out
 
 
 def test_cpu_runs_at_other_thread_counts_say_so_and_record_it():

@@ -211,7 +211,10 @@ def render_profile_diff(diff: ProfileDiff, names: tuple[str, str] | None = None,
              f"B: {b.model.name} · batch {b.model.batch_size} · {b.config.precision} · "
              f"{_describe(b)['GPU']}",
              "differs in: " + ("; ".join(diff.differences) if diff.differences else
-                               "nothing: A and B are the same file" if diff.same_file else "nothing recorded (a rerun)")]
+                               "nothing: A and B are the same file" if diff.same_file else
+                               # two copies of one result are no rerun: one run made both
+                               f"nothing: A and B are copies of one result (made {a.created_at})"
+                               if a.created_at and a.created_at == b.created_at else "nothing recorded (a rerun)")]
     if diff.per == "sample":
         lines.append(f"times per sample: the batches differ ({a.model.batch_size} and {b.model.batch_size})")
     lines += [f"note: {note}" for note in diff.notes]
