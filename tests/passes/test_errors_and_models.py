@@ -545,3 +545,22 @@ def test_a_patch_size_that_does_not_tile_the_input_is_said():
     assert note in resolve_model("vit_tiny_patch16_224", img_size=(230, 232)).notes
     assert not any("never read" in n for n in resolve_model("vit_tiny_patch16_224", img_size=240).notes)
     assert not any("never read" in n for n in resolve_model("resnet18", img_size=230).notes)
+
+
+@pytest.mark.parametrize("name, size, unread", [("pvt_v2_b0", 64, 0), ("pit_b_224", 63, 0), ("pit_b_224", 64, 1)])
+def test_patches_that_overlap_or_pad_are_said_to_leave_only_what_they_do_not_read(name, size, unread):
+    """PVT-v2's 7 px patches at stride 4 with padding 3 read every pixel of a 64 px input, and PiT-B's
+    14 px ones at stride 7 every pixel of 63 px (all but the last row and column at 64): a tiling by the
+    patch size had said 1 and 7 (8 at 64) rows were never read. The count is checked by the gradient,
+    which reaches every pixel the model reads."""
+    spec = resolve_model(name, img_size=size)
+    x = torch.randn(1, 3, size, size, requires_grad=True)
+    spec.module(x).sum().backward()
+    rows_read = int((x.grad.abs().sum((0, 1, 3)) > 0).sum())
+    assert rows_read == size - unread
+    notes = [n for n in spec.notes if "never read" in n]
+    if unread:
+        assert notes == [f"{name}'s 14x14 px patches at stride 7x7 read 63x63 of the 64x64 input: its last 1 rows and "
+                         "1 columns of pixels are never read"]
+    else:
+        assert notes == []

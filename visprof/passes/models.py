@@ -154,18 +154,32 @@ def _spec_for_timm(requested: str, size: tuple[int, int] | str | None, pretraine
 def _unread_pixels_note(name: str, module: nn.Module, size: tuple[int, int]) -> list[str]:
     """A patch embedding whose patches do not tile the input reads none of the pixels left over
     (timm's PatchEmbed unless it pads): a 230 px ViT-B/16 runs as a 224 px one, which had gone
-    unsaid beside a size the user chose."""
+    unsaid beside a size the user chose. Read from the embedding's convolution (kernel, stride,
+    padding): patches that overlap or pad (PVT-v2's 7 px at stride 4, PiT's 14 px at stride 7) read
+    pixels a tiling by the patch size leaves out, and had been said to read none of them."""
     embed = getattr(module, "patch_embed", None)
-    patch = getattr(embed, "patch_size", None)
-    if (not isinstance(patch, tuple) or len(patch) != 2 or not all(isinstance(p, int) and p > 0 for p in patch)
-            or getattr(embed, "dynamic_img_pad", False)):
+    # its one convolution (timm's PatchEmbed.proj, PiT's ConvEmbedding.conv); a stem of several is not read here
+    convs = [m for m in embed.modules() if isinstance(m, nn.Conv2d)] if isinstance(embed, nn.Module) else []
+    conv = convs[0] if len(convs) == 1 else None
+    if (conv is None or getattr(embed, "dynamic_img_pad", False)
+            or not isinstance(conv.padding, tuple) or conv.dilation != (1, 1)):
         return []
-    tiled = tuple(side // p * p for side, p in zip(size, patch))
-    if tiled == tuple(size):
+    read = tuple(_pixels_read(side, k, st, pad) for side, k, st, pad in zip(size, conv.kernel_size, conv.stride,
+                                                                             conv.padding))
+    if read == tuple(size):
         return []
-    return [f"{name}'s {_fmt(patch)} px patches tile {_fmt(tiled)} of the {_fmt(size)} input: its last "
-            f"{size[0] - tiled[0]} rows and {size[1] - tiled[1]} columns of pixels are never read (a size divisible by "
-            f"{patch[0]} runs all of them)"]
+    kernel, stride = conv.kernel_size, conv.stride
+    tiling = stride == kernel and conv.padding == (0, 0)
+    reach = f"tile {_fmt(read)}" if tiling else f"at stride {_fmt(stride)} read {_fmt(read)}"
+    return [f"{name}'s {_fmt(kernel)} px patches {reach} of the {_fmt(size)} input: its last {size[0] - read[0]} rows "
+            f"and {size[1] - read[1]} columns of pixels are never read"
+            + (f" (a size divisible by {kernel[0]} runs all of them)" if tiling else "")]
+
+
+def _pixels_read(side: int, kernel: int, stride: int, padding: int) -> int:
+    """How many of a side's pixels a convolution reads: up to the last window's end, less the padding."""
+    windows = (side + 2 * padding - kernel) // stride + 1
+    return max(0, min(side, (windows - 1) * stride + kernel - padding))
 
 
 def _compiled_original(module: nn.Module) -> nn.Module | None:
