@@ -185,6 +185,10 @@ OP_CASES = [
     # a mixed-precision step's GradScaler: pointwise over the gradients, as the optimizer's step (it had been "other")
     ("aten._amp_foreach_non_finite_check_and_unscale_.default", (), None, "elementwise"),
     ("aten._amp_update_scale_.default", (), None, "elementwise"),
+    # nn.Dropout(inplace=True) (TNT's) and a RoPE's coordinate grid (qwen3_vit, EVA) had been "other"
+    ("aten.dropout_.default", ("Dropout", "Mlp"), None, "elementwise"),
+    ("aten.feature_dropout_.default", ("Dropout2d",), None, "elementwise"),
+    ("aten.meshgrid.indexing", ("VisionTransformer",), None, "memory/layout"),
     # nothing matched: "other"
     ("aten.frobnicate.default", ("Block",), None, "other"),
 ]
