@@ -136,3 +136,16 @@ def test_a_library_round_trips_and_another_document_is_refused(tmp_path):
 def test_a_profile_without_counters_is_refused_in_one_line():
     with pytest.raises(BadInputError, match=r"vit_base_patch16_224: no Nsight Compute counters \(make it with `visprof ncu"):
         counter_set(ProfileResult.load(DATA / "h200-result-vit_base_patch16_224.json"))
+
+
+def test_copies_are_no_family_to_measure_next_and_said_apart():
+    """[memcpy] and [memset] ranked 2nd and 8th among the families to give `visprof ncu` next, which
+    cannot measure them (they are no kernels), and counted as estimated time."""
+    library = build_library([recorded_vit()])
+    profile = vit_profile()
+    profile.kernel_families.append(KernelFamilyRow("[memcpy]", "memory", "copy", 4.0, 0.5, 0.1))
+    cov = coverage(library, profile)
+    assert cov.kernel_ms == pytest.approx(4.5) and cov.copies_ms == pytest.approx(0.5)
+    assert [family for family, _, _ in cov.unmeasured] == ["at::native::elementwise_kernel"]
+    assert cov.line() == ("bounds: 78% of kernel time on bounds measured by Nsight Compute (compute 78%), 11% in "
+                          "memcpy/memset (no kernels for ncu), 11% estimated from tensor sizes")

@@ -37,11 +37,13 @@ def test_a_library_is_built_and_tells_each_profiles_measured_share(tmp_path):
     told = visprof(tmp_path, "bounds", "coverage", "lib.json", result.name, "--json", "coverage.json")
     assert told.returncode == 0, told.stderr
     assert "measured bounds: 75.0% of all kernel time" in told.stdout
-    assert ("vit_base_patch16_224 @224: bounds: 75% of kernel time on bounds measured by Nsight Compute (compute 75%), "
-            "25% estimated from tensor sizes") in told.stdout
+    # the profile by its batch and precision too: one model's runs at two batches had read alike
+    assert ("vit_base_patch16_224 @224 b64 bf16: bounds: 75% of kernel time on bounds measured by Nsight Compute "
+            "(compute 75%), 25% estimated from tensor sizes") in told.stdout
     assert "25.0%  conv_depthwise2d_forward_kernel (convolution)" in told.stdout
     doc = json.loads((tmp_path / "coverage.json").read_text())
     assert doc["profiles"][0]["measured_ms"] == 3.0 and doc["profiles"][0]["by_bound_ms"] == {"compute": 3.0}
+    assert (doc["profiles"][0]["batch_size"], doc["profiles"][0]["precision"]) == (64, "bf16")
 
 
 def test_time_in_launches_too_small_for_the_gpu_is_told_apart_from_the_estimate(tmp_path):
@@ -105,13 +107,42 @@ def test_coverage_accounts_for_every_profile_read_repeats_included(tmp_path):
     again.to_json(tmp_path / "again.json")
     told = visprof(tmp_path, "bounds", "coverage", "lib.json", result.name, "again.json")
     assert told.returncode == 0, told.stderr
-    assert ("1 profiles on NVIDIA H200 with kernel families (0 on other GPUs, 0 without kernel families and 1 older "
-            "repeats left out)") in told.stderr
+    assert ("1 profiles on NVIDIA H200 with kernel families (0 on other GPUs or the CPU, 0 without kernel families "
+            "and 1 older repeats left out)") in told.stderr
 
 
 def test_coverage_of_profiles_on_another_gpu_is_one_line(tmp_path):
     assert visprof(tmp_path, "bounds", "build", ncu_result(tmp_path).name, "-o", "lib.json").returncode == 0
     other = ProfileResult.load(DATA / "h100-result-vit_base_patch16_224.json")
     other.to_json(tmp_path / "h100.json")
-    refused(visprof(tmp_path, "bounds", "coverage", "lib.json", "h100.json"),
-            "no profile in the inputs ran on NVIDIA H200, the library's GPU, with kernel families (1 on other GPUs")
+    line = refused(visprof(tmp_path, "bounds", "coverage", "lib.json", "h100.json"),
+                   "no profile in the inputs ran on NVIDIA H200, the library's GPU, with kernel families (1 on other GPUs")
+    assert "; they ran on NVIDIA H100 80GB HBM3 (1))" in line  # what they ran on, not only where they did not
+
+
+def test_coverage_names_what_it_could_not_read_or_split_and_a_swapped_or_raw_input(tmp_path):
+    """A truncated file in a source folder was left out without a word (predict names it); profiles whose
+    kernel-family rows keep no split by category gave a shared family its largest category's bound without
+    a word; a store given as LIBRARY, and ncu's raw CSV given for its --json, had misleading messages."""
+    import sqlite3
+
+    result = ncu_result(tmp_path)
+    assert visprof(tmp_path, "bounds", "build", result.name, "-o", "lib.json").returncode == 0
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "vit.json").write_bytes(result.read_bytes())
+    (folder / "cut.json").write_bytes(result.read_bytes()[:2000])
+    told = visprof(tmp_path, "bounds", "coverage", "lib.json", "runs")
+    assert told.returncode == 0, told.stderr
+    assert "note: skipped 1 file(s) of the input folders: " in told.stderr and "cut.json" in told.stderr
+    # nvjet's GEMMs were measured as attention projections and as linear; the profile's row keeps one category
+    library = json.loads((tmp_path / "lib.json").read_text())
+    assert len({e["category"] for e in library["entries"] if e["family"] == "nvjet_sm90_tst"}) == 2
+    assert "note: 1 of the 1 profiles keep one category per kernel-family row" in told.stderr
+    sqlite3.connect(tmp_path / "s.db").execute("CREATE TABLE t (x)").connection.close()
+    refused(visprof(tmp_path, "bounds", "coverage", "s.db", result.name),
+            "bound library s.db is a visprof results store, not a bound library; the library comes first")
+    raw = DATA / "ncu" / "deit_small_attention.ncu-raw.csv"
+    for argv in (["build", str(raw), "-o", "x.json"], ["coverage", "lib.json", str(raw)]):
+        refused(visprof(tmp_path, "bounds", *argv),
+                "is Nsight Compute's raw CSV (visprof ncu --csv); give the result visprof ncu wrote with --json")

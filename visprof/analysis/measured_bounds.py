@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -114,6 +114,11 @@ class BoundLibrary:
 
     @classmethod
     def load(cls, path: str | Path) -> "BoundLibrary":
+        from visprof.base.output_paths import is_sqlite_file
+
+        if is_sqlite_file(path):  # a store, which `bounds coverage` reads as a SOURCE: the arguments swapped
+            raise BadInputError(f"bound library {path} is a visprof results store, not a bound library; the library "
+                                "comes first: visprof bounds coverage LIBRARY SOURCE ...")
         return cls.from_dict(load_json_file(path, "bound library"), f"bound library {path}")
 
 
@@ -239,6 +244,10 @@ class Coverage:
     unmeasured: list[tuple[str, str, float]]  # (family, category, ms), costliest first; not under_filled
     under_filled_ms: float = 0.0  # in families the library lacks, launched with fewer blocks than SMs
     sm_count: int | None = None  # of the profile's GPU; None where it did not record it
+    copies_ms: float = 0.0  # memcpy and memset: no kernels for ncu, so neither measured nor to measure next
+    # families shared by categories whose row keeps no split (a result made before rows kept one): all their
+    # time takes the largest category's bound
+    unsplit_shared: bool = False
 
     @property
     def measured_share(self) -> float:
@@ -249,12 +258,21 @@ class Coverage:
         return self.under_filled_ms / self.kernel_ms if self.kernel_ms > 0 else 0.0
 
     def line(self) -> str:
-        bounds = ", ".join(f"{b} {ms / self.kernel_ms:.0%}" for b, ms in sorted(self.by_bound_ms.items(), key=lambda x: -x[1]))
+        # a bound under half a percent reads "latency 0%": left out
+        bounds = ", ".join(f"{b} {ms / self.kernel_ms:.0%}" for b, ms in sorted(self.by_bound_ms.items(), key=lambda x: -x[1])
+                           if ms >= 0.005 * self.kernel_ms)
         under = (f", {self.under_filled_share:.0%} latency-bound by launch size (fewer thread blocks than the "
                  f"GPU's {self.sm_count} SMs)" if self.under_filled_ms > 0 else "")
-        estimated = 1 - self.measured_share - self.under_filled_share
+        copies = self.copies_ms / self.kernel_ms if self.kernel_ms > 0 else 0.0
+        estimated = 1 - self.measured_share - self.under_filled_share - copies
         return (f"bounds: {self.measured_share:.0%} of kernel time on bounds measured by Nsight Compute"
-                + (f" ({bounds})" if bounds else "") + under + f", {estimated:.0%} estimated from tensor sizes")
+                + (f" ({bounds})" if bounds else "") + under
+                + (f", {copies:.0%} in memcpy/memset (no kernels for ncu)" if self.copies_ms > 0 else "")
+                + f", {estimated:.0%} estimated from tensor sizes")
+
+
+# The rows of a profile's kernel families that are copies, not kernels (visprof.attribution.op_types)
+COPY_FAMILIES = ("[memcpy]", "[memset]")
 
 
 def _by_category(row) -> list[tuple[str, float]]:
@@ -279,10 +297,14 @@ def coverage(library: BoundLibrary, result) -> Coverage:
                             f"{gpu_name(result) or 'no GPU'}: bounds do not carry across GPUs")
     entries = library.lookup()
     sm_count = result.sm_count
-    total = measured = under_filled = 0.0
+    total = measured = under_filled = copies = 0.0
     by_bound: dict[str, float] = defaultdict(float)
     unmeasured = []
     for row in result.kernel_families or []:
+        if row.family in COPY_FAMILIES:  # had led the list of what to give `visprof ncu` next, which cannot
+            total += row.time_ms
+            copies += row.time_ms
+            continue
         for category, ms in _by_category(row):
             total += ms
             entry = entries.get((row.family, category))
@@ -294,5 +316,7 @@ def coverage(library: BoundLibrary, result) -> Coverage:
             else:
                 unmeasured.append((row.family, category, ms))
     unmeasured.sort(key=lambda x: -x[2])
+    shared = {family for family, n in Counter(family for family, _ in entries).items() if n > 1}
+    unsplit = any(not row.by_category and row.family in shared for row in result.kernel_families or [])
     return Coverage(kernel_ms=total, measured_ms=measured, by_bound_ms=dict(by_bound), unmeasured=unmeasured,
-                    under_filled_ms=under_filled, sm_count=sm_count)
+                    under_filled_ms=under_filled, sm_count=sm_count, copies_ms=copies, unsplit_shared=unsplit)

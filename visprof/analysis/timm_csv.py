@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from visprof.base.errors import BadInputError
+from visprof.base.inputs import NCU_RAW_CSV, is_ncu_raw_csv
 from visprof.base.spelling import either, option
 from visprof.store.result_store import SQLITE_HEADER
 
@@ -249,7 +250,10 @@ def check_benchmark_csv(path: str | Path) -> None:
     """BadInputError unless ``path`` is a readable timm inference benchmark CSV (by its columns),
     so that a file of another kind is said to be one before its name is read for a GPU or a
     precision."""
-    header = next(csv.reader(io.StringIO(_read_text(Path(path)))), None)
+    text = _read_text(Path(path))
+    if is_ncu_raw_csv(text):  # its ==PROF== line had been quoted as the header of a timm table
+        raise BadInputError(f"{path} {NCU_RAW_CSV}")
+    header = next(csv.reader(io.StringIO(text)), None)
     _checked_header(_timm_columns(header), str(path), [name.strip() for name in header] if header else None)
 
 

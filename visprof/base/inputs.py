@@ -19,7 +19,8 @@ from typing import Any
 
 from visprof.base.errors import BadInputError
 
-__all__ = ["describe_value", "input_path", "load_json_file", "load_toml_file", "read_input_bytes", "toml_reader"]
+__all__ = ["NCU_RAW_CSV", "describe_value", "input_path", "is_ncu_raw_csv", "load_json_file", "load_toml_file",
+           "read_input_bytes", "toml_reader"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -95,6 +96,17 @@ def _no_nan(name: str) -> Any:
     raise ValueError(name)
 
 
+def is_ncu_raw_csv(text: str) -> bool:
+    """Whether ``text`` is Nsight Compute's raw CSV (``visprof ncu --csv``): its ==PROF== lines, then a
+    header of quoted columns starting with ID and Process ID."""
+    first = next((line for line in text.splitlines() if line.strip() and not line.startswith("==")), "")
+    return first.startswith('"ID","Process ID"')
+
+
+# Said where a visprof ncu result is read and ncu's raw CSV was given (the likelier mix-up than any other)
+NCU_RAW_CSV = "is Nsight Compute's raw CSV (visprof ncu --csv); give the result visprof ncu wrote with --json"
+
+
 def load_json_file(path: str | Path, what: str) -> Any:
     """The parsed JSON of ``path`` (NaN and Infinity refused: visprof never writes them)."""
     path = input_path(path, what)
@@ -102,6 +114,8 @@ def load_json_file(path: str | Path, what: str) -> Any:
     try:
         return json.loads(text, parse_constant=_no_nan)
     except json.JSONDecodeError as exc:
+        if is_ncu_raw_csv(text):
+            raise BadInputError(f"{what} {path} {NCU_RAW_CSV}") from None
         # The text ran out: at the end, or inside a string that never closes (JSON strings
         # cannot span lines, so an unterminated one on the last line is the end of the file).
         unterminated = exc.msg.startswith("Unterminated string") and "\n" not in text[exc.pos:].rstrip()

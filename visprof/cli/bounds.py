@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from visprof.cli.arguments import positive_int
@@ -55,6 +55,12 @@ def cmd_bounds_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _named(m) -> str:
+    """A profile as the coverage lists it: one model's runs at two batches or precisions had read alike."""
+    size = f" @{m.img_size}" if m.img_size else ""
+    return f"{m.model}{size} b{m.batch_size} {m.precision}"
+
+
 def _refuse_repeats(paths: list[Path]) -> None:
     """One ncu result given twice (the same name, ./x, a link, a copy, a gzipped copy) would count
     its launches and weights twice without a word: refused, naming it. Compared by content,
@@ -90,17 +96,24 @@ def cmd_bounds_coverage(args: argparse.Namespace) -> int:
     if unread:
         print(f"note: {', '.join(map(str, unread))} not read: bounds coverage reads profiles, and a CSV holds none",
               file=sys.stderr)
-    loaded, repeats = sources.load(profiles).latest_profiles_only()
+    read = sources.load(profiles)
+    if read.skipped:  # a truncated file in a folder had been left out without a word (predict names them)
+        print(f"note: skipped {len(read.skipped)} file(s) of the input folders: {', '.join(read.skipped[:3])}"
+              + (" ..." if len(read.skipped) > 3 else ""), file=sys.stderr)
+    loaded, repeats = read.latest_profiles_only()
     if not loaded.profiles:
         raise sources.no_profiles_error(why, references=len(loaded.measurements))
     on_gpu = [m for m in loaded.profiles if gpu_name(m.result) == library.gpu]
     with_families = [m for m in on_gpu if m.result.kernel_families]
+    elsewhere = Counter(gpu_name(m.result) or "the CPU" for m in loaded.profiles if gpu_name(m.result) != library.gpu)
     # Every profile read is accounted for: repeats of a measurement count once (its latest).
-    left_out = (f"{len(loaded.profiles) - len(on_gpu)} on other GPUs, {len(on_gpu) - len(with_families)} without "
-                f"kernel families and {repeats} older repeats left out")
+    left_out = (f"{len(loaded.profiles) - len(on_gpu)} on other GPUs or the CPU, {len(on_gpu) - len(with_families)} "
+                f"without kernel families and {repeats} older repeats left out")
     if not with_families:
+        ran_on = (f"; they ran on {', '.join(f'{name} ({n})' for name, n in elsewhere.most_common())}"
+                  if elsewhere else "")
         raise BadInputError(f"no profile in the inputs ran on {library.gpu}, the library's GPU, with kernel families "
-                            f"({left_out}): give profiles made on {library.gpu} with the attributed pass")
+                            f"({left_out}{ran_on}): give profiles made on {library.gpu} with the attributed pass")
     print(f"{len(with_families)} profiles on {library.gpu} with kernel families ({left_out}); library: "
           f"{len(library.entries)} entries", file=sys.stderr)
     rows = [(m, coverage(library, m.result)) for m in with_families]
@@ -110,13 +123,20 @@ def cmd_bounds_coverage(args: argparse.Namespace) -> int:
     print(f"measured bounds: {measured_ms / kernel_ms:.1%} of all kernel time; per profile median "
           f"{shares[len(shares) // 2]:.1%} (lowest {shares[0]:.1%}, highest {shares[-1]:.1%})")
     under_ms = sum(c.under_filled_ms for _, c in rows)
-    if round(under_ms / kernel_ms, 3) > 0:  # a line reading 0.0% would only be noise
+    copies_ms = sum(c.copies_ms for _, c in rows)
+    if round((under_ms + copies_ms) / kernel_ms, 3) > 0:  # a line reading 0.0% would only be noise
+        copies = f"memcpy/memset (no kernels for ncu): {copies_ms / kernel_ms:.1%}; " if copies_ms else ""
         print(f"latency-bound by launch size (fewer thread blocks than the GPU has SMs), not measured: "
-              f"{under_ms / kernel_ms:.1%} of all kernel time; estimated from tensor sizes: "
-              f"{1 - (measured_ms + under_ms) / kernel_ms:.1%}")
-    print(f"the {min(args.top, len(rows))} profiles with the least measured time:")
+              f"{under_ms / kernel_ms:.1%} of all kernel time; {copies}estimated from tensor sizes: "
+              f"{1 - (measured_ms + under_ms + copies_ms) / kernel_ms:.1%}")
+    unsplit = sum(c.unsplit_shared for _, c in rows)
+    if unsplit:
+        print(f"note: {unsplit} of the {len(rows)} profiles keep one category per kernel-family row (made before "
+              "rows kept their split): a family the library measured in several categories takes its largest "
+              "category's bound for all of its time there", file=sys.stderr)
+    print(f"the {min(args.top, len(rows))} profile(s) with the least measured time:")
     for m, c in sorted(rows, key=lambda r: r[1].measured_share)[:args.top]:
-        print(f"  {m.model} @{m.img_size}: {c.line()}")
+        print(f"  {_named(m)}: {c.line()}")
     unmeasured: dict[tuple[str, str], float] = defaultdict(float)
     for _, c in rows:
         for family, category, ms in c.unmeasured:
@@ -126,7 +146,9 @@ def cmd_bounds_coverage(args: argparse.Namespace) -> int:
     for (family, category), share in shown:
         print(f"  {share:6.1%}  {family} ({category})")
     if args.json is not None:
-        doc = [{"model": m.model, "img_size": m.img_size, "kernel_ms": c.kernel_ms, "measured_ms": c.measured_ms,
-                "by_bound_ms": c.by_bound_ms, "under_filled_ms": c.under_filled_ms} for m, c in rows]
+        doc = [{"model": m.model, "img_size": m.img_size, "batch_size": m.batch_size, "precision": m.precision,
+                "grad_mode": m.result.config.grad_mode, "kernel_ms": c.kernel_ms, "measured_ms": c.measured_ms,
+                "by_bound_ms": c.by_bound_ms, "under_filled_ms": c.under_filled_ms, "copies_ms": c.copies_ms}
+               for m, c in rows]
         write_json_summary(args.json, "bounds-coverage", {"gpu": library.gpu, "profiles": doc})
     return 0
