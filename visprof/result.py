@@ -281,7 +281,9 @@ class CategoryCounters:
 
 @dataclass
 class KernelCounters:
-    """One kernel name within a category, as ncu measured it (means over its profiled launches)."""
+    """One kernel name within a category, as ncu measured it: means over its profiled launches, the duration
+    weighted by each launch's weight (weight x duration is the time the row stands for), the others by
+    that time. Results made before 2026-12-08 kept plain means."""
 
     name: str
     category: str
