@@ -149,6 +149,8 @@ OP_CASES = [
     ("aten.permute.default", ("LayerNorm2d",), None, "normalization/layer"),
     ("aten.permute.default", ("LayerNorm2d",), {"role": "normalization"}, "normalization/layer"),  # dataflow role, module kind
     ("aten.rsqrt.default", ("Block",), {"role": "normalization"}, "normalization/other"),  # a norm written as ops
+    # the permutes around a layer norm op that a parent module runs (MambaOut's stem) had been "other"
+    ("aten.permute.default", ("Stem",), {"role": "normalization", "norm_kind": "layer"}, "normalization/layer"),
     ("aten.relu_.default", ("BatchNormAct2d",), None, "normalization/batch"),  # fused norm+act module
     ("aten.relu_.default", ("ReLU", "BatchNormAct2d"), None, "activation"),
     ("aten.gelu.default", ("GELU", "Mlp"), None, "activation"),

@@ -388,13 +388,35 @@ def test_norms_and_activations_written_as_ops():
     norm = "normalization/other"
     assert set(by_name["rsqrt"]) == {norm} and set(by_name["sqrt"]) == {norm}
     assert set(by_name["mean"]) == {norm}  # no mean of these is a pool
-    assert set(by_name["permute"]) == {norm}  # the permutes around F.layer_norm (LayerNorm2d written inline)
+    # the permutes around F.layer_norm (LayerNorm2d written inline) are that norm op's kind, as layer_norm is
+    assert set(by_name["permute"]) == set(by_name["layer_norm"]) == {"normalization/layer"}
     assert by_name["sigmoid"] == ["activation"] and set(by_name["pow"]) == {norm, "activation"}
     muls = by_name["mul"]
     assert muls.count("activation") == 3 and sum(k.startswith("normalization/") for k in muls) == 3, muls
     adds = by_name["add"]
     assert adds.count("activation") == 1 and sum(k.startswith("normalization/") for k in adds) == 3
     assert not any(k.startswith("attention") for *_, k in ops)
+
+
+class PermutedNorm(nn.Module):
+    """MambaOut's stem, NesT's pooling: the module itself runs permute -> its LayerNorm -> permute back."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.norm = nn.Conv2d(3, 8, 3), nn.LayerNorm(8)
+
+    def forward(self, x):
+        return self.norm(self.conv(x).permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
+def test_the_permutes_a_parent_module_runs_around_its_norm_are_that_norms_kind():
+    """Outside the LayerNorm module no module rule names the kind: they had been "normalization/other"
+    (a norm written as ops), beside the layer norm they serve."""
+    ops = capture(PermutedNorm(), torch.randn(1, 3, 8, 8))
+    keys = {name.split(".")[1]: key for name, path, role, key in ops}
+    assert keys["permute"] == keys["native_layer_norm" if "native_layer_norm" in keys else "layer_norm"]
+    assert keys["permute"] == "normalization/layer"
+    assert not [key for *_, key in ops if key == "normalization/other"]
 
 
 def test_a_training_step_finds_the_same_norms_and_activations_written_as_ops():

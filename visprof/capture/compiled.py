@@ -371,6 +371,7 @@ def read_provenance(gm, provenance: dict[str, list[str]], param_flags: Sequence[
             role = roles.get(index.get(node, -1))
             if role:
                 attrs["role"] = role
+                attrs.update(roles.facts.get(index.get(node, -1), {}))
             found = table.classify_op(op, (*classes, *root_class), attrs)
             described[node] = (op, path, attrs, found, table.classify_op(op, (), {}).category)
         return described[node]

@@ -32,7 +32,7 @@ from visprof.native import native
 from visprof.capture.nvtx_scheme import LiveModuleRanges, ModulePlan, ModuleRanges, op_handle, op_range_name
 from visprof.capture.op_costs import NO_COST, OpCostCounter, is_frozen_script, script_constants
 from visprof.native.records import ModuleRecord, OpRecord
-from visprof.capture.structure import EXTERNAL, PARAM, SOFTMAX, Dataflow, find_roles, op_kind
+from visprof.capture.structure import EXTERNAL, PARAM, SOFTMAX, Dataflow, Roles, find_roles, op_kind
 
 _aten = torch.ops.aten
 # Where each convolution overload keeps its input, weight and `groups` among its positional
@@ -304,9 +304,11 @@ class FlowRecorder:
                 if isinstance(t, torch.Tensor):
                     self._produced(t, position)
 
-    def roles(self) -> dict[int, str]:
-        """Raw index -> role."""
-        return {self.index[i]: role for i, role in find_roles(self.flow).items()}
+    def roles(self) -> Roles:
+        """Raw index -> role (and its facts)."""
+        found = find_roles(self.flow)
+        return Roles({self.index[i]: role for i, role in found.items()},
+                     {self.index[i]: facts for i, facts in found.facts.items()})
 
 
 class OpCapture(TorchDispatchMode):
@@ -357,7 +359,7 @@ class OpCapture(TorchDispatchMode):
         self.misaligned = 0
         # Dataflow of the template forward (structure=True): per raw entry, its inputs' producers.
         self._flow: FlowRecorder | None = FlowRecorder(tracker.root, graph_inputs) if structure else None
-        self.roles: dict[int, str] = {}  # raw index -> role, once the capture has exited
+        self.roles: dict[int, str] = Roles()  # raw index -> role, once the capture has exited
         self._autograd = AutogradLink() if backward else None
         self._module_ranges = ModuleRanges(tracker.modules, model_name) if nvtx else None
         self._live_ranges = LiveModuleRanges(self._module_ranges) if nvtx else None
@@ -512,11 +514,14 @@ class OpCapture(TorchDispatchMode):
         if flow is None:
             return self.roles
         self.roles = flow.roles()
+        facts = self.roles.facts
         if self._autograd is not None:  # a backward op plays its forward op's part
-            self.roles.update({b: self.roles[f] for b, f in self._autograd.backward_of.items() if f in self.roles})
+            backward = self._autograd.backward_of.items()
+            self.roles.update({b: self.roles[f] for b, f in backward if f in self.roles})
+            facts.update({b: facts[f] for b, f in backward if f in facts})
         for index, role in self.roles.items():
             entry = self.raw[index]
-            self.raw[index] = (*entry[:7], {**(entry[7] or {}), "role": role})
+            self.raw[index] = (*entry[:7], {**(entry[7] or {}), "role": role, **facts.get(index, {})})
         return self.roles
 
     def to_records(self) -> list[OpRecord]:

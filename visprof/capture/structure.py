@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 __all__ = [
-    "Dataflow", "EXTERNAL", "PARAM", "ROLES", "SOFTMAX", "find_roles", "op_kind",
+    "Dataflow", "EXTERNAL", "PARAM", "ROLES", "Roles", "SOFTMAX", "find_roles", "op_kind",
     "ROLE_ACTIVATION", "ROLE_CORE", "ROLE_MASK", "ROLE_NORM", "ROLE_PROJECTION", "ROLE_BIAS", "ROLE_WINDOW",
 ]
 
@@ -76,6 +76,11 @@ NORM_OPS = {
     "layer_norm", "native_layer_norm", "rms_norm", "_fused_rms_norm", "group_norm", "native_group_norm",
     "instance_norm", "batch_norm", "native_batch_norm", "_native_batch_norm_legit_no_training",
 }
+# The kind of norm each norm op is (normalization's sub-category): the permutes around one, in a parent
+# module (MambaOut's stem, NesT's pooling), take it as the ``norm_kind`` fact; they had been "other"
+NORM_KINDS = {"layer_norm": "layer", "native_layer_norm": "layer", "rms_norm": "rms", "_fused_rms_norm": "rms",
+              "group_norm": "group", "native_group_norm": "group", "instance_norm": "instance",
+              "batch_norm": "batch", "native_batch_norm": "batch", "_native_batch_norm_legit_no_training": "batch"}
 # Reductions a q/k normalisation makes (F.normalize): passable on the way to a projection.
 QK_NORM_REDUCTIONS = {"linalg_vector_norm", "norm"}
 NONLINEAR = {"sigmoid", "tanh", "relu", "relu6", "hardtanh", "erf", "softplus", "hardsigmoid", "gelu", "silu",
@@ -162,6 +167,7 @@ class _Analysis:
                     if p >= 0:
                         self.consumers[p].remove(i)
         self.roles: dict[int, str] = {}
+        self.facts: dict[int, dict[str, str]] = {}  # op -> facts a rule reads beside its role (Roles.facts)
 
     # helpers --------------------------------------------------------------------------
     def active(self, i: int) -> list[int]:
@@ -531,6 +537,9 @@ class _Analysis:
             return
         after.append(nxt[0])
         self.mark(before + after, ROLE_NORM)
+        for i in before + after:
+            if self.roles[i] == ROLE_NORM:
+                self.facts[i] = {"norm_kind": NORM_KINDS[self.kinds[n]]}
 
     # activations written as ops ---------------------------------------------------------
     def activations(self) -> None:
@@ -592,10 +601,19 @@ class _Analysis:
             self.mark(region, ROLE_ACTIVATION)
 
 
-def find_roles(flow: Dataflow) -> dict[int, str]:
+class Roles(dict):
+    """``find_roles``' answer: op -> role, and ``facts``: op -> attributes a rule reads beside the role
+    (``norm_kind``: the kind of norm a permute around a norm op serves)."""
+
+    def __init__(self, roles=(), facts=None):
+        super().__init__(roles)
+        self.facts: dict[int, dict[str, str]] = dict(facts or {})
+
+
+def find_roles(flow: Dataflow) -> Roles:
     """Role of each op that has one (docs above); ops without a role are left to the op rules."""
     analysis = _Analysis(flow)
     analysis.norms()  # first: a norm written as ops can sit between a projection and q
     analysis.attention()
     analysis.activations()
-    return analysis.roles
+    return Roles(analysis.roles, analysis.facts)
