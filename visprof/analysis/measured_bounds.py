@@ -267,7 +267,7 @@ class Coverage:
         estimated = 1 - self.measured_share - self.under_filled_share - copies
         return (f"bounds: {self.measured_share:.0%} of kernel time on bounds measured by Nsight Compute"
                 + (f" ({bounds})" if bounds else "") + under
-                + (f", {copies:.0%} in memcpy/memset (no kernels for ncu)" if self.copies_ms > 0 else "")
+                + (f", {copies:.0%} in memcpy/memset (no kernels for ncu)" if copies >= 0.005 else "")
                 + f", {estimated:.0%} estimated from tensor sizes")
 
 

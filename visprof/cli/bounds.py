@@ -124,11 +124,14 @@ def cmd_bounds_coverage(args: argparse.Namespace) -> int:
           f"{shares[len(shares) // 2]:.1%} (lowest {shares[0]:.1%}, highest {shares[-1]:.1%})")
     under_ms = sum(c.under_filled_ms for _, c in rows)
     copies_ms = sum(c.copies_ms for _, c in rows)
-    if round((under_ms + copies_ms) / kernel_ms, 3) > 0:  # a line reading 0.0% would only be noise
-        copies = f"memcpy/memset (no kernels for ncu): {copies_ms / kernel_ms:.1%}; " if copies_ms else ""
-        print(f"latency-bound by launch size (fewer thread blocks than the GPU has SMs), not measured: "
-              f"{under_ms / kernel_ms:.1%} of all kernel time; {copies}estimated from tensor sizes: "
-              f"{1 - (measured_ms + under_ms + copies_ms) / kernel_ms:.1%}")
+    # each part only where it reads above 0.0%, which would only be noise
+    under, copies = under_ms / kernel_ms, copies_ms / kernel_ms
+    parts = [f"latency-bound by launch size (fewer thread blocks than the GPU has SMs), not measured: {under:.1%} of "
+             "all kernel time"] if round(under, 3) > 0 else []
+    parts += [f"memcpy/memset (no kernels for ncu): {copies:.1%}"] if round(copies, 3) > 0 else []
+    if parts:
+        estimated = 1 - measured_ms / kernel_ms - under - copies
+        print("; ".join(parts) + f"; estimated from tensor sizes: {estimated:.1%}")
     unsplit = sum(c.unsplit_shared for _, c in rows)
     if unsplit:
         print(f"note: {unsplit} of the {len(rows)} profiles keep one category per kernel-family row (made before "
