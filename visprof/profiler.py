@@ -352,6 +352,7 @@ def _build_result(spec, config, passes, warmup, iterations, table, outcome, note
             max_memory_reserved_bytes=timing.max_memory_reserved,
         )
         result.passes["timing"] = R.PassInfo(timing.wall_s, len(timing.samples_ns) + timing.warmup)
+        result.warnings.extend(_unsteady_latency_warning(result))
     if trace_only is not None:
         result.passes["trace_only"] = R.PassInfo(trace_only.wall_s, trace_only.iterations)
     memory_summary = _memory_summary(memory) if memory else None
@@ -413,6 +414,22 @@ def _memory_summary(memory: MemoryResult) -> R.MemorySummary:
 # distorted, with coverage 100% and every check passed. Python's time between ops makes the sum
 # smaller than the latency on a quiet machine (0.6x for a small MobileNet), so only "more" is said.
 BUSY_HOST_RATIO = 1.5
+
+
+# On the CPU, a median latency this many times its 10th percentile: the host was busy for most of the timed
+# iterations (a review saw a median of 59.9 ms beside a p10 of 0.83 ms on a loaded machine, and a diff then read
+# x0.01 as the change a layer made). A quiet CPU run spreads by tens of percent.
+UNSTEADY_LATENCY_RATIO = 2.0
+
+
+def _unsteady_latency_warning(result: R.ProfileResult) -> list[str]:
+    latency = result.timing.latency_ms if result.timing else None
+    if result.measurement != "cpu" or latency is None or not latency.p10 or latency.median < UNSTEADY_LATENCY_RATIO * latency.p10:
+        return []
+    return [f"the timed iterations spread widely (p10 {latency.p10:.3f} ms, median {latency.median:.3f} ms, "
+            f"x{latency.median / latency.p10:.1f}): the host was busy for most of them (other processes, threads "
+            "contending), so the latency is the machine's load as much as the model's; profile again on a quieter "
+            "machine, or with fewer threads (OMP_NUM_THREADS)"]
 
 
 def _busy_host_warning(result: R.ProfileResult) -> list[str]:
