@@ -489,3 +489,26 @@ def test_an_interrupted_compare_compile_names_its_unwritten_json(tmp_path, monke
     assert cli.main(["compare-compile", "resnet18", "--device", "cpu", "--json", str(out), "--quiet"]) == 130
     assert capsys.readouterr().err.splitlines()[-1] == f"visprof: error: interrupted; not written: {out}"
     assert not out.exists()
+
+
+def test_a_compiled_run_that_fails_leaves_the_eager_runs_latency_said(tmp_path, monkeypatch, capsys):
+    """compare-compile threw the finished eager run away without a word when the compiled one failed
+    (no working C++ compiler): its latency is said before the error."""
+    import visprof.profiler
+    from visprof.base.errors import ModelForwardError
+    from visprof.result import LatencyStats, ModelInfo, ProfileResult, RunConfig, Timing
+
+    def profile(model, compile, **kwargs):
+        if compile:
+            raise ModelForwardError(model, (1, 3, 8, 8), RuntimeError("InvalidCxxCompiler"))
+        result = ProfileResult(ModelInfo(model, batch_size=1), RunConfig(device="cpu"), "cpu")
+        result.timing = Timing(LatencyStats.from_samples([12.5]), 80.0, 1)
+        return result
+
+    monkeypatch.setattr(visprof.profiler, "profile", profile)
+    out = tmp_path / "cc.json"
+    assert cli.main(["compare-compile", "resnet18", "--device", "cpu", "--json", str(out), "--quiet"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ("eager run of resnet18 finished: latency (median) 12.500 ms; the compiled run failed "
+                            "(below), so nothing is compared and no --json is written\n")
+    assert "InvalidCxxCompiler" in captured.err and not out.exists()

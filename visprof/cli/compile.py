@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from visprof.base.errors import VisprofError
 from visprof.base.options import PRECISIONS
 
 
@@ -52,7 +53,14 @@ def cmd_compare_compile(args: argparse.Namespace) -> int:
     kwargs.update(channels_last=args.channels_last, progress=not args.quiet, passes="timing,attributed")
     profile = importlib.import_module("visprof.profiler").profile
     eager = profile(args.model, compile=False, **kwargs)
-    compiled = profile(args.model, compile=True, **kwargs)
+    try:
+        compiled = profile(args.model, compile=True, **kwargs)
+    except VisprofError:
+        # the eager run's minutes are not lost without a word: its latency, then the compiled run's error
+        if eager.timing is not None:
+            print(f"eager run of {eager.model.name} finished: latency (median) {eager.timing.latency_ms.median:.3f} ms; "
+                  "the compiled run failed (below), so nothing is compared and no --json is written")
+        raise
     from visprof.report.compile_compare import (CPU_BREAKDOWN_NOTE, breakdown_is_of_compiled_code, compare_compile,
                                                  comparison_rows_as_dicts, render_compile_comparison)
 
