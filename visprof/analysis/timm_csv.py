@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from visprof.base.errors import BadInputError
-from visprof.base.inputs import NCU_RAW_CSV, is_ncu_raw_csv
+from visprof.base.inputs import NCU_RAW_CSV, SQLITE_HEADER, is_ncu_raw_csv
 from visprof.base.spelling import either, option
-from visprof.store.result_store import SQLITE_HEADER
 
 REQUIRED = ("model", "infer_img_size", "infer_samples_per_sec", "infer_batch_size")
 OPTIONAL = {"infer_step_time": "step_time_ms", "param_count": "param_count_m", "infer_gmacs": "gmacs",

@@ -19,10 +19,11 @@ from typing import Any
 
 from visprof.base.errors import BadInputError
 
-__all__ = ["NCU_RAW_CSV", "describe_value", "input_path", "is_ncu_raw_csv", "load_json_file", "load_toml_file",
+__all__ = ["NCU_RAW_CSV", "SQLITE_HEADER", "describe_value", "input_path", "is_ncu_raw_csv", "load_json_file", "load_toml_file",
            "read_input_bytes", "toml_reader"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first bytes of every SQLite database file
 
 
 def input_path(path: Any, what: str) -> Path:
@@ -80,7 +81,7 @@ def read_input_bytes(path: str | Path, what: str, allow_empty: bool = False) -> 
 
 
 def _text(raw: bytes, path: Path, what: str) -> str:
-    if raw.startswith(b"SQLite format 3\x00"):  # a results store given where a file of text is read
+    if raw.startswith(SQLITE_HEADER):  # a results store given where a file of text is read
         raise BadInputError(f"{what} {path} is an SQLite database (a visprof results store?), not a {what}: a store's "
                             "results are read by compare, predict, report and calibrate, and from Python by "
                             "visprof.sweep.open_store(path).results()")

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence, Union
 
 from visprof.base.errors import BadInputError
-from visprof.base.inputs import NAME_MAX, refuse_a_long_name
+from visprof.base.inputs import NAME_MAX, SQLITE_HEADER, refuse_a_long_name
 from visprof.base.json_documents import CHROME_TRACE, SUMMARY_KINDS, document_name, mark_of_head
 
 __all__ = ["OUTPUT_KINDS", "InputPaths", "SQLITE_SIDE_SUFFIXES", "check_not_an_input", "check_output_dir",
@@ -39,7 +39,6 @@ __all__ = ["OUTPUT_KINDS", "InputPaths", "SQLITE_SIDE_SUFFIXES", "check_not_an_i
 # these files as well as its own (writing over one of them corrupts the store).
 SQLITE_SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
 _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
-_SQLITE_HEADER = b"SQLite format 3\x00"
 
 # What a command reads: a path (a file, or a folder of files), several, or None (not given).
 InputPaths = Union[str, Path, Iterable[Union[str, Path]], None]
@@ -320,7 +319,7 @@ def is_sqlite_file(path: str | Path) -> bool:
     """Whether ``path`` starts as every SQLite database does (False where it cannot be read)."""
     try:
         with open(path, "rb") as fh:
-            return fh.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
+            return fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER
     except OSError:
         return False
 

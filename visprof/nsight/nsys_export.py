@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from visprof.base.errors import BadInputError
+from visprof.base.inputs import SQLITE_HEADER
 
 META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")  # current name first; 2022.x used the second
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
@@ -34,7 +35,6 @@ MEMSET = "CUPTI_ACTIVITY_KIND_MEMSET"
 NVTX = "NVTX_EVENTS"
 GPU_INFO = "TARGET_INFO_GPU"
 GPU_TABLES = (KERNEL, MEMCPY, MEMSET)
-_SQLITE_HEADER = b"SQLite format 3\x00"  # the first bytes of every SQLite database file
 # What SQLite says of a file it cannot read as a database: cut short, or overwritten in places.
 _DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 _DAMAGED_WORDS = ("malformed", "not a database")  # the same, in SQLite's messages
@@ -153,13 +153,13 @@ def _unreadable(path: Path, exc: sqlite3.DatabaseError) -> BadInputError:
     or cut short (an interrupted copy or export), anything else is another kind of file."""
     try:
         with open(path, "rb") as fh:
-            start = fh.read(len(_SQLITE_HEADER))
+            start = fh.read(len(SQLITE_HEADER))
     except OSError as os_error:
         return BadInputError(f"{path} cannot be read: {os_error.strerror or os_error}")
     if start.startswith(b"\x1f\x8b"):  # gzip's magic: an export kept compressed
         return BadInputError(f"{path} is gzip-compressed; SQLite reads it unpacked: gunzip -k {path}, then import "
                              f"{path.with_suffix('') if path.suffix == '.gz' else 'the unpacked file'}")
-    damaged = start == _SQLITE_HEADER
+    damaged = start == SQLITE_HEADER
     if damaged:
         return BadInputError(f"{path} is a damaged or truncated SQLite file ({exc}); export the report again "
                              "with nsys export --type sqlite")

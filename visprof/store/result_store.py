@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from visprof.base.errors import BadInputError, OutputWriteError, VisprofWarning
-from visprof.base.inputs import input_path
+from visprof.base.inputs import SQLITE_HEADER, input_path
 from visprof.base.output_paths import refuse_a_name_without_room_for_side_files, sqlite_side_files
 from visprof.base.pandas_import import import_pandas
 from visprof.base.spelling import option
@@ -51,7 +51,6 @@ if TYPE_CHECKING:
 __all__ = ["ResultStore", "open_store", "Reference", "CellState", "StoreBusyError", "DamagedStoreError", "NotAStoreYet",
            "device_name"]
 
-SQLITE_HEADER = b"SQLite format 3\x00"  # the first bytes of every SQLite file
 _FAILURE_KINDS = ("error", "oom", "timeout", "crash")
 # SQLite's words for a store that cannot take a write (not a bug in the SQL).
 _STORAGE_ERRORS = ("disk is full", "readonly", "disk I/O error", "unable to open", "database is locked")
