@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from visprof.attribution.op_types import kernel_family
+from visprof.attribution.op_types import TRANSFER_FAMILIES, kernel_family
 from visprof.base.errors import BadInputError
 from visprof.base.inputs import describe_value, load_json_file
 from visprof.result import SCHEMA as RESULT_SCHEMA
@@ -271,10 +271,6 @@ class Coverage:
                 + f", {estimated:.0%} estimated from tensor sizes")
 
 
-# The rows of a profile's kernel families that are copies, not kernels (visprof.attribution.op_types)
-COPY_FAMILIES = ("[memcpy]", "[memset]")
-
-
 def _by_category(row) -> list[tuple[str, float]]:
     """(category, ms) of a kernel-family row's time, as the library is keyed: by family and category.
     A family that runs in several categories (nvjet GEMMs as attention projections and as linear, ATen's
@@ -301,7 +297,7 @@ def coverage(library: BoundLibrary, result) -> Coverage:
     by_bound: dict[str, float] = defaultdict(float)
     unmeasured = []
     for row in result.kernel_families or []:
-        if row.family in COPY_FAMILIES:  # had led the list of what to give `visprof ncu` next, which cannot
+        if row.family in TRANSFER_FAMILIES.values():  # had led the list of what to give `visprof ncu` next, which cannot
             total += row.time_ms
             copies += row.time_ms
             continue

@@ -32,7 +32,7 @@ from visprof.native.records import KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET
 from visprof.result import KernelFamilyRow, LaunchSizeRow, OpTypeRow
 
 __all__ = ["op_type_rows", "kernel_family_rows", "launch_size_rows", "kernel_family", "op_type", "GEMM_OPS",
-           "INTENSITY_CLASSES"]
+           "INTENSITY_CLASSES", "TRANSFER_FAMILIES"]
 
 GEMM_OPS = re.compile(r"^aten\.(mm|addmm|bmm|baddbmm|matmul|linear|_addmm_activation|addbmm|_scaled_mm)\.")
 CONV_OPS = re.compile(r"^aten\.(convolution|_convolution|conv[123]d|conv_transpose[123]d|cudnn_convolution\w*|mkldnn_convolution)\.")
@@ -42,7 +42,8 @@ INTENSITY_CLASSES = ((64.0, "low"), (256.0, "mid"))
 # cuDNN's NCHW <-> NHWC copies around a convolution (mangled or demangled names).
 LAYOUT_TRANSFORM = re.compile(r"nchwToNhwc|nhwcToNchw")
 _TILE = re.compile(r"_(?:tilesize)?\d+x\d+.*$")
-_TRANSFER_NAMES = {KIND_MEMCPY: "[memcpy]", KIND_MEMSET: "[memset]"}
+# the kernel-family rows of copies, which are no kernels (the bound library cannot measure them)
+TRANSFER_FAMILIES = {KIND_MEMCPY: "[memcpy]", KIND_MEMSET: "[memset]"}
 
 
 def op_type(name: str, attrs: dict | None, flops: float, nbytes: float) -> str:
@@ -295,7 +296,7 @@ def _row_families(trace) -> np.ndarray:
     for name_id in np.unique(name_ids):
         name = trace.kernel_names[name_id] if 0 <= name_id < len(trace.kernel_names) else "?"
         families[name_ids == name_id] = kernel_family(name)
-    for kind, label in _TRANSFER_NAMES.items():
+    for kind, label in TRANSFER_FAMILIES.items():
         families[kinds == kind] = label
     return families
 
