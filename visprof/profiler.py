@@ -424,7 +424,8 @@ UNSTEADY_LATENCY_RATIO = 2.0
 
 def _unsteady_latency_warning(result: R.ProfileResult) -> list[str]:
     latency = result.timing.latency_ms if result.timing else None
-    if result.measurement != "cpu" or latency is None or not latency.p10 or latency.median < UNSTEADY_LATENCY_RATIO * latency.p10:
+    if (result.measurement != "cpu" or latency is None or not latency.p10
+            or latency.median < UNSTEADY_LATENCY_RATIO * latency.p10):
         return []
     return [f"the timed iterations spread widely (p10 {latency.p10:.3f} ms, median {latency.median:.3f} ms, "
             f"x{latency.median / latency.p10:.1f}): the host was busy for most of them (other processes, threads "

@@ -28,8 +28,8 @@ from typing import Callable, Iterable, NamedTuple
 from visprof.analysis.batch_witness import path_change_note
 from visprof.analysis.compare_explain import explain
 from visprof.analysis.compare_notes import (batch_note, cpu_results_note, disagreeing_rows_note, implausible_note,
-                                            other_sizes_note, other_tags_note, precision_note, profile_precision_note, software_note,
-                                            witness_path_changes)
+                                            other_sizes_note, other_tags_note, precision_note, profile_precision_note,
+                                            software_note, witness_path_changes)
 from visprof.analysis.comparison import Aggregate, Comparison, ModelComparison, PredictionAgreement
 from visprof.analysis.families import family
 from visprof.analysis.gpus import GpuSpec, GpuTable, more_gpus, normalize_name, table_or_default
@@ -281,8 +281,8 @@ def compare(measurements: list[Measurement], base: str | None = None, target: st
     tags = other_tags_note(models, by_gpu[base_key], by_gpu[target_key], base_name, target_name)
     if tags:
         notes.append(tags)
-    for note in (other_sizes_note(models, profiles), precision_note(models, base_name, target_name), profile_precision_note(models, base_name),
-                 batch_note(models, base_name, target_name)):
+    for note in (other_sizes_note(models, profiles), precision_note(models, base_name, target_name),
+                 profile_precision_note(models, base_name), batch_note(models, base_name, target_name)):
         if note:
             notes.append(note)
     software = software_note(models, base_name, target_name)

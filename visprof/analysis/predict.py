@@ -401,6 +401,5 @@ def predict_many(results: Iterable[ProfileResult], target: GpuSpec | str, **kwar
     return out, skipped
 
 
-__all__ = ["FITS_UNDECIDED", "HIGHER_PEAKS", "HOST_BOUND_IDLE", "Prediction", "batch_distance", "choose_profiles", "idle_share",
-           "higher_peaks_note", "predict_many", "predict_result", "source_spec", "speedup",
-           "speedup_band"]
+__all__ = ["FITS_UNDECIDED", "HIGHER_PEAKS", "HOST_BOUND_IDLE", "Prediction", "batch_distance", "choose_profiles",
+           "higher_peaks_note", "idle_share", "predict_many", "predict_result", "source_spec", "speedup", "speedup_band"]

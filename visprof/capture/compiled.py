@@ -368,10 +368,9 @@ def read_provenance(gm, provenance: dict[str, list[str]], param_flags: Sequence[
             if attrs:  # the layout Inductor's lowering gives it, which conv_layout() reports
                 attrs["channels_last"] = layout_opt or _is_channels_last(node.args[0].meta["val"])
             attrs = dict(attrs or {})
-            role = roles.get(index.get(node, -1))
-            if role:
-                attrs["role"] = role
-                attrs.update(roles.facts.get(index.get(node, -1), {}))
+            position = index.get(node, -1)
+            if role := roles.get(position):
+                attrs.update(role=role, **roles.facts.get(position, {}))
             found = table.classify_op(op, (*classes, *root_class), attrs)
             described[node] = (op, path, attrs, found, table.classify_op(op, (), {}).category)
         return described[node]

@@ -359,7 +359,7 @@ class OpCapture(TorchDispatchMode):
         self.misaligned = 0
         # Dataflow of the template forward (structure=True): per raw entry, its inputs' producers.
         self._flow: FlowRecorder | None = FlowRecorder(tracker.root, graph_inputs) if structure else None
-        self.roles: dict[int, str] = Roles()  # raw index -> role, once the capture has exited
+        self.roles: Roles = Roles()  # raw index -> role, once the capture has exited
         self._autograd = AutogradLink() if backward else None
         self._module_ranges = ModuleRanges(tracker.modules, model_name) if nvtx else None
         self._live_ranges = LiveModuleRanges(self._module_ranges) if nvtx else None
